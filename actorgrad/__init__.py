@@ -1,0 +1,44 @@
+"""actorgrad: reverse-mode autograd whose backward pass is a network of async actors inside trio.
+
+The entry points that run the engine are awaitable (`await actorgrad.backward(...)`,
+`await actorgrad.grad(...)`); the sync mirrors live where PyTorch has them (`loss.backward()`,
+`actorgrad.autograd.grad(...)`).
+"""
+
+from actorgrad import autograd, ops
+from actorgrad.accumulate_grad import AccumulateGrad
+from actorgrad.engine import backward, grad
+from actorgrad.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from actorgrad.node import Node
+from actorgrad.ops import (
+    add,
+    amax,
+    broadcast_to,
+    div,
+    exp,
+    log,
+    log_softmax,
+    matmul,
+    mean,
+    mul,
+    neg,
+    permute,
+    pow,
+    relu,
+    reshape,
+    sigmoid,
+    sub,
+    sum,
+    tanh,
+    transpose,
+)
+from actorgrad.scheduler import get_num_workers, profile, set_num_workers
+from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, int64, tensor
+
+__all__ = [
+    "AccumulateGrad", "Node", "Tensor", "add", "amax", "autograd", "backward", "bool_", "broadcast_to", "div",
+    "enable_grad", "exp", "float16", "float32", "float64", "get_num_workers", "grad", "int32", "int64",
+    "is_grad_enabled", "log", "log_softmax", "matmul", "mean", "mul", "neg", "no_grad", "ops", "permute", "pow",
+    "profile", "relu", "reshape", "set_grad_enabled", "set_num_workers", "sigmoid", "sub", "sum", "tanh",
+    "tensor", "transpose",
+]

@@ -1,0 +1,50 @@
+"""AccumulateGrad: the node at the end of every path, which adds a leaf's gradient into `.grad`.
+
+A leaf has one AccumulateGrad, shared by every op that uses it. The leaf holds it weakly and the graph holds
+it strongly, so it lives exactly as long as some graph reaches it. It does not write `.grad` itself: it stages
+the gradient in the graph task, which commits all leaves at once when the whole pass has succeeded.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from actorgrad.node import MAX_SEQUENCE_NR, InputMetadata, Node
+from actorgrad.tensor import Tensor
+
+
+class AccumulateGrad(Node):
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: Tensor) -> None:
+        data = variable._data
+        super().__init__(
+            (), (InputMetadata(data.shape, data.dtype, variable.device),), variable.device, MAX_SEQUENCE_NR
+        )
+        self.topological_nr = 0
+        self.variable = variable
+
+    def apply(self, grads: list, task: Any) -> tuple:
+        if grads[0] is not None:
+            task.stage(self.variable, grads[0])
+        return ()
+
+
+def grad_accumulator(leaf: Tensor) -> AccumulateGrad:
+    """The leaf's AccumulateGrad, made on first use and shared while any graph holds it."""
+    ref = leaf._accumulator
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(leaf)
+        leaf._accumulator = weakref.ref(node)
+    return node
+
+
+def gradient_edge(t: Tensor) -> tuple[Node | None, int]:
+    """Where a gradient for `t` goes: its grad_fn's slot, its leaf accumulator, or nowhere."""
+    if t._grad_fn is not None:
+        return (t._grad_fn, t._output_nr)
+    if t._requires_grad:
+        return (grad_accumulator(t), 0)
+    return (None, 0)

@@ -1,0 +1,10 @@
+"""`actorgrad.autograd`: the sync mirrors of the engine entry points, where PyTorch has them.
+
+For scripts. Inside a trio app, await `actorgrad.backward(...)` / `actorgrad.grad(...)` instead.
+"""
+
+from actorgrad.engine import backward_sync as backward
+from actorgrad.engine import grad_sync as grad
+from actorgrad.node import Edge, GraphRoot, Node
+
+__all__ = ["Edge", "GraphRoot", "Node", "backward", "grad"]

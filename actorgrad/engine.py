@@ -1,0 +1,230 @@
+"""The public engine entry points: `await backward(...)` and `await grad(...)`, and their sync mirrors.
+
+Each call builds one GraphTask from a GraphRoot seeded with the output gradients, runs it through the
+scheduler, and then either commits the staged leaf gradients (all at once, only if the whole pass
+succeeded) or returns the captured ones.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import trio
+
+from actorgrad.accumulate_grad import gradient_edge
+from actorgrad.grad_mode import enable_grad
+from actorgrad.node import Edge, GraphRoot
+from actorgrad.scheduler import GraphTask, active_trace, run_graph_task
+from actorgrad.tensor import Tensor
+from actorgrad.tensor_ops import tensor_ops
+
+TensorOrTensors = Tensor | Sequence[Tensor]
+
+# Sync calls from several threads commit into shared leaves; this makes each commit one atomic step.
+_commit_lock = threading.Lock()
+
+
+def _as_tuple(value: Any, what: str) -> tuple:
+    if isinstance(value, Tensor):
+        return (value,)
+    if value is None:
+        return ()
+    values = tuple(value)
+    for i, v in enumerate(values):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"{what}[{i}] must be a Tensor, got {type(v).__name__}")
+    return values
+
+
+def _seed_grads(outputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
+    """One starting gradient per output: the given one (checked against the output), or ones for a scalar."""
+    if grad_outputs is None or isinstance(grad_outputs, Tensor):
+        given = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
+    else:
+        given = list(grad_outputs)
+    if len(given) != len(outputs):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got {len(given)} gradients "
+                           f"for {len(outputs)} outputs")
+    seeds = []
+    for i, (out, grad) in enumerate(zip(outputs, given)):
+        if grad is None:
+            if out._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            grad = Tensor(np.ones_like(out._data))
+        elif not isinstance(grad, Tensor):
+            raise TypeError(f"grad_tensors[{i}] must be a Tensor or None, got {type(grad).__name__}")
+        elif grad.shape != out.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of {grad.shape} and output[{i}] has a shape of "
+                f"{out.shape}."
+            )
+        if grad.dtype != out.dtype:
+            grad = Tensor(grad._data.astype(out.dtype))
+        seeds.append(grad if create_graph else grad._data)
+    return seeds
+
+
+def _root(outputs: tuple, seeds: list) -> GraphRoot:
+    edges = []
+    for i, out in enumerate(outputs):
+        edge = gradient_edge(out)
+        if edge[0] is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        edges.append(Edge(*edge))
+    return GraphRoot(tuple(edges), seeds, outputs[0].device)
+
+
+def _input_edges(inputs: tuple, what: str) -> list[Edge]:
+    edges = []
+    for i, t in enumerate(inputs):
+        if not t.requires_grad:
+            raise RuntimeError(f"One of the differentiated Tensors does not require grad ({what}[{i}])")
+        edges.append(Edge(*gradient_edge(t)))
+    return edges
+
+
+async def backward(
+    tensors: TensorOrTensors,
+    grad_tensors: TensorOrTensors | None = None,
+    *,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: TensorOrTensors | None = None,
+) -> None:
+    """Accumulate d(tensors)/d(leaf) into each leaf's `.grad`, leaves committed only if the pass succeeds."""
+    outputs = _as_tuple(tensors, "tensors")
+    root = _root(outputs, _seed_grads(outputs, grad_tensors, create_graph))
+    targets = None
+    if inputs is not None:
+        chosen = _as_tuple(inputs, "inputs")
+        if not chosen:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        targets = {edge.node: [] for edge in _input_edges(chosen, "inputs")}
+        for t in chosen:
+            t.retain_grad()
+    task = _graph_task(root, retain_graph, create_graph, targets, accumulate=True)
+    await run_graph_task(task)
+    _commit(task.staged, create_graph)
+
+
+async def grad(
+    outputs: TensorOrTensors,
+    inputs: TensorOrTensors,
+    grad_outputs: TensorOrTensors | None = None,
+    *,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool = False,
+) -> tuple[Tensor | None, ...]:
+    """d(outputs)/d(inputs), returned as a tuple; `.grad` of every tensor is left alone."""
+    outs = _as_tuple(outputs, "outputs")
+    ins = _as_tuple(inputs, "inputs")
+    if not ins:
+        raise RuntimeError("grad requires non-empty inputs.")
+    root = _root(outs, _seed_grads(outs, grad_outputs, create_graph))
+    captures: dict = {}
+    for index, edge in enumerate(_input_edges(ins, "inputs")):
+        captures.setdefault(edge.node, []).append((edge.input_nr, index))
+    task = _graph_task(root, retain_graph, create_graph, captures, accumulate=False)
+    await run_graph_task(task)
+    results = []
+    for index, value in enumerate(task.captured):
+        if value is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {index} appears to not have been used in the graph. "
+                    f"Set allow_unused=True if this is the desired behavior."
+                )
+            results.append(None)
+        else:
+            results.append(value if create_graph else Tensor(_owned(value)))
+    return tuple(results)
+
+
+def _graph_task(root: GraphRoot, retain_graph: bool | None, create_graph: bool, captures: Any, accumulate: bool):
+    return GraphTask(
+        root,
+        keep_graph=create_graph if retain_graph is None else retain_graph,
+        ops=tensor_ops if create_graph else None,
+        captures=captures,
+        accumulate=accumulate,
+        trace=active_trace.get(),
+    )
+
+
+def _owned(array: Any) -> np.ndarray:
+    """A gradient array the caller may write to (rules may hand out broadcast views or shared arrays)."""
+    array = np.asarray(array)
+    return array if array.flags.writeable and array.base is None else array.copy()
+
+
+def _commit(staged: dict, create_graph: bool) -> None:
+    """Add every staged gradient into its tensor's `.grad`, all in one step."""
+    if not staged:
+        return
+    for tensor, grad in staged.items():
+        held = tensor.grad
+        if held is not None and held.shape != tensor.shape:
+            raise RuntimeError(
+                f"can't accumulate a gradient of shape {tuple(grad.shape)} into .grad of shape {held.shape}"
+            )
+    with _commit_lock:
+        if create_graph:
+            with enable_grad():
+                for tensor, grad in staged.items():
+                    tensor.grad = grad if tensor.grad is None else tensor.grad + grad
+            return
+        for tensor, grad in staged.items():
+            held = tensor.grad
+            if held is None:
+                tensor.grad = Tensor(np.array(grad, dtype=tensor.dtype))
+            elif held._grad_fn is None and not held._requires_grad and held._data.flags.writeable:
+                held._data += grad
+            else:
+                tensor.grad = Tensor(held._data + grad)
+
+
+def _refuse_inside_trio(name: str, async_name: str) -> None:
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        f"{name}() was called inside a running trio event loop, where it would block the loop; "
+        f"use `await {async_name}(...)` there instead"
+    )
+
+
+def backward_sync(*args: Any, **kwargs: Any) -> None:
+    """`actorgrad.autograd.backward`: the sync form of `await actorgrad.backward(...)`."""
+    _refuse_inside_trio("backward", "actorgrad.backward")
+    trio.run(functools.partial(backward, *args, **kwargs))
+
+
+def grad_sync(*args: Any, **kwargs: Any) -> tuple[Tensor | None, ...]:
+    """`actorgrad.autograd.grad`: the sync form of `await actorgrad.grad(...)`."""
+    _refuse_inside_trio("grad", "actorgrad.grad")
+    return trio.run(functools.partial(grad, *args, **kwargs))
+
+
+def tensor_backward(
+    self: Tensor,
+    gradient: Tensor | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: TensorOrTensors | None = None,
+) -> None:
+    """`Tensor.backward`: sync, for scripts; in a trio app use `await actorgrad.backward(t)`."""
+    _refuse_inside_trio("Tensor.backward", "actorgrad.backward")
+    trio.run(
+        functools.partial(
+            backward, self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs
+        )
+    )
+
+
+Tensor.backward = tensor_backward

@@ -1,0 +1,98 @@
+"""Node and Edge: the structure of the backward graph (PyTorch's function.h and edge.h).
+
+A Node is one backward function. Its `next_functions` are its edges: one `(node or None, input_nr)` per
+forward input, naming the node that receives the gradient for that input and in which of its slots.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from typing import Any, NamedTuple
+
+from actorgrad.devices import Device
+
+_sequence_numbers = itertools.count()
+
+
+def next_sequence_nr() -> int:
+    """Monotonically increasing across threads: a later op gets a larger number (and runs earlier in backward)."""
+    return next(_sequence_numbers)
+
+
+MAX_SEQUENCE_NR = sys.maxsize
+
+
+class Edge(NamedTuple):
+    node: Node | None
+    input_nr: int
+
+
+class InputMetadata(NamedTuple):
+    """What a node expects of the gradient arriving in one of its slots."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+    device: Device
+
+
+class Node:
+    """One backward function of the graph; subclasses say how to turn output gradients into input gradients.
+
+    `apply(grads, task)` takes one gradient (or None) per slot and returns one per edge; `task` supplies the
+    array operations, which edges are wanted, and where leaf gradients are staged.
+    """
+
+    __slots__ = (
+        "sequence_nr",
+        "topological_nr",
+        "next_functions",
+        "input_metadata",
+        "device",
+        "cost",
+        "retained",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        next_functions: tuple[Edge, ...],
+        input_metadata: tuple[InputMetadata, ...],
+        device: Device,
+        sequence_nr: int | None = None,
+        cost: float = 0.0,
+    ) -> None:
+        self.sequence_nr = next_sequence_nr() if sequence_nr is None else sequence_nr
+        self.next_functions = next_functions
+        self.topological_nr = 1 + max(
+            (edge[0].topological_nr for edge in next_functions if edge[0] is not None), default=-1
+        )
+        self.input_metadata = input_metadata
+        self.device = device
+        self.cost = cost
+        self.retained: dict | None = None
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def apply(self, grads: list, task: Any) -> tuple:
+        raise NotImplementedError
+
+    def release_saved(self) -> None:
+        """Drop saved tensors once the node has run (unless the graph is retained)."""
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} sequence_nr={self.sequence_nr}>"
+
+
+class GraphRoot(Node):
+    """The entry of one backward call: hands the seed gradients to the outputs' nodes."""
+
+    __slots__ = ("grads",)
+
+    def __init__(self, edges: tuple[Edge, ...], grads: list, device: Device) -> None:
+        super().__init__(edges, (), device, sequence_nr=MAX_SEQUENCE_NR)
+        self.grads = grads
+
+    def apply(self, grads: list, task: Any) -> tuple:
+        return tuple(self.grads)

@@ -1,0 +1,205 @@
+"""Tensor: an array plus what autograd needs to know about it (requires_grad, grad, grad_fn)."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from actorgrad.devices import Device, cpu
+
+float16 = np.dtype(np.float16)
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+bool_ = np.dtype(np.bool_)
+
+_DEFAULT_FLOAT = float32
+
+
+class Tensor:
+    """An n-dimensional array that can record the operations applied to it.
+
+    A leaf is a tensor the user made (no `grad_fn`); its gradients accumulate into `.grad`. A tensor made by
+    an op on tensors that require grad carries the backward Node that made it in `grad_fn`.
+    """
+
+    __slots__ = (
+        "_data",
+        "_requires_grad",
+        "_grad_fn",
+        "_output_nr",
+        "grad",
+        "_accumulator",
+        "__weakref__",
+    )
+    # Make numpy defer to Tensor's reflected operators (`ndarray * tensor` -> Tensor.__rmul__).
+    __array_ufunc__ = None
+
+    def __init__(self, data: Any, requires_grad: bool = False, grad_fn: Any = None, output_nr: int = 0):
+        self._data = data
+        self._grad_fn = grad_fn
+        self._output_nr = output_nr
+        self.grad: Tensor | None = None
+        self._accumulator: weakref.ref | None = None
+        self._requires_grad = False
+        if requires_grad:
+            self.requires_grad = True
+
+    # -- autograd attributes -------------------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad or self._grad_fn is not None
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            )
+        if value and self._data.dtype.kind not in "fc":
+            raise RuntimeError(
+                f"Only Tensors of floating point dtype can require gradients, got a tensor of dtype "
+                f"{self._data.dtype}; convert it first, e.g. tensor(data, dtype=actorgrad.float32)"
+            )
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def grad_fn(self) -> Any:
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def retains_grad(self) -> bool:
+        fn = self._grad_fn
+        return fn is not None and fn.retained is not None and self._output_nr in fn.retained
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf's gradient in `.grad` after backward (leaves always keep theirs)."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        fn = self._grad_fn
+        if fn is None:
+            return
+        if fn.retained is None:
+            fn.retained = {}
+        fn.retained[self._output_nr] = weakref.ref(self)
+
+    def detach(self) -> Tensor:
+        """The same data, cut from the graph."""
+        return Tensor(self._data)
+
+    # -- data access -----------------------------------------------------------------------------------------
+    @property
+    def data(self) -> Tensor:
+        return Tensor(self._data)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._data.shape
+
+    def size(self, dim: int | None = None) -> Any:
+        return self._data.shape if dim is None else self._data.shape[dim]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._data.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    @property
+    def device(self) -> Device:
+        return cpu
+
+    def numpy(self) -> np.ndarray:
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return self._data
+
+    def item(self) -> float | int | bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.item()
+
+    def tolist(self) -> Any:
+        return self._data.tolist()
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self._data.size} values is ambiguous")
+        return bool(self._data)
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __repr__(self) -> str:
+        return _format_tensor(self)
+
+    __hash__ = object.__hash__
+
+
+def _format_values(data: np.ndarray) -> str:
+    if data.dtype.kind == "f" and data.size:
+        finite = data[np.isfinite(data)]
+        if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
+            formatter = {"float_kind": lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)}
+        else:
+            formatter = {"float_kind": lambda v: f"{v:.4f}" if np.isfinite(v) else str(v)}
+        return np.array2string(data, separator=", ", formatter=formatter, prefix="tensor(")
+    return np.array2string(data, separator=", ", prefix="tensor(")
+
+
+def _format_tensor(t: Tensor) -> str:
+    data = t._data
+    extras = []
+    if data.dtype not in (_DEFAULT_FLOAT, int64, bool_):
+        extras.append(f"dtype=actorgrad.{data.dtype}")
+    if t._grad_fn is not None:
+        extras.append(f"grad_fn=<{t._grad_fn.name()}>")
+    elif t._requires_grad:
+        extras.append("requires_grad=True")
+    return "tensor(" + ", ".join([_format_values(data), *extras]) + ")"
+
+
+def as_array(data: Any, dtype: Any = None) -> np.ndarray:
+    """numpy array for `tensor()`: Python floats become float32 as in PyTorch; numpy arrays keep their dtype."""
+    if isinstance(data, Tensor):
+        data = data._data
+    if dtype is not None:
+        return np.array(data, dtype=np.dtype(dtype))
+    if isinstance(data, np.ndarray | np.generic):
+        return np.array(data)
+    array = np.array(data)
+    if array.dtype == float64:
+        return array.astype(_DEFAULT_FLOAT)
+    if array.dtype.kind not in "fiub":
+        raise TypeError(f"can't make a tensor from {type(data).__name__} (numpy dtype {array.dtype})")
+    return array
+
+
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A new leaf tensor holding a copy of `data`."""
+    return Tensor(as_array(data, dtype), requires_grad=requires_grad)

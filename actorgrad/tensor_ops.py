@@ -1,0 +1,72 @@
+"""The gradient-rule helpers of `actorgrad.devices.array_ops.ArrayOps`, on Tensors.
+
+A backward with `create_graph=True` runs every rule with these, so each step of the backward is itself a
+recorded op and can be differentiated again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from actorgrad.devices.array_ops import reduced_axes
+from actorgrad.ops.record import SavedOutput
+from actorgrad.ops.shape import broadcast_to, permute
+from actorgrad.tensor import Tensor
+
+
+class TensorOps:
+    @staticmethod
+    def unpack(values: tuple, node: Any) -> list:
+        """Saved values as Tensors; a node's saved output comes back as a tensor whose grad_fn is the node."""
+        return [Tensor(v._data, grad_fn=node) if isinstance(v, SavedOutput) else v for v in values]
+
+    @staticmethod
+    def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+        if g.shape == shape:
+            return g
+        return g.sum(reduced_axes(g.shape, shape), keepdim=True).reshape(shape)
+
+    @staticmethod
+    def broadcast_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+        return broadcast_to(g, shape)
+
+    @staticmethod
+    def reshape(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+        return g.reshape(shape)
+
+    @staticmethod
+    def swapaxes(g: Tensor, dim0: int, dim1: int) -> Tensor:
+        return g.transpose(dim0, dim1)
+
+    @staticmethod
+    def permute(g: Tensor, dims: tuple[int, ...]) -> Tensor:
+        return permute(g, dims)
+
+    @staticmethod
+    def sum(g: Tensor, dim: tuple[int, ...] | None, keepdim: bool = False) -> Tensor:
+        return g.sum(dim, keepdim=keepdim)
+
+    @staticmethod
+    def exp(x: Tensor) -> Tensor:
+        return x.exp()
+
+    @staticmethod
+    def log(x: Tensor) -> Tensor:
+        return x.log()
+
+    @staticmethod
+    def positive_mask(x: Tensor) -> Tensor:
+        return Tensor((x._data > 0).astype(x.dtype))
+
+    @staticmethod
+    def equal_mask(x: Tensor, y: Tensor) -> Tensor:
+        return Tensor((x._data == y._data).astype(x.dtype))
+
+    @staticmethod
+    def zeros_like(x: Tensor) -> Tensor:
+        return Tensor(np.zeros_like(x._data))
+
+
+tensor_ops = TensorOps()

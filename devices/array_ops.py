@@ -1,0 +1,70 @@
+"""Raw-array helpers that gradient rules use beside Python's operators (the fast path of a backward).
+
+`TensorOps` in actorgrad mirrors this interface on Tensors, so the same rule also runs when a backward is
+recorded (`create_graph=True`).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+
+def reduced_axes(shape: tuple[int, ...], target: tuple[int, ...]) -> tuple[int, ...]:
+    """Axes of `shape` to sum so that it broadcasts back to `target` (the inverse of broadcasting)."""
+    lead = len(shape) - len(target)
+    return tuple(range(lead)) + tuple(lead + i for i, n in enumerate(target) if n == 1 and shape[lead + i] != 1)
+
+
+class ArrayOps:
+    """Gradient-rule helpers on raw arrays of one array module (numpy; cupy for CUDA devices)."""
+
+    def __init__(self, xp: ModuleType) -> None:
+        self.xp = xp
+
+    @staticmethod
+    def unpack(values: tuple, node: Any) -> list:
+        """Saved values as raw arrays: tensors and saved outputs give their data, other values pass through."""
+        return [getattr(v, "_data", v) for v in values]
+
+    @staticmethod
+    def sum_to(g: Any, shape: tuple[int, ...]) -> Any:
+        if g.shape == shape:
+            return g
+        return g.sum(axis=reduced_axes(g.shape, shape), keepdims=True).reshape(shape)
+
+    def broadcast_to(self, g: Any, shape: tuple[int, ...]) -> Any:
+        return self.xp.broadcast_to(g, shape)
+
+    @staticmethod
+    def reshape(g: Any, shape: tuple[int, ...]) -> Any:
+        return g.reshape(shape)
+
+    @staticmethod
+    def swapaxes(g: Any, dim0: int, dim1: int) -> Any:
+        return g.swapaxes(dim0, dim1)
+
+    @staticmethod
+    def permute(g: Any, dims: tuple[int, ...]) -> Any:
+        return g.transpose(dims)
+
+    @staticmethod
+    def sum(g: Any, dim: tuple[int, ...] | None, keepdim: bool = False) -> Any:
+        return g.sum(axis=dim, keepdims=keepdim)
+
+    def exp(self, x: Any) -> Any:
+        return self.xp.exp(x)
+
+    def log(self, x: Any) -> Any:
+        return self.xp.log(x)
+
+    @staticmethod
+    def positive_mask(x: Any) -> Any:
+        return (x > 0).astype(x.dtype)
+
+    @staticmethod
+    def equal_mask(x: Any, y: Any) -> Any:
+        return (x == y).astype(x.dtype)
+
+    def zeros_like(self, x: Any) -> Any:
+        return self.xp.zeros_like(x)

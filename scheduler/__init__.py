@@ -1,0 +1,24 @@
+"""Runs backward graphs: graph tasks, actor mailboxes, per-device ready queues and dispatch, worker limits, and
+the execution trace. Knows nothing of individual ops: a node is anything with `next_functions`,
+`input_metadata`, `sequence_nr`, `device`, `cost`, `retained`, `apply(grads, task)` and `release_saved()`.
+"""
+
+from actorgrad.scheduler.dispatch import run_graph_task
+from actorgrad.scheduler.graph_task import GraphTask, reentrant_depth
+from actorgrad.scheduler.input_buffer import InputBuffer
+from actorgrad.scheduler.ready_queue import ReadyQueue
+from actorgrad.scheduler.trace import TraceEvent, active_trace, profile
+from actorgrad.scheduler.workers import get_num_workers, set_num_workers
+
+__all__ = [
+    "GraphTask",
+    "InputBuffer",
+    "ReadyQueue",
+    "TraceEvent",
+    "active_trace",
+    "get_num_workers",
+    "profile",
+    "reentrant_depth",
+    "run_graph_task",
+    "set_num_workers",
+]

@@ -1,0 +1,191 @@
+"""GraphTask: the state of one backward pass (PyTorch's graph_task.h).
+
+It counts each node's dependencies over the graph reachable from the root, works out which nodes must run
+when only some inputs are asked for (execution info), holds the mailboxes of nodes still waiting for
+messages, and stages leaf gradients, which the caller commits only once the whole pass has succeeded.
+"""
+
+from __future__ import annotations
+
+import itertools
+from contextvars import ContextVar
+from typing import Any
+
+from actorgrad.scheduler.input_buffer import InputBuffer
+
+_task_ids = itertools.count(1)
+
+reentrant_depth: ContextVar[int] = ContextVar("actorgrad_reentrant_depth", default=0)
+
+
+def count_dependencies(root: Any) -> dict:
+    """For every node reachable from `root`: how many edges point at it."""
+    dependencies: dict = {}
+    stack = [root]
+    while stack:
+        for node, _ in stack.pop().next_functions:
+            if node is None:
+                continue
+            if node in dependencies:
+                dependencies[node] += 1
+            else:
+                dependencies[node] = 1
+                stack.append(node)
+    return dependencies
+
+
+def nodes_on_paths(root: Any, targets: set) -> set:
+    """Nodes with a path of at least one edge to a target (PyTorch's init_to_execute).
+
+    Nodes whose topological_nr is below every target's cannot reach one and are not explored.
+    """
+    min_topo = min(node.topological_nr for node in targets)
+    reaches: dict = {}
+    on_path: set = set()
+    stack = [(root, iter(root.next_functions))]
+    reaches[root] = False
+    while stack:
+        node, edges = stack[-1]
+        for child, _ in edges:
+            if child is None or child.topological_nr < min_topo:
+                continue
+            if child not in reaches:
+                reaches[child] = False
+                stack.append((child, iter(child.next_functions)))
+                break
+            if reaches[child]:
+                on_path.add(node)
+        else:
+            stack.pop()
+            reached = node in on_path or node in targets
+            reaches[node] = reached
+            if reached and stack:
+                on_path.add(stack[-1][0])
+    return on_path
+
+
+class GraphTask:
+    """One backward call's pass over the graph.
+
+    `captures` maps a node to the `(slot, output index)` pairs whose incoming gradient `grad()` returns.
+    `accumulate` is False for `grad()`, whose captured nodes are visited but not run unless they lie on the
+    way to another requested input. `ops` is None for a plain backward (each device's raw array helpers) or
+    the Tensor helpers when the backward is recorded.
+    """
+
+    def __init__(
+        self,
+        root: Any,
+        *,
+        keep_graph: bool,
+        ops: Any,
+        captures: dict | None,
+        accumulate: bool,
+        trace: list | None,
+    ) -> None:
+        self.id = next(_task_ids)
+        self.root = root
+        self.depth = reentrant_depth.get()
+        self.keep_graph = keep_graph
+        self.ops = ops
+        self.accumulate = accumulate
+        self.trace = trace
+        self.dependencies = count_dependencies(root)
+        self.captures = captures
+        self.captured: list = [None] * sum(len(v) for v in (captures or {}).values())
+        if captures is None:
+            self.visit = self.run = None
+            self.remaining = len(self.dependencies) + 1
+        else:
+            targets = set(captures)
+            on_path = nodes_on_paths(root, targets)
+            self.visit = on_path | targets
+            self.run = self.visit if accumulate else on_path
+            self.remaining = 1 + sum(1 for node in self.dependencies if node in self.visit)
+        self.buffers: dict = {}
+        self.staged: dict = {}
+        self.queues: dict = {}
+        self.nurseries: dict = {}
+        self.devices = {root.device} | {node.device for node in self.dependencies}
+        self.error: BaseException | None = None
+        self.finished = False
+        self.cancel_scope: Any = None
+
+    # -- running one node (may run on a worker thread) ----------------------------------------------------
+    def apply_node(self, node: Any, grads: list) -> Any:
+        """Run a node on its gathered gradients; None when the node is only visited to capture them."""
+        captures = self.captures
+        if captures is not None:
+            for slot, index in captures.get(node, ()):
+                self.captured[index] = grads[slot]
+            if node not in self.run:
+                return None
+        if node.retained is not None and self.accumulate:
+            for slot, ref in node.retained.items():
+                tensor = ref()
+                if tensor is not None and grads[slot] is not None:
+                    self.stage(tensor, grads[slot])
+        outputs = node.apply(grads, self)
+        if not self.keep_graph:
+            node.release_saved()
+        return outputs
+
+    def stage(self, tensor: Any, grad: Any) -> None:
+        """Hold a gradient for `tensor.grad` until the pass commits."""
+        held = self.staged.get(tensor)
+        self.staged[tensor] = grad if held is None else held + grad
+
+    # -- delivering its results (on the event loop) ------------------------------------------------------
+    def finish_node(self, node: Any, outputs: Any) -> None:
+        """Send a node's output gradients to the mailboxes of its next nodes; queue those now complete."""
+        edges = node.next_functions
+        if outputs is None:
+            outputs = ()
+        elif len(outputs) != len(edges):
+            raise RuntimeError(
+                f"function {node.name()} returned an incorrect number of gradients (expected {len(edges)}, "
+                f"got {len(outputs)})"
+            )
+        dependencies = self.dependencies
+        buffers = self.buffers
+        visit = self.visit
+        queues = self.queues
+        sender = node.sequence_nr
+        for (target, slot), grad in zip(edges, outputs):
+            if target is None or (visit is not None and target not in visit):
+                continue
+            if grad is not None:
+                expected = target.input_metadata[slot].shape
+                if grad.shape != expected:
+                    raise RuntimeError(
+                        f"Function {node.name()} returned an invalid gradient at index {slot} - got "
+                        f"{list(grad.shape)} but expected shape compatible with {list(expected)}"
+                    )
+            left = dependencies[target] - 1
+            dependencies[target] = left
+            buffer = buffers.get(target)
+            if left == 0 and buffer is None and len(target.input_metadata) == 1:
+                queues[target.device].push(self, target, [grad])
+                continue
+            if buffer is None:
+                buffer = buffers[target] = InputBuffer(len(target.input_metadata))
+            if grad is not None:
+                buffer.add(slot, grad, sender)
+            if left == 0:
+                queues[target.device].push(self, target, buffers.pop(target).grads())
+        self.remaining -= 1
+        if self.remaining == 0:
+            self.finish()
+
+    def finish(self) -> None:
+        self.finished = True
+        for queue in self.queues.values():
+            queue.wake()
+
+    def fail(self, node: Any, error: BaseException) -> None:
+        """Stop the pass: the first error wins and is re-raised to the caller, naming the node."""
+        if self.error is None:
+            error.add_note(f"raised by {node.name()} (sequence_nr={node.sequence_nr}) during backward")
+            self.error = error
+        self.finish()
+        self.cancel_scope.cancel()

@@ -1,0 +1,45 @@
+"""InputBuffer: an actor's mailbox, summing the gradient messages for each of its slots.
+
+Messages are summed in the order of their senders' sequence numbers, not in arrival order, so a pass gives
+bitwise the same gradients however many workers ran it and whichever message came first.
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+from typing import Any
+
+_by_sender = itemgetter(0)
+
+
+class InputBuffer:
+    __slots__ = ("messages",)
+
+    def __init__(self, slots: int) -> None:
+        # Per slot: None, one (sender_seq, grad) pair, or a list of such pairs.
+        self.messages: list = [None] * slots
+
+    def add(self, slot: int, grad: Any, sender_seq: int) -> None:
+        held = self.messages[slot]
+        if held is None:
+            self.messages[slot] = (sender_seq, grad)
+        elif held.__class__ is tuple:
+            self.messages[slot] = [held, (sender_seq, grad)]
+        else:
+            held.append((sender_seq, grad))
+
+    def grads(self) -> list:
+        """One summed gradient (or None) per slot."""
+        out = []
+        for held in self.messages:
+            if held is None:
+                out.append(None)
+            elif held.__class__ is tuple:
+                out.append(held[1])
+            else:
+                held.sort(key=_by_sender)
+                total = held[0][1]
+                for _, grad in held[1:]:
+                    total = total + grad
+                out.append(total)
+        return out

@@ -1,0 +1,107 @@
+"""ReadyQueue: the actors of one device whose mailboxes are complete, in priority order.
+
+One queue per device per trio run, shared by every pass running there, so priority holds across concurrent
+passes: the deeper reentrant depth first (a nested backward's caller is waiting on it), then the higher
+sequence_nr (the later op) first. The queue lives in a RunVar: it belongs to the run, not to any task.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from typing import Any
+
+import trio
+
+from actorgrad.scheduler.workers import blas_threads, get_num_workers
+
+_states: trio.lowlevel.RunVar = trio.lowlevel.RunVar("actorgrad_device_states")
+
+
+class ReadyQueue:
+    """Entries are `(-depth, -sequence_nr, tie, graph_task, node, grads)`; a heap pops the best first."""
+
+    __slots__ = ("heap", "_tie", "_changed", "_waiting")
+
+    def __init__(self) -> None:
+        self.heap: list = []
+        self._tie = itertools.count()
+        self._changed = trio.Event()
+        self._waiting = 0
+
+    def push(self, task: Any, node: Any, grads: list) -> None:
+        heapq.heappush(self.heap, (-task.depth, -node.sequence_nr, next(self._tie), task, node, grads))
+        if self._waiting:
+            self.wake()
+
+    def wake(self) -> None:
+        """Let waiting dispatchers look again (new work, or one of their passes finished)."""
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_changed(self) -> None:
+        self._waiting += 1
+        try:
+            await self._changed.wait()
+        finally:
+            self._waiting -= 1
+
+    def discard(self, task: Any) -> None:
+        """Drop the entries of a pass that stopped early (error or cancellation)."""
+        kept = [entry for entry in self.heap if entry[3] is not task]
+        if len(kept) != len(self.heap):
+            heapq.heapify(kept)
+            self.heap[:] = kept
+
+
+class WorkerSlots:
+    """The worker threads of one device: at most `get_num_workers()` kernels at once, shared by all passes."""
+
+    __slots__ = ("busy", "_freed")
+
+    def __init__(self) -> None:
+        self.busy: set[int] = set()
+        self._freed = trio.Event()
+
+    def free_slot(self) -> int | None:
+        for slot in range(1, get_num_workers() + 1):
+            if slot not in self.busy:
+                return slot
+        return None
+
+    async def acquire(self) -> int:
+        while (slot := self.free_slot()) is None:
+            await self._freed.wait()
+        if not self.busy:
+            blas_threads.acquire(get_num_workers())
+        self.busy.add(slot)
+        return slot
+
+    def release(self, slot: int) -> None:
+        self.busy.discard(slot)
+        if not self.busy:
+            blas_threads.release()
+        self._freed.set()
+        self._freed = trio.Event()
+
+
+class DeviceState:
+    """What all passes on one device share within a trio run."""
+
+    __slots__ = ("queue", "workers")
+
+    def __init__(self) -> None:
+        self.queue = ReadyQueue()
+        self.workers = WorkerSlots()
+
+
+def device_state(device: Any) -> DeviceState:
+    try:
+        states = _states.get()
+    except LookupError:
+        states = {}
+        _states.set(states)
+    state = states.get(device)
+    if state is None:
+        state = states[device] = DeviceState()
+    return state

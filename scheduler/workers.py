@@ -1,0 +1,63 @@
+"""Worker limits: how many kernels of a device may run at once, and BLAS threads that do not oversubscribe.
+
+A kernel goes to a worker thread only when its node's estimated cost is at least `HEAVY_NODE_NS` and there is
+other work to overlap it with: a thread round trip through trio costs about 170 µs here, so only kernels of
+about half a millisecond or more gain from it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from threadpoolctl import ThreadpoolController
+
+HEAVY_NODE_NS = 500_000
+
+_CORES = os.cpu_count() or 1
+_num_workers = _CORES
+
+
+def set_num_workers(n: int) -> None:
+    """How many kernels of one CPU pass may run at once (1: no parallelism, every node on the event loop)."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"set_num_workers() expects a positive int, got {n!r}")
+    global _num_workers
+    _num_workers = n
+
+
+def get_num_workers() -> int:
+    return _num_workers
+
+
+class BlasThreads:
+    """Holds BLAS at `cores // workers` threads while kernels run on several workers at once.
+
+    Process-wide and reference-counted, because BLAS thread settings are process-wide: concurrent passes (and
+    sync calls from several threads) share one limit, restored when the last of them stops.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._limiter = None
+        self._controller: ThreadpoolController | None = None
+
+    def acquire(self, workers: int) -> None:
+        with self._lock:
+            if self._users == 0:
+                if self._controller is None:
+                    self._controller = ThreadpoolController()
+                blas = self._controller.select(user_api="blas")
+                self._limiter = blas.limit(limits=max(1, _CORES // workers))
+            self._users += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0 and self._limiter is not None:
+                self._limiter.restore_original_limits()
+                self._limiter = None
+
+
+blas_threads = BlasThreads()
