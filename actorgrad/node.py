@@ -39,8 +39,10 @@ class InputMetadata(NamedTuple):
 class Node:
     """One backward function of the graph; subclasses say how to turn output gradients into input gradients.
 
-    `apply(grads, task)` takes one gradient (or None) per slot and returns one per edge; `task` supplies the
-    array operations, which edges are wanted, and where leaf gradients are staged.
+    `apply(grads, task)` takes one gradient (or None) per slot and returns one per edge, each of the shape in
+    the next node's input metadata (a node that runs user code checks this itself); `task` supplies the
+    array operations, which edges are wanted, where leaf gradients are staged, and whether the graph is kept
+    (if not, the node releases its saved tensors as it runs).
     """
 
     __slots__ = (
@@ -77,9 +79,6 @@ class Node:
 
     def apply(self, grads: list, task: Any) -> tuple:
         raise NotImplementedError
-
-    def release_saved(self) -> None:
-        """Drop saved tensors once the node has run (unless the graph is retained)."""
 
     def __repr__(self) -> str:
         return f"<{self.name()} sequence_nr={self.sequence_nr}>"

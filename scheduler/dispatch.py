@@ -57,6 +57,8 @@ async def _dispatch_device(
     queue = state.queue
     heap = queue.heap
     workers = state.workers
+    heavy = HEAVY_NODE_NS
+    now = perf_counter
     async with trio.open_nursery() as kernels:
         task.nurseries[device] = kernels
         task_status.started()
@@ -73,26 +75,39 @@ async def _dispatch_device(
             _, _, _, owner, node, grads = heappop(heap)
             if owner.finished:
                 continue
-            if node.cost >= HEAVY_NODE_NS and get_num_workers() > 1 and (heap or workers.busy):
+            if node.cost >= heavy and get_num_workers() > 1 and (heap or workers.busy):
                 slot = await workers.acquire()
                 if owner.finished:
                     workers.release(slot)
                     continue
                 owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, workers, slot)
-            else:
+                continue
+            # Run on the event loop, following the chain while its next node is the best work here.
+            while True:
                 trace = owner.trace
                 start = perf_counter_ns() if trace is not None else 0
                 try:
-                    outputs = owner.apply_node(node, grads)
+                    # apply_node only adds capture and retain_grad handling; skip the call when neither applies.
+                    if owner.captures is None and node.retained is None:
+                        outputs = node.apply(grads, owner)
+                    else:
+                        outputs = owner.apply_node(node, grads)
                     if trace is not None:
                         _trace(owner, node, device, 0, start, perf_counter_ns())
-                    owner.finish_node(node, outputs)
+                    held = owner.finish_node(node, outputs, heap)
                 except Exception as error:
                     owner.fail(node, error)
+                    break
+                if held is None:
+                    break
+                node, grads = held
+                if (node.cost >= heavy and get_num_workers() > 1) or now() >= next_checkpoint:
+                    queue.push(owner, node, grads)
+                    break
             del grads
-            if perf_counter() >= next_checkpoint:
+            if now() >= next_checkpoint:
                 await trio.lowlevel.checkpoint()
-                next_checkpoint = perf_counter() + CHECKPOINT_INTERVAL_S
+                next_checkpoint = now() + CHECKPOINT_INTERVAL_S
 
 
 def _timed_apply(owner: GraphTask, node: Any, grads: list) -> tuple:

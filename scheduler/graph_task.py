@@ -125,10 +125,7 @@ class GraphTask:
                 tensor = ref()
                 if tensor is not None and grads[slot] is not None:
                     self.stage(tensor, grads[slot])
-        outputs = node.apply(grads, self)
-        if not self.keep_graph:
-            node.release_saved()
-        return outputs
+        return node.apply(grads, self)
 
     def stage(self, tensor: Any, grad: Any) -> None:
         """Hold a gradient for `tensor.grad` until the pass commits."""
@@ -136,46 +133,50 @@ class GraphTask:
         self.staged[tensor] = grad if held is None else held + grad
 
     # -- delivering its results (on the event loop) ------------------------------------------------------
-    def finish_node(self, node: Any, outputs: Any) -> None:
-        """Send a node's output gradients to the mailboxes of its next nodes; queue those now complete."""
-        edges = node.next_functions
-        if outputs is None:
-            outputs = ()
-        elif len(outputs) != len(edges):
-            raise RuntimeError(
-                f"function {node.name()} returned an incorrect number of gradients (expected {len(edges)}, "
-                f"got {len(outputs)})"
-            )
-        dependencies = self.dependencies
-        buffers = self.buffers
-        visit = self.visit
-        queues = self.queues
-        sender = node.sequence_nr
-        for (target, slot), grad in zip(edges, outputs):
-            if target is None or (visit is not None and target not in visit):
-                continue
-            if grad is not None:
-                expected = target.input_metadata[slot].shape
-                if grad.shape != expected:
-                    raise RuntimeError(
-                        f"Function {node.name()} returned an invalid gradient at index {slot} - got "
-                        f"{list(grad.shape)} but expected shape compatible with {list(expected)}"
-                    )
-            left = dependencies[target] - 1
-            dependencies[target] = left
-            buffer = buffers.get(target)
-            if left == 0 and buffer is None and len(target.input_metadata) == 1:
-                queues[target.device].push(self, target, [grad])
-                continue
-            if buffer is None:
-                buffer = buffers[target] = InputBuffer(len(target.input_metadata))
-            if grad is not None:
-                buffer.add(slot, grad, sender)
-            if left == 0:
-                queues[target.device].push(self, target, buffers.pop(target).grads())
+    def finish_node(self, node: Any, outputs: Any, heap: list | None = None) -> tuple | None:
+        """Send a node's output gradients to the mailboxes of its next nodes and queue those now complete.
+
+        Given the dispatcher's `heap`, one completed node on the same device is returned instead of queued
+        when nothing in that heap outranks it, so a chain runs without a round trip through the heap.
+        """
+        held = None
+        if outputs:
+            dependencies = self.dependencies
+            buffers = self.buffers
+            visit = self.visit
+            for (target, slot), grad in zip(node.next_functions, outputs):
+                if target is None or (visit is not None and target not in visit):
+                    continue
+                left = dependencies[target] - 1
+                if left:
+                    dependencies[target] = left
+                    buffer = buffers.get(target)
+                    if buffer is None:
+                        buffer = buffers[target] = InputBuffer(len(target.input_metadata))
+                    if grad is not None:
+                        buffer.add(slot, grad, node.sequence_nr)
+                    continue
+                buffer = buffers.pop(target, None)
+                if buffer is None and len(target.input_metadata) == 1:
+                    grads = [grad]  # the only message this node gets: no mailbox needed
+                else:
+                    if buffer is None:
+                        buffer = InputBuffer(len(target.input_metadata))
+                    if grad is not None:
+                        buffer.add(slot, grad, node.sequence_nr)
+                    grads = buffer.grads()
+                if heap is not None and held is None and target.device is node.device:
+                    held = (target, grads)
+                else:
+                    self.queues[target.device].push(self, target, grads)
         self.remaining -= 1
         if self.remaining == 0:
             self.finish()
+        if held is not None:
+            if heap and (heap[0][0], heap[0][1]) < (-self.depth, -held[0].sequence_nr):
+                self.queues[node.device].push(self, *held)
+                return None
+        return held
 
     def finish(self) -> None:
         self.finished = True

@@ -13,39 +13,25 @@ import numpy as np
 from actorgrad.ops.record import Rule, as_tensor_operand, record
 from actorgrad.tensor import Tensor
 
-ADD = Rule(
-    "AddBackward0",
-    (("self_shape",), lambda ops, g, self_shape: ops.sum_to(g, self_shape)),
-    (("other_shape",), lambda ops, g, other_shape: ops.sum_to(g, other_shape)),
-)
-SUB = Rule(
-    "SubBackward0",
-    (("self_shape",), lambda ops, g, self_shape: ops.sum_to(g, self_shape)),
-    (("other_shape",), lambda ops, g, other_shape: ops.sum_to(-g, other_shape)),
-)
+ADD = Rule("AddBackward0", ((), lambda ops, g: g), ((), lambda ops, g: g), broadcasts=True)
+SUB = Rule("SubBackward0", ((), lambda ops, g: g), ((), lambda ops, g: -g), broadcasts=True)
 MUL = Rule(
     "MulBackward0",
-    (("other", "self_shape"), lambda ops, g, other, self_shape: ops.sum_to(g * other, self_shape)),
-    (("self", "other_shape"), lambda ops, g, self, other_shape: ops.sum_to(g * self, other_shape)),
+    (("other",), lambda ops, g, other: g * other),
+    (("self",), lambda ops, g, self: g * self),
+    broadcasts=True,
 )
 DIV = Rule(
     "DivBackward0",
-    (("other", "self_shape"), lambda ops, g, other, self_shape: ops.sum_to(g / other, self_shape)),
-    (
-        ("self", "other", "other_shape"),
-        lambda ops, g, self, other, other_shape: ops.sum_to(-g * self / (other * other), other_shape),
-    ),
+    (("other",), lambda ops, g, other: g / other),
+    (("self", "other"), lambda ops, g, self, other: -g * self / (other * other)),
+    broadcasts=True,
 )
 POW = Rule(
     "PowBackward1",
-    (
-        ("self", "other", "self_shape"),
-        lambda ops, g, self, other, self_shape: ops.sum_to(g * other * self ** (other - 1), self_shape),
-    ),
-    (
-        ("self", "result", "other_shape"),
-        lambda ops, g, self, result, other_shape: ops.sum_to(g * result * ops.log(self), other_shape),
-    ),
+    (("self", "other"), lambda ops, g, self, other: g * other * self ** (other - 1)),
+    (("self", "result"), lambda ops, g, self, result: g * result * ops.log(self)),
+    broadcasts=True,
 )
 _BINARY = {
     "add": (ADD, np.add),
@@ -95,7 +81,7 @@ def _binary(name: str, a: Any, b: Any) -> Tensor:
             f"{name}: the size of tensor a {x.shape} must match the size of tensor b {y.shape} "
             f"(or be broadcastable to it)"
         ) from None
-    return record(rule, data, (a, b), self_shape=x.shape, other_shape=y.shape)
+    return record(rule, data, (a, b))
 
 
 def add(input: Any, other: Any) -> Tensor:

@@ -30,16 +30,25 @@ NO_EDGE = Edge(None, 0)
 class Rule:
     """How one op differentiates: `grads[i] = (names, formula)` gives input i's gradient as
     `formula(ops, g, *saved values named by names)`. Names are `self`, `other` (the inputs), `result` (the
-    output) or a keyword the op passed to `record`. `cost` estimates the backward's nanoseconds from the
-    output array and the op's keywords; the scheduler sends costly nodes to worker threads.
+    output) or a keyword the op passed to `record`. For a `broadcasts` op the node sums each input's gradient
+    back to that input's shape, so formulas never undo broadcasting themselves. `cost` estimates the
+    backward's nanoseconds from the output array and the op's keywords; the scheduler sends costly nodes to
+    worker threads.
     """
 
-    __slots__ = ("name", "grads", "cost", "saves_result")
+    __slots__ = ("name", "grads", "cost", "broadcasts", "saves_result")
 
-    def __init__(self, name: str, *grads: tuple[tuple[str, ...], Callable], cost: Callable | None = None):
+    def __init__(
+        self,
+        name: str,
+        *grads: tuple[tuple[str, ...], Callable],
+        cost: Callable | None = None,
+        broadcasts: bool = False,
+    ):
         self.name = name
         self.grads = grads
         self.cost = cost
+        self.broadcasts = broadcasts
         self.saves_result = any("result" in names for names, _ in grads)
 
 
@@ -54,42 +63,65 @@ class SavedOutput:
 
 
 class FormulaNode(Node):
-    """A node whose backward is a Rule from the op tables."""
+    """A node whose backward is a Rule from the op tables.
 
-    __slots__ = ("rule", "saved")
+    `saved` holds, for each input that needs a gradient, `(input index, formula, saved values, shape to sum
+    the gradient back to or None)`, with the values as raw arrays for the fast path; `saved_tensors` holds
+    the same with the values as Tensors, for a recorded backward. Both refer to the same arrays.
+    """
 
-    def __init__(self, rule: Rule, edges: tuple, metadata: tuple, saved: tuple, cost: float) -> None:
+    __slots__ = ("rule", "saved", "saved_tensors")
+
+    def __init__(self, rule: Rule, edges: tuple, metadata: tuple, saved_tensors: tuple, cost: float) -> None:
         super().__init__(edges, metadata, cpu, cost=cost)
         self.rule = rule
-        self.saved: tuple | None = saved
+        self.saved_tensors: tuple | None = saved_tensors
+        self.saved: tuple | None = tuple(
+            (i, formula, tuple(getattr(v, "_data", v) for v in args), reduce)
+            for i, formula, args, reduce in saved_tensors
+        )
 
     def name(self) -> str:
         return self.rule.name
 
-    def apply(self, grads: list, task: Any) -> tuple:
-        saved = self.saved
-        if saved is None:
+    def apply(self, grads: list, task: Any) -> list:
+        calls = self.saved
+        if calls is None:
             raise RuntimeError(SECOND_BACKWARD)
-        g = grads[0]
+        if task.ops is not None:
+            return self._apply_recorded(grads, task)
+        if not task.keep_graph:
+            self.saved = self.saved_tensors = None
         edges = self.next_functions
+        out = [None] * len(edges)
+        g = grads[0]
         if g is None:
-            return (None,) * len(edges)
-        if task.ops is None:
-            return self._formulas(self.device.ops, g, saved, edges, task.visit)
-        with enable_grad():
-            return self._formulas(task.ops, g, saved, edges, task.visit)
-
-    def _formulas(self, ops: Any, g: Any, saved: tuple, edges: tuple, visit: set | None) -> list:
-        out = []
-        for (_, formula), args, (node, _) in zip(self.rule.grads, saved, edges):
-            if node is None or (visit is not None and node not in visit):
-                out.append(None)
-            else:
-                out.append(formula(ops, g, *ops.unpack(args, self)))
+            return out
+        ops = self.device.ops
+        visit = task.visit
+        for i, formula, args, reduce in calls:
+            if visit is None or edges[i][0] in visit:
+                grad = formula(ops, g, *args)
+                out[i] = grad if reduce is None else ops.sum_to(grad, reduce)
         return out
 
-    def release_saved(self) -> None:
-        self.saved = None
+    def _apply_recorded(self, grads: list, task: Any) -> list:
+        """The same formulas on Tensors, recorded, for `create_graph=True`."""
+        calls = self.saved_tensors
+        if not task.keep_graph:
+            self.saved = self.saved_tensors = None
+        edges = self.next_functions
+        out = [None] * len(edges)
+        g = grads[0]
+        if g is None:
+            return out
+        ops = task.ops
+        with enable_grad():
+            for i, formula, args, reduce in calls:
+                if task.visit is None or edges[i][0] in task.visit:
+                    grad = formula(ops, g, *ops.unpack(args, self))
+                    out[i] = grad if reduce is None else ops.sum_to(grad, reduce)
+        return out
 
 
 def _saved_value(name: str, inputs: tuple, output: SavedOutput | None, params: dict) -> Any:
@@ -123,13 +155,16 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
     if not needs_grad:
         return out
     saved_output = SavedOutput(data) if rule.saves_result else None
-    saved = tuple(
-        None if edge.node is None else tuple(_saved_value(n, inputs, saved_output, params) for n in names)
-        for edge, (names, _) in zip(edges, rule.grads)
-    )
+    calls = []
+    for i, (edge, (names, formula)) in enumerate(zip(edges, rule.grads)):
+        if edge.node is None:
+            continue
+        shape = inputs[i]._data.shape
+        reduce = shape if rule.broadcasts and shape != data.shape else None
+        calls.append((i, formula, tuple(_saved_value(n, inputs, saved_output, params) for n in names), reduce))
     cost = data.size if rule.cost is None else rule.cost(data, **params)
     metadata = (InputMetadata(data.shape, data.dtype, cpu),)
-    out._grad_fn = FormulaNode(rule, tuple(edges), metadata, saved, cost)
+    out._grad_fn = FormulaNode(rule, tuple(edges), metadata, tuple(calls), cost)
     return out
 
 
