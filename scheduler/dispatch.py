@@ -8,14 +8,13 @@ work, never once per node.
 
 from __future__ import annotations
 
-from heapq import heappop
+from heapq import heappop, heappush
 from time import perf_counter, perf_counter_ns
 from typing import Any
 
 import trio
-
 from actorgrad.scheduler.graph_task import GraphTask
-from actorgrad.scheduler.ready_queue import DeviceState, WorkerSlots, device_state
+from actorgrad.scheduler.ready_queue import DeviceState, device_state
 from actorgrad.scheduler.trace import TraceEvent
 from actorgrad.scheduler.workers import HEAVY_NODE_NS, get_num_workers
 
@@ -54,6 +53,15 @@ def _trace(owner: GraphTask, node: Any, device: Any, worker: int, start: int, en
 async def _dispatch_device(
     task: GraphTask, device: Any, state: DeviceState, push_root: bool, task_status: Any = trio.TASK_STATUS_IGNORED
 ) -> None:
+    try:
+        await _dispatch_loop(task, device, state, push_root, task_status)
+    except BaseException:
+        # Cancelled or failed: stop workers from starting more of this pass's kernels right away.
+        task.finished = True
+        raise
+
+
+async def _dispatch_loop(task: GraphTask, device: Any, state: DeviceState, push_root: bool, task_status: Any):
     queue = state.queue
     heap = queue.heap
     workers = state.workers
@@ -68,19 +76,24 @@ async def _dispatch_device(
         await trio.lowlevel.checkpoint()
         next_checkpoint = perf_counter() + CHECKPOINT_INTERVAL_S
         while not task.finished:
+            if queue.heavy and (slot := workers.try_acquire()) is not None:
+                _, _, _, owner, node, grads = heappop(queue.heavy)
+                owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
+                continue
             if not heap:
                 await queue.wait_changed()
-                next_checkpoint = perf_counter() + CHECKPOINT_INTERVAL_S
+                next_checkpoint = now() + CHECKPOINT_INTERVAL_S
                 continue
-            _, _, _, owner, node, grads = heappop(heap)
+            entry = heappop(heap)
+            _, _, _, owner, node, grads = entry
             if owner.finished:
                 continue
             if node.cost >= heavy and get_num_workers() > 1 and (heap or workers.busy):
-                slot = await workers.acquire()
-                if owner.finished:
-                    workers.release(slot)
-                    continue
-                owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, workers, slot)
+                slot = workers.try_acquire()
+                if slot is None:
+                    heappush(queue.heavy, entry)
+                else:
+                    owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
                 continue
             # Run on the event loop, following the chain while its next node is the best work here.
             while True:
@@ -92,7 +105,7 @@ async def _dispatch_device(
                         outputs = node.apply(grads, owner)
                     else:
                         outputs = owner.apply_node(node, grads)
-                    if trace is not None:
+                    if trace is not None and outputs is not None:  # None: only visited to capture
                         _trace(owner, node, device, 0, start, perf_counter_ns())
                     held = owner.finish_node(node, outputs, heap)
                 except Exception as error:
@@ -110,22 +123,48 @@ async def _dispatch_device(
                 next_checkpoint = now() + CHECKPOINT_INTERVAL_S
 
 
-def _timed_apply(owner: GraphTask, node: Any, grads: list) -> tuple:
-    start = perf_counter_ns()
-    outputs = owner.apply_node(node, grads)
-    return outputs, start, perf_counter_ns()
-
-
-async def _run_on_worker(
-    owner: GraphTask, node: Any, grads: list, device: Any, workers: WorkerSlots, slot: int
-) -> None:
+async def _run_on_worker(owner: GraphTask, node: Any, grads: list, device: Any, state: DeviceState, slot: int):
+    token = trio.lowlevel.current_trio_token()
     try:
-        outputs, start, end = await trio.to_thread.run_sync(_timed_apply, owner, node, grads)
-        del grads
-        if owner.trace is not None:
-            _trace(owner, node, device, slot, start, end)
+        await trio.to_thread.run_sync(_work, owner, node, grads, device, state.queue, token, slot)
+    finally:
+        state.workers.release(slot)
+        state.queue.wake()
+
+
+def _work(owner: GraphTask, node: Any, grads: list, device: Any, queue: Any, token: Any, slot: int) -> None:
+    """On a worker thread: run heavy nodes of one pass back to back.
+
+    Each result is handed to the event loop without waiting (`run_sync_soon`), and the pass's next waiting
+    heavy node is taken straight from the device's queue, so a busy worker never waits on a trio round trip.
+    Heap operations on tuples of ints are atomic under the GIL, so popping here is safe.
+    """
+    while True:
+        start = perf_counter_ns()
+        try:
+            outputs = owner.apply_node(node, grads)
+        except Exception as error:
+            token.run_sync_soon(owner.fail, node, error)
+            return
+        token.run_sync_soon(_deliver, owner, node, outputs, device, slot, start, perf_counter_ns())
+        del grads, outputs
+        waiting = queue.heavy
+        if owner.finished or not waiting or waiting[0][3] is not owner:
+            return
+        entry = heappop(waiting)
+        if entry[3] is not owner:
+            heappush(waiting, entry)
+            return
+        node, grads = entry[4], entry[5]
+
+
+def _deliver(owner: GraphTask, node: Any, outputs: Any, device: Any, slot: int, start: int, end: int) -> None:
+    """On the event loop: pass on what a worker computed."""
+    if owner.finished:
+        return
+    if owner.trace is not None:
+        _trace(owner, node, device, slot, start, end)
+    try:
         owner.finish_node(node, outputs)
     except Exception as error:
         owner.fail(node, error)
-    finally:
-        workers.release(slot)

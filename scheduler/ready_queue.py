@@ -12,19 +12,23 @@ import itertools
 from typing import Any
 
 import trio
-
 from actorgrad.scheduler.workers import blas_threads, get_num_workers
 
 _states: trio.lowlevel.RunVar = trio.lowlevel.RunVar("actorgrad_device_states")
 
 
 class ReadyQueue:
-    """Entries are `(-depth, -sequence_nr, tie, graph_task, node, grads)`; a heap pops the best first."""
+    """Entries are `(-depth, -sequence_nr, tie, graph_task, node, grads)`; a heap pops the best first.
 
-    __slots__ = ("heap", "_tie", "_changed", "_waiting")
+    `heavy` holds ready heavy nodes that found every worker busy; a worker that finishes takes the best of
+    them next without a trip through the dispatcher.
+    """
+
+    __slots__ = ("heap", "heavy", "_tie", "_changed", "_waiting")
 
     def __init__(self) -> None:
         self.heap: list = []
+        self.heavy: list = []
         self._tie = itertools.count()
         self._changed = trio.Event()
         self._waiting = 0
@@ -48,41 +52,37 @@ class ReadyQueue:
 
     def discard(self, task: Any) -> None:
         """Drop the entries of a pass that stopped early (error or cancellation)."""
-        kept = [entry for entry in self.heap if entry[3] is not task]
-        if len(kept) != len(self.heap):
-            heapq.heapify(kept)
-            self.heap[:] = kept
+        for heap in (self.heap, self.heavy):
+            kept = [entry for entry in heap if entry[3] is not task]
+            if len(kept) != len(heap):
+                heapq.heapify(kept)
+                heap[:] = kept
 
 
 class WorkerSlots:
-    """The worker threads of one device: at most `get_num_workers()` kernels at once, shared by all passes."""
+    """The worker threads of one device: at most `get_num_workers()` kernels at once, shared by all passes.
 
-    __slots__ = ("busy", "_freed")
+    While any kernel runs on a worker, BLAS is held to its share of the cores.
+    """
+
+    __slots__ = ("busy",)
 
     def __init__(self) -> None:
         self.busy: set[int] = set()
-        self._freed = trio.Event()
 
-    def free_slot(self) -> int | None:
+    def try_acquire(self) -> int | None:
         for slot in range(1, get_num_workers() + 1):
             if slot not in self.busy:
+                if not self.busy:
+                    blas_threads.acquire(get_num_workers())
+                self.busy.add(slot)
                 return slot
         return None
-
-    async def acquire(self) -> int:
-        while (slot := self.free_slot()) is None:
-            await self._freed.wait()
-        if not self.busy:
-            blas_threads.acquire(get_num_workers())
-        self.busy.add(slot)
-        return slot
 
     def release(self, slot: int) -> None:
         self.busy.discard(slot)
         if not self.busy:
             blas_threads.release()
-        self._freed.set()
-        self._freed = trio.Event()
 
 
 class DeviceState:
