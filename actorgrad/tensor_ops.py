@@ -12,7 +12,7 @@ import numpy as np
 
 from actorgrad.devices.array_ops import reduced_axes
 from actorgrad.ops.record import SavedOutput
-from actorgrad.ops.shape import broadcast_to, permute
+from actorgrad.ops.shape import broadcast_to, permute, to_dtype
 from actorgrad.tensor import Tensor
 
 
@@ -63,6 +63,10 @@ class TensorOps:
     @staticmethod
     def equal_mask(x: Tensor, y: Tensor) -> Tensor:
         return Tensor((x._data == y._data).astype(x.dtype))
+
+    @staticmethod
+    def cast(g: Tensor, dtype: Any) -> Tensor:
+        return to_dtype(g, dtype)
 
     @staticmethod
     def zeros_like(x: Tensor) -> Tensor:

@@ -66,5 +66,9 @@ class ArrayOps:
     def equal_mask(x: Any, y: Any) -> Any:
         return (x == y).astype(x.dtype)
 
+    @staticmethod
+    def cast(g: Any, dtype: Any) -> Any:
+        return g.astype(dtype)
+
     def zeros_like(self, x: Any) -> Any:
         return self.xp.zeros_like(x)

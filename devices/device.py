@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import ModuleType
 
 import numpy as np
+
 from actorgrad.devices.array_ops import ArrayOps
 
 

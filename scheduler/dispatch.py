@@ -13,6 +13,7 @@ from time import perf_counter, perf_counter_ns
 from typing import Any
 
 import trio
+
 from actorgrad.scheduler.graph_task import GraphTask
 from actorgrad.scheduler.ready_queue import DeviceState, device_state
 from actorgrad.scheduler.trace import TraceEvent

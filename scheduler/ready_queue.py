@@ -12,6 +12,7 @@ import itertools
 from typing import Any
 
 import trio
+
 from actorgrad.scheduler.workers import blas_threads, get_num_workers
 
 _states: trio.lowlevel.RunVar = trio.lowlevel.RunVar("actorgrad_device_states")

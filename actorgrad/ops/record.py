@@ -66,8 +66,9 @@ class FormulaNode(Node):
     """A node whose backward is a Rule from the op tables.
 
     `saved` holds, for each input that needs a gradient, `(input index, formula, saved values, shape to sum
-    the gradient back to or None)`, with the values as raw arrays for the fast path; `saved_tensors` holds
-    the same with the values as Tensors, for a recorded backward. Both refer to the same arrays.
+    the gradient back to or None, dtype to cast it to or None)`, with the values as raw arrays for the fast
+    path; `saved_tensors` holds the same with the values as Tensors, for a recorded backward. Both refer to
+    the same arrays. A gradient always has its input's shape and dtype.
     """
 
     __slots__ = ("rule", "saved", "saved_tensors")
@@ -77,8 +78,8 @@ class FormulaNode(Node):
         self.rule = rule
         self.saved_tensors: tuple | None = saved_tensors
         self.saved: tuple | None = tuple(
-            (i, formula, tuple(getattr(v, "_data", v) for v in args), reduce)
-            for i, formula, args, reduce in saved_tensors
+            (i, formula, tuple(getattr(v, "_data", v) for v in args), reduce, cast)
+            for i, formula, args, reduce, cast in saved_tensors
         )
 
     def name(self) -> str:
@@ -99,10 +100,12 @@ class FormulaNode(Node):
             return out
         ops = self.device.ops
         visit = task.visit
-        for i, formula, args, reduce in calls:
+        for i, formula, args, reduce, cast in calls:
             if visit is None or edges[i][0] in visit:
                 grad = formula(ops, g, *args)
-                out[i] = grad if reduce is None else ops.sum_to(grad, reduce)
+                if reduce is not None:
+                    grad = ops.sum_to(grad, reduce)
+                out[i] = grad if cast is None else grad.astype(cast)
         return out
 
     def _apply_recorded(self, grads: list, task: Any) -> list:
@@ -117,10 +120,12 @@ class FormulaNode(Node):
             return out
         ops = task.ops
         with enable_grad():
-            for i, formula, args, reduce in calls:
+            for i, formula, args, reduce, cast in calls:
                 if task.visit is None or edges[i][0] in task.visit:
                     grad = formula(ops, g, *ops.unpack(args, self))
-                    out[i] = grad if reduce is None else ops.sum_to(grad, reduce)
+                    if reduce is not None:
+                        grad = ops.sum_to(grad, reduce)
+                    out[i] = grad if cast is None else ops.cast(grad, cast)
         return out
 
 
@@ -159,9 +164,11 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
     for i, (edge, (names, formula)) in enumerate(zip(edges, rule.grads)):
         if edge.node is None:
             continue
-        shape = inputs[i]._data.shape
-        reduce = shape if rule.broadcasts and shape != data.shape else None
-        calls.append((i, formula, tuple(_saved_value(n, inputs, saved_output, params) for n in names), reduce))
+        array = inputs[i]._data
+        reduce = array.shape if rule.broadcasts and array.shape != data.shape else None
+        cast = array.dtype if array.dtype != data.dtype else None
+        values = tuple(_saved_value(n, inputs, saved_output, params) for n in names)
+        calls.append((i, formula, values, reduce, cast))
     cost = data.size if rule.cost is None else rule.cost(data, **params)
     metadata = (InputMetadata(data.shape, data.dtype, cpu),)
     out._grad_fn = FormulaNode(rule, tuple(edges), metadata, tuple(calls), cost)

@@ -17,6 +17,7 @@ TRANSPOSE = Rule(
 PERMUTE = Rule(
     "PermuteBackward0", (("inverse",), lambda ops, g, inverse: ops.permute(g, inverse))
 )
+TO_COPY = Rule("ToCopyBackward0", (("self_dtype",), lambda ops, g, self_dtype: ops.cast(g, self_dtype)))
 EXPAND = Rule(
     "ExpandBackward0",
     (("self_shape",), lambda ops, g, self_shape: ops.sum_to(g, self_shape)),
@@ -77,3 +78,9 @@ def broadcast_to(input: Tensor, shape: tuple[int, ...]) -> Tensor:
             f"{shape}"
         ) from None
     return record(EXPAND, data, (input,), self_shape=x.shape)
+
+
+def to_dtype(input: Tensor, dtype: Any) -> Tensor:
+    """A differentiable cast; the gradient is cast back to the input's dtype."""
+    x = input._data
+    return record(TO_COPY, x.astype(dtype), (input,), self_dtype=x.dtype)

@@ -1,0 +1,43 @@
+"""Freeing: gradient messages die as soon as their actor has consumed them; saved tensors once a node has run."""
+
+import weakref
+
+import numpy as np
+
+import actorgrad as ag
+from actorgrad.ops.record import Rule, record
+
+
+async def test_a_gradient_message_is_dropped_once_its_actor_has_run():
+    refs = []
+    alive_when_checked = []
+
+    def produce(ops, g):  # runs first in backward: its output is the message we watch
+        message = g * 2.0
+        refs.append(weakref.ref(message))
+        return message
+
+    def consume(ops, g):
+        return g + 1.0
+
+    def check(ops, g):  # runs after `consume` has used the message
+        alive_when_checked.append(refs[0]() is not None)
+        return g
+
+    x = ag.tensor(np.ones(4), requires_grad=True)
+    a = record(Rule("CheckBackward0", ((), check)), x._data * 1.0, (x,))
+    b = record(Rule("ConsumeBackward0", ((), consume)), a._data * 1.0, (a,))
+    c = record(Rule("ProduceBackward0", ((), produce)), b._data * 1.0, (b,))
+    await ag.backward(c.sum())
+    assert alive_when_checked == [False]
+    np.testing.assert_allclose(x.grad.numpy(), 3.0)
+
+
+async def test_saved_arrays_are_released_after_backward():
+    x = ag.tensor(np.ones(1000), requires_grad=True)
+    y = x.exp()
+    saved_result = weakref.ref(y.grad_fn.saved[0][2][0])
+    loss = y.sum()
+    del y
+    await ag.backward(loss)
+    assert saved_result() is None
