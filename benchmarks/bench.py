@@ -432,7 +432,7 @@ def machine() -> dict[str, Any]:
     blas = [f"{i['internal_api']} {i['version']} ({i['num_threads']} threads, {i.get('architecture')})"
             for i in threadpool_info() if i["user_api"] == "blas"]
     return {"cores": CORES, "platform": platform.platform(), "python": sys.version.split()[0],
-            "numpy": np.__version__, "blas": blas, "actorgrad_workers": DEFAULT_WORKERS,
+            "numpy": np.__version__, "blas": blas, "loadavg_1min": os.getloadavg()[0], "actorgrad_workers": DEFAULT_WORKERS,
             "torch": torch.__version__ if torch else "n/a",
             "autograd": importlib.metadata.version("autograd") if hips else "n/a"}
 
@@ -451,6 +451,9 @@ def main(argv: list[str] | None = None) -> int:
     info = machine()
     print(f"machine: {CORES} cores, {info['platform']}, python {info['python']}, numpy {info['numpy']}")
     print(f"numpy BLAS: {'; '.join(info['blas']) or 'n/a'}")
+    if info["loadavg_1min"] > 0.5:
+        print(f"WARNING: load average {info['loadavg_1min']:.2f} before start: other processes share the cores, "
+              f"timings (multi-threaded ones most) are unreliable")
     print(f"actorgrad default workers {DEFAULT_WORKERS}; torch {info['torch']}; "
           f"HIPS autograd {info['autograd']}; repeat {repeat} (medians)\n")
     rows: list[dict[str, Any]] = []

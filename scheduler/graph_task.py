@@ -90,23 +90,23 @@ class GraphTask:
         self.ops = ops
         self.accumulate = accumulate
         self.trace = trace
-        self.dependencies = count_dependencies(root)
+        # Per node: the count of messages still expected, replaced by its mailbox when the first arrives.
+        self.pending: dict = count_dependencies(root)
         self.captures = captures
         self.captured: list = [None] * sum(len(v) for v in (captures or {}).values())
         if captures is None:
             self.visit = self.run = None
-            self.remaining = len(self.dependencies) + 1
+            self.remaining = len(self.pending) + 1
         else:
             targets = set(captures)
             on_path = nodes_on_paths(root, targets)
             self.visit = on_path | targets
             self.run = self.visit if accumulate else on_path
-            self.remaining = 1 + sum(1 for node in self.dependencies if node in self.visit)
-        self.buffers: dict = {}
+            self.remaining = 1 + sum(1 for node in self.pending if node in self.visit)
         self.staged: dict = {}
         self.queues: dict = {}
         self.nurseries: dict = {}
-        self.devices = {root.device} | {node.device for node in self.dependencies}
+        self.devices = {root.device} | {node.device for node in self.pending}
         self.error: BaseException | None = None
         self.finished = False
         self.cancel_scope: Any = None
@@ -141,30 +141,33 @@ class GraphTask:
         """
         held = None
         if outputs:
-            dependencies = self.dependencies
-            buffers = self.buffers
+            pending = self.pending
             visit = self.visit
             for (target, slot), grad in zip(node.next_functions, outputs):
                 if target is None or (visit is not None and target not in visit):
                     continue
-                left = dependencies[target] - 1
-                if left:
-                    dependencies[target] = left
-                    buffer = buffers.get(target)
-                    if buffer is None:
-                        buffer = buffers[target] = InputBuffer(len(target.input_metadata))
-                    if grad is not None:
-                        buffer.add(slot, grad, node.sequence_nr)
-                    continue
-                buffer = buffers.pop(target, None)
-                if buffer is None and len(target.input_metadata) == 1:
-                    grads = [grad]  # the only message this node gets: no mailbox needed
+                waiting = pending[target]
+                if waiting.__class__ is int:
+                    if waiting > 1:
+                        buffer = pending[target] = InputBuffer(len(target.input_metadata), waiting - 1)
+                        if grad is not None:
+                            buffer.add(slot, grad, node.sequence_nr)
+                        continue
+                    # The only message this node gets: no mailbox needed.
+                    slots = len(target.input_metadata)
+                    if slots == 1:
+                        grads = [grad]
+                    else:
+                        grads = [None] * slots
+                        grads[slot] = grad
                 else:
-                    if buffer is None:
-                        buffer = InputBuffer(len(target.input_metadata))
                     if grad is not None:
-                        buffer.add(slot, grad, node.sequence_nr)
-                    grads = buffer.grads()
+                        waiting.add(slot, grad, node.sequence_nr)
+                    waiting.left -= 1
+                    if waiting.left:
+                        continue
+                    pending[target] = 0  # drop the mailbox: its actor consumes the sums now
+                    grads = waiting.grads()
                 if heap is not None and held is None and target.device is node.device:
                     held = (target, grads)
                 else:

@@ -13,11 +13,14 @@ _by_sender = itemgetter(0)
 
 
 class InputBuffer:
-    __slots__ = ("messages",)
+    """`left` counts the messages still expected; the actor runs when it reaches zero."""
 
-    def __init__(self, slots: int) -> None:
+    __slots__ = ("messages", "left")
+
+    def __init__(self, slots: int, left: int = 0) -> None:
         # Per slot: None, one (sender_seq, grad) pair, or a list of such pairs.
         self.messages: list = [None] * slots
+        self.left = left
 
     def add(self, slot: int, grad: Any, sender_seq: int) -> None:
         held = self.messages[slot]
