@@ -74,7 +74,7 @@ def _root(outputs: tuple, seeds: list) -> GraphRoot:
         edge = gradient_edge(out)
         if edge[0] is None:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
-        edges.append(Edge(*edge))
+        edges.append(edge)
     return GraphRoot(tuple(edges), seeds, outputs[0].device)
 
 
@@ -83,7 +83,7 @@ def _input_edges(inputs: tuple, what: str) -> list[Edge]:
     for i, t in enumerate(inputs):
         if not t.requires_grad:
             raise RuntimeError(f"One of the differentiated Tensors does not require grad ({what}[{i}])")
-        edges.append(Edge(*gradient_edge(t)))
+        edges.append(gradient_edge(t))
     return edges
 
 
@@ -103,7 +103,7 @@ async def backward(
         chosen = _as_tuple(inputs, "inputs")
         if not chosen:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-        targets = {edge.node: [] for edge in _input_edges(chosen, "inputs")}
+        targets = {node: [] for node, _ in _input_edges(chosen, "inputs")}
         for t in chosen:
             t.retain_grad()
     task = _graph_task(root, retain_graph, create_graph, targets, accumulate=True)
@@ -127,8 +127,8 @@ async def grad(
         raise RuntimeError("grad requires non-empty inputs.")
     root = _root(outs, _seed_grads(outs, grad_outputs, create_graph))
     captures: dict = {}
-    for index, edge in enumerate(_input_edges(ins, "inputs")):
-        captures.setdefault(edge.node, []).append((edge.input_nr, index))
+    for index, (node, input_nr) in enumerate(_input_edges(ins, "inputs")):
+        captures.setdefault(node, []).append((input_nr, index))
     task = _graph_task(root, retain_graph, create_graph, captures, accumulate=False)
     await run_graph_task(task)
     results = []

@@ -432,9 +432,20 @@ def machine() -> dict[str, Any]:
     blas = [f"{i['internal_api']} {i['version']} ({i['num_threads']} threads, {i.get('architecture')})"
             for i in threadpool_info() if i["user_api"] == "blas"]
     return {"cores": CORES, "platform": platform.platform(), "python": sys.version.split()[0],
-            "numpy": np.__version__, "blas": blas, "loadavg_1min": os.getloadavg()[0], "actorgrad_workers": DEFAULT_WORKERS,
+            "numpy": np.__version__, "blas": blas, "actorgrad_workers": DEFAULT_WORKERS,
             "torch": torch.__version__ if torch else "n/a",
             "autograd": importlib.metadata.version("autograd") if hips else "n/a"}
+
+
+def foreign_cpu() -> float:
+    """CPU seconds the whole machine spent busy minus this process's own (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(v) for v in f.readline().split()[1:9]]
+    except OSError:
+        return 0.0
+    own = os.times()
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK") - own.user - own.system
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -450,21 +461,21 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown workloads {unknown}; choose from {list(LAYOUT)}")
     info = machine()
     print(f"machine: {CORES} cores, {info['platform']}, python {info['python']}, numpy {info['numpy']}")
-    print(f"numpy BLAS: {'; '.join(info['blas']) or 'n/a'}")
-    if info["loadavg_1min"] > 0.5:
-        print(f"WARNING: load average {info['loadavg_1min']:.2f} before start: other processes share the cores, "
-              f"timings (multi-threaded ones most) are unreliable")
+    print(f"numpy BLAS: {'; '.join(info['blas']) or 'n/a'}; load average {os.getloadavg()[0]:.2f}")
     print(f"actorgrad default workers {DEFAULT_WORKERS}; torch {info['torch']}; "
           f"HIPS autograd {info['autograd']}; repeat {repeat} (medians)\n")
     rows: list[dict[str, Any]] = []
-    info["gradient_max_rel_err"] = {}
+    info["gradient_max_rel_err"], info["other_processes_cores"] = {}, {}
     for name in chosen:
-        start = time.perf_counter()
+        start, foreign = time.perf_counter(), foreign_cpu()
         workload_rows, err = run_workload(name, repeat)
         rows += workload_rows
+        wall = time.perf_counter() - start
+        other = info["other_processes_cores"][name] = (foreign_cpu() - foreign) / wall
         info["gradient_max_rel_err"][name] = err
-        print(f"{name}: gradients match the numpy floor (max rel err {err:.1e}); "
-              f"timed in {time.perf_counter() - start:.1f}s", flush=True)
+        print(f"{name}: gradients match the numpy floor (max rel err {err:.1e}); timed in {wall:.1f}s; other "
+              f"processes used {other:.2f} cores" + (" -- NOISY, timings unreliable" if other > 0.2 else ""),
+              flush=True)
     print()
     print_table(rows)
     if args.json:

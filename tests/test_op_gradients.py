@@ -30,7 +30,7 @@ FIRST_ORDER = settings(
     max_examples=25, deadline=None, database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-SECOND_ORDER = settings(FIRST_ORDER, max_examples=12)
+SECOND_ORDER = settings(FIRST_ORDER, max_examples=20)
 
 
 # -- the checkers ------------------------------------------------------------------------------------------------
@@ -551,3 +551,25 @@ def test_amax_ties_second_derivative_is_zero():
     if s.requires_grad:
         (h,) = grad(s, x, allow_unused=True)
         assert h is None or not np.any(h.numpy())
+
+
+# -- fixed reduction dims (the hypothesis cases draw these too; here each form is certain to run) ------------
+REDUCTIONS = {
+    "sum": (lambda x, d, k: x.sum(d, keepdim=k), lambda a, d, k: np.sum(a, axis=d, keepdims=k), "any"),
+    "mean": (lambda x, d, k: x.mean(d, keepdim=k), lambda a, d, k: np.mean(a, axis=d, keepdims=k), "any"),
+    "amax": (lambda x, d, k: x.amax(() if d is None else d, keepdim=k),
+             lambda a, d, k: np.amax(a, axis=d, keepdims=k), "distinct"),
+}
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", [None, 0, 2, -1, -3, (0, 2), (-1, 0), (1,), (0, 1, 2)], ids=str)
+@pytest.mark.parametrize("op", list(REDUCTIONS))
+def test_reduction_dims(op, dim, keepdim):
+    fn, ref, kind = REDUCTIONS[op]
+    arrays = (values(kind, (2, 3, 4), np.random.default_rng(11)),)
+    case = Case(f"{op}({dim}, keepdim={keepdim})", lambda x: fn(x, dim, keepdim), arrays,
+                lambda a: ref(a, dim, keepdim))
+    case.check_forward()
+    gradcheck(case.fn, arrays, seed=12)
+    gradgradcheck(case.fn, arrays, seed=13)

@@ -20,10 +20,15 @@ def _reflected(op: Any) -> Any:
     return lambda self, other: op(other, self)
 
 
+def _commuted(op: Any) -> Any:
+    """`2 * x` records as `x * 2`, as PyTorch does, so the tensor stays the first input."""
+    return lambda self, other: op(self, other)
+
+
 _METHODS = {
-    "__add__": add, "__radd__": _reflected(add), "add": add,
+    "__add__": add, "__radd__": _commuted(add), "add": add,
     "__sub__": sub, "__rsub__": rsub, "sub": sub,
-    "__mul__": mul, "__rmul__": _reflected(mul), "mul": mul,
+    "__mul__": mul, "__rmul__": _commuted(mul), "mul": mul,
     "__truediv__": div, "__rtruediv__": _reflected(div), "div": div,
     "__pow__": pow, "__rpow__": _reflected(pow), "pow": pow,
     "__matmul__": matmul, "__rmatmul__": _reflected(matmul), "matmul": matmul,

@@ -14,7 +14,7 @@ import numpy as np
 from actorgrad.accumulate_grad import grad_accumulator
 from actorgrad.devices import cpu
 from actorgrad.grad_mode import _grad_enabled, enable_grad
-from actorgrad.node import Edge, InputMetadata, Node
+from actorgrad.node import InputMetadata, Node
 from actorgrad.tensor import Tensor
 
 SECOND_BACKWARD = (
@@ -24,7 +24,7 @@ SECOND_BACKWARD = (
     "you need to access saved tensors after calling backward."
 )
 
-NO_EDGE = Edge(None, 0)
+NO_EDGE = (None, 0)
 
 
 class Rule:
@@ -150,10 +150,10 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
     needs_grad = False
     for t in inputs:
         if t._grad_fn is not None:
-            edges.append(Edge(t._grad_fn, t._output_nr))
+            edges.append((t._grad_fn, t._output_nr))
             needs_grad = True
         elif t._requires_grad:
-            edges.append(Edge(grad_accumulator(t), 0))
+            edges.append((grad_accumulator(t), 0))
             needs_grad = True
         else:
             edges.append(NO_EDGE)
@@ -162,7 +162,7 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
     saved_output = SavedOutput(data) if rule.saves_result else None
     calls = []
     for i, (edge, (names, formula)) in enumerate(zip(edges, rule.grads)):
-        if edge.node is None:
+        if edge[0] is None:
             continue
         array = inputs[i]._data
         reduce = array.shape if rule.broadcasts and array.shape != data.shape else None

@@ -65,6 +65,8 @@ def normalize_dims(dim: int | tuple[int, ...] | list[int], ndim: int, op: str) -
 
 def _reduce(rule_all: Rule, rule_dim: Rule, reducer: Any, input: Tensor, dim: Any, keepdim: bool, op: str):
     x = input._data
+    if dim is not None and not isinstance(dim, int) and len(dim) == 0:
+        dim = None  # an empty dim list reduces every dim, as in PyTorch
     dims = tuple(range(x.ndim)) if dim is None else normalize_dims(dim, x.ndim, op)
     kept_shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
     data = reducer(x, axis=dims, keepdims=keepdim)
