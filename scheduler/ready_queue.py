@@ -13,7 +13,7 @@ from typing import Any
 
 import trio
 
-from actorgrad.scheduler.workers import blas_threads, get_num_workers
+from actorgrad.scheduler.workers import get_num_workers, overlap_settings
 
 _states: trio.lowlevel.RunVar = trio.lowlevel.RunVar("actorgrad_device_states")
 
@@ -63,7 +63,7 @@ class ReadyQueue:
 class WorkerSlots:
     """The worker threads of one device: at most `get_num_workers()` kernels at once, shared by all passes.
 
-    While any kernel runs on a worker, BLAS is held to its share of the cores.
+    While any kernel runs on a worker, the overlap settings (BLAS threads, GIL switch interval) are held.
     """
 
     __slots__ = ("busy",)
@@ -75,7 +75,7 @@ class WorkerSlots:
         for slot in range(1, get_num_workers() + 1):
             if slot not in self.busy:
                 if not self.busy:
-                    blas_threads.acquire(get_num_workers())
+                    overlap_settings.acquire(get_num_workers())
                 self.busy.add(slot)
                 return slot
         return None
@@ -83,7 +83,7 @@ class WorkerSlots:
     def release(self, slot: int) -> None:
         self.busy.discard(slot)
         if not self.busy:
-            blas_threads.release()
+            overlap_settings.release()
 
 
 class DeviceState:
