@@ -79,8 +79,8 @@ async def _dispatch_loop(task: GraphTask, device: Any, state: DeviceState, push_
         await trio.lowlevel.checkpoint()
         next_checkpoint = perf_counter() + CHECKPOINT_INTERVAL_S
         while not task.finished:
-            if queue.heavy and (slot := workers.try_acquire()) is not None:
-                _, _, _, owner, node, grads = heappop(queue.heavy)
+            if queue.waiting_heavy and (slot := workers.try_acquire()) is not None:
+                _, _, _, owner, node, grads = heappop(queue.waiting_heavy)
                 owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
                 continue
             if not heap:
@@ -91,10 +91,10 @@ async def _dispatch_loop(task: GraphTask, device: Any, state: DeviceState, push_
             _, _, _, owner, node, grads = entry
             if owner.finished:
                 continue
-            if node.cost >= heavy and get_num_workers() > 1 and (heap or workers.busy):
+            if node.cost >= heavy and get_num_workers() > 1 and queue.can_overlap(workers):
                 slot = workers.try_acquire()
                 if slot is None:
-                    heappush(queue.heavy, entry)
+                    heappush(queue.waiting_heavy, entry)
                 else:
                     owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
                 continue
@@ -159,7 +159,7 @@ def _work(owner: GraphTask, node: Any, grads: list, device: Any, queue: Any, tok
             return
         token.run_sync_soon(_deliver, owner, node, outputs, device, slot, start, perf_counter_ns())
         del grads, outputs
-        waiting = queue.heavy
+        waiting = queue.waiting_heavy
         if owner.finished or not waiting or waiting[0][3] is not owner:
             return
         entry = heappop(waiting)

@@ -13,7 +13,7 @@ from typing import Any
 
 import trio
 
-from actorgrad.scheduler.workers import get_num_workers, overlap_settings
+from actorgrad.scheduler.workers import HEAVY_NODE_NS, blas_threads, get_num_workers, overlap_settings
 
 _states: trio.lowlevel.RunVar = trio.lowlevel.RunVar("actorgrad_device_states")
 
@@ -21,15 +21,15 @@ _states: trio.lowlevel.RunVar = trio.lowlevel.RunVar("actorgrad_device_states")
 class ReadyQueue:
     """Entries are `(-depth, -sequence_nr, tie, graph_task, node, grads)`; a heap pops the best first.
 
-    `heavy` holds ready heavy nodes that found every worker busy; a worker that finishes takes the best of
-    them next without a trip through the dispatcher.
+    `waiting_heavy` holds ready heavy nodes that found every worker busy; a worker that finishes takes the best
+    of them next without a trip through the dispatcher.
     """
 
-    __slots__ = ("heap", "heavy", "_tie", "_changed", "_waiting")
+    __slots__ = ("heap", "waiting_heavy", "_tie", "_changed", "_waiting")
 
     def __init__(self) -> None:
         self.heap: list = []
-        self.heavy: list = []
+        self.waiting_heavy: list = []
         self._tie = itertools.count()
         self._changed = trio.Event()
         self._waiting = 0
@@ -51,9 +51,22 @@ class ReadyQueue:
         finally:
             self._waiting -= 1
 
+    def can_overlap(self, workers: WorkerSlots) -> bool:
+        """Is there other work a heavy kernel could run beside? Asked only when a heavy node comes up.
+
+        Another heavy kernel, ready or running, always counts. Light work that leads on to more nodes counts
+        only when BLAS runs on one thread: otherwise a lone heavy kernel does better here, where BLAS may use
+        every core (W2 with free BLAS: 90 ms inline against 117 ms on two workers of one BLAS thread each).
+        """
+        if workers.busy or self.waiting_heavy:
+            return True
+        if any(entry[4].cost >= HEAVY_NODE_NS for entry in self.heap):
+            return True
+        return blas_threads() == 1 and any(entry[4].next_functions for entry in self.heap)
+
     def discard(self, task: Any) -> None:
         """Drop the entries of a pass that stopped early (error or cancellation)."""
-        for heap in (self.heap, self.heavy):
+        for heap in (self.heap, self.waiting_heavy):
             kept = [entry for entry in heap if entry[3] is not task]
             if len(kept) != len(heap):
                 heapq.heapify(kept)

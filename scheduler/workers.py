@@ -31,6 +31,21 @@ def get_num_workers() -> int:
     return _num_workers
 
 
+_controller: ThreadpoolController | None = None
+
+
+def _blas() -> ThreadpoolController:
+    global _controller
+    if _controller is None:
+        _controller = ThreadpoolController()
+    return _controller.select(user_api="blas")
+
+
+def blas_threads() -> int:
+    """How many threads BLAS runs a kernel on right now (1 when none is loaded)."""
+    return max((lib.get_num_threads() or 1 for lib in _blas().lib_controllers), default=1)
+
+
 class OverlapSettings:
     """Process-wide settings held while kernels run on worker threads, restored when the last one stops.
 
@@ -50,15 +65,11 @@ class OverlapSettings:
         self._users = 0
         self._limiter = None
         self._switch_interval = 0.0
-        self._controller: ThreadpoolController | None = None
 
     def acquire(self, workers: int) -> None:
         with self._lock:
             if self._users == 0:
-                if self._controller is None:
-                    self._controller = ThreadpoolController()
-                blas = self._controller.select(user_api="blas")
-                self._limiter = blas.limit(limits=max(1, _CORES // workers))
+                self._limiter = _blas().limit(limits=max(1, _CORES // workers))
                 self._switch_interval = sys.getswitchinterval()
                 sys.setswitchinterval(min(self._switch_interval, self.SWITCH_INTERVAL_S))
             self._users += 1
