@@ -8,6 +8,7 @@ succeeded) or returns the captured ones.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -162,6 +163,25 @@ def _owned(array: Any) -> np.ndarray:
     return array if array.flags.writeable and array.base is None else array.copy()
 
 
+# References to a staged gradient that nothing else holds: the staged dict, _commit's `grad`, _as_new_grad's
+# parameter and getrefcount's argument.
+_UNSHARED_REFS = 4
+
+
+def _as_new_grad(grad: Any, dtype: Any) -> np.ndarray:
+    """The staged array itself when nothing else refers to it (PyTorch steals an unshared gradient buffer too),
+    else a copy: a formula may pass one array to several leaves, or hand out a view."""
+    if (
+        type(grad) is np.ndarray
+        and grad.dtype == dtype
+        and grad.base is None
+        and grad.flags.writeable
+        and sys.getrefcount(grad) <= _UNSHARED_REFS
+    ):
+        return grad
+    return np.array(grad, dtype=dtype)
+
+
 def _commit(staged: dict, create_graph: bool) -> None:
     """Add every staged gradient into its tensor's `.grad`, all in one step."""
     if not staged:
@@ -178,10 +198,11 @@ def _commit(staged: dict, create_graph: bool) -> None:
                 for tensor, grad in staged.items():
                     tensor.grad = grad if tensor.grad is None else tensor.grad + grad
             return
-        for tensor, grad in staged.items():
+        for tensor in staged:
+            grad = staged[tensor]
             held = tensor.grad
             if held is None:
-                tensor.grad = Tensor(np.array(grad, dtype=tensor.dtype))
+                tensor.grad = Tensor(_as_new_grad(grad, tensor.dtype))
             elif held._grad_fn is None and not held._requires_grad and held._data.flags.writeable:
                 held._data += grad
             else:

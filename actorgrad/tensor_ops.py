@@ -34,7 +34,7 @@ class TensorOps:
 
     @staticmethod
     def reshape(g: Tensor, shape: tuple[int, ...]) -> Tensor:
-        return g.reshape(shape)
+        return g if g.shape == shape else g.reshape(shape)
 
     @staticmethod
     def swapaxes(g: Tensor, dim0: int, dim1: int) -> Tensor:

@@ -38,7 +38,7 @@ class ArrayOps:
 
     @staticmethod
     def reshape(g: Any, shape: tuple[int, ...]) -> Any:
-        return g.reshape(shape)
+        return g if g.shape == shape else g.reshape(shape)
 
     @staticmethod
     def swapaxes(g: Any, dim0: int, dim1: int) -> Any:
@@ -60,7 +60,8 @@ class ArrayOps:
 
     @staticmethod
     def positive_mask(x: Any) -> Any:
-        return (x > 0).astype(x.dtype)
+        """Where x > 0, as booleans: multiplying a gradient by them keeps the gradient's dtype."""
+        return x > 0
 
     @staticmethod
     def equal_mask(x: Any, y: Any) -> Any:

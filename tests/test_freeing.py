@@ -41,3 +41,25 @@ async def test_saved_arrays_are_released_after_backward():
     del y
     await ag.backward(loss)
     assert saved_result() is None
+
+
+def test_an_unshared_gradient_array_becomes_grad_without_a_copy_and_a_shared_one_is_copied():
+    made = []
+
+    def twice(ops, g):
+        out = g * 2.0
+        made.append(weakref.ref(out))
+        return out
+
+    def twice_and_keep(ops, g):
+        out = g * 2.0
+        made.append(out)  # a second reference: must not be handed out as .grad
+        return out
+
+    x = ag.tensor(np.ones(3), requires_grad=True)
+    record(Rule("TwiceBackward0", ((), twice)), x._data * 2, (x,)).sum().backward()
+    assert x.grad._data is made[0]()
+    y = ag.tensor(np.ones(3), requires_grad=True)
+    record(Rule("TwiceBackward0", ((), twice_and_keep)), y._data * 2, (y,)).sum().backward()
+    assert y.grad._data is not made[1]
+    np.testing.assert_array_equal(y.grad.numpy(), made[1])

@@ -105,3 +105,11 @@ async def test_mlp_gradient_matches_hand_written_numpy(workers):
         np.testing.assert_allclose(a.grad.numpy(), xs.T @ ((dlogits @ w2.T) * (h > 0)), rtol=1e-10)
     finally:
         ag.set_num_workers(2)
+
+
+async def test_leaves_given_one_shared_gradient_array_get_independent_grads():
+    x = ag.tensor(np.ones(3), requires_grad=True)
+    y = ag.tensor(np.ones(3), requires_grad=True)
+    await ag.backward((x + y).sum())  # AddBackward0 hands the same array to both leaves
+    x.grad.numpy()[0] = 42.0
+    assert y.grad.numpy()[0] == 1.0
