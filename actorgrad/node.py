@@ -66,9 +66,11 @@ class Node:
     ) -> None:
         self.sequence_nr = next_sequence_nr() if sequence_nr is None else sequence_nr
         self.next_functions = next_functions
-        self.topological_nr = 1 + max(
-            (edge[0].topological_nr for edge in next_functions if edge[0] is not None), default=-1
-        )
+        topological_nr = 0
+        for node, _ in next_functions:
+            if node is not None and node.topological_nr >= topological_nr:
+                topological_nr = node.topological_nr + 1
+        self.topological_nr = topological_nr
         self.input_metadata = input_metadata
         self.device = device
         self.cost = cost

@@ -30,15 +30,15 @@ async def run_graph_task(task: GraphTask) -> None:
     states = {device: device_state(device) for device in task.devices}
     task.queues = {device: state.queue for device, state in states.items()}
     try:
-        with trio.CancelScope() as task.cancel_scope:
-            if len(states) == 1:
-                ((device, state),) = states.items()
-                await _dispatch_device(task, device, state, True)
-            else:
-                async with trio.open_nursery() as nursery:
-                    for device, state in states.items():
-                        await nursery.start(_dispatch_device, task, device, state, False)
-                    task.queues[task.root.device].push(task, task.root, [])
+        if len(states) == 1:
+            ((device, state),) = states.items()
+            await _dispatch_device(task, device, state, True)
+        else:
+            async with trio.open_nursery() as nursery:
+                task.cancel_scope = nursery.cancel_scope
+                for device, state in states.items():
+                    await nursery.start(_dispatch_device, task, device, state, False)
+                task.queues[task.root.device].push(task, task.root, [])
     finally:
         task.finished = True
         for queue in task.queues.values():
@@ -72,6 +72,8 @@ async def _dispatch_loop(task: GraphTask, device: Any, state: DeviceState, push_
     now = perf_counter
     async with trio.open_nursery() as kernels:
         task.nurseries[device] = kernels
+        if task.cancel_scope is None:  # one device: its nursery's scope is the pass's
+            task.cancel_scope = kernels.cancel_scope
         task_status.started()
         if push_root:
             queue.push(task, task.root, [])

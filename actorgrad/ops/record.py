@@ -78,7 +78,7 @@ class FormulaNode(Node):
         self.rule = rule
         self.saved_tensors: tuple | None = saved_tensors
         self.saved: tuple | None = tuple(
-            (i, formula, tuple(getattr(v, "_data", v) for v in args), reduce, cast)
+            (i, formula, tuple([getattr(v, "_data", v) for v in args]), reduce, cast)
             for i, formula, args, reduce, cast in saved_tensors
         )
 
@@ -141,7 +141,7 @@ def _saved_value(name: str, inputs: tuple, output: SavedOutput | None, params: d
 
 def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> Tensor:
     """Wrap the forward result `data` of an op on `inputs`, attaching the op's backward node if needed."""
-    if not isinstance(data, np.ndarray):
+    if data.__class__ is not np.ndarray:
         data = np.asarray(data)
     out = Tensor(data)
     if not _grad_enabled.get():
@@ -167,7 +167,7 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
         array = inputs[i]._data
         reduce = array.shape if rule.broadcasts and array.shape != data.shape else None
         cast = array.dtype if array.dtype != data.dtype else None
-        values = tuple(_saved_value(n, inputs, saved_output, params) for n in names)
+        values = tuple([_saved_value(n, inputs, saved_output, params) for n in names])
         calls.append((i, formula, values, reduce, cast))
     cost = data.size if rule.cost is None else rule.cost(data, **params)
     metadata = (InputMetadata(data.shape, data.dtype, cpu),)
