@@ -2,7 +2,8 @@
 
 A dispatcher pops the best entry of its device's ReadyQueue (whichever pass it belongs to) and runs it on
 the event loop, or, when the node is heavy and there is other work to overlap with, on a worker thread
-started in the owning pass's nursery for that device. It checkpoints every `CHECKPOINT_INTERVAL_S` of
+started in the owning pass's nursery for that device (a pass opens one on each device where it has heavy
+nodes). It checkpoints every `CHECKPOINT_INTERVAL_S` of
 work, never once per node.
 """
 
@@ -65,75 +66,95 @@ async def _dispatch_device(
 
 
 async def _dispatch_loop(task: GraphTask, device: Any, state: DeviceState, push_root: bool, task_status: Any):
+    if device not in task.heavy_devices:
+        # Every node of the pass here runs on the event loop: no worker tasks, so no nursery to hold them.
+        await _serve(task, device, state, push_root, task_status)
+        return
+    async with trio.open_nursery() as kernels:
+        task.nurseries[device] = kernels
+        if task.cancel_scope is None:  # one device: its nursery's scope is the pass's
+            task.cancel_scope = kernels.cancel_scope
+        await _serve(task, device, state, push_root, task_status)
+
+
+async def _serve(task: GraphTask, device: Any, state: DeviceState, push_root: bool, task_status: Any) -> None:
+    queue = state.queue
+    task_status.started()
+    queue.awake += 1
+    try:
+        if push_root:
+            queue.push(task, task.root, [])
+        await _run_ready(task, device, state)
+    finally:
+        queue.awake -= 1
+        if queue.heap or queue.waiting_heavy:
+            queue.wake_one()  # leave the rest to another pass's dispatcher
+
+
+async def _run_ready(task: GraphTask, device: Any, state: DeviceState) -> None:
+    """The dispatch loop proper: run ready actors until `task` has finished."""
     queue = state.queue
     heap = queue.heap
     workers = state.workers
     heavy = HEAVY_NODE_NS
     now = perf_counter
-    async with trio.open_nursery() as kernels:
-        task.nurseries[device] = kernels
-        if task.cancel_scope is None:  # one device: its nursery's scope is the pass's
-            task.cancel_scope = kernels.cancel_scope
-        task_status.started()
-        if push_root:
-            queue.push(task, task.root, [])
-        # Yield once with the root queued, so passes started together are ordered by priority from the start.
-        await trio.lowlevel.checkpoint()
-        next_checkpoint = perf_counter() + CHECKPOINT_INTERVAL_S
-        while not task.finished:
-            if queue.waiting_heavy and (slot := workers.try_acquire()) is not None:
-                _, _, _, owner, node, grads = heappop(queue.waiting_heavy)
+    # Yield once with the root queued, so passes started together are ordered by priority from the start.
+    await trio.lowlevel.checkpoint()
+    next_checkpoint = perf_counter() + CHECKPOINT_INTERVAL_S
+    while not task.finished:
+        if queue.waiting_heavy and (slot := workers.try_acquire()) is not None:
+            _, _, _, owner, node, grads = heappop(queue.waiting_heavy)
+            owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
+            continue
+        if not heap:
+            await queue.sleep(task, device)
+            next_checkpoint = now() + CHECKPOINT_INTERVAL_S
+            continue
+        entry = heappop(heap)
+        _, _, _, owner, node, grads = entry
+        if owner.finished:
+            continue
+        if node.cost >= heavy and get_num_workers() > 1 and queue.can_overlap(workers):
+            slot = workers.try_acquire()
+            if slot is None:
+                heappush(queue.waiting_heavy, entry)
+            else:
                 owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
-                continue
-            if not heap:
-                await queue.wait_changed()
-                next_checkpoint = now() + CHECKPOINT_INTERVAL_S
-                continue
-            entry = heappop(heap)
-            _, _, _, owner, node, grads = entry
-            if owner.finished:
-                continue
-            if node.cost >= heavy and get_num_workers() > 1 and queue.can_overlap(workers):
-                slot = workers.try_acquire()
-                if slot is None:
-                    heappush(queue.waiting_heavy, entry)
+            continue
+        # Run on the event loop, following the chain while its next node is the best work here.
+        trace = owner.trace
+        plain = owner.captures is None  # apply_node only adds capture and retain_grad handling
+        countdown = CHAIN_CLOCK_EVERY
+        while True:
+            try:
+                if trace is not None:
+                    start = perf_counter_ns()
+                    outputs = owner.apply_node(node, grads)
+                    if outputs is not None:  # None: only visited to capture
+                        _trace(owner, node, device, 0, start, perf_counter_ns())
+                elif plain and node.retained is None:
+                    outputs = node.apply(grads, owner)
                 else:
-                    owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
-                continue
-            # Run on the event loop, following the chain while its next node is the best work here.
-            trace = owner.trace
-            plain = owner.captures is None  # apply_node only adds capture and retain_grad handling
-            countdown = CHAIN_CLOCK_EVERY
-            while True:
-                try:
-                    if trace is not None:
-                        start = perf_counter_ns()
-                        outputs = owner.apply_node(node, grads)
-                        if outputs is not None:  # None: only visited to capture
-                            _trace(owner, node, device, 0, start, perf_counter_ns())
-                    elif plain and node.retained is None:
-                        outputs = node.apply(grads, owner)
-                    else:
-                        outputs = owner.apply_node(node, grads)
-                    held = owner.finish_node(node, outputs, heap)
-                except Exception as error:
-                    owner.fail(node, error)
-                    break
-                if held is None:
-                    break
-                node, grads = held
-                countdown -= 1
-                if (node.cost >= heavy and get_num_workers() > 1) or (
-                    not countdown and now() >= next_checkpoint
-                ):
-                    queue.push(owner, node, grads)
-                    break
-                if not countdown:
-                    countdown = CHAIN_CLOCK_EVERY
-            del grads
-            if now() >= next_checkpoint:
-                await trio.lowlevel.checkpoint()
-                next_checkpoint = now() + CHECKPOINT_INTERVAL_S
+                    outputs = owner.apply_node(node, grads)
+                held = owner.finish_node(node, outputs, heap)
+            except Exception as error:
+                owner.fail(node, error)
+                break
+            if held is None:
+                break
+            node, grads = held
+            countdown -= 1
+            if (node.cost >= heavy and get_num_workers() > 1) or (
+                not countdown and now() >= next_checkpoint
+            ):
+                queue.push(owner, node, grads)
+                break
+            if not countdown:
+                countdown = CHAIN_CLOCK_EVERY
+        del grads
+        if now() >= next_checkpoint:
+            await trio.lowlevel.checkpoint()
+            next_checkpoint = now() + CHECKPOINT_INTERVAL_S
 
 
 async def _run_on_worker(owner: GraphTask, node: Any, grads: list, device: Any, state: DeviceState, slot: int):
@@ -142,7 +163,7 @@ async def _run_on_worker(owner: GraphTask, node: Any, grads: list, device: Any, 
         await trio.to_thread.run_sync(_work, owner, node, grads, device, state.queue, token, slot)
     finally:
         state.workers.release(slot)
-        state.queue.wake()
+        state.queue.wake_one()
 
 
 def _work(owner: GraphTask, node: Any, grads: list, device: Any, queue: Any, token: Any, slot: int) -> None:

@@ -12,6 +12,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from actorgrad.scheduler.input_buffer import InputBuffer
+from actorgrad.scheduler.workers import HEAVY_NODE_NS
 
 _task_ids = itertools.count(1)
 
@@ -106,7 +107,14 @@ class GraphTask:
         self.staged: dict = {}
         self.queues: dict = {}
         self.nurseries: dict = {}
-        self.devices = {root.device} | {node.device for node in self.pending}
+        self.sleeping: dict = {}  # device -> the event its dispatcher sleeps on, while it does
+        # Devices the pass runs on, and those with heavy nodes (which need a nursery for worker threads).
+        self.devices = {root.device}
+        self.heavy_devices = set()
+        for node in self.pending:
+            self.devices.add(node.device)
+            if node.cost >= HEAVY_NODE_NS:
+                self.heavy_devices.add(node.device)
         self.error: BaseException | None = None
         self.finished = False
         self.cancel_scope: Any = None
@@ -183,8 +191,8 @@ class GraphTask:
 
     def finish(self) -> None:
         self.finished = True
-        for queue in self.queues.values():
-            queue.wake()
+        for event in list(self.sleeping.values()):
+            event.set()
 
     def fail(self, node: Any, error: BaseException) -> None:
         """Stop the pass: the first error wins and is re-raised to the caller, naming the node."""
@@ -192,4 +200,5 @@ class GraphTask:
             error.add_note(f"raised by {node.name()} (sequence_nr={node.sequence_nr}) during backward")
             self.error = error
         self.finish()
-        self.cancel_scope.cancel()
+        if self.cancel_scope is not None:  # None: no kernels on workers to stop, the dispatcher stops itself
+            self.cancel_scope.cancel()

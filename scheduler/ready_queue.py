@@ -7,6 +7,7 @@ sequence_nr (the later op) first. The queue lives in a RunVar: it belongs to the
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 from typing import Any
@@ -23,33 +24,45 @@ class ReadyQueue:
 
     `waiting_heavy` holds ready heavy nodes that found every worker busy; a worker that finishes takes the best
     of them next without a trip through the dispatcher.
+
+    Dispatchers of every pass on the device share the queue. One awake dispatcher is enough: on one event loop
+    a second brings no parallelism, so new work wakes a sleeping one only when none is awake, and a pass that
+    finishes wakes just its own dispatchers (so that 64 concurrent passes do not wake each other 64 times).
     """
 
-    __slots__ = ("heap", "waiting_heavy", "_tie", "_changed", "_waiting")
+    __slots__ = ("heap", "waiting_heavy", "awake", "_tie", "_sleeping")
 
     def __init__(self) -> None:
         self.heap: list = []
         self.waiting_heavy: list = []
+        self.awake = 0
         self._tie = itertools.count()
-        self._changed = trio.Event()
-        self._waiting = 0
+        self._sleeping: collections.deque = collections.deque()
 
     def push(self, task: Any, node: Any, grads: list) -> None:
         heapq.heappush(self.heap, (-task.depth, -node.sequence_nr, next(self._tie), task, node, grads))
-        if self._waiting:
-            self.wake()
+        if not self.awake:
+            self.wake_one()
 
-    def wake(self) -> None:
-        """Let waiting dispatchers look again (new work, or one of their passes finished)."""
-        self._changed.set()
-        self._changed = trio.Event()
+    def wake_one(self) -> None:
+        """Wake a sleeping dispatcher to look at the queue, unless one is awake already."""
+        if not self.awake and self._sleeping:
+            self.awake += 1
+            self._sleeping.popleft().set()
 
-    async def wait_changed(self) -> None:
-        self._waiting += 1
+    async def sleep(self, task: Any, device: Any) -> None:
+        """Wait until there may be work here (`wake_one`) or `task` has finished."""
+        event = trio.Event()
+        self._sleeping.append(event)
+        task.sleeping[device] = event
+        self.awake -= 1
         try:
-            await self._changed.wait()
+            await event.wait()
         finally:
-            self._waiting -= 1
+            del task.sleeping[device]
+            if event in self._sleeping:  # not woken by wake_one, which counts the dispatcher awake itself
+                self._sleeping.remove(event)
+                self.awake += 1
 
     def can_overlap(self, workers: WorkerSlots) -> bool:
         """Is there other work a heavy kernel could run beside? Asked only when a heavy node comes up.
