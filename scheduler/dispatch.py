@@ -3,8 +3,7 @@
 A dispatcher pops the best entry of its device's ReadyQueue (whichever pass it belongs to) and runs it on
 the event loop, or, when the node is heavy and there is other work to overlap with, on a worker thread
 started in the owning pass's nursery for that device (a pass opens one on each device where it has heavy
-nodes). It checkpoints every `CHECKPOINT_INTERVAL_S` of
-work, never once per node.
+nodes). It checkpoints every `CHECKPOINT_INTERVAL_S` of work, never once per node.
 """
 
 from __future__ import annotations
@@ -57,15 +56,7 @@ def _trace(owner: GraphTask, node: Any, device: Any, worker: int, start: int, en
 async def _dispatch_device(
     task: GraphTask, device: Any, state: DeviceState, push_root: bool, task_status: Any = trio.TASK_STATUS_IGNORED
 ) -> None:
-    try:
-        await _dispatch_loop(task, device, state, push_root, task_status)
-    except BaseException:
-        # Cancelled or failed: stop workers from starting more of this pass's kernels right away.
-        task.finished = True
-        raise
-
-
-async def _dispatch_loop(task: GraphTask, device: Any, state: DeviceState, push_root: bool, task_status: Any):
+    """One device's part of a pass, inside the pass's nursery for the device's worker kernels."""
     if device not in task.heavy_devices:
         # Every node of the pass here runs on the event loop: no worker tasks, so no nursery to hold them.
         await _serve(task, device, state, push_root, task_status)
@@ -85,6 +76,10 @@ async def _serve(task: GraphTask, device: Any, state: DeviceState, push_root: bo
         if push_root:
             queue.push(task, task.root, [])
         await _run_ready(task, device, state)
+    except BaseException:
+        # Cancelled or failed: stop workers from taking more of this pass's kernels right away.
+        task.finished = True
+        raise
     finally:
         queue.awake -= 1
         if queue.heap or queue.waiting_heavy:
