@@ -89,43 +89,28 @@ class FormulaNode(Node):
         calls = self.saved
         if calls is None:
             raise RuntimeError(SECOND_BACKWARD)
-        if task.ops is not None:
-            return self._apply_recorded(grads, task)
+        ops = task.ops
+        if ops is not None:
+            calls = self.saved_tensors
         if not task.keep_graph:
             self.saved = self.saved_tensors = None
-        edges = self.next_functions
-        out = [None] * len(edges)
         g = grads[0]
         if g is None:
-            return out
-        ops = self.device.ops
-        visit = task.visit
+            return [None] * len(self.next_functions)
+        if ops is None:
+            return self._formulas(self.device.ops, g, calls, task.visit, False)
+        with enable_grad():  # a recorded backward: each formula step becomes a node
+            return self._formulas(ops, g, calls, task.visit, True)
+
+    def _formulas(self, ops: Any, g: Any, calls: tuple, visit: set | None, recorded: bool) -> list:
+        edges = self.next_functions
+        out = [None] * len(edges)
         for i, formula, args, reduce, cast in calls:
             if visit is None or edges[i][0] in visit:
-                grad = formula(ops, g, *args)
+                grad = formula(ops, g, *(ops.unpack(args, self) if recorded else args))
                 if reduce is not None:
                     grad = ops.sum_to(grad, reduce)
-                out[i] = grad if cast is None else grad.astype(cast)
-        return out
-
-    def _apply_recorded(self, grads: list, task: Any) -> list:
-        """The same formulas on Tensors, recorded, for `create_graph=True`."""
-        calls = self.saved_tensors
-        if not task.keep_graph:
-            self.saved = self.saved_tensors = None
-        edges = self.next_functions
-        out = [None] * len(edges)
-        g = grads[0]
-        if g is None:
-            return out
-        ops = task.ops
-        with enable_grad():
-            for i, formula, args, reduce, cast in calls:
-                if task.visit is None or edges[i][0] in task.visit:
-                    grad = formula(ops, g, *ops.unpack(args, self))
-                    if reduce is not None:
-                        grad = ops.sum_to(grad, reduce)
-                    out[i] = grad if cast is None else ops.cast(grad, cast)
+                out[i] = grad if cast is None else ops.cast(grad, cast)
         return out
 
 
