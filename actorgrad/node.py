@@ -52,6 +52,7 @@ class Node:
         "input_metadata",
         "device",
         "cost",
+        "multithreaded",
         "retained",
         "__weakref__",
     )
@@ -73,7 +74,8 @@ class Node:
         self.topological_nr = topological_nr
         self.input_metadata = input_metadata
         self.device = device
-        self.cost = cost
+        self.cost = cost  # estimated nanoseconds of apply(): the scheduler sends costly nodes to worker threads
+        self.multithreaded = False  # True when apply() spreads over cores itself (BLAS)
         self.retained: dict | None = None
 
     def name(self) -> str:

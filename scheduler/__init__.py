@@ -1,6 +1,6 @@
 """Runs backward graphs: graph tasks, actor mailboxes, per-device ready queues and dispatch, worker limits, and
 the execution trace. Knows nothing of individual ops: a node is anything with `next_functions`,
-`input_metadata`, `sequence_nr`, `device`, `cost`, `retained`, and `apply(grads, task)`.
+`input_metadata`, `sequence_nr`, `device`, `cost`, `multithreaded`, `retained`, and `apply(grads, task)`.
 """
 
 from actorgrad.scheduler.dispatch import run_graph_task

@@ -109,7 +109,7 @@ async def _run_ready(task: GraphTask, device: Any, state: DeviceState) -> None:
         _, _, _, owner, node, grads = entry
         if owner.finished:
             continue
-        if node.cost >= heavy and get_num_workers() > 1 and queue.can_overlap(workers):
+        if node.cost >= heavy and get_num_workers() > 1 and queue.can_overlap(node, workers):
             slot = workers.try_acquire()
             if slot is None:
                 heappush(queue.waiting_heavy, entry)

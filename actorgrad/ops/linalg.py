@@ -37,6 +37,7 @@ def _matmul_rule(name: str) -> Rule:
         (("other", "self_shape", "a2", "b2", "out2"), _grad_self),
         (("self", "other_shape", "a2", "b2", "out2"), _grad_other),
         cost=_cost,
+        multithreaded=True,
     )
 
 

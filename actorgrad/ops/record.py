@@ -33,10 +33,10 @@ class Rule:
     output) or a keyword the op passed to `record`. For a `broadcasts` op the node sums each input's gradient
     back to that input's shape, so formulas never undo broadcasting themselves. `cost` estimates the
     backward's nanoseconds from the output array and the op's keywords; the scheduler sends costly nodes to
-    worker threads.
+    worker threads. `multithreaded` says the formulas' kernels spread over cores themselves (BLAS).
     """
 
-    __slots__ = ("name", "grads", "cost", "broadcasts", "saves_result")
+    __slots__ = ("name", "grads", "cost", "broadcasts", "multithreaded", "saves_result")
 
     def __init__(
         self,
@@ -44,11 +44,13 @@ class Rule:
         *grads: tuple[tuple[str, ...], Callable],
         cost: Callable | None = None,
         broadcasts: bool = False,
+        multithreaded: bool = False,
     ):
         self.name = name
         self.grads = grads
         self.cost = cost
         self.broadcasts = broadcasts
+        self.multithreaded = multithreaded
         self.saves_result = any("result" in names for names, _ in grads)
 
 
@@ -75,6 +77,7 @@ class FormulaNode(Node):
 
     def __init__(self, rule: Rule, edges: tuple, metadata: tuple, saved_tensors: tuple, cost: float) -> None:
         super().__init__(edges, metadata, cpu, cost=cost)
+        self.multithreaded = rule.multithreaded
         self.rule = rule
         self.saved_tensors: tuple | None = saved_tensors
         self.saved: tuple | None = tuple(
