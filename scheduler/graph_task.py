@@ -19,9 +19,12 @@ _task_ids = itertools.count(1)
 reentrant_depth: ContextVar[int] = ContextVar("actorgrad_reentrant_depth", default=0)
 
 
-def count_dependencies(root: Any) -> dict:
-    """For every node reachable from `root`: how many edges point at it."""
+def count_dependencies(root: Any) -> tuple[dict, set, set]:
+    """For every node reachable from `root`, how many edges point at it; and, in the same walk, the devices
+    the nodes run on and those where some node is heavy (which need a nursery for worker threads)."""
     dependencies: dict = {}
+    devices = {root.device}
+    heavy_devices = set()
     stack = [root]
     while stack:
         for node, _ in stack.pop().next_functions:
@@ -32,7 +35,11 @@ def count_dependencies(root: Any) -> dict:
             else:
                 dependencies[node] = 1
                 stack.append(node)
-    return dependencies
+                if node.device is not root.device:
+                    devices.add(node.device)
+                if node.cost >= HEAVY_NODE_NS:
+                    heavy_devices.add(node.device)
+    return dependencies, devices, heavy_devices
 
 
 def nodes_on_paths(root: Any, targets: set) -> set:
@@ -92,7 +99,7 @@ class GraphTask:
         self.accumulate = accumulate
         self.trace = trace
         # Per node: the count of messages still expected, replaced by its mailbox when the first arrives.
-        self.pending: dict = count_dependencies(root)
+        self.pending, self.devices, self.heavy_devices = count_dependencies(root)
         self.captures = captures
         self.captured: list = [None] * sum(len(v) for v in (captures or {}).values())
         if captures is None:
@@ -108,13 +115,6 @@ class GraphTask:
         self.queues: dict = {}
         self.nurseries: dict = {}
         self.sleeping: dict = {}  # device -> the event its dispatcher sleeps on, while it does
-        # Devices the pass runs on, and those with heavy nodes (which need a nursery for worker threads).
-        self.devices = {root.device}
-        self.heavy_devices = set()
-        for node in self.pending:
-            self.devices.add(node.device)
-            if node.cost >= HEAVY_NODE_NS:
-                self.heavy_devices.add(node.device)
         self.error: BaseException | None = None
         self.finished = False
         self.cancel_scope: Any = None
