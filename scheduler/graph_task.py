@@ -162,12 +162,8 @@ class GraphTask:
                             buffer.add(slot, grad, node.sequence_nr)
                         continue
                     # The only message this node gets: no mailbox needed.
-                    slots = len(target.input_metadata)
-                    if slots == 1:
-                        grads = [grad]
-                    else:
-                        grads = [None] * slots
-                        grads[slot] = grad
+                    grads = [None] * len(target.input_metadata)
+                    grads[slot] = grad
                 else:
                     if grad is not None:
                         waiting.add(slot, grad, node.sequence_nr)
@@ -176,12 +172,13 @@ class GraphTask:
                         continue
                     pending[target] = 0  # drop the mailbox: its actor consumes the sums now
                     grads = waiting.grads()
-                if heap is not None and held is None and target.device is node.device:
+                if held is None and heap is not None and target.device is node.device:
                     held = (target, grads)
                 else:
                     self.queues[target.device].push(self, target, grads)
-        self.remaining -= 1
-        if self.remaining == 0:
+        remaining = self.remaining - 1
+        self.remaining = remaining
+        if not remaining:
             self.finish()
         if held is not None:
             if heap and (heap[0][0], heap[0][1]) < (-self.depth, -held[0].sequence_nr):
