@@ -41,8 +41,9 @@ async def run_graph_task(task: GraphTask) -> None:
                 task.queues[task.root.device].push(task, task.root, [])
     finally:
         task.finished = True
-        for queue in task.queues.values():
-            queue.discard(task)
+        if task.remaining:  # stopped early: drop what it still had queued
+            for queue in task.queues.values():
+                queue.discard(task)
     if task.error is not None:
         raise task.error
 
