@@ -23,8 +23,10 @@ def count_dependencies(root: Any) -> tuple[dict, set, set]:
     """For every node reachable from `root`, how many edges point at it; and, in the same walk, the devices
     the nodes run on and those where some node is heavy (which need a nursery for worker threads)."""
     dependencies: dict = {}
-    devices = {root.device}
+    device = root.device
+    devices = {device}
     heavy_devices = set()
+    heavy = HEAVY_NODE_NS
     stack = [root]
     while stack:
         for node, _ in stack.pop().next_functions:
@@ -32,13 +34,13 @@ def count_dependencies(root: Any) -> tuple[dict, set, set]:
                 continue
             if node in dependencies:
                 dependencies[node] += 1
-            else:
-                dependencies[node] = 1
-                stack.append(node)
-                if node.device is not root.device:
-                    devices.add(node.device)
-                if node.cost >= HEAVY_NODE_NS:
-                    heavy_devices.add(node.device)
+                continue
+            dependencies[node] = 1
+            stack.append(node)
+            if node.device is not device:
+                devices.add(node.device)
+            if node.cost >= heavy:
+                heavy_devices.add(node.device)
     return dependencies, devices, heavy_devices
 
 
