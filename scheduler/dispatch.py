@@ -58,7 +58,7 @@ async def _dispatch_device(
     task: GraphTask, device: Any, state: DeviceState, push_root: bool, task_status: Any = trio.TASK_STATUS_IGNORED
 ) -> None:
     """One device's part of a pass, inside the pass's nursery for the device's worker kernels."""
-    if device not in task.heavy_devices:
+    if device not in task.worker_devices:
         # Every node of the pass here runs on the event loop: no worker tasks, so no nursery to hold them.
         await _serve(task, device, state, push_root, task_status)
         return
@@ -110,7 +110,7 @@ async def _run_ready(task: GraphTask, device: Any, state: DeviceState) -> None:
         _, _, _, owner, node, grads = entry
         if owner.finished:
             continue
-        if node.cost >= heavy and get_num_workers() > 1 and queue.can_overlap(node, workers):
+        if node.cost >= heavy and _may_use_worker(owner, node, device) and queue.can_overlap(workers):
             slot = workers.try_acquire()
             if slot is None:
                 heappush(queue.waiting_heavy, entry)
@@ -140,7 +140,7 @@ async def _run_ready(task: GraphTask, device: Any, state: DeviceState) -> None:
                 break
             node, grads = held
             countdown -= 1
-            if (node.cost >= heavy and get_num_workers() > 1) or (
+            if (node.cost >= heavy and _may_use_worker(owner, node, device)) or (
                 not countdown and now() >= next_checkpoint
             ):
                 queue.push(owner, node, grads)
@@ -151,6 +151,16 @@ async def _run_ready(task: GraphTask, device: Any, state: DeviceState) -> None:
         if now() >= next_checkpoint:
             await trio.lowlevel.checkpoint()
             next_checkpoint = now() + CHECKPOINT_INTERVAL_S
+
+
+def _may_use_worker(owner: GraphTask, node: Any, device: Any) -> bool:
+    """May this heavy node run on a worker thread? Not when its kernel already uses every core (BLAS with
+    several threads), and only for a pass with a nursery on the device to hold the worker."""
+    return (
+        (not node.multithreaded or owner.multithreaded_on_workers)
+        and device in owner.nurseries
+        and get_num_workers() > 1
+    )
 
 
 async def _run_on_worker(owner: GraphTask, node: Any, grads: list, device: Any, state: DeviceState, slot: int):

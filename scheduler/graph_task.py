@@ -12,20 +12,21 @@ from contextvars import ContextVar
 from typing import Any
 
 from actorgrad.scheduler.input_buffer import InputBuffer
-from actorgrad.scheduler.workers import HEAVY_NODE_NS
+from actorgrad.scheduler.workers import HEAVY_NODE_NS, blas_threads
 
 _task_ids = itertools.count(1)
 
 reentrant_depth: ContextVar[int] = ContextVar("actorgrad_reentrant_depth", default=0)
 
 
-def count_dependencies(root: Any) -> tuple[dict, set, set]:
+def count_dependencies(root: Any) -> tuple[dict, set, set, set]:
     """For every node reachable from `root`, how many edges point at it; and, in the same walk, the devices
-    the nodes run on and those where some node is heavy (which need a nursery for worker threads)."""
+    the nodes run on, those with heavy nodes, and those with heavy nodes whose kernels are multithreaded."""
     dependencies: dict = {}
     device = root.device
     devices = {device}
     heavy_devices = set()
+    multithreaded_devices = set()
     heavy = HEAVY_NODE_NS
     stack = [root]
     while stack:
@@ -40,8 +41,8 @@ def count_dependencies(root: Any) -> tuple[dict, set, set]:
             if node.device is not device:
                 devices.add(node.device)
             if node.cost >= heavy:
-                heavy_devices.add(node.device)
-    return dependencies, devices, heavy_devices
+                (multithreaded_devices if node.multithreaded else heavy_devices).add(node.device)
+    return dependencies, devices, heavy_devices, multithreaded_devices
 
 
 def nodes_on_paths(root: Any, targets: set) -> set:
@@ -101,7 +102,13 @@ class GraphTask:
         self.accumulate = accumulate
         self.trace = trace
         # Per node: the count of messages still expected, replaced by its mailbox when the first arrives.
-        self.pending, self.devices, self.heavy_devices = count_dependencies(root)
+        self.pending, self.devices, heavy_devices, multithreaded_devices = count_dependencies(root)
+        # A multithreaded kernel (BLAS) already uses every core; it goes to a worker only when BLAS runs on one
+        # thread. Devices where some kernel may go to a worker get a nursery to hold those workers.
+        self.multithreaded_on_workers = bool(multithreaded_devices) and blas_threads() == 1
+        self.worker_devices = (
+            heavy_devices | multithreaded_devices if self.multithreaded_on_workers else heavy_devices
+        )
         self.captures = captures
         self.captured: list = [None] * sum(len(v) for v in (captures or {}).values())
         if captures is None:

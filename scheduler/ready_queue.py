@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from actorgrad.scheduler.workers import HEAVY_NODE_NS, blas_threads, get_num_workers, overlap_settings
+from actorgrad.scheduler.workers import get_num_workers, overlap_settings
 
 _states: trio.lowlevel.RunVar = trio.lowlevel.RunVar("actorgrad_device_states")
 
@@ -64,21 +64,10 @@ class ReadyQueue:
                 self._sleeping.remove(event)
                 self.awake += 1
 
-    def can_overlap(self, node: Any, workers: WorkerSlots) -> bool:
-        """Is there other work the heavy `node` could run beside? Asked only when a heavy node comes up.
-
-        Another heavy kernel, ready or running, always counts. Light work that leads on to more nodes counts
-        unless the node's kernel already spreads over the cores itself (BLAS with several threads): such a
-        node alone does better here (W2 with free BLAS: 90 ms inline against 117 ms on two workers of one
-        BLAS thread each).
-        """
-        if workers.busy or self.waiting_heavy:
-            return True
-        if any(entry[4].cost >= HEAVY_NODE_NS for entry in self.heap):
-            return True
-        if node.multithreaded and blas_threads() > 1:
-            return False
-        return any(entry[4].next_functions for entry in self.heap)
+    def can_overlap(self, workers: WorkerSlots) -> bool:
+        """Is there other work a heavy kernel could run beside: kernels running or waiting for a worker, or
+        ready nodes that lead on to more? (Leaf accumulators alone do not count.)"""
+        return bool(workers.busy or self.waiting_heavy or any(entry[4].next_functions for entry in self.heap))
 
     def discard(self, task: Any) -> None:
         """Drop the entries of a pass that stopped early (error or cancellation)."""
