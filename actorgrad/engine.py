@@ -48,15 +48,20 @@ def _seed_grads(outputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
     else:
         given = list(grad_outputs)
     if len(given) != len(outputs):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got {len(given)} gradients "
-                           f"for {len(outputs)} outputs")
+        raise RuntimeError(
+            f"grad_tensors should have the same length as tensors: got {len(given)} gradients for "
+            f"{len(outputs)} tensors (give a Tensor, or None for a scalar, per tensor)"
+        )
     seeds = []
     for i, (out, grad) in enumerate(zip(outputs, given)):
         if grad is None:
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            grad = Tensor(np.ones_like(out._data))
-        elif not isinstance(grad, Tensor):
+            ones = np.empty(out.shape, out.dtype)
+            ones.fill(1)
+            seeds.append(Tensor(ones) if create_graph else ones)
+            continue
+        if not isinstance(grad, Tensor):
             raise TypeError(f"grad_tensors[{i}] must be a Tensor or None, got {type(grad).__name__}")
         elif grad.shape != out.shape:
             raise RuntimeError(
