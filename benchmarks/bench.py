@@ -25,6 +25,9 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 import actorgrad as ag
 
+# torch's OpenMP threads otherwise spin for a while after each parallel op, taking a core from whichever engine
+# runs next (HIPS W2 went from 148 to 210 ms when it followed torch); they must sleep when idle.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 try:
     import torch
 except ImportError:  # optional peer
