@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from actorgrad.scheduler.workers import get_num_workers, overlap_settings
+from actorgrad.scheduler.workers import WorkerSlots
 
 _states: trio.lowlevel.RunVar = trio.lowlevel.RunVar("actorgrad_device_states")
 
@@ -76,32 +76,6 @@ class ReadyQueue:
             if len(kept) != len(heap):
                 heapq.heapify(kept)
                 heap[:] = kept
-
-
-class WorkerSlots:
-    """The worker threads of one device: at most `get_num_workers()` kernels at once, shared by all passes.
-
-    While any kernel runs on a worker, the overlap settings (BLAS threads, GIL switch interval) are held.
-    """
-
-    __slots__ = ("busy",)
-
-    def __init__(self) -> None:
-        self.busy: set[int] = set()
-
-    def try_acquire(self) -> int | None:
-        for slot in range(1, get_num_workers() + 1):
-            if slot not in self.busy:
-                if not self.busy:
-                    overlap_settings.acquire(get_num_workers())
-                self.busy.add(slot)
-                return slot
-        return None
-
-    def release(self, slot: int) -> None:
-        self.busy.discard(slot)
-        if not self.busy:
-            overlap_settings.release()
 
 
 class DeviceState:
