@@ -58,11 +58,11 @@ class TensorOps:
 
     @staticmethod
     def positive_mask(x: Tensor) -> Tensor:
-        return Tensor((x._data > 0).astype(x.dtype))
+        return Tensor(np.asarray(x._data > 0, dtype=x.dtype))
 
     @staticmethod
     def equal_mask(x: Tensor, y: Tensor) -> Tensor:
-        return Tensor((x._data == y._data).astype(x.dtype))
+        return Tensor(np.asarray(x._data == y._data, dtype=x.dtype))
 
     @staticmethod
     def cast(g: Tensor, dtype: Any) -> Tensor:

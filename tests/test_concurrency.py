@@ -64,7 +64,7 @@ def slow_rule(log):
         return g
 
     # A huge cost estimate sends it to a worker thread.
-    return Rule("SlowBackward0", ((), formula), cost=lambda data: 1e12)
+    return Rule("SlowBackward0", ((), formula), cost=lambda data, params: 1e12)
 
 
 async def test_cancellation_waits_for_kernels_already_on_worker_threads():

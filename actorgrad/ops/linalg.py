@@ -27,8 +27,8 @@ def _grad_other(ops: Any, g: Any, self: Any, other_shape: tuple, a2: tuple, b2: 
     return ops.reshape(ops.sum_to(grad, b2), other_shape)
 
 
-def _cost(data: Any, out2: tuple, inner: int, **params: Any) -> float:
-    return 2 * data.size * inner / MACS_PER_NS
+def _cost(data: Any, params: dict) -> float:
+    return 2 * data.size * params["inner"] / MACS_PER_NS
 
 
 def _matmul_rule(name: str) -> Rule:
@@ -64,7 +64,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             f"contracted dimension)"
         )
     try:
-        batch = np.broadcast_shapes(a2[:-2], b2[:-2])
+        batch = np.broadcast_shapes(a2[:-2], b2[:-2]) if a.ndim > 2 or b.ndim > 2 else ()
     except ValueError:
         raise RuntimeError(
             f"matmul: the batch dimensions of {a.shape} and {b.shape} do not broadcast"

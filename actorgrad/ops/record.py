@@ -31,9 +31,10 @@ class Rule:
     """How one op differentiates: `grads[i] = (names, formula)` gives input i's gradient as
     `formula(ops, g, *saved values named by names)`. Names are `self`, `other` (the inputs), `result` (the
     output) or a keyword the op passed to `record`. For a `broadcasts` op the node sums each input's gradient
-    back to that input's shape, so formulas never undo broadcasting themselves. `cost` estimates the
-    backward's nanoseconds from the output array and the op's keywords; the scheduler sends costly nodes to
-    worker threads. `multithreaded` says the formulas' kernels spread over cores themselves (BLAS).
+    back to that input's shape, so formulas never undo broadcasting themselves. `cost(data, params)` estimates
+    the backward's nanoseconds from the output array and the op's keywords (default: one per output element);
+    the scheduler sends costly nodes to worker threads. `multithreaded` says the formulas' kernels spread over
+    cores themselves (BLAS).
     """
 
     __slots__ = ("name", "grads", "cost", "broadcasts", "multithreaded", "saves_result")
@@ -117,16 +118,6 @@ class FormulaNode(Node):
         return out
 
 
-def _saved_value(name: str, inputs: tuple, output: SavedOutput | None, params: dict) -> Any:
-    if name == "self":
-        return inputs[0]
-    if name == "other":
-        return inputs[1]
-    if name == "result":
-        return output
-    return params[name]
-
-
 def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> Tensor:
     """Wrap the forward result `data` of an op on `inputs`, attaching the op's backward node if needed."""
     if data.__class__ is not np.ndarray:
@@ -147,7 +138,13 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
             edges.append(NO_EDGE)
     if not needs_grad:
         return out
-    saved_output = SavedOutput(data) if rule.saves_result else None
+    cost = data.size if rule.cost is None else rule.cost(data, params)
+    # The values formulas may name: the op's keywords, its inputs and its output.
+    params["self"] = inputs[0]
+    if len(inputs) > 1:
+        params["other"] = inputs[1]
+    if rule.saves_result:
+        params["result"] = SavedOutput(data)
     calls = []
     for i, (edge, (names, formula)) in enumerate(zip(edges, rule.grads)):
         if edge[0] is None:
@@ -155,9 +152,7 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
         array = inputs[i]._data
         reduce = array.shape if rule.broadcasts and array.shape != data.shape else None
         cast = array.dtype if array.dtype != data.dtype else None
-        values = tuple([_saved_value(n, inputs, saved_output, params) for n in names])
-        calls.append((i, formula, values, reduce, cast))
-    cost = data.size if rule.cost is None else rule.cost(data, **params)
+        calls.append((i, formula, tuple([params[name] for name in names]), reduce, cast))
     metadata = (InputMetadata(data.shape, data.dtype, cpu),)
     out._grad_fn = FormulaNode(rule, tuple(edges), metadata, tuple(calls), cost)
     return out

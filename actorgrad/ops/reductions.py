@@ -11,8 +11,8 @@ from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
 
-def _input_size(data: Any, self_shape: tuple[int, ...], **params: Any) -> int:
-    return math.prod(self_shape)
+def _input_size(data: Any, params: dict) -> int:
+    return math.prod(params["self_shape"])
 
 
 def _spread(ops: Any, g: Any, kept_shape: tuple[int, ...], self_shape: tuple[int, ...]) -> Any:
@@ -63,24 +63,24 @@ def normalize_dims(dim: int | tuple[int, ...] | list[int], ndim: int, op: str) -
     return tuple(sorted(out))
 
 
-def _reduce(rule_all: Rule, rule_dim: Rule, reducer: Any, input: Tensor, dim: Any, keepdim: bool, op: str):
+def _reduce(rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bool, op: str):
     x = input._data
     if dim is not None and not isinstance(dim, int) and len(dim) == 0:
         dim = None  # an empty dim list reduces every dim, as in PyTorch
     dims = tuple(range(x.ndim)) if dim is None else normalize_dims(dim, x.ndim, op)
     kept_shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
-    data = reducer(x, axis=dims, keepdims=keepdim)
+    data = getattr(x, op)(axis=dims, keepdims=keepdim)  # the ndarray method of the same name
     rule = rule_all if dim is None else rule_dim
     count = math.prod(x.shape[d] for d in dims)
     return record(rule, data, (input,), kept_shape=kept_shape, self_shape=x.shape, count=count)
 
 
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    return _reduce(SUM, SUM_DIM, np.sum, input, dim, keepdim, "sum")
+    return _reduce(SUM, SUM_DIM, input, dim, keepdim, "sum")
 
 
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    return _reduce(MEAN, MEAN_DIM, np.mean, input, dim, keepdim, "mean")
+    return _reduce(MEAN, MEAN_DIM, input, dim, keepdim, "mean")
 
 
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
@@ -96,6 +96,6 @@ def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
 def log_softmax(input: Tensor, dim: int) -> Tensor:
     x = input._data
     (d,) = normalize_dims(dim, x.ndim, "log_softmax")
-    shifted = x - np.amax(x, axis=d, keepdims=True)
-    data = shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
+    shifted = x - x.max(axis=d, keepdims=True)
+    data = shifted - np.log(np.exp(shifted).sum(axis=d, keepdims=True))
     return record(LOG_SOFTMAX, data, (input,), dim=(d,))

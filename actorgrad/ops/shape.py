@@ -21,7 +21,7 @@ TO_COPY = Rule("ToCopyBackward0", (("self_dtype",), lambda ops, g, self_dtype: o
 EXPAND = Rule(
     "ExpandBackward0",
     (("self_shape",), lambda ops, g, self_shape: ops.sum_to(g, self_shape)),
-    cost=lambda data, self_shape: data.size,
+    cost=lambda data, params: data.size,
 )
 
 
