@@ -76,15 +76,14 @@ class FormulaNode(Node):
 
     __slots__ = ("rule", "saved", "saved_tensors")
 
-    def __init__(self, rule: Rule, edges: tuple, metadata: tuple, saved_tensors: tuple, cost: float) -> None:
+    def __init__(
+        self, rule: Rule, edges: tuple, metadata: tuple, saved: tuple, saved_tensors: tuple, cost: float
+    ) -> None:
         super().__init__(edges, metadata, cpu, cost=cost)
         self.multithreaded = rule.multithreaded
         self.rule = rule
+        self.saved: tuple | None = saved
         self.saved_tensors: tuple | None = saved_tensors
-        self.saved: tuple | None = tuple(
-            (i, formula, tuple([getattr(v, "_data", v) for v in args]), reduce, cast)
-            for i, formula, args, reduce, cast in saved_tensors
-        )
 
     def name(self) -> str:
         return self.rule.name
@@ -145,16 +144,19 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
         params["other"] = inputs[1]
     if rule.saves_result:
         params["result"] = SavedOutput(data)
-    calls = []
+    saved = []
+    saved_tensors = []
     for i, (edge, (names, formula)) in enumerate(zip(edges, rule.grads)):
         if edge[0] is None:
             continue
         array = inputs[i]._data
         reduce = array.shape if rule.broadcasts and array.shape != data.shape else None
         cast = array.dtype if array.dtype != data.dtype else None
-        calls.append((i, formula, tuple([params[name] for name in names]), reduce, cast))
+        values = [params[name] for name in names]
+        saved_tensors.append((i, formula, tuple(values), reduce, cast))
+        saved.append((i, formula, tuple([getattr(v, "_data", v) for v in values]), reduce, cast))
     metadata = (InputMetadata(data.shape, data.dtype, cpu),)
-    out._grad_fn = FormulaNode(rule, tuple(edges), metadata, tuple(calls), cost)
+    out._grad_fn = FormulaNode(rule, tuple(edges), metadata, tuple(saved), tuple(saved_tensors), cost)
     return out
 
 
