@@ -12,12 +12,9 @@ from typing import Any, NamedTuple
 
 from actorgrad.devices import Device
 
+# Monotonically increasing across threads (next() on a count is atomic under the GIL): a later op gets a
+# larger number, and runs earlier in backward.
 _sequence_numbers = itertools.count()
-
-
-def next_sequence_nr() -> int:
-    """Monotonically increasing across threads: a later op gets a larger number (and runs earlier in backward)."""
-    return next(_sequence_numbers)
 
 
 MAX_SEQUENCE_NR = sys.maxsize
@@ -65,7 +62,7 @@ class Node:
         sequence_nr: int | None = None,
         cost: float = 0.0,
     ) -> None:
-        self.sequence_nr = next_sequence_nr() if sequence_nr is None else sequence_nr
+        self.sequence_nr = next(_sequence_numbers) if sequence_nr is None else sequence_nr
         self.next_functions = next_functions
         topological_nr = 0
         for node, _ in next_functions:

@@ -47,6 +47,8 @@ LOG_SOFTMAX = Rule(
 
 def normalize_dims(dim: int | tuple[int, ...] | list[int], ndim: int, op: str) -> tuple[int, ...]:
     """Dims as sorted non-negative ints, with PyTorch's error for one out of range."""
+    if dim.__class__ is int and -ndim <= dim < ndim:
+        return (dim % ndim,)
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     low, high = (-ndim, ndim - 1) if ndim else (-1, 0)
     out = []
@@ -67,12 +69,14 @@ def _reduce(rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bo
     x = input._data
     if dim is not None and not isinstance(dim, int) and len(dim) == 0:
         dim = None  # an empty dim list reduces every dim, as in PyTorch
-    dims = tuple(range(x.ndim)) if dim is None else normalize_dims(dim, x.ndim, op)
+    if dim is None:
+        data = getattr(x, op)(keepdims=keepdim)  # the ndarray method of the same name
+        return record(rule_all, data, (input,), kept_shape=(1,) * x.ndim, self_shape=x.shape, count=x.size)
+    dims = normalize_dims(dim, x.ndim, op)
     kept_shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
-    data = getattr(x, op)(axis=dims, keepdims=keepdim)  # the ndarray method of the same name
-    rule = rule_all if dim is None else rule_dim
+    data = getattr(x, op)(axis=dims, keepdims=keepdim)
     count = math.prod(x.shape[d] for d in dims)
-    return record(rule, data, (input,), kept_shape=kept_shape, self_shape=x.shape, count=count)
+    return record(rule_dim, data, (input,), kept_shape=kept_shape, self_shape=x.shape, count=count)
 
 
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
