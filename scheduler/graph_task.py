@@ -110,11 +110,12 @@ class GraphTask:
             heavy_devices | multithreaded_devices if self.multithreaded_on_workers else heavy_devices
         )
         self.captures = captures
-        self.captured: list = [None] * sum(len(v) for v in (captures or {}).values())
         if captures is None:
+            self.captured: list = []
             self.visit = self.run = None
             self.remaining = len(self.pending) + 1
         else:
+            self.captured = [None] * sum(len(v) for v in captures.values())
             targets = set(captures)
             on_path = nodes_on_paths(root, targets)
             self.visit = on_path | targets
