@@ -5,6 +5,6 @@ For scripts. Inside a trio app, await `actorgrad.backward(...)` / `actorgrad.gra
 
 from actorgrad.engine import backward_sync as backward
 from actorgrad.engine import grad_sync as grad
-from actorgrad.node import Edge, GraphRoot, Node
+from actorgrad.node import GraphRoot, Node
 
-__all__ = ["Edge", "GraphRoot", "Node", "backward", "grad"]
+__all__ = ["GraphRoot", "Node", "backward", "grad"]
