@@ -13,8 +13,8 @@ import numpy as np
 from actorgrad.ops.record import Rule, as_tensor_operand, record
 from actorgrad.tensor import Tensor
 
-ADD = Rule("AddBackward0", ((), lambda ops, g: g), ((), lambda ops, g: g), broadcasts=True)
-SUB = Rule("SubBackward0", ((), lambda ops, g: g), ((), lambda ops, g: -g), broadcasts=True)
+ADD = Rule("AddBackward0", ((), None), ((), None), broadcasts=True)
+SUB = Rule("SubBackward0", ((), None), ((), lambda ops, g: -g), broadcasts=True)
 MUL = Rule(
     "MulBackward0",
     (("other",), lambda ops, g, other: g * other),

@@ -29,12 +29,13 @@ NO_EDGE = (None, 0)
 
 class Rule:
     """How one op differentiates: `grads[i] = (names, formula)` gives input i's gradient as
-    `formula(ops, g, *saved values named by names)`. Names are `self`, `other` (the inputs), `result` (the
-    output) or a keyword the op passed to `record`. For a `broadcasts` op the node sums each input's gradient
-    back to that input's shape, so formulas never undo broadcasting themselves. `cost(data, params)` estimates
-    the backward's nanoseconds from the output array and the op's keywords (default: one per output element);
-    the scheduler sends costly nodes to worker threads. `multithreaded` says the formulas' kernels spread over
-    cores themselves (BLAS).
+    `formula(ops, g, *saved values named by names)`, or passes `g` on unchanged when the formula is None.
+    Names are `self`, `other` (the inputs), `result` (the output) or a keyword the op passed to `record`.
+
+    For a `broadcasts` op the node sums each input's gradient back to that input's shape, so formulas never
+    undo broadcasting themselves. `cost(data, params)` estimates the backward's nanoseconds from the output
+    array and the op's keywords (default: one per output element); the scheduler sends costly nodes to worker
+    threads. `multithreaded` says the formulas' kernels spread over the cores themselves (BLAS).
     """
 
     __slots__ = ("name", "grads", "cost", "broadcasts", "multithreaded", "saves_result")
@@ -110,7 +111,10 @@ class FormulaNode(Node):
         out = [None] * len(edges)
         for i, formula, args, reduce, cast in calls:
             if visit is None or edges[i][0] in visit:
-                grad = formula(ops, g, *(ops.unpack(args, self) if recorded else args))
+                if formula is None:
+                    grad = g
+                else:
+                    grad = formula(ops, g, *(ops.unpack(args, self) if recorded else args))
                 if reduce is not None:
                     grad = ops.sum_to(grad, reduce)
                 out[i] = grad if cast is None else ops.cast(grad, cast)
