@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import actorgrad as ag
+from actorgrad.ops.record import Rule, record
 
 
 async def test_mul_add_sum_gives_each_leaf_the_other_factor():
@@ -113,3 +114,10 @@ async def test_leaves_given_one_shared_gradient_array_get_independent_grads():
     await ag.backward((x + y).sum())  # AddBackward0 hands the same array to both leaves
     x.grad.numpy()[0] = 42.0
     assert y.grad.numpy()[0] == 1.0
+
+
+async def test_a_missing_gradient_flows_on_as_none_without_error():
+    x = ag.tensor(np.ones(3), requires_grad=True)
+    y = record(Rule("NoGradBackward0", ((), lambda ops, g: None)), x._data * 2, (x,))
+    await ag.backward((y.tanh() * 3).sum())
+    assert x.grad is None
