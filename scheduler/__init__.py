@@ -3,7 +3,7 @@ the execution trace. Knows nothing of individual ops: a node is anything with `n
 `input_metadata`, `sequence_nr`, `device`, `cost`, `multithreaded`, `retained`, and `apply(grads, task)`.
 """
 
-from actorgrad.scheduler.dispatch import run_graph_task
+from actorgrad.scheduler.dispatch import run_graph_task, run_graph_task_inline
 from actorgrad.scheduler.graph_task import GraphTask, reentrant_depth
 from actorgrad.scheduler.input_buffer import InputBuffer
 from actorgrad.scheduler.ready_queue import ReadyQueue
@@ -20,5 +20,6 @@ __all__ = [
     "profile",
     "reentrant_depth",
     "run_graph_task",
+    "run_graph_task_inline",
     "set_num_workers",
 ]

@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+import trio
 
 import actorgrad as ag
 from actorgrad.ops.record import Rule, record
@@ -79,3 +80,29 @@ async def test_blas_and_switch_interval_are_held_while_kernels_overlap_then_rest
     assert all(threads == max(1, (os.cpu_count() or 1) // 2) for threads, _ in seen)
     assert all(interval <= 0.0002 for _, interval in seen)
     assert (blas_threads(), sys.getswitchinterval()) == (blas_before, interval_before)
+
+
+def in_trio_recorder(seen, cost):
+    def formula(ops, g):
+        try:
+            trio.lowlevel.current_task()
+            seen.append("trio")
+        except RuntimeError:
+            seen.append("inline")
+        return g
+
+    return Rule("WhereBackward0", ((), formula), cost=lambda data, params: cost)
+
+
+def test_sync_backward_runs_inline_unless_a_worker_may_be_used(workers):
+    workers(2)
+    seen = []
+    x = ag.tensor(np.ones(3), requires_grad=True)
+    record(in_trio_recorder(seen, 1.0), x._data * 1, (x,)).sum().backward()
+    assert seen == ["inline"]  # light nodes only: no trio run is started
+    record(in_trio_recorder(seen, 1e12), x._data * 1, (x,)).sum().backward()
+    assert seen == ["inline", "trio"]  # a heavy node may go to a worker: the pass runs in trio
+    workers(1)
+    record(in_trio_recorder(seen, 1e12), x._data * 1, (x,)).sum().backward()
+    assert seen == ["inline", "trio", "inline"]
+    np.testing.assert_array_equal(x.grad.numpy(), 3.0)
