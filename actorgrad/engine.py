@@ -284,10 +284,7 @@ def tensor_backward(
     inputs: TensorOrTensors | None = None,
 ) -> None:
     """`Tensor.backward`: sync, for scripts; in a trio app use `await actorgrad.backward(t)`."""
-    _refuse_inside_trio("Tensor.backward", "actorgrad.backward")
-    task = _backward_task(self, gradient, retain_graph, create_graph, inputs)
-    _run_sync(task)
-    _commit(task.staged, create_graph)
+    backward_sync(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
 
 Tensor.backward = tensor_backward
