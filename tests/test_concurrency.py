@@ -19,17 +19,9 @@ def chain_loss(w, n=50, seed=0):
     return h.sum()
 
 
-async def test_concurrent_passes_into_a_shared_leaf_equal_the_sequential_result():
+async def test_concurrent_passes_into_a_shared_leaf_equal_the_sequential_result(concurrent_matches_sequential):
     w = ag.tensor(np.linspace(0.1, 0.9, 16), requires_grad=True)
-    losses = [chain_loss(w, seed=i) for i in range(16)]
-    expected = np.zeros(16)
-    for loss in losses:
-        (g,) = await ag.grad(loss, w, retain_graph=True)
-        expected += g.numpy()
-    async with trio.open_nursery() as nursery:
-        for loss in losses:
-            nursery.start_soon(ag.backward, loss)
-    np.testing.assert_allclose(w.grad.numpy(), expected, rtol=1e-12)
+    await concurrent_matches_sequential([chain_loss(w, seed=i) for i in range(16)], w)
 
 
 def test_sync_calls_from_several_threads_lose_no_update():
