@@ -19,15 +19,19 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+# Idle BLAS threads must sleep, not spin, or they take a core from whatever runs next. torch's OpenMP threads spin
+# for a while after each parallel op (HIPS W2 went from 148 to 210 ms when it followed torch); OpenBLAS's spin for
+# 2**28 cycles (0.1 s) after each multithreaded call, so a backward held at one BLAS thread right after a forward at
+# two lost a core (numpy floor 2 threads: 145 ms instead of 98 ms). Both read these before they load.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
 import numpy as np
 import trio
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import actorgrad as ag
 
-# torch's OpenMP threads otherwise spin for a while after each parallel op, taking a core from whichever engine
-# runs next (HIPS W2 went from 148 to 210 ms when it followed torch); they must sleep when idle.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 try:
     import torch
 except ImportError:  # optional peer
@@ -296,6 +300,12 @@ def w2(branches: int = 8, depth: int = 4) -> Workload:
 
 
 # --- W3: MLP 784-512-512-10, float32, batch 128, forward + backward ----------------------------------------
+# A sample times a training loop of STEPS steps, as training runs; one step alone after a gc.collect() and a fresh
+# trio.run measured mostly cold caches and page faults (actorgrad's first backward in a trio run took 2.6 ms here,
+# its second 1.7 ms).
+STEPS = 10
+
+
 def w3(batch: int = 128) -> Workload:
     rng = np.random.default_rng(3)
     f32 = np.float32
@@ -330,13 +340,27 @@ def w3(batch: int = 128) -> Workload:
 
     def ag_run() -> float:
         leaves, x, y = [ag.tensor(p, requires_grad=True) for p in params], ag.tensor(X), ag.tensor(Y)
-        return timed_trio(lambda: ag.backward(ag_loss(leaves, x, y)))
+
+        async def steps() -> None:
+            for _ in range(STEPS):
+                for leaf in leaves:
+                    leaf.grad = None
+                await ag.backward(ag_loss(leaves, x, y))
+
+        return timed_trio(steps) / STEPS
 
     def torch_run() -> float:
         torch.set_num_threads(CORES)
         leaves = [torch.tensor(p, requires_grad=True) for p in params]
         x, y = torch.from_numpy(X), torch.from_numpy(Y)
-        return timed(lambda: mlp(x, y, leaves, torch.relu, lambda v: torch.log_softmax(v, 1)).backward())
+
+        def steps() -> None:
+            for _ in range(STEPS):
+                for leaf in leaves:
+                    leaf.grad = None
+                mlp(x, y, leaves, torch.relu, lambda v: torch.log_softmax(v, 1)).backward()
+
+        return timed(steps) / STEPS
 
     def hips_loss(p: list) -> Any:
         z = anp.maximum(anp.maximum(X @ p[0] + p[1], 0) @ p[2] + p[3], 0) @ p[4] + p[5]
@@ -349,8 +373,15 @@ def w3(batch: int = 128) -> Workload:
         return max(check(f"W3 grad param {i}", leaf.grad.numpy(), ref)
                    for i, (leaf, ref) in enumerate(zip(leaves, floor_grads())))
 
-    engines = {"ag": ag_run, "floor": lambda: timed(floor_grads), "torch": torch_run,
-               "hips": lambda: timed(lambda: hips.grad(hips_loss)(params))}
+    def per_step(step: Callable[[], Any]) -> Callable[[], float]:
+        def steps() -> None:
+            for _ in range(STEPS):
+                step()
+
+        return lambda: timed(steps) / STEPS
+
+    engines = {"ag": ag_run, "floor": per_step(floor_grads), "torch": torch_run,
+               "hips": per_step(lambda: hips.grad(hips_loss)(params))}
     return engines, verify
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any
 
+from numpy import ndarray
+
 _by_sender = itemgetter(0)
 
 
@@ -41,8 +43,12 @@ class InputBuffer:
                 out.append(held[1])
             else:
                 held.sort(key=_by_sender)
-                total = held[0][1]
-                for _, grad in held[1:]:
-                    total = total + grad
+                total = held[0][1] + held[1][1]
+                fresh = total.__class__ is ndarray  # a new array no one else holds: add the rest in place
+                for _, grad in held[2:]:
+                    if fresh:
+                        total += grad
+                    else:
+                        total = total + grad
                 out.append(total)
         return out

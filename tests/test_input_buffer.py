@@ -27,6 +27,19 @@ def test_slots_are_summed_independently_and_missing_ones_stay_none():
     assert grads[0].item() == 3.0 and grads[1] is None and grads[2].item() == 5.0
 
 
+def test_summing_leaves_every_message_unchanged():
+    """The sum adds in place into the array it made itself, never into a message a sender may still hold."""
+    shared = np.array([1.0, 2.0])
+    messages = [shared, shared, np.array([10.0, 20.0]), shared]
+    buffer = InputBuffer(1)
+    for sender, grad in enumerate(messages):
+        buffer.add(0, grad, sender)
+    total = buffer.grads()[0]
+    assert total.tolist() == [13.0, 26.0]
+    assert shared.tolist() == [1.0, 2.0] and messages[2].tolist() == [10.0, 20.0]
+    assert all(total is not m for m in messages)
+
+
 def wide_fan_in_grads(workers):
     ag.set_num_workers(workers)
     rng = np.random.default_rng(1)
