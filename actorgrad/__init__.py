@@ -32,13 +32,14 @@ from actorgrad.ops import (
     tanh,
     transpose,
 )
+from actorgrad.random import Generator, initial_seed, manual_seed
 from actorgrad.scheduler import get_num_workers, profile, set_num_workers
 from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, int64, tensor
 
 __all__ = [
-    "AccumulateGrad", "Node", "Tensor", "add", "amax", "autograd", "backward", "bool_", "broadcast_to", "div",
-    "enable_grad", "exp", "float16", "float32", "float64", "get_num_workers", "grad", "int32", "int64",
-    "is_grad_enabled", "log", "log_softmax", "matmul", "mean", "mul", "neg", "no_grad", "ops", "permute", "pow",
+    "AccumulateGrad", "Generator", "Node", "Tensor", "add", "amax", "autograd", "backward", "bool_", "broadcast_to", "div",
+    "enable_grad", "exp", "float16", "float32", "float64", "get_num_workers", "grad", "initial_seed", "int32", "int64",
+    "is_grad_enabled", "log", "log_softmax", "manual_seed", "matmul", "mean", "mul", "neg", "no_grad", "ops", "permute", "pow",
     "profile", "relu", "reshape", "set_grad_enabled", "set_num_workers", "sigmoid", "sub", "sum", "tanh",
     "tensor", "transpose",
 ]
