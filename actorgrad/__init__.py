@@ -10,36 +10,14 @@ from actorgrad.accumulate_grad import AccumulateGrad
 from actorgrad.engine import backward, grad
 from actorgrad.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from actorgrad.node import Node
-from actorgrad.ops import (
-    add,
-    amax,
-    broadcast_to,
-    div,
-    exp,
-    log,
-    log_softmax,
-    matmul,
-    mean,
-    mul,
-    neg,
-    permute,
-    pow,
-    relu,
-    reshape,
-    sigmoid,
-    sub,
-    sum,
-    tanh,
-    transpose,
-)
+from actorgrad.ops import *  # noqa: F403
 from actorgrad.random import Generator, initial_seed, manual_seed
 from actorgrad.scheduler import get_num_workers, profile, set_num_workers
 from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, int64, tensor
 
 __all__ = [
-    "AccumulateGrad", "Generator", "Node", "Tensor", "add", "amax", "autograd", "backward", "bool_", "broadcast_to", "div",
-    "enable_grad", "exp", "float16", "float32", "float64", "get_num_workers", "grad", "initial_seed", "int32", "int64",
-    "is_grad_enabled", "log", "log_softmax", "manual_seed", "matmul", "mean", "mul", "neg", "no_grad", "ops", "permute", "pow",
-    "profile", "relu", "reshape", "set_grad_enabled", "set_num_workers", "sigmoid", "sub", "sum", "tanh",
-    "tensor", "transpose",
+    "AccumulateGrad", "Generator", "Node", "Tensor", "autograd", "backward", "bool_", "enable_grad", "float16",
+    "float32", "float64", "get_num_workers", "grad", "initial_seed", "int32", "int64", "is_grad_enabled",
+    "manual_seed", "no_grad", "ops", "profile", "set_grad_enabled", "set_num_workers", "tensor",
+    *ops.__all__,
 ]

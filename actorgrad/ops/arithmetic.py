@@ -13,6 +13,8 @@ import numpy as np
 from actorgrad.ops.record import Rule, as_tensor_operand, record
 from actorgrad.tensor import Tensor
 
+__all__ = ["add", "div", "exp", "log", "mul", "neg", "pow", "relu", "sigmoid", "sub", "tanh"]
+
 ADD = Rule("AddBackward0", ((), None), ((), None), broadcasts=True)
 SUB = Rule("SubBackward0", ((), None), ((), lambda ops, g: -g), broadcasts=True)
 MUL = Rule(
@@ -144,3 +146,23 @@ def sigmoid(input: Tensor) -> Tensor:
 
 def relu(input: Tensor) -> Tensor:
     return _unary("relu", input)
+
+
+def _reflected(op: Any) -> Any:
+    return lambda self, other: op(other, self)
+
+
+def _commuted(op: Any) -> Any:
+    """`2 * x` records as `x * 2`, as PyTorch does, so the tensor stays the first input."""
+    return lambda self, other: op(self, other)
+
+
+METHODS = {
+    "__add__": add, "__radd__": _commuted(add), "add": add,
+    "__sub__": sub, "__rsub__": rsub, "sub": sub,
+    "__mul__": mul, "__rmul__": _commuted(mul), "mul": mul,
+    "__truediv__": div, "__rtruediv__": _reflected(div), "div": div,
+    "__pow__": pow, "__rpow__": _reflected(pow), "pow": pow,
+    "__neg__": neg, "neg": neg,
+    "exp": exp, "log": log, "tanh": tanh, "sigmoid": sigmoid, "relu": relu,
+}

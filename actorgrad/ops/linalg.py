@@ -13,6 +13,8 @@ import numpy as np
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
+__all__ = ["matmul"]
+
 # Measured here: numpy float64 matmul runs about 25 multiply-adds per nanosecond on one core.
 MACS_PER_NS = 25
 
@@ -78,3 +80,6 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         rule, data, (input, other), self_shape=a.shape, other_shape=b.shape, a2=a2, b2=b2, out2=out2,
         inner=a2[-1],
     )
+
+
+METHODS = {"__matmul__": matmul, "__rmatmul__": lambda self, other: matmul(other, self), "matmul": matmul}

@@ -10,6 +10,8 @@ import numpy as np
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
+__all__ = ["amax", "log_softmax", "mean", "sum"]
+
 
 def _input_size(data: Any, params: dict) -> int:
     return math.prod(params["self_shape"])
@@ -103,3 +105,6 @@ def log_softmax(input: Tensor, dim: int) -> Tensor:
     shifted = x - x.max(axis=d, keepdims=True)
     data = shifted - np.log(np.exp(shifted).sum(axis=d, keepdims=True))
     return record(LOG_SOFTMAX, data, (input,), dim=(d,))
+
+
+METHODS = {"sum": sum, "mean": mean, "amax": amax, "log_softmax": log_softmax}

@@ -10,6 +10,8 @@ from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import normalize_dims
 from actorgrad.tensor import Tensor
 
+__all__ = ["broadcast_to", "permute", "reshape", "transpose"]
+
 VIEW = Rule("ViewBackward0", (("self_shape",), lambda ops, g, self_shape: ops.reshape(g, self_shape)))
 TRANSPOSE = Rule(
     "TransposeBackward0", (("dim0", "dim1"), lambda ops, g, dim0, dim1: ops.swapaxes(g, dim0, dim1))
@@ -84,3 +86,10 @@ def to_dtype(input: Tensor, dtype: Any) -> Tensor:
     """A differentiable cast; the gradient is cast back to the input's dtype."""
     x = input._data
     return record(TO_COPY, x.astype(dtype), (input,), self_dtype=x.dtype)
+
+
+METHODS = {
+    "reshape": reshape, "view": reshape, "transpose": transpose, "permute": permute,
+    "broadcast_to": broadcast_to, "expand": lambda self, *shape: broadcast_to(self, _shape_arg(shape)),
+    "T": property(numpy_T),
+}
