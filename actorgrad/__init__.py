@@ -5,8 +5,9 @@ The entry points that run the engine are awaitable (`await actorgrad.backward(..
 `actorgrad.autograd.grad(...)`).
 """
 
-from actorgrad import autograd, ops
+from actorgrad import autograd, creation, ops
 from actorgrad.accumulate_grad import AccumulateGrad
+from actorgrad.creation import *  # noqa: F403
 from actorgrad.engine import backward, grad
 from actorgrad.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from actorgrad.node import Node
@@ -18,6 +19,9 @@ from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, in
 __all__ = [
     "AccumulateGrad", "Generator", "Node", "Tensor", "autograd", "backward", "bool_", "enable_grad", "float16",
     "float32", "float64", "get_num_workers", "grad", "initial_seed", "int32", "int64", "is_grad_enabled",
-    "manual_seed", "no_grad", "ops", "profile", "set_grad_enabled", "set_num_workers", "tensor",
-    *ops.__all__,
+    "manual_seed", "nn", "no_grad", "ops", "optim", "profile", "set_grad_enabled", "set_num_workers", "tensor",
+    *ops.__all__, *creation.__all__,
 ]
+
+# Last: nn and optim build on the whole package above.
+from actorgrad import nn, optim  # noqa: E402

@@ -1,0 +1,233 @@
+"""Tensor creation: constant, range and random tensors, with PyTorch's signatures and default dtypes.
+
+Floats default to float32; integer ranges and `randint` give int64. Random tensors draw from a Generator (the
+default one unless `generator=` is passed), so `actorgrad.manual_seed` makes them repeatable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from actorgrad.random import Generator, numpy_generator
+from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, int64
+
+__all__ = [
+    "arange", "empty", "eye", "full", "full_like", "linspace", "ones", "ones_like", "rand", "rand_like", "randint",
+    "randn", "randn_like", "zeros", "zeros_like",
+]
+
+
+# -- argument handling -------------------------------------------------------------------------------------------
+def _check_device(op: str, device: Any) -> None:
+    if device is not None and str(device) != "cpu":
+        raise RuntimeError(f"{op}: device {str(device)!r} is not supported; actorgrad creates tensors on 'cpu' only")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
+def _shape(op: str, size: tuple) -> tuple[int, ...]:
+    """`*size` as PyTorch takes it: `f(2, 3)` or `f((2, 3))`; every dimension an int >= 0."""
+    if len(size) == 1 and isinstance(size[0], Sequence | np.ndarray):
+        size = tuple(size[0])
+    for dim in size:
+        if not _is_int(dim):
+            raise TypeError(f"{op}(): size must be a tuple of ints, but got an element of type {type(dim).__name__}")
+    shape = tuple(int(dim) for dim in size)
+    negative = [dim for dim in shape if dim < 0]
+    if negative:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative[0]}: {list(shape)}")
+    return shape
+
+
+def _dtype(dtype: Any, default: np.dtype) -> np.dtype:
+    return default if dtype is None else np.dtype(dtype)
+
+
+def _float_dtype(op: str, dtype: Any) -> np.dtype:
+    resolved = _dtype(dtype, _DEFAULT_FLOAT)
+    if resolved.kind != "f":
+        raise RuntimeError(f"{op}: expected a floating point dtype, got {resolved}")
+    return resolved
+
+
+def _leaf(data: np.ndarray, requires_grad: bool) -> Tensor:
+    return Tensor(data, requires_grad=requires_grad)
+
+
+# -- constants ---------------------------------------------------------------------------------------------------
+def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+    _check_device("zeros", device)
+    return _leaf(np.zeros(_shape("zeros", size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+    _check_device("ones", device)
+    return _leaf(np.ones(_shape("ones", size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+    _check_device("empty", device)
+    return _leaf(np.empty(_shape("empty", size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad)
+
+
+def _fill_dtype(fill_value: Any) -> np.dtype:
+    """PyTorch 2.x infers full's dtype from the fill value: bool, int64 or the default float."""
+    if isinstance(fill_value, bool | np.bool_):
+        return bool_
+    if _is_int(fill_value):
+        return int64
+    if isinstance(fill_value, float | np.floating):
+        return _DEFAULT_FLOAT
+    raise TypeError(f"full(): fill_value must be a bool, int or float, got {type(fill_value).__name__}")
+
+
+def full(
+    size: Sequence[int], fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
+    _check_device("full", device)
+    resolved = _dtype(dtype, _fill_dtype(fill_value))
+    return _leaf(np.full(_shape("full", (size,)), fill_value, resolved), requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+    _check_device("eye", device)
+    m = n if m is None else m
+    for name, value in (("n", n), ("m", m)):
+        if not _is_int(value):
+            raise TypeError(f"eye(): {name} must be an int, got {type(value).__name__}")
+        if value < 0:
+            raise RuntimeError(f"eye(): {name} must be greater or equal to 0, got {value}")
+    return _leaf(np.eye(n, m, dtype=_dtype(dtype, _DEFAULT_FLOAT)), requires_grad)
+
+
+# -- ranges ------------------------------------------------------------------------------------------------------
+def arange(
+    start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
+    """`arange(end)` or `arange(start, end, step)`: int64 when every bound is an int, else the default float."""
+    _check_device("arange", device)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("arange(): step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError(
+            f"arange(): upper bound and lower bound inconsistent with step sign (start={start}, end={end}, step={step})"
+        )
+    default = int64 if all(_is_int(v) for v in (start, end, step)) else _DEFAULT_FLOAT
+    length = math.ceil((end - start) / step)
+    values = start + step * np.arange(length, dtype=np.float64 if default.kind == "f" else np.int64)
+    return _leaf(values.astype(_dtype(dtype, default)), requires_grad)
+
+
+def linspace(
+    start: float, end: float, steps: int, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
+    _check_device("linspace", device)
+    if not _is_int(steps):
+        raise TypeError(f"linspace(): steps must be an int, got {type(steps).__name__}")
+    if steps < 0:
+        raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
+    values = np.linspace(start, end, steps, dtype=np.float64)
+    return _leaf(values.astype(_dtype(dtype, _DEFAULT_FLOAT)), requires_grad)
+
+
+# -- *_like ------------------------------------------------------------------------------------------------------
+def _like_dtype(input: Tensor, dtype: Any) -> np.dtype:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"expected a Tensor as input, got {type(input).__name__}")
+    return input.dtype if dtype is None else np.dtype(dtype)
+
+
+def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+    _check_device("zeros_like", device)
+    return _leaf(np.zeros(input.shape, _like_dtype(input, dtype)), requires_grad)
+
+
+def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+    _check_device("ones_like", device)
+    return _leaf(np.ones(input.shape, _like_dtype(input, dtype)), requires_grad)
+
+
+def full_like(
+    input: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
+    _check_device("full_like", device)
+    return _leaf(np.full(input.shape, fill_value, _like_dtype(input, dtype)), requires_grad)
+
+
+# -- random ------------------------------------------------------------------------------------------------------
+def _draw(sample: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """numpy samples float32 and float64 directly; other float dtypes are drawn in float64 and cast."""
+    if dtype in (np.float32, np.float64):
+        return sample(shape, dtype=dtype)
+    return sample(shape, dtype=np.float64).astype(dtype)
+
+
+def rand(
+    *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
+    """Uniform samples from [0, 1)."""
+    _check_device("rand", device)
+    rng = numpy_generator(generator)
+    return _leaf(_draw(rng.random, _shape("rand", size), _float_dtype("rand", dtype)), requires_grad)
+
+
+def randn(
+    *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
+    """Samples from the standard normal distribution."""
+    _check_device("randn", device)
+    rng = numpy_generator(generator)
+    return _leaf(_draw(rng.standard_normal, _shape("randn", size), _float_dtype("randn", dtype)), requires_grad)
+
+
+def randint(
+    low: int | None = None,
+    high: Any = None,
+    size: Sequence[int] | None = None,
+    *,
+    generator: Generator | None = None,
+    dtype: Any = None,
+    requires_grad: bool = False,
+    device: Any = None,
+) -> Tensor:
+    """Integers drawn uniformly from [low, high): `randint(high, size)` or `randint(low, high, size)`."""
+    _check_device("randint", device)
+    if size is None and isinstance(high, Sequence):
+        low, high, size = 0, low, high
+    if low is None:
+        low = 0
+    if high is None or size is None:
+        raise TypeError("randint() needs high and size: randint(high, size) or randint(low, high, size)")
+    if not (_is_int(low) and _is_int(high)):
+        raise TypeError(f"randint(): low and high must be ints, got {type(low).__name__} and {type(high).__name__}")
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    shape = _shape("randint", (size,))
+    values = numpy_generator(generator).integers(low, high, shape, dtype=np.int64)
+    return _leaf(values.astype(_dtype(dtype, int64), copy=False), requires_grad)
+
+
+def rand_like(
+    input: Tensor, *, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False,
+    device: Any = None,
+) -> Tensor:
+    _check_device("rand_like", device)
+    resolved = _float_dtype("rand_like", _like_dtype(input, dtype))
+    return _leaf(_draw(numpy_generator(generator).random, input.shape, resolved), requires_grad)
+
+
+def randn_like(
+    input: Tensor, *, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False,
+    device: Any = None,
+) -> Tensor:
+    _check_device("randn_like", device)
+    resolved = _float_dtype("randn_like", _like_dtype(input, dtype))
+    return _leaf(_draw(numpy_generator(generator).standard_normal, input.shape, resolved), requires_grad)

@@ -1,0 +1,1 @@
+"""Functional forms of the nn layers (linear, conv2d, embedding, layer_norm, dropout, gelu, ...)."""

@@ -1,0 +1,328 @@
+"""Module: the base class of layers and models; it registers parameters, buffers and submodules by attribute.
+
+Assigning a Parameter, a Module or (after `register_buffer`) a Tensor to an attribute files it in the
+module's `_parameters`, `_modules` or `_buffers`, which `parameters()`, `state_dict()`, `train()` and
+`zero_grad()` walk recursively with dotted names (`encoder.0.weight`), as PyTorch does.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from actorgrad.nn.parameter import Parameter
+from actorgrad.tensor import Tensor
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+def _indent(text: str, spaces: int) -> str:
+    first, *rest = text.split("\n")
+    return "\n".join([first, *(" " * spaces + line for line in rest)])
+
+
+def _as_array(value: Any) -> np.ndarray:
+    return value._data if isinstance(value, Tensor) else np.asarray(value)
+
+
+class Module:
+    """Base class for all layers: subclasses set attributes in `__init__` (after `super().__init__()`) and
+    define `forward`; calling the module calls `forward`."""
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_buffers", {})
+        object.__setattr__(self, "_non_persistent_buffers", set())
+        object.__setattr__(self, "_modules", {})
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # -- registration --------------------------------------------------------------------------------------
+    def _registry(self, kind: str) -> dict:
+        registry = self.__dict__.get(kind)
+        if registry is None:
+            raise AttributeError(f"cannot assign {kind[1:-1]} before Module.__init__() call")
+        return registry
+
+    def _check_name(self, kind: str, name: Any, registry: dict) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain ".", got {name!r}')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and name not in registry:
+            raise KeyError(f"attribute '{name}' already exists")
+
+    def _forget(self, name: str) -> None:
+        """Drop `name` from every registry and the instance dict, so one name lives in one place."""
+        for kind in ("_parameters", "_buffers", "_modules"):
+            self.__dict__[kind].pop(name, None)
+        self._non_persistent_buffers.discard(name)
+        self.__dict__.pop(name, None)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        registry = self._registry("_parameters")
+        self._check_name("parameter", name, registry)
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                "(actorgrad.nn.Parameter or None required)"
+            )
+        self._forget(name)
+        registry[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """A tensor that is state but not a parameter (running statistics, masks); saved in `state_dict()`
+        unless `persistent=False`."""
+        registry = self._registry("_buffers")
+        self._check_name("buffer", name, registry)
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (actorgrad.Tensor or None required)"
+            )
+        self._forget(name)
+        registry[name] = tensor
+        if not persistent:
+            self._non_persistent_buffers.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        registry = self._registry("_modules")
+        self._check_name("module", name, registry)
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._forget(name)
+        registry[name] = module
+
+    register_module = add_module
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, Parameter):
+            self._registry("_parameters")
+            self._forget(name)
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._registry("_modules")
+            self._forget(name)
+            self._modules[name] = value
+        elif name in self.__dict__.get("_parameters", ()):
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                    "(actorgrad.nn.Parameter or None expected)"
+                )
+            self._parameters[name] = None
+        elif name in self.__dict__.get("_modules", ()):
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as child module '{name}' (Module or None expected)"
+                )
+            self._modules[name] = None
+        elif name in self.__dict__.get("_buffers", ()):
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)")
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails: registered names live in the registries.
+        for kind in ("_parameters", "_buffers", "_modules"):
+            registry = self.__dict__.get(kind)
+            if registry is not None and name in registry:
+                return registry[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for kind in ("_parameters", "_buffers", "_modules"):
+            if name in self.__dict__[kind]:
+                del self.__dict__[kind][name]
+                self._non_persistent_buffers.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    # -- traversal -----------------------------------------------------------------------------------------
+    def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True) -> Iterator:
+        """(dotted name, module) for this module and every module below it, each once."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
+
+    def modules(self) -> Iterator[Module]:
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self) -> Iterator[Module]:
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, kind: str, prefix: str, recurse: bool, remove_duplicate: bool) -> Iterator:
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        seen = set()
+        for module_prefix, module in modules:
+            for name, value in module.__dict__[kind].items():
+                if value is None or (remove_duplicate and id(value) in seen):
+                    continue
+                seen.add(id(value))
+                yield (f"{module_prefix}.{name}" if module_prefix else name), value
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True) -> Iterator:
+        """(dotted name, parameter) in registration order, depth first; a shared parameter comes once."""
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True) -> Iterator:
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, buffer in self.named_buffers(recurse=recurse):
+            yield buffer
+
+    def apply(self, fn: Callable[[Module], Any]) -> Module:
+        """Call `fn` on every submodule (children first) and then on this module."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # -- modes and gradients -------------------------------------------------------------------------------
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode (Dropout drops) here and in every submodule."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        for module in self.modules():
+            object.__setattr__(module, "training", mode)
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for param in self.parameters():
+            param.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Drop every parameter's gradient, or zero it where `set_to_none=False`."""
+        for param in self.parameters():
+            zero_grad_of(param, set_to_none)
+
+    # -- state -----------------------------------------------------------------------------------------------
+    def state_dict(self, destination: dict | None = None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+        """Parameters and persistent buffers by dotted name, detached unless `keep_vars` (they share the
+        module's arrays until something writes a new one)."""
+        if destination is None:
+            destination = OrderedDict()
+        for key, value in self._state_slots(prefix).items():
+            destination[key] = value if keep_vars else value.detach()
+        return destination
+
+    def _state_slots(self, prefix: str = "") -> dict[str, Tensor]:
+        """Every tensor `state_dict()` holds, by dotted name; a module reached by two names is listed under
+        both, as in PyTorch."""
+        slots = {}
+        for module_prefix, module in self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False):
+            dotted = f"{module_prefix}." if module_prefix else ""
+            for name, param in module._parameters.items():
+                if param is not None:
+                    slots[dotted + name] = param
+            for name, buffer in module._buffers.items():
+                if buffer is not None and name not in module._non_persistent_buffers:
+                    slots[dotted + name] = buffer
+        return slots
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> _IncompatibleKeys:
+        """Copy the values of `state_dict` (Tensors or arrays) into this module's parameters and buffers.
+
+        Nothing is loaded when a shape mismatches or, with `strict`, when keys are missing or unexpected; the
+        error lists them all, in PyTorch's words. Each tensor receives a new array, so earlier
+        `state_dict()` results keep their values.
+        """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+        slots = self._state_slots()
+        missing = [key for key in slots if key not in state_dict]
+        unexpected = [key for key in state_dict if key not in slots]
+        errors = []
+        if strict and missing:
+            errors.append("Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+        if strict and unexpected:
+            errors.append("Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
+        arrays = {}
+        for key, current in slots.items():
+            if key not in state_dict:
+                continue
+            array = _as_array(state_dict[key])
+            if array.shape != current.shape:
+                errors.append(
+                    f"size mismatch for {key}: copying a param with shape {array.shape} from checkpoint, "
+                    f"the shape in current model is {current.shape}."
+                )
+            arrays[key] = array
+        if errors:
+            raise RuntimeError(
+                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors)
+            )
+        for key, array in arrays.items():
+            current = slots[key]
+            current._data = np.array(array, dtype=current.dtype, copy=True)
+        return _IncompatibleKeys(missing, unexpected)
+
+    # -- repr --------------------------------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        """The layer's own settings, shown inside its parentheses; layers override it."""
+        return ""
+
+    def __repr__(self) -> str:
+        lines = self.extra_repr().split("\n") if self.extra_repr() else []
+        lines += [f"({name}): {_indent(repr(module), 2)}" for name, module in self._modules.items()]
+        if not self._modules and len(lines) <= 1:
+            return f"{type(self).__name__}({''.join(lines)})"
+        return f"{type(self).__name__}(\n" + "\n".join("  " + line for line in lines) + "\n)"
+
+
+def zero_grad_of(param: Tensor, set_to_none: bool) -> None:
+    """Drop `param.grad`, or zero it in place (a fresh array where the held one is read-only)."""
+    grad = param.grad
+    if grad is None:
+        return
+    if set_to_none:
+        param.grad = None
+    elif grad._data.flags.writeable:
+        grad._data[...] = 0
+    else:
+        param.grad = Tensor(np.zeros_like(grad._data))

@@ -1,0 +1,26 @@
+"""Parameter: the Tensor subclass a Module registers as a learnable weight when it is assigned as an attribute."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from actorgrad.tensor import Tensor
+
+
+class Parameter(Tensor):
+    """A leaf Tensor that requires grad by default and that Modules collect in `parameters()`.
+
+    It shares `data`'s array, as PyTorch's does; an optimizer copies a shared array before its first update.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
+        if data is None:
+            data = Tensor(np.empty(0, np.float32))
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter(): data must be a Tensor, got {type(data).__name__}")
+        super().__init__(data._data, requires_grad=requires_grad)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
