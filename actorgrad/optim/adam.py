@@ -1,0 +1,91 @@
+"""Adam and AdamW: PyTorch's rules, with L2 weight decay folded into the gradient (Adam) or decoupled (AdamW)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from actorgrad.optim.optimizer import Optimizer, check_non_negative
+from actorgrad.tensor import Tensor
+
+
+class Adam(Optimizer):
+    """m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2 (v_max = max(v_max, v) with amsgrad), then
+    p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)."""
+
+    decoupled_weight_decay = False
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        check_non_negative("learning rate", lr)
+        check_non_negative("epsilon value", eps)
+        for i, beta in enumerate(betas):
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+        check_non_negative("weight_decay value", weight_decay)
+        defaults = dict(
+            lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize
+        )
+        super().__init__(params, defaults)
+
+    def _update(self, group: dict, param: np.ndarray, grad: np.ndarray, state: dict) -> None:
+        lr, weight_decay = group["lr"], group["weight_decay"]
+        beta1, beta2 = group["betas"]
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = Tensor(np.zeros_like(param))
+            state["exp_avg_sq"] = Tensor(np.zeros_like(param))
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = Tensor(np.zeros_like(param))
+        state["step"] += 1
+        step = state["step"]
+        if group["maximize"]:
+            grad = -grad
+        if weight_decay and self.decoupled_weight_decay:
+            param *= 1 - lr * weight_decay
+        elif weight_decay:
+            grad = grad + weight_decay * param
+        exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
+        exp_avg += (1 - beta1) * (grad - exp_avg)
+        exp_avg_sq *= beta2
+        exp_avg_sq += (1 - beta2) * grad * grad
+        if group["amsgrad"]:
+            second_moment = state["max_exp_avg_sq"]._data
+            np.maximum(second_moment, exp_avg_sq, out=second_moment)
+        else:
+            second_moment = exp_avg_sq
+        step_size = lr / (1 - beta1**step)
+        denom = np.sqrt(second_moment) / math.sqrt(1 - beta2**step) + group["eps"]
+        param -= step_size * exp_avg / denom
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay: p *= 1 - lr * weight_decay before the Adam step (Loshchilov and
+    Hutter, 2019)."""
+
+    decoupled_weight_decay = True
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)

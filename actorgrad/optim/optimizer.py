@@ -1,0 +1,151 @@
+"""Optimizer: parameter groups with per-group options, per-parameter state, and the step loop shared by all.
+
+`step()` walks every parameter that has a gradient and hands its raw arrays to the subclass's `_update`,
+which changes the parameter's array in place. Before its first update a parameter gets a private copy of its
+array, so tensors that shared it (a `state_dict()` snapshot, the tensor a Parameter was made from, a read-only
+view) keep their values.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from actorgrad.grad_mode import enable_grad, no_grad
+from actorgrad.nn.module import zero_grad_of
+from actorgrad.tensor import Tensor
+
+
+class Optimizer:
+    """Base class: subclasses pass their option defaults and define `_update(group, param, grad, state)`."""
+
+    def __init__(self, params: Iterable[Tensor] | Iterable[dict], defaults: dict[str, Any]) -> None:
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or dicts, but got "
+                f"{type(params).__name__} of shape {tuple(params.shape)}"
+            )
+        self.defaults = defaults
+        self.state: defaultdict[Tensor, dict] = defaultdict(dict)
+        self.param_groups: list[dict] = []
+        self._owned: dict[Tensor, np.ndarray] = {}
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group of parameters with its own options; options it leaves out take the defaults."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the ordering of tensors in "
+                "sets will change between runs. Please use a list instead."
+            )
+        params = list(params)
+        for param in params:
+            if not isinstance(param, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(param).__name__}")
+            if not param.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        if len({id(p) for p in params}) != len(params):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; in future, this will cause an error",
+                stacklevel=3,
+            )
+        seen = {id(p) for group in self.param_groups for p in group["params"]}
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        group = {**self.defaults, **param_group, "params": params}
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for group in self.param_groups:
+            for param in group["params"]:
+                zero_grad_of(param, set_to_none)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter with a gradient; `closure` (re)computes the loss first and is returned."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                for param in group["params"]:
+                    if param.grad is not None:
+                        self._update(group, self._own_array(param), param.grad._data, self.state[param])
+        return loss
+
+    def _update(self, group: dict, param: np.ndarray, grad: np.ndarray, state: dict) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must define _update")
+
+    def _own_array(self, param: Tensor) -> np.ndarray:
+        """The parameter's array, replaced once by a private writeable copy so in-place updates touch no other
+        tensor (and again if something else gave the parameter a new array since)."""
+        data = param._data
+        if self._owned.get(param) is not data:
+            data = np.array(data, copy=True)
+            param._data = data
+            self._owned[param] = data
+        return data
+
+    # -- saving and loading ----------------------------------------------------------------------------------
+    def _ordered_params(self) -> list[Tensor]:
+        return [p for group in self.param_groups for p in group["params"]]
+
+    def state_dict(self) -> dict:
+        """Options and state, with parameters replaced by their position in the groups; state arrays are
+        copied, so later steps leave the result as it is."""
+        index = {id(p): i for i, p in enumerate(self._ordered_params())}
+        groups = [
+            {**{k: v for k, v in group.items() if k != "params"}, "params": [index[id(p)] for p in group["params"]]}
+            for group in self.param_groups
+        ]
+        state = {index[id(p)]: _copy_state(s) for p, s in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore options and state saved by `state_dict()` from an optimizer over parameters of the same shapes."""
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(s["params"]) != len(g["params"]) for s, g in zip(saved_groups, self.param_groups)):
+            raise ValueError(
+                "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
+            )
+        params = self._ordered_params()
+        self.state = defaultdict(dict)
+        for i, saved in state_dict["state"].items():
+            self.state[params[i]] = _copy_state(saved, params[i].dtype)
+        for saved, group in zip(saved_groups, self.param_groups):
+            group.update({k: v for k, v in saved.items() if k != "params"})
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {key}: {group[key]}" for key in sorted(group) if key != "params"]
+        return "\n".join([*lines, ")"])
+
+
+def _copy_state(state: dict, dtype: Any = None) -> dict:
+    """One parameter's state with each Tensor's array copied (and cast to `dtype` when given)."""
+    return {k: Tensor(np.array(v._data, dtype=dtype)) if isinstance(v, Tensor) else v for k, v in state.items()}
+
+
+def check_non_negative(name: str, value: float) -> None:
+    """PyTorch's option checks: `Invalid learning rate: -0.1`."""
+    if not value >= 0.0:
+        raise ValueError(f"Invalid {name}: {value}")

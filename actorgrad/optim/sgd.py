@@ -1,0 +1,53 @@
+"""SGD with optional momentum, dampening, Nesterov momentum, L2 weight decay and maximisation (PyTorch's rule)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from actorgrad.optim.optimizer import Optimizer, check_non_negative
+from actorgrad.tensor import Tensor
+
+
+class SGD(Optimizer):
+    """g = grad (+ weight_decay * p); with momentum, buf = momentum * buf + (1 - dampening) * g (buf = g on the
+    first step) and g = buf, or g + momentum * buf with Nesterov; then p -= lr * g."""
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        momentum: float = 0,
+        dampening: float = 0,
+        weight_decay: float = 0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        check_non_negative("learning rate", lr)
+        check_non_negative("momentum value", momentum)
+        check_non_negative("weight_decay value", weight_decay)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = dict(
+            lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
+            maximize=maximize,
+        )
+        super().__init__(params, defaults)
+
+    def _update(self, group: dict, param: np.ndarray, grad: np.ndarray, state: dict) -> None:
+        step = -grad if group["maximize"] else grad
+        if group["weight_decay"]:
+            step = step + group["weight_decay"] * param
+        momentum = group["momentum"]
+        if momentum:
+            buffer = state.get("momentum_buffer")
+            if buffer is None:
+                buffer = state["momentum_buffer"] = Tensor(np.array(step, dtype=param.dtype))
+            else:
+                buffer._data *= momentum
+                buffer._data += (1 - group["dampening"]) * step
+            step = step + momentum * buffer._data if group["nesterov"] else buffer._data
+        param -= group["lr"] * step
