@@ -58,7 +58,7 @@ class Module:
     def _registry(self, kind: str) -> dict:
         registry = self.__dict__.get(kind)
         if registry is None:
-            raise AttributeError(f"cannot assign {kind[1:-1]} before Module.__init__() call")
+            raise AttributeError(f"cannot assign {kind[1:]} before Module.__init__() call")
         return registry
 
     def _check_name(self, kind: str, name: Any, registry: dict) -> None:
