@@ -22,6 +22,14 @@ def _pair(value: Any) -> tuple[int, int]:
     return tuple(value) if isinstance(value, tuple | list) else (value, value)
 
 
+def _init_weight_and_bias(layer: Module) -> None:
+    """PyTorch's Linear and Conv init: weight and bias both ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+    init.kaiming_uniform_(layer.weight, a=_KAIMING_A)
+    if layer.bias is not None:
+        bound = init.fan_in_bound(layer.weight)
+        init.uniform_(layer.bias, -bound, bound)
+
+
 def _positive(layer: str, **sizes: int) -> None:
     for name, value in sizes.items():
         if not isinstance(value, int) or value < 0:
@@ -31,20 +39,20 @@ def _positive(layer: str, **sizes: int) -> None:
 class Linear(Module):
     """y = x @ weight.T + bias, with weight of shape (out_features, in_features)."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype: Any = None) -> None:
+    def __init__(
+        self, in_features: int, out_features: int, bias: bool = True, dtype: Any = None, device: Any = None
+    ) -> None:
         super().__init__()
+        factory = {"dtype": dtype, "device": device}
         _positive("Linear", in_features=in_features, out_features=out_features)
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(empty(out_features, in_features, dtype=dtype))
-        self.bias = Parameter(empty(out_features, dtype=dtype)) if bias else None
+        self.weight = Parameter(empty(out_features, in_features, **factory))
+        self.bias = Parameter(empty(out_features, **factory)) if bias else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=_KAIMING_A)
-        if self.bias is not None:
-            bound = init.fan_in_bound(self.weight)
-            init.uniform_(self.bias, -bound, bound)
+        _init_weight_and_bias(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.linear(input, self.weight, self.bias)
@@ -67,8 +75,10 @@ class Conv2d(Module):
         groups: int = 1,
         bias: bool = True,
         dtype: Any = None,
+        device: Any = None,
     ) -> None:
         super().__init__()
+        factory = {"dtype": dtype, "device": device}
         _positive("Conv2d", in_channels=in_channels, out_channels=out_channels)
         if not isinstance(groups, int) or groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -85,11 +95,12 @@ class Conv2d(Module):
         self.padding = padding if isinstance(padding, str) else _pair(padding)
         self.dilation = _pair(dilation)
         self.groups = groups
-        self.weight = Parameter(empty(out_channels, in_channels // groups, *self.kernel_size, dtype=dtype))
-        self.bias = Parameter(empty(out_channels, dtype=dtype)) if bias else None
+        self.weight = Parameter(empty(out_channels, in_channels // groups, *self.kernel_size, **factory))
+        self.bias = Parameter(empty(out_channels, **factory)) if bias else None
         self.reset_parameters()
 
-    reset_parameters = Linear.reset_parameters
+    def reset_parameters(self) -> None:
+        _init_weight_and_bias(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
@@ -111,9 +122,15 @@ class Embedding(Module):
     """A lookup table of `num_embeddings` vectors; the row at `padding_idx` starts at zero and gets no gradient."""
 
     def __init__(
-        self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, dtype: Any = None
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        dtype: Any = None,
+        device: Any = None,
     ) -> None:
         super().__init__()
+        factory = {"dtype": dtype, "device": device}
         _positive("Embedding", num_embeddings=num_embeddings, embedding_dim=embedding_dim)
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
@@ -122,7 +139,7 @@ class Embedding(Module):
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = padding_idx
-        self.weight = Parameter(empty(num_embeddings, embedding_dim, dtype=dtype))
+        self.weight = Parameter(empty(num_embeddings, embedding_dim, **factory))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -148,13 +165,15 @@ class LayerNorm(Module):
         elementwise_affine: bool = True,
         bias: bool = True,
         dtype: Any = None,
+        device: Any = None,
     ) -> None:
         super().__init__()
+        factory = {"dtype": dtype, "device": device}
         self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        self.weight = Parameter(ones(self.normalized_shape, dtype=dtype)) if elementwise_affine else None
-        self.bias = Parameter(zeros(self.normalized_shape, dtype=dtype)) if elementwise_affine and bias else None
+        self.weight = Parameter(ones(self.normalized_shape, **factory)) if elementwise_affine else None
+        self.bias = Parameter(zeros(self.normalized_shape, **factory)) if elementwise_affine and bias else None
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
