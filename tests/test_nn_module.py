@@ -318,3 +318,16 @@ def test_init_functions_fill_in_place():
     assert nn.init.calculate_gain("relu") == math.sqrt(2)
     with pytest.raises(ValueError, match="Fan in and fan out can not be computed"):
         nn.init.kaiming_uniform_(ag.zeros(3))
+
+
+def test_to_casts_floating_parameters_and_buffers_in_place():
+    m = Affine(2, 3)
+    m.register_buffer("count", ag.zeros(1, dtype=ag.int64))
+    weight = m.weight
+    m.weight.grad = ag.ones(2, 3)
+    assert m.double() is m and m.weight is weight
+    assert m.weight.dtype == ag.float64 and m.weight.grad.dtype == ag.float64 and m.calls.dtype == ag.float64
+    assert m.count.dtype == ag.int64 and m.weight.requires_grad
+    assert m.float().bias.dtype == ag.float32 and m.to("cpu") is m
+    with pytest.raises(TypeError, match="only accepts floating point dtypes"):
+        m.to(ag.int32)

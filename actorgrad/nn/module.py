@@ -236,6 +236,27 @@ class Module:
             param.requires_grad_(requires_grad)
         return self
 
+    def to(self, target: Any) -> Module:
+        """`to(dtype)` casts floating parameters and buffers (and their gradients); `to("cpu")` is a no-op.
+        The Parameter objects stay the same, so cast a model before building its optimizer."""
+        if str(target) == "cpu":
+            return self
+        dtype = np.dtype(target)
+        if dtype.kind != "f":
+            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+        for tensor in [*self.parameters(), *self.buffers()]:
+            if tensor.dtype.kind == "f":
+                tensor._data = tensor._data.astype(dtype)
+                if tensor.grad is not None:
+                    tensor.grad = Tensor(tensor.grad._data.astype(dtype))
+        return self
+
+    def double(self) -> Module:
+        return self.to(np.float64)
+
+    def float(self) -> Module:
+        return self.to(np.float32)
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Drop every parameter's gradient, or zero it where `set_to_none=False`."""
         for param in self.parameters():
