@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import AMAX, kept, normalize_dims
+from actorgrad.ops.reductions import AMAX, input_size, kept, normalize_dims
 from actorgrad.tensor import Tensor
 
 __all__ = ["argmax", "argmin", "max", "min"]
@@ -27,11 +27,11 @@ def _select_grad(ops: Any, g: Any, indices: Any, dim: int, rows_shape: tuple, se
     return ops.reshape(ops.scatter_along(g, indices, dim, rows_shape), self_shape)
 
 
-MAX_ALL = Rule("MaxBackward1", *AMAX.grads)
-MIN_ALL = Rule("MinBackward1", *AMAX.grads)
+MAX_ALL = Rule("MaxBackward1", *AMAX.grads, cost=input_size)
+MIN_ALL = Rule("MinBackward1", *AMAX.grads, cost=input_size)
 _SELECT = (("indices", "dim", "rows_shape", "self_shape"), _select_grad)
-MAX_DIM = Rule("MaxBackward0", _SELECT)
-MIN_DIM = Rule("MinBackward0", _SELECT)
+MAX_DIM = Rule("MaxBackward0", _SELECT, cost=input_size)
+MIN_DIM = Rule("MinBackward0", _SELECT, cost=input_size)
 
 _ARG_KERNELS = {"max": np.argmax, "argmax": np.argmax, "min": np.argmin, "argmin": np.argmin}
 

@@ -13,7 +13,8 @@ from actorgrad.tensor import Tensor
 __all__ = ["amax", "amin", "cumsum", "log_softmax", "logsumexp", "mean", "prod", "softmax", "sum"]
 
 
-def _input_size(data: Any, params: dict) -> int:
+def input_size(data: Any, params: dict) -> int:
+    """A backward's cost: one unit per input element (the default counts output elements)."""
     return math.prod(params["self_shape"])
 
 
@@ -23,15 +24,15 @@ def _spread(ops: Any, g: Any, kept_shape: tuple[int, ...], self_shape: tuple[int
 
 
 SUM = Rule(
-    "SumBackward0", (("kept_shape", "self_shape"), _spread), cost=_input_size
+    "SumBackward0", (("kept_shape", "self_shape"), _spread), cost=input_size
 )
-SUM_DIM = Rule("SumBackward1", (("kept_shape", "self_shape"), _spread), cost=_input_size)
+SUM_DIM = Rule("SumBackward1", (("kept_shape", "self_shape"), _spread), cost=input_size)
 MEAN = Rule(
     "MeanBackward0",
     (("kept_shape", "self_shape", "count"), lambda ops, g, k, s, count: _spread(ops, g, k, s) / count),
-    cost=_input_size,
+    cost=input_size,
 )
-MEAN_DIM = Rule("MeanBackward1", *MEAN.grads, cost=_input_size)
+MEAN_DIM = Rule("MeanBackward1", *MEAN.grads, cost=input_size)
 
 
 def _amax_grad(ops: Any, g: Any, self: Any, result: Any, dim: tuple[int, ...], kept_shape: tuple) -> Any:
@@ -40,8 +41,8 @@ def _amax_grad(ops: Any, g: Any, self: Any, result: Any, dim: tuple[int, ...], k
     return ops.reshape(g, kept_shape) * mask / ops.sum(mask, dim, keepdim=True)
 
 
-AMAX = Rule("AmaxBackward0", (("self", "result", "dim", "kept_shape"), _amax_grad), cost=_input_size)
-AMIN = Rule("AminBackward0", *AMAX.grads, cost=_input_size)
+AMAX = Rule("AmaxBackward0", (("self", "result", "dim", "kept_shape"), _amax_grad), cost=input_size)
+AMIN = Rule("AminBackward0", *AMAX.grads, cost=input_size)
 
 
 def _prod_grad(ops: Any, g: Any, self: Any, dims: tuple[int, ...], kept_shape: tuple) -> Any:
@@ -49,8 +50,8 @@ def _prod_grad(ops: Any, g: Any, self: Any, dims: tuple[int, ...], kept_shape: t
     return ops.reshape(g, kept_shape) * ops.prod_others(self, dims)
 
 
-PROD = Rule("ProdBackward0", (("self", "dims", "kept_shape"), _prod_grad), cost=_input_size)
-PROD_DIM = Rule("ProdBackward1", *PROD.grads, cost=_input_size)
+PROD = Rule("ProdBackward0", (("self", "dims", "kept_shape"), _prod_grad), cost=input_size)
+PROD_DIM = Rule("ProdBackward1", *PROD.grads, cost=input_size)
 LOGSUMEXP = Rule(
     "LogsumexpBackward0",
     (
@@ -58,7 +59,7 @@ LOGSUMEXP = Rule(
         lambda ops, g, self, result, kept_shape: ops.reshape(g, kept_shape)
         * ops.exp(self - ops.reshape(result, kept_shape)),
     ),
-    cost=_input_size,
+    cost=input_size,
 )
 LOG_SOFTMAX = Rule(
     "LogSoftmaxBackward0",
@@ -186,15 +187,16 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     return record(LOGSUMEXP, data, (input,), kept_shape=kept_shape, self_shape=x.shape)
 
 
-def log_softmax(input: Tensor, dim: int) -> Tensor:
-    x = input._data
-    (d,) = normalize_dims(dim, x.ndim, "log_softmax")
-    shifted = x - x.max(axis=d, keepdims=True)
-    data = shifted - np.log(np.exp(shifted).sum(axis=d, keepdims=True))
-    return record(LOG_SOFTMAX, data, (input,), dim=(d,))
+def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    x = input._data if dtype is None else input._data.astype(dtype)
+    dims = one_dim(dim, x.ndim, "log_softmax")
+    with np.errstate(invalid="ignore"):  # a row of -inf gives nan, as in PyTorch
+        shifted = x - np.max(x, axis=dims, keepdims=True)
+        data = shifted - np.log(np.exp(shifted).sum(axis=dims, keepdims=True))
+    return record(LOG_SOFTMAX, data, (input,), dim=dims)
 
 
-def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     x = input._data if dtype is None else input._data.astype(dtype)
     dims = one_dim(dim, x.ndim, "softmax")
     with np.errstate(invalid="ignore"):  # a row of -inf gives nan, as in PyTorch

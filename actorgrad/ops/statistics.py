@@ -9,14 +9,10 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import kept, reduced_dims
+from actorgrad.ops.reductions import input_size, kept, reduced_dims
 from actorgrad.tensor import Tensor
 
 __all__ = ["norm", "std", "var"]
-
-
-def _input_size(data: Any, params: dict) -> int:
-    return math.prod(params["kept_shape"]) * params["count"]
 
 
 def _var_grad(ops: Any, g: Any, self: Any, dims: tuple, kept_shape: tuple, count: int, scale: float) -> Any:
@@ -31,8 +27,8 @@ def _std_grad(ops: Any, g: Any, self: Any, result: Any, dims: tuple, kept_shape:
 
 
 _MOMENTS = ("self", "dims", "kept_shape", "count", "scale")
-VAR = Rule("VarBackward0", (_MOMENTS, _var_grad), cost=_input_size)
-STD = Rule("StdBackward0", (("self", "result", *_MOMENTS[1:]), _std_grad), cost=_input_size)
+VAR = Rule("VarBackward0", (_MOMENTS, _var_grad), cost=input_size)
+STD = Rule("StdBackward0", (("self", "result", *_MOMENTS[1:]), _std_grad), cost=input_size)
 
 
 def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool, correction: Any):
@@ -57,7 +53,7 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
         data = (centered * centered).sum(axis=dims, keepdims=keepdim) / np.float64(max(dof, 0))
     data = data.astype(x.dtype, copy=False)
     scale = 2 / dof if dof > 0 else math.inf
-    return data, dict(dims=dims, kept_shape=kept(x.shape, dims), count=count, scale=scale)
+    return data, dict(dims=dims, kept_shape=kept(x.shape, dims), count=count, scale=scale, self_shape=x.shape)
 
 
 
@@ -79,6 +75,7 @@ def std(
 
 def _pnorm_grad(ops: Any, g: Any, self: Any, result: Any, p: float, kept_shape: tuple) -> Any:
     # g * sign(x) |x|^(p-1) / norm^(p-1); zeros of x and of the norm give 0 (PyTorch's rule), never 0/0.
+    # (A norm is 0 only where all its x are, except for p < 0, where one zero is enough.)
     sign = ops.sign(self)
     result = ops.reshape(result, kept_shape)
     magnitude = self * sign + ops.equal_mask(self, ops.zeros_like(self))
@@ -87,7 +84,8 @@ def _pnorm_grad(ops: Any, g: Any, self: Any, result: Any, p: float, kept_shape: 
         return ops.reshape(g, kept_shape) * sign
     if p == 2:
         return ops.reshape(g, kept_shape) * self / scale
-    return ops.reshape(g, kept_shape) * sign * magnitude ** (p - 1) / scale ** (p - 1)
+    grad = ops.reshape(g, kept_shape) * sign * magnitude ** (p - 1) / scale ** (p - 1)
+    return grad * (1 - ops.equal_mask(result, ops.zeros_like(result))) if p < 0 else grad
 
 
 def _inf_norm_grad(ops: Any, g: Any, self: Any, result: Any, dims: tuple, kept_shape: tuple) -> Any:
@@ -98,20 +96,20 @@ def _inf_norm_grad(ops: Any, g: Any, self: Any, result: Any, dims: tuple, kept_s
 
 
 _NORM = "LinalgVectorNormBackward0"
-P_NORM = Rule(_NORM, (("self", "result", "p", "kept_shape"), _pnorm_grad))
-INF_NORM = Rule(_NORM, (("self", "result", "dims", "kept_shape"), _inf_norm_grad))
+P_NORM = Rule(_NORM, (("self", "result", "p", "kept_shape"), _pnorm_grad), cost=input_size)
+INF_NORM = Rule(_NORM, (("self", "result", "dims", "kept_shape"), _inf_norm_grad), cost=input_size)
 ZERO_NORM = Rule(_NORM, (("self",), lambda ops, g, self: ops.zeros_like(self)))
 
 
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
-    """The vector p-norm over `dim` (all dims by default): p = 'fro' (2), any p >= 0, inf or -inf."""
+    """The vector p-norm over `dim` (all dims by default): p = 'fro' (2), any number, inf or -inf."""
     x = input._data
     if p == "fro" or p is None:
         p = 2
     if isinstance(p, str) or not isinstance(p, int | float):
-        raise RuntimeError(f"norm(): p={p!r} is not supported; use 'fro', a number >= 0, inf or -inf")
+        raise RuntimeError(f"norm(): p={p!r} is not supported; use 'fro', a number, inf or -inf")
     dims = reduced_dims(dim, x.ndim, "norm")
-    params = dict(dims=dims, kept_shape=kept(x.shape, dims))
+    params = dict(dims=dims, kept_shape=kept(x.shape, dims), self_shape=x.shape)
     magnitude = np.abs(x)
     if math.isinf(p):
         if x.size == 0:
@@ -121,14 +119,13 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) 
     if p == 0:
         data = np.count_nonzero(x, axis=dims, keepdims=keepdim).astype(x.dtype)
         return record(ZERO_NORM, data, (input,))
-    if p < 0:
-        raise RuntimeError(f"norm(): p={p} is not supported; use 'fro', a number >= 0, inf or -inf")
     if p == 2:
         data = np.sqrt(np.sum(x * x, axis=dims, keepdims=keepdim))
     elif p == 1:
         data = np.sum(magnitude, axis=dims, keepdims=keepdim)
     else:
-        data = np.sum(magnitude**p, axis=dims, keepdims=keepdim) ** (1 / p)
+        with np.errstate(divide="ignore"):  # for p < 0 a zero makes the norm 0, as in PyTorch
+            data = np.sum(magnitude**p, axis=dims, keepdims=keepdim) ** (1 / p)
     return record(P_NORM, data, (input,), p=p, **params)
 
 
