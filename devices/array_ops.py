@@ -89,6 +89,8 @@ class ArrayOps:
         """For each element, the product of the other elements of its slice over `dims`, without dividing:
         exact where x holds zeros. Exclusive running products from both ends, multiplied."""
         xp = self.xp
+        if x.size == 0:
+            return xp.ones_like(x)
         order = [d for d in range(x.ndim) if d not in dims] + list(dims)
         moved = x.transpose(order)
         n = math.prod(x.shape[d] for d in dims)

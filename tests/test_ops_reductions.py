@@ -145,6 +145,8 @@ def test_gradients_and_second_derivatives_match_finite_differences(op, data):
     transposed = len(shape) >= 2 and data.draw(st.booleans(), label="transposed")
     values = spaced_values(shape, np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed")))
     label, f, ref = _case(data.draw, op, shape[::-1] if transposed else shape)
+    if transposed and data.draw(st.booleans(), label="Fortran-ordered leaf"):
+        values = np.asfortranarray(values)
     if transposed:  # the op runs on a non-contiguous view
         f, ref, label = (lambda g: lambda x: g(x.T))(f), (lambda r: lambda a: r(a.T))(ref), f"{label} of x.T"
     with ag.no_grad():
@@ -292,6 +294,17 @@ def test_cumsum_gradient_and_dtypes():
     (g,) = grad(out.sum(), x)
     assert g.dtype == ag.float64
     np.testing.assert_array_equal(array(leaf(5.0).cumsum(-1)), 5.0)
+
+
+def test_reductions_over_an_empty_dim_give_pytorchs_identities():
+    x = leaf(np.zeros((0, 3)))
+    outs = {"prod": x.prod(0), "logsumexp": x.logsumexp(0), "norm": x.norm(dim=0), "cumsum": x.cumsum(0)}
+    np.testing.assert_array_equal(array(outs["prod"]), np.ones(3))
+    np.testing.assert_array_equal(array(outs["logsumexp"]), np.full(3, -INF))
+    np.testing.assert_array_equal(array(outs["norm"]), np.zeros(3))
+    for name, out in outs.items():
+        (g,) = grad(out.sum(), x)
+        assert g.shape == (0, 3), name
 
 
 # -- names and errors ---------------------------------------------------------------------------------------------
