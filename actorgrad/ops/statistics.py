@@ -56,7 +56,6 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
     return data, dict(dims=dims, kept_shape=kept(x.shape, dims), count=count, scale=scale, self_shape=x.shape)
 
 
-
 def var(
     input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *, correction: Any = None
 ) -> Tensor:
