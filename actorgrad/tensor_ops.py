@@ -6,12 +6,14 @@ recorded op and can be differentiated again.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from actorgrad.devices.array_ops import reduced_axes
 from actorgrad.ops.record import SavedOutput
+from actorgrad.ops.reductions import prod_over_dims
 from actorgrad.ops.shape import broadcast_to, permute, to_dtype
 from actorgrad.tensor import Tensor
 
@@ -71,6 +73,36 @@ class TensorOps:
     @staticmethod
     def zeros_like(x: Tensor) -> Tensor:
         return Tensor(np.zeros_like(x._data))
+
+    @staticmethod
+    def prod_others(x: Tensor, dims: tuple[int, ...]) -> Tensor:
+        """Recorded: `prod / x` where x has no zeros; otherwise each slice repeated n times with the element
+        itself replaced by 1, multiplied out (n x the memory, only in a recorded backward through zeros)."""
+        if np.all(x._data != 0):
+            return prod_over_dims(x, dims, keepdim=True) / x
+        rest = [d for d in range(x.ndim) if d not in dims]
+        order = rest + list(dims)
+        moved = permute(x, order)
+        lead = moved.shape[: len(rest)]
+        n = math.prod(x.shape[d] for d in dims)
+        eye = np.eye(n, dtype=x.dtype)
+        others = moved.reshape(lead + (1, n)) * Tensor(1 - eye) + Tensor(eye)  # row i: the slice, x_i -> 1
+        out = prod_over_dims(others, (len(lead) + 1,)).reshape(moved.shape)
+        return permute(out, tuple(np.argsort(order).tolist()))
+
+    @staticmethod
+    def reverse_cumsum(g: Tensor, dim: int) -> Tensor:
+        return g.sum((dim,), keepdim=True) - g.cumsum(dim) + g
+
+    @staticmethod
+    def scatter_along(g: Tensor, indices: Any, dim: int, shape: tuple[int, ...]) -> Tensor:
+        positions = np.arange(shape[dim]).reshape((-1,) + (1,) * (len(shape) - dim - 1))
+        return broadcast_to(g, shape) * Tensor(np.asarray(positions == indices, dtype=g.dtype))
+
+    @staticmethod
+    def sign(x: Tensor) -> Tensor:
+        """A constant: the sign's derivative is zero wherever it is defined."""
+        return Tensor(np.sign(x._data))
 
 
 tensor_ops = TensorOps()

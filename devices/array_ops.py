@@ -84,3 +84,31 @@ class ArrayOps:
 
     def zeros_like(self, x: Any) -> Any:
         return self.xp.zeros_like(x)
+
+    def prod_others(self, x: Any, dims: tuple[int, ...]) -> Any:
+        """For each element, the product of the other elements of its slice over `dims`, without dividing:
+        exact where x holds zeros. Exclusive running products from both ends, multiplied."""
+        xp = self.xp
+        if x.size == 0:
+            return xp.ones_like(x)
+        order = [d for d in range(x.ndim) if d not in dims] + list(dims)
+        moved = x.transpose(order)
+        n = math.prod(x.shape[d] for d in dims)
+        flat = moved.reshape(moved.shape[: x.ndim - len(dims)] + (n,))
+        ones = xp.ones(flat.shape[:-1] + (1,), x.dtype)
+        before = xp.cumprod(xp.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
+        after = xp.flip(xp.cumprod(xp.flip(xp.concatenate([flat[..., 1:], ones], axis=-1), -1), axis=-1), -1)
+        return (before * after).reshape(moved.shape).transpose(sorted(range(x.ndim), key=order.__getitem__))
+
+    def reverse_cumsum(self, g: Any, dim: int) -> Any:
+        """The running sum along `dim` from the far end: cumsum's gradient."""
+        xp = self.xp
+        return xp.flip(xp.cumsum(xp.flip(g, dim), axis=dim), dim)
+
+    def scatter_along(self, g: Any, indices: Any, dim: int, shape: tuple[int, ...]) -> Any:
+        """A zero array of `shape` holding g at `indices` along `dim` (g and indices keep `dim` as size 1)."""
+        positions = self.xp.arange(shape[dim]).reshape((-1,) + (1,) * (len(shape) - dim - 1))
+        return (positions == indices) * g
+
+    def sign(self, x: Any) -> Any:
+        return self.xp.sign(x)

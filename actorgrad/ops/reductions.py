@@ -1,4 +1,4 @@
-"""Reductions (sum, mean, amax, log_softmax) and their gradient rules."""
+"""Reductions (sum, mean, prod, amax, amin, logsumexp), the softmaxes and cumsum, with their gradient rules."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import numpy as np
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
-__all__ = ["amax", "log_softmax", "mean", "sum"]
+__all__ = ["amax", "amin", "cumsum", "log_softmax", "logsumexp", "mean", "prod", "softmax", "sum"]
 
 
-def _input_size(data: Any, params: dict) -> int:
+def input_size(data: Any, params: dict) -> int:
+    """A backward's cost: one unit per input element (the default counts output elements)."""
     return math.prod(params["self_shape"])
 
 
@@ -23,15 +24,15 @@ def _spread(ops: Any, g: Any, kept_shape: tuple[int, ...], self_shape: tuple[int
 
 
 SUM = Rule(
-    "SumBackward0", (("kept_shape", "self_shape"), _spread), cost=_input_size
+    "SumBackward0", (("kept_shape", "self_shape"), _spread), cost=input_size
 )
-SUM_DIM = Rule("SumBackward1", (("kept_shape", "self_shape"), _spread), cost=_input_size)
+SUM_DIM = Rule("SumBackward1", (("kept_shape", "self_shape"), _spread), cost=input_size)
 MEAN = Rule(
     "MeanBackward0",
     (("kept_shape", "self_shape", "count"), lambda ops, g, k, s, count: _spread(ops, g, k, s) / count),
-    cost=_input_size,
+    cost=input_size,
 )
-MEAN_DIM = Rule("MeanBackward1", *MEAN.grads, cost=_input_size)
+MEAN_DIM = Rule("MeanBackward1", *MEAN.grads, cost=input_size)
 
 
 def _amax_grad(ops: Any, g: Any, self: Any, result: Any, dim: tuple[int, ...], kept_shape: tuple) -> Any:
@@ -40,11 +41,36 @@ def _amax_grad(ops: Any, g: Any, self: Any, result: Any, dim: tuple[int, ...], k
     return ops.reshape(g, kept_shape) * mask / ops.sum(mask, dim, keepdim=True)
 
 
-AMAX = Rule("AmaxBackward0", (("self", "result", "dim", "kept_shape"), _amax_grad), cost=_input_size)
+AMAX = Rule("AmaxBackward0", (("self", "result", "dim", "kept_shape"), _amax_grad), cost=input_size)
+AMIN = Rule("AminBackward0", *AMAX.grads, cost=input_size)
+
+
+def _prod_grad(ops: Any, g: Any, self: Any, dims: tuple[int, ...], kept_shape: tuple) -> Any:
+    # The product of the others, never result / self: exact where the input holds zeros.
+    return ops.reshape(g, kept_shape) * ops.prod_others(self, dims)
+
+
+PROD = Rule("ProdBackward0", (("self", "dims", "kept_shape"), _prod_grad), cost=input_size)
+PROD_DIM = Rule("ProdBackward1", *PROD.grads, cost=input_size)
+LOGSUMEXP = Rule(
+    "LogsumexpBackward0",
+    (
+        ("self", "result", "kept_shape"),
+        lambda ops, g, self, result, kept_shape: ops.reshape(g, kept_shape)
+        * ops.exp(self - ops.reshape(result, kept_shape)),
+    ),
+    cost=input_size,
+)
 LOG_SOFTMAX = Rule(
     "LogSoftmaxBackward0",
     (("result", "dim"), lambda ops, g, result, dim: g - ops.exp(result) * ops.sum(g, dim, keepdim=True)),
 )
+SOFTMAX = Rule(
+    "SoftmaxBackward0",
+    (("result", "dim"), lambda ops, g, result, dim: result * (g - ops.sum(g * result, dim, keepdim=True))),
+)
+CUMSUM = Rule("CumsumBackward0", (("dim",), lambda ops, g, dim: ops.reverse_cumsum(g, dim)))
+CUMSUM_SCALAR = Rule("CumsumBackward0", ((), None))
 
 
 def normalize_dims(dim: int | tuple[int, ...] | list[int], ndim: int, op: str) -> tuple[int, ...]:
@@ -65,6 +91,24 @@ def normalize_dims(dim: int | tuple[int, ...] | list[int], ndim: int, op: str) -
     if len(set(out)) != len(out):
         raise RuntimeError(f"{op}(): dim {dims} appears multiple times in the list of dims")
     return tuple(sorted(out))
+
+
+def reduced_dims(dim: Any, ndim: int, op: str) -> tuple[int, ...]:
+    """The dims a reduction runs over: all of them for None or an empty list, as in PyTorch."""
+    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        return tuple(range(ndim))
+    return normalize_dims(dim, ndim, op)
+
+
+def one_dim(dim: int, ndim: int, op: str) -> tuple[int, ...]:
+    """The dim of an op along one dim, as a tuple; a 0-d tensor takes dim 0 or -1 but has no dim to run along."""
+    dims = normalize_dims(dim, ndim, op)
+    return dims if ndim else ()
+
+
+def kept(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int, ...]:
+    """The reduced shape with the reduced dims kept as size 1 (keepdim=True)."""
+    return tuple(1 if i in dims else n for i, n in enumerate(shape))
 
 
 def _reduce(rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bool, op: str):
@@ -89,22 +133,91 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     return _reduce(MEAN, MEAN_DIM, input, dim, keepdim, "mean")
 
 
-def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+def _extreme(rule: Rule, kernel: Any, op: str, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
     x = input._data
-    dims = tuple(range(x.ndim)) if dim in ((), []) else normalize_dims(dim, x.ndim, "amax")
+    dims = reduced_dims(dim, x.ndim, op)
     if x.size == 0:
-        raise IndexError("amax(): Expected reduction dim to be specified for input.numel() == 0.")
-    kept_shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
-    data = np.amax(x, axis=dims, keepdims=keepdim)
-    return record(AMAX, data, (input,), dim=dims, kept_shape=kept_shape, self_shape=x.shape)
+        raise RuntimeError(
+            f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
+            "with the 'dim' argument."
+        )
+    data = kernel(x, axis=dims, keepdims=keepdim)
+    return record(rule, data, (input,), dim=dims, kept_shape=kept(x.shape, dims), self_shape=x.shape)
 
 
-def log_softmax(input: Tensor, dim: int) -> Tensor:
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    return _extreme(AMAX, np.amax, "amax", input, dim, keepdim)
+
+
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    return _extreme(AMIN, np.amin, "amin", input, dim, keepdim)
+
+
+def prod_over_dims(
+    input: Tensor, dims: tuple[int, ...], keepdim: bool = False, *, dtype: Any = None, rule: Rule = PROD_DIM
+) -> Tensor:
+    """The product over sorted non-negative `dims` (PyTorch's prod takes one dim; gradient rules need more)."""
     x = input._data
-    (d,) = normalize_dims(dim, x.ndim, "log_softmax")
-    shifted = x - x.max(axis=d, keepdims=True)
-    data = shifted - np.log(np.exp(shifted).sum(axis=d, keepdims=True))
-    return record(LOG_SOFTMAX, data, (input,), dim=(d,))
+    data = np.prod(x, axis=dims, keepdims=keepdim, dtype=dtype)
+    return record(rule, data, (input,), dims=dims, kept_shape=kept(x.shape, dims), self_shape=x.shape)
 
 
-METHODS = {"sum": sum, "mean": mean, "amax": amax, "log_softmax": log_softmax}
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    x = input._data
+    if dtype is None and x.dtype.kind in "biu":
+        dtype = np.int64  # integers and bools multiply in int64, as in PyTorch
+    if dim is None:
+        return prod_over_dims(input, tuple(range(x.ndim)), dtype=dtype, rule=PROD)
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"prod(): dim must be an int (PyTorch's prod reduces one dim), got {dim!r}")
+    dims = one_dim(dim, x.ndim, "prod")
+    return prod_over_dims(input, dims, keepdim, dtype=dtype)
+
+
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    x = input._data
+    dims = reduced_dims(dim, x.ndim, "logsumexp")
+    kept_shape = kept(x.shape, dims)
+    shift = np.max(x, axis=dims, keepdims=True, initial=-np.inf)
+    shift = np.where(np.isfinite(shift), shift, 0)  # a row of -inf (or an empty one) sums to 0: its log is -inf
+    with np.errstate(divide="ignore"):
+        data = np.log(np.exp(x - shift).sum(axis=dims, keepdims=True)) + shift
+    if not keepdim:
+        data = data.reshape([n for i, n in enumerate(x.shape) if i not in dims])
+    return record(LOGSUMEXP, data, (input,), kept_shape=kept_shape, self_shape=x.shape)
+
+
+def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    x = input._data if dtype is None else input._data.astype(dtype)
+    dims = one_dim(dim, x.ndim, "log_softmax")
+    with np.errstate(invalid="ignore"):  # a row of -inf gives nan, as in PyTorch
+        shifted = x - np.max(x, axis=dims, keepdims=True)
+        data = shifted - np.log(np.exp(shifted).sum(axis=dims, keepdims=True))
+    return record(LOG_SOFTMAX, data, (input,), dim=dims)
+
+
+def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    x = input._data if dtype is None else input._data.astype(dtype)
+    dims = one_dim(dim, x.ndim, "softmax")
+    with np.errstate(invalid="ignore"):  # a row of -inf gives nan, as in PyTorch
+        e = np.exp(x - np.max(x, axis=dims, keepdims=True))
+        data = e / e.sum(axis=dims, keepdims=True)
+    return record(SOFTMAX, data, (input,), dim=dims)
+
+
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """The running sum along `dim`; integers and bools sum in int64, as in PyTorch."""
+    x = input._data
+    if dtype is None and x.dtype.kind in "biu":
+        dtype = np.int64
+    if x.ndim == 0:
+        normalize_dims(dim, 0, "cumsum")
+        return record(CUMSUM_SCALAR, x.astype(dtype or x.dtype), (input,))
+    (d,) = normalize_dims(dim, x.ndim, "cumsum")
+    return record(CUMSUM, np.cumsum(x, axis=d, dtype=dtype), (input,), dim=d)
+
+
+METHODS = {
+    "sum": sum, "mean": mean, "prod": prod, "amax": amax, "amin": amin, "logsumexp": logsumexp,
+    "log_softmax": log_softmax, "softmax": softmax, "cumsum": cumsum,
+}

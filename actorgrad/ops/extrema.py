@@ -1,0 +1,103 @@
+"""max and min (over all elements, or along a dim with their indices), argmax and argmin.
+
+Over all elements, ties share the gradient evenly (as amax does); along a dim, the gradient goes to the one
+element whose index is returned, as in PyTorch. Indices are int64 tensors without a gradient.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from actorgrad.ops.record import Rule, record
+from actorgrad.ops.reductions import AMAX, input_size, kept, normalize_dims
+from actorgrad.tensor import Tensor
+
+__all__ = ["argmax", "argmin", "max", "min"]
+
+# The (values, indices) pairs of max and min along a dim, named as torch.return_types names them.
+MaxResult = namedtuple("max", ["values", "indices"])
+MinResult = namedtuple("min", ["values", "indices"])
+
+
+def _select_grad(ops: Any, g: Any, indices: Any, dim: int, rows_shape: tuple, self_shape: tuple) -> Any:
+    g = ops.reshape(g, indices.shape)
+    return ops.reshape(ops.scatter_along(g, indices, dim, rows_shape), self_shape)
+
+
+MAX_ALL = Rule("MaxBackward1", *AMAX.grads, cost=input_size)
+MIN_ALL = Rule("MinBackward1", *AMAX.grads, cost=input_size)
+_SELECT = (("indices", "dim", "rows_shape", "self_shape"), _select_grad)
+MAX_DIM = Rule("MaxBackward0", _SELECT, cost=input_size)
+MIN_DIM = Rule("MinBackward0", _SELECT, cost=input_size)
+
+_ARG_KERNELS = {"max": np.argmax, "argmax": np.argmax, "min": np.argmin, "argmin": np.argmin}
+
+
+def _along_dim(op: str, input: Tensor, dim: int, keepdim: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The input as rows (a 0-d tensor is one row), and the extreme values and their indices along `dim`, the
+    indices with `dim` kept."""
+    x = input._data
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"{op}(): dim must be an int, got {dim!r}")
+    (d,) = normalize_dims(dim, x.ndim, op)
+    rows = x.reshape(x.shape or (1,))
+    if rows.shape[d] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    indices = _ARG_KERNELS[op](rows, axis=d, keepdims=True)
+    values = np.take_along_axis(rows, indices, axis=d)
+    out_shape = kept(x.shape, (d,)) if keepdim else x.shape[:d] + x.shape[d + 1:]
+    return rows, values.reshape(out_shape), indices, d
+
+
+def _extreme(op: str, rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bool) -> Any:
+    x = input._data
+    if isinstance(dim, Tensor):
+        raise TypeError(f"{op}(input, other): the elementwise form is actorgrad.{op}imum(input, other)")
+    if dim is None:
+        if x.size == 0:
+            raise RuntimeError(
+                f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction "
+                "dim with the 'dim' argument."
+            )
+        dims = tuple(range(x.ndim))
+        data = np.amax(x) if op == "max" else np.amin(x)
+        return record(rule_all, data, (input,), dim=dims, kept_shape=(1,) * x.ndim, self_shape=x.shape)
+    rows, values, indices, d = _along_dim(op, input, dim, keepdim)
+    out = record(rule_dim, values, (input,), indices=indices, dim=d, rows_shape=rows.shape, self_shape=x.shape)
+    result = MaxResult if op == "max" else MinResult
+    return result(out, Tensor(indices.reshape(values.shape).astype(np.int64, copy=False)))
+
+
+def max(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """The largest element (a tensor), or along `dim` the named tuple (values, indices)."""
+    return _extreme("max", MAX_ALL, MAX_DIM, input, dim, keepdim)
+
+
+def min(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """The smallest element (a tensor), or along `dim` the named tuple (values, indices)."""
+    return _extreme("min", MIN_ALL, MIN_DIM, input, dim, keepdim)
+
+
+def _arg(op: str, input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
+    x = input._data
+    if dim is None:
+        if x.size == 0:
+            raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
+        index = getattr(np, op)(x)  # into the flattened tensor, as in PyTorch
+        return Tensor(np.asarray(index, dtype=np.int64).reshape((1,) * x.ndim if keepdim else ()))
+    _, values, indices, _ = _along_dim(op, input, dim, keepdim)
+    return Tensor(indices.reshape(values.shape).astype(np.int64, copy=False))
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    return _arg("argmax", input, dim, keepdim)
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    return _arg("argmin", input, dim, keepdim)
+
+
+METHODS = {"max": max, "min": min, "argmax": argmax, "argmin": argmin}

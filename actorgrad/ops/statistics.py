@@ -1,0 +1,131 @@
+"""Spread and size of a tensor: var, std and the vector norms, with their gradient rules."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from actorgrad.ops.record import Rule, record
+from actorgrad.ops.reductions import input_size, kept, reduced_dims
+from actorgrad.tensor import Tensor
+
+__all__ = ["norm", "std", "var"]
+
+
+def _var_grad(ops: Any, g: Any, self: Any, dims: tuple, kept_shape: tuple, count: int, scale: float) -> Any:
+    centered = self - ops.sum(self, dims, keepdim=True) / count
+    return ops.reshape(g, kept_shape) * centered * scale
+
+
+def _std_grad(ops: Any, g: Any, self: Any, result: Any, dims: tuple, kept_shape: tuple, count: int, scale: float):
+    # Where the deviation is 0 the gradient is 0, as in PyTorch (not 0/0).
+    zero = ops.equal_mask(result, ops.zeros_like(result))
+    return _var_grad(ops, g * (1 - zero) / (2 * result + zero), self, dims, kept_shape, count, scale)
+
+
+_MOMENTS = ("self", "dims", "kept_shape", "count", "scale")
+VAR = Rule("VarBackward0", (_MOMENTS, _var_grad), cost=input_size)
+STD = Rule("StdBackward0", (("self", "result", *_MOMENTS[1:]), _std_grad), cost=input_size)
+
+
+def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool, correction: Any):
+    x = input._data
+    if isinstance(dim, bool):  # var(True): the legacy positional `unbiased`
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{op}(): give either unbiased= (legacy) or correction=, not both")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    dims = reduced_dims(dim, x.ndim, op)
+    count = math.prod(x.shape[d] for d in dims)
+    dof = count - correction
+    if dof <= 0:
+        warnings.warn(
+            f"{op}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
+            "(input numel divided by output numel).",
+            stacklevel=3,
+        )
+    with np.errstate(divide="ignore", invalid="ignore"):  # dof <= 0 gives inf or nan, as in PyTorch
+        centered = x - x.mean(axis=dims, keepdims=True)
+        data = (centered * centered).sum(axis=dims, keepdims=keepdim) / np.float64(max(dof, 0))
+    data = data.astype(x.dtype, copy=False)
+    scale = 2 / dof if dof > 0 else math.inf
+    return data, dict(dims=dims, kept_shape=kept(x.shape, dims), count=count, scale=scale, self_shape=x.shape)
+
+
+def var(
+    input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *, correction: Any = None
+) -> Tensor:
+    """The variance over `dim`, divided by count - correction (1 by default: Bessel's correction)."""
+    data, params = _variance("var", input, dim, unbiased, keepdim, correction)
+    return record(VAR, data, (input,), **params)
+
+
+def std(
+    input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *, correction: Any = None
+) -> Tensor:
+    """The standard deviation over `dim`: the square root of var with the same arguments."""
+    data, params = _variance("std", input, dim, unbiased, keepdim, correction)
+    return record(STD, np.sqrt(data), (input,), **params)
+
+
+def _pnorm_grad(ops: Any, g: Any, self: Any, result: Any, p: float, kept_shape: tuple) -> Any:
+    # g * sign(x) |x|^(p-1) / norm^(p-1); zeros of x and of the norm give 0 (PyTorch's rule), never 0/0.
+    # (A norm is 0 only where all its x are, except for p < 0, where one zero is enough.)
+    sign = ops.sign(self)
+    result = ops.reshape(result, kept_shape)
+    magnitude = self * sign + ops.equal_mask(self, ops.zeros_like(self))
+    scale = result + ops.equal_mask(result, ops.zeros_like(result))
+    if p == 1:
+        return ops.reshape(g, kept_shape) * sign
+    if p == 2:
+        return ops.reshape(g, kept_shape) * self / scale
+    grad = ops.reshape(g, kept_shape) * sign * magnitude ** (p - 1) / scale ** (p - 1)
+    return grad * (1 - ops.equal_mask(result, ops.zeros_like(result))) if p < 0 else grad
+
+
+def _inf_norm_grad(ops: Any, g: Any, self: Any, result: Any, dims: tuple, kept_shape: tuple) -> Any:
+    # The elements of largest (smallest, for -inf) magnitude share the gradient evenly, as in PyTorch.
+    sign = ops.sign(self)
+    mask = ops.equal_mask(self * sign, ops.reshape(result, kept_shape))
+    return ops.reshape(g, kept_shape) * sign * mask / ops.sum(mask, dims, keepdim=True)
+
+
+_NORM = "LinalgVectorNormBackward0"
+P_NORM = Rule(_NORM, (("self", "result", "p", "kept_shape"), _pnorm_grad), cost=input_size)
+INF_NORM = Rule(_NORM, (("self", "result", "dims", "kept_shape"), _inf_norm_grad), cost=input_size)
+ZERO_NORM = Rule(_NORM, (("self",), lambda ops, g, self: ops.zeros_like(self)))
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
+    """The vector p-norm over `dim` (all dims by default): p = 'fro' (2), any number, inf or -inf."""
+    x = input._data
+    if p == "fro" or p is None:
+        p = 2
+    if isinstance(p, str) or not isinstance(p, int | float):
+        raise RuntimeError(f"norm(): p={p!r} is not supported; use 'fro', a number, inf or -inf")
+    dims = reduced_dims(dim, x.ndim, "norm")
+    params = dict(dims=dims, kept_shape=kept(x.shape, dims), self_shape=x.shape)
+    magnitude = np.abs(x)
+    if math.isinf(p):
+        if x.size == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {p} norm on an empty tensor")
+        data = (np.amax if p > 0 else np.amin)(magnitude, axis=dims, keepdims=keepdim)
+        return record(INF_NORM, data, (input,), **params)
+    if p == 0:
+        data = np.count_nonzero(x, axis=dims, keepdims=keepdim).astype(x.dtype)
+        return record(ZERO_NORM, data, (input,))
+    if p == 2:
+        data = np.sqrt(np.sum(x * x, axis=dims, keepdims=keepdim))
+    elif p == 1:
+        data = np.sum(magnitude, axis=dims, keepdims=keepdim)
+    else:
+        with np.errstate(divide="ignore"):  # for p < 0 a zero makes the norm 0, as in PyTorch
+            data = np.sum(magnitude**p, axis=dims, keepdims=keepdim) ** (1 / p)
+    return record(P_NORM, data, (input,), p=p, **params)
+
+
+METHODS = {"var": var, "std": std, "norm": norm}
