@@ -159,7 +159,9 @@ def parse_index(index: Any, shape: tuple[int, ...]) -> tuple[tuple, tuple | None
                 raise ValueError("step must be greater than zero")
             basic.append(entry)
             advanced.append(slice(None))
-            name, dim = "SliceBackward0", dim + 1
+            if entry.indices(shape[dim]) != (0, shape[dim], 1) or not isinstance(index, tuple):
+                name = "SliceBackward0"  # PyTorch skips a slice that keeps the whole dim, unless it is alone
+            dim += 1
         elif entry.dtype.kind == "b":
             covered = shape[dim:dim + entry.ndim]
             if entry.shape != covered:
