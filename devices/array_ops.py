@@ -113,7 +113,7 @@ class ArrayOps:
 
 def padded(xp: ModuleType, x: Any, pad: tuple[int, ...], value: Any) -> Any:
     """`x` padded as `torch.nn.functional.pad(x, pad, value=value)`: pairs from the last dim backwards;
-    negative widths crop."""
+    negative widths crop the input."""
     crop = [slice(None)] * x.ndim
     widths = [(0, 0)] * x.ndim
     for i in range(len(pad) // 2):

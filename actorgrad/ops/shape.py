@@ -228,6 +228,11 @@ def pad(input: Tensor, pad: tuple[int, ...], mode: str = "constant", value: floa
                 f"The input size {x.shape[d]}, plus negative padding {pad[2 * i]} and {pad[2 * i + 1]} resulted "
                 f"in a negative output size, which is invalid. Check dimension {d} of your input."
             )
+        if x.shape[d] + min(pad[2 * i], 0) + min(pad[2 * i + 1], 0) < 0:
+            raise RuntimeError(
+                f"narrow(): length must be non-negative: pad {pad} crops more than the size {x.shape[d]} of "
+                f"dimension {d} of the input"
+            )
     data = padded(np, x, pad, 0 if value is None else value)
     return record(CONSTANT_PAD, data, (input,), pad=pad)
 
