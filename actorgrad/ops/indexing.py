@@ -8,6 +8,7 @@ same index into zeros (`ops.index_put_zeros`), whose own gradient is the indexin
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ def _put_back(ops: Any, g: Any, self_shape: tuple, basic: tuple, advanced: tuple
 
 _PUT_BACK = (("self_shape", "basic", "advanced"), _put_back)
 INDEX_RULES = {
-    name: Rule(name, _PUT_BACK)
+    name: Rule(name, _PUT_BACK, cost=lambda data, params: math.prod(params["self_shape"]))
     for name in ("SelectBackward0", "SliceBackward0", "UnsqueezeBackward0", "AliasBackward0", "IndexBackward0",
                  "SplitBackward0", "SplitWithSizesBackward0", "UnbindBackward0", "IndexSelectBackward0",
                  "GatherBackward0")
@@ -34,10 +35,15 @@ INDEX_PUT = Rule(
     "IndexPutBackward0",
     (("basic", "advanced"), lambda ops, g, basic, advanced: ops.index(g, basic, advanced)),
 )
+def _padded(ops: Any, g: Any, pad: tuple[int, ...]) -> Any:
+    """The gradient of a scatter_add source larger than its index: zero where the index does not reach."""
+    return ops.pad(g, pad) if any(pad) else g
+
+
 SCATTER_ADD = Rule(
     "ScatterAddBackward0",
     ((), None),
-    (("where", "src_pad"), lambda ops, g, where, src_pad: ops.pad(ops.index(g, (), where), src_pad)),
+    (("where", "src_pad"), lambda ops, g, where, src_pad: _padded(ops, ops.index(g, (), where), src_pad)),
 )
 MASKED_FILL = Rule("MaskedFillBackward0", (("keep",), lambda ops, g, keep: g * keep), broadcasts=True)
 MASKED_FILL_TENSOR = Rule(
@@ -84,12 +90,14 @@ def _index_array(entry: Any) -> np.ndarray | None:
     return entry
 
 
-def _checked_ints(index: np.ndarray, size: int, dim: int, negative: bool = True) -> np.ndarray:
+def _checked_ints(
+    index: np.ndarray, size: int, dim: int, negative: bool = True, error: type[Exception] = IndexError
+) -> np.ndarray:
     """`index` after checking its entries lie in [-size, size), or [0, size) when `negative` is False."""
     if index.size:
         bad = index[(index < (-size if negative else 0)) | (index >= size)]
         if bad.size:
-            raise IndexError(f"index {bad.flat[0]} is out of bounds for dimension {dim} with size {size}")
+            raise error(f"index {bad.flat[0]} is out of bounds for dimension {dim} with size {size}")
     return index
 
 
@@ -221,7 +229,7 @@ def _check_along(x: np.ndarray, dim: int, index: np.ndarray, others: tuple = ())
                 f"Size does not match at dimension {d} expected index {list(index.shape)} to be no larger than "
                 f"self {list(x.shape)} apart from dimension {dim}{extra}"
             )
-    _checked_ints(index, x.shape[dim], dim, negative=False)
+    _checked_ints(index, x.shape[dim], dim, negative=False, error=RuntimeError)  # gather's error type in PyTorch
 
 
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
