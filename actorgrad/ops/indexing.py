@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.shape import _dim
+from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
 
 __all__ = ["gather", "index_select", "masked_fill", "scatter_add"]
@@ -35,6 +35,8 @@ INDEX_PUT = Rule(
     "IndexPutBackward0",
     (("basic", "advanced"), lambda ops, g, basic, advanced: ops.index(g, basic, advanced)),
 )
+
+
 def _padded(ops: Any, g: Any, pad: tuple[int, ...]) -> Any:
     """The gradient of a scatter_add source larger than its index: zero where the index does not reach."""
     return ops.pad(g, pad) if any(pad) else g
@@ -235,7 +237,7 @@ def _check_along(x: np.ndarray, dim: int, index: np.ndarray, others: tuple = ())
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     x = _at_least_1d(input._data, "gather")
     index = _int_index(index, "gather", "int32/int64")
-    dim = _dim(dim, x.ndim, "gather")
+    dim = single_dim(dim, x.ndim, "gather")
     _check_along(x, dim, index)
     return take_index(input, (), _along(index, dim), INDEX_RULES["GatherBackward0"])
 
@@ -245,7 +247,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     index = _int_index(index, "scatter_add", "int64")
     if x.dtype != s.dtype:
         raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype, got {x.dtype} and {s.dtype}")
-    dim = _dim(dim, x.ndim, "scatter_add")
+    dim = single_dim(dim, x.ndim, "scatter_add")
     _check_along(x, dim, index, (s,))
     where = _along(index, dim)
     data = x.copy()
@@ -259,7 +261,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     index = _int_index(index, "index_select", "int32 or int64")
     if index.ndim > 1:
         raise IndexError(f"index_select(): Index is supposed to be a vector, got shape {list(index.shape)}")
-    dim = _dim(dim, x.ndim, "index_select")
+    dim = single_dim(dim, x.ndim, "index_select")
     index = _checked_ints(index.reshape(-1), x.shape[dim], dim)
     where = (slice(None),) * dim + (index,)
     return take_index(input, (), where, INDEX_RULES["IndexSelectBackward0"])

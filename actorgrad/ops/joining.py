@@ -13,7 +13,7 @@ import numpy as np
 
 from actorgrad.ops.indexing import INDEX_RULES, take_index
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.shape import _dim
+from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
 
 __all__ = ["cat", "chunk", "concat", "concatenate", "split", "stack", "unbind"]
@@ -48,7 +48,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
         if a.ndim != first.ndim:
             raise RuntimeError(f"Tensors must have same number of dimensions: got {first.ndim} and {a.ndim}")
-    dim = _dim(dim, first.ndim, "cat")
+    dim = single_dim(dim, first.ndim, "cat")
     for i, a in enumerate(arrays):
         for d, (want, got) in enumerate(zip(first.shape, a.shape)):
             if d != dim and want != got:
@@ -75,7 +75,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                 f"stack expects each tensor to be equal size, but got {list(arrays[0].shape)} at entry 0 and "
                 f"{list(a.shape)} at entry {i}"
             )
-    dim = _dim(dim, arrays[0].ndim + 1, "stack")
+    dim = single_dim(dim, arrays[0].ndim + 1, "stack")
     where = tuple((slice(None),) * dim + (i,) for i in range(len(arrays)))
     return record(_joining_rule("StackBackward0", len(arrays)), np.stack(arrays, dim), tuple(tensors),
                   where=where)
@@ -90,7 +90,7 @@ def _pieces(input: Tensor, dim: int, sizes: list[int], name: str) -> tuple[Tenso
 
 def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     x = tensor._data
-    dim = _dim(dim, x.ndim, "split")
+    dim = single_dim(dim, x.ndim, "split")
     size = x.shape[dim]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
@@ -113,13 +113,13 @@ def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    size = input._data.shape[_dim(dim, input.ndim, "chunk")]
+    size = input._data.shape[single_dim(dim, input.ndim, "chunk")]
     return split(input, -(-size // chunks) if size else 0, dim)
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     x = input._data
-    dim = _dim(dim, x.ndim, "unbind")
+    dim = single_dim(dim, x.ndim, "unbind")
     lead = (slice(None),) * dim
     rule = INDEX_RULES["UnbindBackward0"]
     return tuple(take_index(input, lead + (i,), None, rule) for i in range(x.shape[dim]))

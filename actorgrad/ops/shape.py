@@ -137,7 +137,7 @@ def broadcast_to(input: Tensor, shape: tuple[int, ...]) -> Tensor:
     return record(EXPAND, np.broadcast_to(x, target), (input,), self_shape=x.shape)
 
 
-def _dim(dim: int, ndim: int, op: str) -> int:
+def single_dim(dim: int, ndim: int, op: str) -> int:
     """One dim as a non-negative int; a 0-dim tensor takes dims -1 and 0, as in PyTorch."""
     return normalize_dims(dim, max(ndim, 1), op)[0]
 
@@ -146,7 +146,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     x = input._data
     if x.ndim == 0:
         return reshape(input, (1,))
-    start, end = _dim(start_dim, x.ndim, "flatten"), _dim(end_dim, x.ndim, "flatten")
+    start, end = single_dim(start_dim, x.ndim, "flatten"), single_dim(end_dim, x.ndim, "flatten")
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if start == end:
@@ -167,7 +167,7 @@ def squeeze(input: Tensor, dim: int | tuple[int, ...] | None = None) -> Tensor:
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     x = input._data
-    d = _dim(dim, x.ndim + 1, "unsqueeze")
+    d = single_dim(dim, x.ndim + 1, "unsqueeze")
     return record(UNSQUEEZE, np.expand_dims(x, d), (input,), self_shape=x.shape)
 
 
@@ -204,7 +204,7 @@ def roll(input: Tensor, shifts: int | tuple[int, ...], dims: int | tuple[int, ..
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
-    dims = tuple(_dim(d, x.ndim, "roll") for d in dims)
+    dims = tuple(single_dim(d, x.ndim, "roll") for d in dims)
     return record(ROLL, np.roll(x, shifts, dims), (input,), shifts=shifts, dims=dims)
 
 
