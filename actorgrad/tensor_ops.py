@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import reduced_axes
+from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, take_index
 from actorgrad.ops.record import SavedOutput
 from actorgrad.ops.reductions import prod_over_dims
-from actorgrad.ops.shape import broadcast_to, permute, to_dtype
+from actorgrad.ops.shape import broadcast_to, flip, pad, permute, roll, to_dtype
 from actorgrad.tensor import Tensor
 
 
@@ -103,6 +104,26 @@ class TensorOps:
     def sign(x: Tensor) -> Tensor:
         """A constant: the sign's derivative is zero wherever it is defined."""
         return Tensor(np.sign(x._data))
+
+    @staticmethod
+    def index(g: Tensor, basic: tuple, advanced: tuple | None) -> Tensor:
+        return take_index(g, basic, advanced, INDEX_RULES["IndexBackward0"])
+
+    @staticmethod
+    def index_put_zeros(g: Tensor, shape: tuple[int, ...], basic: tuple, advanced: tuple | None) -> Tensor:
+        return index_put_zeros(g, shape, basic, advanced)
+
+    @staticmethod
+    def flip(g: Tensor, dims: tuple[int, ...]) -> Tensor:
+        return flip(g, dims)
+
+    @staticmethod
+    def roll(g: Tensor, shifts: tuple[int, ...], dims: tuple[int, ...] | None) -> Tensor:
+        return roll(g, shifts, dims)
+
+    @staticmethod
+    def pad(g: Tensor, pad_widths: tuple[int, ...]) -> Tensor:
+        return pad(g, pad_widths)
 
 
 tensor_ops = TensorOps()

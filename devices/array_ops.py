@@ -112,3 +112,41 @@ class ArrayOps:
 
     def sign(self, x: Any) -> Any:
         return self.xp.sign(x)
+
+    def index(self, g: Any, basic: tuple, advanced: tuple | None) -> Any:
+        """`g[basic][advanced]`: basic indexing (ints, slices, None) first, then advanced, as PyTorch does."""
+        out = g[basic]
+        if advanced is not None:
+            out = out[advanced]
+        return self.xp.asarray(out)  # one selected element comes back as a numpy scalar
+
+    def index_put_zeros(self, g: Any, shape: tuple[int, ...], basic: tuple, advanced: tuple | None) -> Any:
+        """Zeros of `shape` with `g` written through `index(., basic, advanced)`; repeated advanced indexes add."""
+        out = self.xp.zeros(shape, g.dtype)
+        if advanced is None:
+            out[basic] = g
+        else:
+            self.xp.add.at(out[basic], advanced, g)  # out[basic] is a view: the sums land in out
+        return out
+
+    def flip(self, g: Any, dims: tuple[int, ...]) -> Any:
+        return self.xp.flip(g, dims)
+
+    def roll(self, g: Any, shifts: tuple[int, ...], dims: tuple[int, ...] | None) -> Any:
+        return self.xp.roll(g, shifts, dims)
+
+    def pad(self, g: Any, pad: tuple[int, ...]) -> Any:
+        return padded(self.xp, g, pad, 0)
+
+
+def padded(xp: ModuleType, x: Any, pad: tuple[int, ...], value: Any) -> Any:
+    """`x` padded as `torch.nn.functional.pad(x, pad, value=value)`: pairs from the last dim backwards;
+    negative widths crop the input."""
+    crop = [slice(None)] * x.ndim
+    widths = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        d = x.ndim - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        crop[d] = slice(max(-before, 0), x.shape[d] - max(-after, 0))
+        widths[d] = (max(before, 0), max(after, 0))
+    return xp.pad(x[tuple(crop)], widths, constant_values=value)

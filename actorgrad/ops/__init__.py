@@ -4,16 +4,18 @@ A family module lists its public functions in `__all__` (exported as `actorgrad.
 methods in `METHODS`.
 """
 
-from actorgrad.ops import arithmetic, extrema, linalg, reductions, shape, statistics
+from actorgrad.ops import arithmetic, extrema, indexing, joining, linalg, reductions, shape, statistics
 from actorgrad.ops.arithmetic import *  # noqa: F403
 from actorgrad.ops.extrema import *  # noqa: F403
+from actorgrad.ops.indexing import *  # noqa: F403
+from actorgrad.ops.joining import *  # noqa: F403
 from actorgrad.ops.linalg import *  # noqa: F403
 from actorgrad.ops.reductions import *  # noqa: F403
 from actorgrad.ops.shape import *  # noqa: F403
 from actorgrad.ops.statistics import *  # noqa: F403
 from actorgrad.tensor import Tensor
 
-FAMILIES = (arithmetic, extrema, linalg, reductions, shape, statistics)
+FAMILIES = (arithmetic, extrema, indexing, joining, linalg, reductions, shape, statistics)
 __all__ = sorted(name for family in FAMILIES for name in family.__all__)
 
 for _family in FAMILIES:

@@ -1,4 +1,5 @@
-"""Shape ops (reshape, transpose, permute, broadcast_to) and their gradient rules."""
+"""Shape ops (reshape, flatten, squeeze, transpose, expand, repeat, flip, roll, pad, tril, ...) and their gradient
+rules."""
 
 from __future__ import annotations
 
@@ -6,11 +7,15 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices.array_ops import padded
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import normalize_dims
 from actorgrad.tensor import Tensor
 
-__all__ = ["broadcast_to", "permute", "reshape", "transpose"]
+__all__ = [
+    "broadcast_to", "clone", "flatten", "flip", "pad", "permute", "repeat", "reshape", "roll", "squeeze",
+    "transpose", "tril", "triu", "unsqueeze",
+]
 
 VIEW = Rule("ViewBackward0", (("self_shape",), lambda ops, g, self_shape: ops.reshape(g, self_shape)))
 TRANSPOSE = Rule(
@@ -25,6 +30,34 @@ EXPAND = Rule(
     (("self_shape",), lambda ops, g, self_shape: ops.sum_to(g, self_shape)),
     cost=lambda data, params: data.size,
 )
+
+
+def _reshape_back(ops: Any, g: Any, self_shape: tuple[int, ...]) -> Any:
+    return ops.reshape(g, self_shape)
+
+
+SQUEEZE = Rule("SqueezeBackward0", (("self_shape",), _reshape_back))
+SQUEEZE_DIM = Rule("SqueezeBackward1", (("self_shape",), _reshape_back))
+SQUEEZE_DIMS = Rule("SqueezeBackward2", (("self_shape",), _reshape_back))
+UNSQUEEZE = Rule("UnsqueezeBackward0", (("self_shape",), _reshape_back))
+REPEAT = Rule(
+    "RepeatBackward0",
+    (
+        ("interleaved", "repeat_axes", "self_shape"),
+        lambda ops, g, interleaved, axes, self_shape: ops.reshape(
+            ops.sum(ops.reshape(g, interleaved), axes), self_shape
+        ),
+    ),
+)
+FLIP = Rule("FlipBackward0", (("dims",), lambda ops, g, dims: ops.flip(g, dims)))
+ROLL = Rule(
+    "RollBackward0",
+    (("shifts", "dims"), lambda ops, g, shifts, dims: ops.roll(g, tuple(-s for s in shifts), dims)),
+)
+CONSTANT_PAD = Rule("ConstantPadNdBackward0", (("pad",), lambda ops, g, pad: ops.pad(g, tuple(-p for p in pad))))
+TRIL = Rule("TrilBackward0", (("mask",), lambda ops, g, mask: g * mask))
+TRIU = Rule("TriuBackward0", (("mask",), lambda ops, g, mask: g * mask))
+CLONE = Rule("CloneBackward0", ((), None))
 
 
 def _shape_arg(shape: tuple) -> tuple:
@@ -69,17 +102,168 @@ def numpy_T(input: Tensor) -> Tensor:
     return permute(input, tuple(reversed(range(input.ndim))))
 
 
+def _expanded_shape(shape: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[int, ...]:
+    """`sizes` with each -1 replaced by the size it keeps, checked as PyTorch's expand checks them."""
+    lead = len(sizes) - len(shape)
+    if lead < 0:
+        raise RuntimeError(
+            f"expand(size={list(sizes)}): the number of sizes provided ({len(sizes)}) must be greater or equal "
+            f"to the number of dimensions in the tensor ({len(shape)}, shape {list(shape)})"
+        )
+    out = []
+    for i, n in enumerate(sizes):
+        if i < lead:
+            if n < 0:
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({n}) isn't allowed in a leading, non-existing dimension {i}"
+                )
+            out.append(n)
+            continue
+        have = shape[i - lead]
+        if n == -1:
+            n = have
+        elif have != 1 and n != have:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({n}) must match the existing size ({have}) at non-singleton "
+                f"dimension {i}.  Target sizes: {sizes}.  Tensor sizes: {shape}"
+            )
+        out.append(n)
+    return tuple(out)
+
+
 def broadcast_to(input: Tensor, shape: tuple[int, ...]) -> Tensor:
     x = input._data
-    shape = tuple(shape)
-    try:
-        data = np.broadcast_to(x, shape)
-    except ValueError:
+    target = _expanded_shape(x.shape, tuple(shape))
+    return record(EXPAND, np.broadcast_to(x, target), (input,), self_shape=x.shape)
+
+
+def single_dim(dim: int, ndim: int, op: str) -> int:
+    """One dim as a non-negative int; a 0-dim tensor takes dims -1 and 0, as in PyTorch."""
+    return normalize_dims(dim, max(ndim, 1), op)[0]
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    x = input._data
+    if x.ndim == 0:
+        return reshape(input, (1,))
+    start, end = single_dim(start_dim, x.ndim, "flatten"), single_dim(end_dim, x.ndim, "flatten")
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if start == end:
+        return input
+    return reshape(input, x.shape[:start] + (-1,) + x.shape[end + 1:])
+
+
+def squeeze(input: Tensor, dim: int | tuple[int, ...] | None = None) -> Tensor:
+    x = input._data
+    if dim is None:
+        rule, dims = SQUEEZE, tuple(i for i, n in enumerate(x.shape) if n == 1)
+    else:
+        rule = SQUEEZE_DIM if isinstance(dim, int) else SQUEEZE_DIMS
+        dims = tuple(d for d in normalize_dims(dim, max(x.ndim, 1), "squeeze") if d < x.ndim and x.shape[d] == 1)
+    data = x.reshape(tuple(n for i, n in enumerate(x.shape) if i not in dims))
+    return record(rule, data, (input,), self_shape=x.shape)
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    x = input._data
+    d = single_dim(dim, x.ndim + 1, "unsqueeze")
+    return record(UNSQUEEZE, np.expand_dims(x, d), (input,), self_shape=x.shape)
+
+
+def repeat(input: Tensor, *sizes: Any) -> Tensor:
+    x = input._data
+    sizes = _shape_arg(sizes)
+    if len(sizes) < x.ndim:
         raise RuntimeError(
-            f"The expanded size of the tensor must match the existing size: cannot broadcast {x.shape} to "
-            f"{shape}"
-        ) from None
-    return record(EXPAND, data, (input,), self_shape=x.shape)
+            f"Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor: "
+            f"repeat{tuple(sizes)} on a tensor of shape {list(x.shape)}"
+        )
+    padded_shape = (1,) * (len(sizes) - x.ndim) + x.shape
+    interleaved = tuple(n for pair in zip(sizes, padded_shape) for n in pair)
+    data = np.tile(x.reshape(padded_shape), sizes)
+    return record(
+        REPEAT, data, (input,), interleaved=interleaved, repeat_axes=tuple(range(0, len(interleaved), 2)),
+        self_shape=x.shape,
+    )
+
+
+def flip(input: Tensor, *dims: Any) -> Tensor:
+    x = input._data
+    dims = normalize_dims(_shape_arg(dims), max(x.ndim, 1), "flip") if x.ndim else ()
+    return record(FLIP, np.flip(x, dims), (input,), dims=dims)
+
+
+def roll(input: Tensor, shifts: int | tuple[int, ...], dims: int | tuple[int, ...] | None = None) -> Tensor:
+    x = input._data
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+        return record(ROLL, np.roll(x, shifts[0]), (input,), shifts=shifts, dims=None)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    dims = tuple(single_dim(d, x.ndim, "roll") for d in dims)
+    return record(ROLL, np.roll(x, shifts, dims), (input,), shifts=shifts, dims=dims)
+
+
+def pad(input: Tensor, pad: tuple[int, ...], mode: str = "constant", value: float | None = None) -> Tensor:
+    """torch.nn.functional.pad; only mode='constant'. Negative widths crop."""
+    x = input._data
+    pad = tuple(pad)
+    if mode != "constant":
+        raise NotImplementedError(f"pad(): mode {mode!r} is not supported; only mode='constant' is")
+    if len(pad) % 2:
+        raise RuntimeError(f"Padding length must be divisible by 2, got pad={pad}")
+    if len(pad) // 2 > x.ndim:
+        raise RuntimeError(
+            f"Padding length should be less than or equal to two times the input dimension but got padding "
+            f"length {len(pad)} and input of dimension {x.ndim}"
+        )
+    for i in range(len(pad) // 2):
+        d = x.ndim - 1 - i
+        if x.shape[d] + pad[2 * i] + pad[2 * i + 1] < 0:
+            raise RuntimeError(
+                f"The input size {x.shape[d]}, plus negative padding {pad[2 * i]} and {pad[2 * i + 1]} resulted "
+                f"in a negative output size, which is invalid. Check dimension {d} of your input."
+            )
+        if x.shape[d] + min(pad[2 * i], 0) + min(pad[2 * i + 1], 0) < 0:
+            raise RuntimeError(
+                f"narrow(): length must be non-negative: pad {pad} crops more than the size {x.shape[d]} of "
+                f"dimension {d} of the input"
+            )
+    data = padded(np, x, pad, 0 if value is None else value)
+    return record(CONSTANT_PAD, data, (input,), pad=pad)
+
+
+def _triangle(rule: Rule, input: Tensor, diagonal: int, op: str, lower: bool) -> Tensor:
+    x = input._data
+    if x.ndim < 2:
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got shape {list(x.shape)}")
+    rows, cols = x.shape[-2:]
+    mask = np.tri(rows, cols, diagonal, dtype=bool) if lower else ~np.tri(rows, cols, diagonal - 1, dtype=bool)
+    return record(rule, np.where(mask, x, 0).astype(x.dtype, copy=False), (input,), mask=mask)
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    return _triangle(TRIL, input, diagonal, "tril", lower=True)
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    return _triangle(TRIU, input, diagonal, "triu", lower=False)
+
+
+def clone(input: Tensor) -> Tensor:
+    return record(CLONE, input._data.copy(), (input,))
+
+
+def contiguous(input: Tensor) -> Tensor:
+    """The tensor itself when its memory is already in row-major order, else a row-major copy."""
+    x = input._data
+    if x.flags.c_contiguous:
+        return input
+    return record(CLONE, np.ascontiguousarray(x), (input,))
 
 
 def to_dtype(input: Tensor, dtype: Any) -> Tensor:
@@ -91,5 +275,6 @@ def to_dtype(input: Tensor, dtype: Any) -> Tensor:
 METHODS = {
     "reshape": reshape, "view": reshape, "transpose": transpose, "permute": permute,
     "broadcast_to": broadcast_to, "expand": lambda self, *shape: broadcast_to(self, _shape_arg(shape)),
-    "T": property(numpy_T),
+    "T": property(numpy_T), "flatten": flatten, "squeeze": squeeze, "unsqueeze": unsqueeze, "repeat": repeat,
+    "flip": flip, "roll": roll, "tril": tril, "triu": triu, "clone": clone, "contiguous": contiguous,
 }

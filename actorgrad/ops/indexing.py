@@ -1,0 +1,296 @@
+"""Indexing ops (`tensor[index]`, gather, scatter_add, index_select, masked_fill) and their gradient rules.
+
+Every index is brought to one form, `(basic, advanced)`: basic indexing (ints, slices, None) applied first, then
+advanced indexing (integer arrays) on the result, with `advanced=None` when there is none. Applying ints first is
+what makes PyTorch's `x[0, :, [0, 1]]` differ from numpy's. The gradient of every op here writes `g` through the
+same index into zeros (`ops.index_put_zeros`), whose own gradient is the indexing again.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from actorgrad.ops.record import Rule, record
+from actorgrad.ops.shape import single_dim
+from actorgrad.tensor import Tensor
+
+__all__ = ["gather", "index_select", "masked_fill", "scatter_add"]
+
+
+def _put_back(ops: Any, g: Any, self_shape: tuple, basic: tuple, advanced: tuple | None) -> Any:
+    return ops.index_put_zeros(g, self_shape, basic, advanced)
+
+
+_PUT_BACK = (("self_shape", "basic", "advanced"), _put_back)
+INDEX_RULES = {
+    name: Rule(name, _PUT_BACK, cost=lambda data, params: math.prod(params["self_shape"]))
+    for name in ("SelectBackward0", "SliceBackward0", "UnsqueezeBackward0", "AliasBackward0", "IndexBackward0",
+                 "SplitBackward0", "SplitWithSizesBackward0", "UnbindBackward0", "IndexSelectBackward0",
+                 "GatherBackward0")
+}
+INDEX_PUT = Rule(
+    "IndexPutBackward0",
+    (("basic", "advanced"), lambda ops, g, basic, advanced: ops.index(g, basic, advanced)),
+)
+
+
+def _padded(ops: Any, g: Any, pad: tuple[int, ...]) -> Any:
+    """The gradient of a scatter_add source larger than its index: zero where the index does not reach."""
+    return ops.pad(g, pad) if any(pad) else g
+
+
+SCATTER_ADD = Rule(
+    "ScatterAddBackward0",
+    ((), None),
+    (("where", "src_pad"), lambda ops, g, where, src_pad: _padded(ops, ops.index(g, (), where), src_pad)),
+)
+MASKED_FILL = Rule("MaskedFillBackward0", (("keep",), lambda ops, g, keep: g * keep), broadcasts=True)
+MASKED_FILL_TENSOR = Rule(
+    "MaskedFillBackward1",
+    (("keep",), lambda ops, g, keep: g * keep),
+    (("mask",), lambda ops, g, mask: g * mask),
+    broadcasts=True,
+)
+FLOAT_INDEX = "tensors used as indices must be long, int, byte or bool tensors"
+
+
+def take_index(input: Tensor, basic: tuple, advanced: tuple | None, rule: Rule) -> Tensor:
+    """`input[basic][advanced]` as one node; `index_put_zeros` is its gradient."""
+    x = input._data
+    data = x[basic]
+    if advanced is not None:
+        data = data[advanced]
+    return record(rule, data, (input,), self_shape=x.shape, basic=basic, advanced=advanced)
+
+
+def index_put_zeros(g: Tensor, shape: tuple[int, ...], basic: tuple, advanced: tuple | None) -> Tensor:
+    """Zeros of `shape` with `g` written (added, for advanced indexes) through `[basic][advanced]`."""
+    out = np.zeros(shape, g._data.dtype)
+    if advanced is None:
+        out[basic] = g._data
+    else:
+        np.add.at(out[basic], advanced, g._data)
+    return record(INDEX_PUT, out, (g,), basic=basic, advanced=advanced)
+
+
+# -- tensor[index] -----------------------------------------------------------------------------------------------
+def _index_array(entry: Any) -> np.ndarray | None:
+    """An index entry as an array when it is a tensor, array or list, else None."""
+    if isinstance(entry, Tensor):
+        entry = entry._data
+    elif isinstance(entry, list):
+        entry = np.asarray([e._data if isinstance(e, Tensor) else e for e in entry])
+        if entry.size == 0:
+            entry = entry.astype(np.int64)
+    elif not isinstance(entry, np.ndarray):
+        return None
+    if entry.dtype.kind not in "iub":
+        raise IndexError(f"{FLOAT_INDEX}, got an index of dtype {entry.dtype}")
+    return entry
+
+
+def _checked_ints(
+    index: np.ndarray, size: int, dim: int, negative: bool = True, error: type[Exception] = IndexError
+) -> np.ndarray:
+    """`index` after checking its entries lie in [-size, size), or [0, size) when `negative` is False."""
+    if index.size:
+        bad = index[(index < (-size if negative else 0)) | (index >= size)]
+        if bad.size:
+            raise error(f"index {bad.flat[0]} is out of bounds for dimension {dim} with size {size}")
+    return index
+
+
+def _entries(index: Any) -> list:
+    entries = list(index) if isinstance(index, tuple) else [index]
+    out = []
+    for entry in entries:
+        array = _index_array(entry)
+        if array is not None and array.ndim == 0 and array.dtype.kind in "iu":
+            entry = int(array)  # a 0-dim integer tensor indexes as an int, as in PyTorch
+        elif array is not None:
+            entry = array
+        elif isinstance(entry, bool):
+            raise IndexError("indexing with a Python bool is not supported; use a boolean mask tensor")
+        elif isinstance(entry, np.integer):
+            entry = int(entry)
+        elif not (isinstance(entry, int | slice) or entry is None or entry is Ellipsis):
+            raise IndexError(
+                f"only integers, slices (`:`), ellipsis (`...`), None and long or byte tensors are valid indices "
+                f"(got {type(entry).__name__})"
+            )
+        out.append(entry)
+    return out
+
+
+def _consumed(entry: Any) -> int:
+    """How many of the input's dims an index entry uses up."""
+    if entry is None or entry is Ellipsis:
+        return 0
+    if isinstance(entry, np.ndarray) and entry.dtype.kind == "b":
+        return entry.ndim
+    return 1
+
+
+def parse_index(index: Any, shape: tuple[int, ...]) -> tuple[tuple, tuple | None, str]:
+    """`(basic, advanced, node name)` for `tensor[index]` on a tensor of `shape`."""
+    entries = _entries(index)
+    used = sum(_consumed(e) for e in entries)
+    ellipses = sum(e is Ellipsis for e in entries)
+    if ellipses > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if used > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)} (got {used} index entries)")
+    if not ellipses:
+        entries.append(Ellipsis)
+    basic, advanced = [], []
+    name, dim, any_array = "AliasBackward0", 0, False
+    for entry in entries:
+        if entry is Ellipsis:
+            rest = len(shape) - used
+            basic += [slice(None)] * rest
+            advanced += [slice(None)] * rest
+            dim += rest
+            continue
+        if entry is None:
+            basic.append(None)
+            advanced.append(slice(None))
+            name = "UnsqueezeBackward0"
+        elif isinstance(entry, int):
+            size = shape[dim]
+            if not -size <= entry < size:
+                raise IndexError(f"index {entry} is out of bounds for dimension {dim} with size {size}")
+            basic.append(entry)
+            name, dim = "SelectBackward0", dim + 1
+        elif isinstance(entry, slice):
+            if entry.step is not None and entry.step <= 0:
+                raise ValueError("step must be greater than zero")
+            basic.append(entry)
+            advanced.append(slice(None))
+            if entry.indices(shape[dim]) != (0, shape[dim], 1) or not isinstance(index, tuple):
+                name = "SliceBackward0"  # PyTorch skips a slice that keeps the whole dim, unless it is alone
+            dim += 1
+        elif entry.dtype.kind == "b":
+            covered = shape[dim:dim + entry.ndim]
+            if entry.shape != covered:
+                raise IndexError(
+                    f"The shape of the mask {list(entry.shape)} at index {dim} does not match the shape of the "
+                    f"indexed tensor {list(covered)} at index {dim}"
+                )
+            basic += [slice(None)] * entry.ndim
+            advanced += list(np.nonzero(entry))
+            any_array, dim = True, dim + entry.ndim
+        else:
+            basic.append(slice(None))
+            advanced.append(_checked_ints(entry, shape[dim], dim))
+            any_array, dim = True, dim + 1
+    if any_array:
+        return tuple(basic), tuple(advanced), "IndexBackward0"
+    return tuple(basic), None, name
+
+
+def getitem(input: Tensor, index: Any) -> Tensor:
+    basic, advanced, name = parse_index(index, input._data.shape)
+    return take_index(input, basic, advanced, INDEX_RULES[name])
+
+
+# -- gather, scatter_add, index_select, masked_fill --------------------------------------------------------------
+def _at_least_1d(x: np.ndarray, op: str) -> np.ndarray:
+    if not x.ndim:
+        raise RuntimeError(f"{op}(): a 0-dim input is not supported; reshape it to (1,) first")
+    return x
+
+
+def _int_index(index: Any, op: str, dtypes: str) -> np.ndarray:
+    array = index._data if isinstance(index, Tensor) else np.asarray(index)
+    if array.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}(): Expected dtype {dtypes} for index, got {array.dtype}")
+    return array
+
+
+def _along(index: np.ndarray, dim: int) -> tuple:
+    """The advanced index that picks `index`'s entries along `dim` and its own position along the others."""
+    return tuple(
+        index if d == dim else np.arange(n).reshape((-1,) + (1,) * (index.ndim - 1 - d))
+        for d, n in enumerate(index.shape)
+    )
+
+
+def _check_along(x: np.ndarray, dim: int, index: np.ndarray, others: tuple = ()) -> None:
+    if index.ndim != x.ndim:
+        raise RuntimeError(
+            f"Index tensor must have the same number of dimensions as input tensor: index {list(index.shape)}, "
+            f"input {list(x.shape)}"
+        )
+    for d, n in enumerate(index.shape):
+        if d != dim and (n > x.shape[d] or any(n > o.shape[d] for o in others)):
+            extra = "".join(f" and to be no larger size than src {list(o.shape)}" for o in others)
+            raise RuntimeError(
+                f"Size does not match at dimension {d} expected index {list(index.shape)} to be no larger than "
+                f"self {list(x.shape)} apart from dimension {dim}{extra}"
+            )
+    _checked_ints(index, x.shape[dim], dim, negative=False, error=RuntimeError)  # gather's error type in PyTorch
+
+
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    x = _at_least_1d(input._data, "gather")
+    index = _int_index(index, "gather", "int32/int64")
+    dim = single_dim(dim, x.ndim, "gather")
+    _check_along(x, dim, index)
+    return take_index(input, (), _along(index, dim), INDEX_RULES["GatherBackward0"])
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    x, s = _at_least_1d(input._data, "scatter_add"), src._data
+    index = _int_index(index, "scatter_add", "int64")
+    if x.dtype != s.dtype:
+        raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype, got {x.dtype} and {s.dtype}")
+    dim = single_dim(dim, x.ndim, "scatter_add")
+    _check_along(x, dim, index, (s,))
+    where = _along(index, dim)
+    data = x.copy()
+    np.add.at(data, where, s[tuple(slice(0, n) for n in index.shape)])
+    src_pad = tuple(p for d in reversed(range(s.ndim)) for p in (0, s.shape[d] - index.shape[d]))
+    return record(SCATTER_ADD, data, (input, src), where=where, src_pad=src_pad)
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    x = _at_least_1d(input._data, "index_select")
+    index = _int_index(index, "index_select", "int32 or int64")
+    if index.ndim > 1:
+        raise IndexError(f"index_select(): Index is supposed to be a vector, got shape {list(index.shape)}")
+    dim = single_dim(dim, x.ndim, "index_select")
+    index = _checked_ints(index.reshape(-1), x.shape[dim], dim)
+    where = (slice(None),) * dim + (index,)
+    return take_index(input, (), where, INDEX_RULES["IndexSelectBackward0"])
+
+
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    x = input._data
+    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+    if m.dtype != np.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {m.dtype}")
+    if isinstance(value, Tensor) and value.ndim:
+        raise RuntimeError(
+            f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
+            f"dimension(s)."
+        )
+    fill = value._data if isinstance(value, Tensor) else value
+    try:
+        data = np.where(m, np.asarray(fill, dtype=x.dtype), x)
+    except ValueError:
+        raise RuntimeError(
+            f"masked_fill: the mask of shape {list(m.shape)} does not broadcast with the input of shape "
+            f"{list(x.shape)}"
+        ) from None
+    if isinstance(value, Tensor):
+        return record(MASKED_FILL_TENSOR, data, (input, value), keep=~m, mask=m)
+    return record(MASKED_FILL, data, (input,), keep=~m)
+
+
+METHODS = {
+    "__getitem__": getitem, "gather": gather, "scatter_add": scatter_add, "index_select": index_select,
+    "masked_fill": masked_fill,
+}

@@ -1,0 +1,128 @@
+"""Joining and splitting (cat, stack, split, chunk, unbind) and their gradient rules.
+
+The engine's nodes have one output each, so split, chunk and unbind give each piece its own node (named as
+PyTorch names its one multi-output node); each piece's gradient goes back through its slice of the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+from actorgrad.ops.indexing import INDEX_RULES, take_index
+from actorgrad.ops.record import Rule, record
+from actorgrad.ops.shape import single_dim
+from actorgrad.tensor import Tensor
+
+__all__ = ["cat", "chunk", "concat", "concatenate", "split", "stack", "unbind"]
+
+
+def _piece(i: int):
+    """The gradient of input i of a cat or stack: its part of `g`, at `where[i]`."""
+    return (("where",), lambda ops, g, where: ops.index(g, where[i], None))
+
+
+@lru_cache(maxsize=64)
+def _joining_rule(name: str, inputs: int) -> Rule:
+    return Rule(name, *[_piece(i) for i in range(inputs)])
+
+
+def _tensor_list(tensors: Sequence[Tensor], op: str) -> list[Tensor]:
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError(f"{op}(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): expected a list of Tensors, got {type(t).__name__} at position {i}")
+    return tensors
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    tensors = _tensor_list(tensors, "cat")
+    arrays = [t._data for t in tensors]
+    first = arrays[0]
+    for i, a in enumerate(arrays):
+        if a.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+        if a.ndim != first.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {first.ndim} and {a.ndim}")
+    dim = single_dim(dim, first.ndim, "cat")
+    for i, a in enumerate(arrays):
+        for d, (want, got) in enumerate(zip(first.shape, a.shape)):
+            if d != dim and want != got:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {dim}. Expected size {want} but got size "
+                    f"{got} for tensor number {i} in the list."
+                )
+    ends = np.cumsum([a.shape[dim] for a in arrays]).tolist()
+    lead = (slice(None),) * dim
+    where = tuple(lead + (slice(end - a.shape[dim], end),) for a, end in zip(arrays, ends))
+    return record(_joining_rule("CatBackward0", len(arrays)), np.concatenate(arrays, dim), tuple(tensors),
+                  where=where)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    tensors = _tensor_list(tensors, "stack")
+    arrays = [t._data for t in tensors]
+    for i, a in enumerate(arrays):
+        if a.shape != arrays[0].shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(arrays[0].shape)} at entry 0 and "
+                f"{list(a.shape)} at entry {i}"
+            )
+    dim = single_dim(dim, arrays[0].ndim + 1, "stack")
+    where = tuple((slice(None),) * dim + (i,) for i in range(len(arrays)))
+    return record(_joining_rule("StackBackward0", len(arrays)), np.stack(arrays, dim), tuple(tensors),
+                  where=where)
+
+
+def _pieces(input: Tensor, dim: int, sizes: list[int], name: str) -> tuple[Tensor, ...]:
+    lead = (slice(None),) * dim
+    ends = np.cumsum(sizes).tolist()
+    rule = INDEX_RULES[name]
+    return tuple(take_index(input, lead + (slice(end - n, end),), None, rule) for n, end in zip(sizes, ends))
+
+
+def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    x = tensor._data
+    dim = single_dim(dim, x.ndim, "split")
+    size = x.shape[dim]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step < 0 or (step == 0 and size != 0):
+            raise RuntimeError(
+                f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}"
+                if step == 0 else f"split expects split_size be non-negative, but got split_size={step}"
+            )
+        sizes = [min(step, size - start) for start in range(0, size, step)] if size else [0]
+        return _pieces(tensor, dim, sizes, "SplitBackward0")
+    sizes = list(split_size_or_sections)
+    if sum(sizes) != size or any(n < 0 for n in sizes):
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension "
+            f"{dim}), but got split_sizes={sizes}"
+        )
+    return _pieces(tensor, dim, sizes, "SplitWithSizesBackward0")
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    size = input._data.shape[single_dim(dim, input.ndim, "chunk")]
+    return split(input, -(-size // chunks) if size else 0, dim)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    x = input._data
+    dim = single_dim(dim, x.ndim, "unbind")
+    lead = (slice(None),) * dim
+    rule = INDEX_RULES["UnbindBackward0"]
+    return tuple(take_index(input, lead + (i,), None, rule) for i in range(x.shape[dim]))
+
+
+METHODS = {"split": split, "chunk": chunk, "unbind": unbind}
