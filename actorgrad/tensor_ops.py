@@ -11,8 +11,12 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import reduced_axes
+from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.record import SavedOutput
+from actorgrad.ops.selection import where
 from actorgrad.ops.shape import broadcast_to, permute, to_dtype
+from actorgrad.ops.special import erf
+from actorgrad.ops.unary import cos, sign, sin
 from actorgrad.tensor import Tensor
 
 
@@ -66,11 +70,40 @@ class TensorOps:
 
     @staticmethod
     def cast(g: Tensor, dtype: Any) -> Tensor:
-        return to_dtype(g, dtype)
+        return g if g.dtype == dtype else to_dtype(g, dtype)
 
     @staticmethod
     def zeros_like(x: Tensor) -> Tensor:
         return Tensor(np.zeros_like(x._data))
+
+
+    @staticmethod
+    def where(condition: Tensor, x: Any, y: Any) -> Tensor:
+        return where(condition, x, y)
+
+    @staticmethod
+    def sign(x: Tensor) -> Tensor:
+        return sign(x)
+
+    @staticmethod
+    def sin(x: Tensor) -> Tensor:
+        return sin(x)
+
+    @staticmethod
+    def cos(x: Tensor) -> Tensor:
+        return cos(x)
+
+    @staticmethod
+    def tanh(x: Tensor) -> Tensor:
+        return tanh(x)
+
+    @staticmethod
+    def sigmoid(x: Tensor) -> Tensor:
+        return sigmoid(x)
+
+    @staticmethod
+    def erf(x: Tensor) -> Tensor:
+        return erf(x)
 
 
 tensor_ops = TensorOps()

@@ -4,14 +4,34 @@ A family module lists its public functions in `__all__` (exported as `actorgrad.
 methods in `METHODS`.
 """
 
-from actorgrad.ops import arithmetic, linalg, reductions, shape
+from actorgrad.ops import (
+    activations,
+    arithmetic,
+    casts,
+    comparison,
+    linalg,
+    operands,
+    reductions,
+    selection,
+    shape,
+    special,
+    unary,
+)
+from actorgrad.ops.activations import *  # noqa: F403
 from actorgrad.ops.arithmetic import *  # noqa: F403
+from actorgrad.ops.comparison import *  # noqa: F403
 from actorgrad.ops.linalg import *  # noqa: F403
+from actorgrad.ops.operands import *  # noqa: F403
 from actorgrad.ops.reductions import *  # noqa: F403
+from actorgrad.ops.selection import *  # noqa: F403
 from actorgrad.ops.shape import *  # noqa: F403
+from actorgrad.ops.special import *  # noqa: F403
+from actorgrad.ops.unary import *  # noqa: F403
 from actorgrad.tensor import Tensor
 
-FAMILIES = (arithmetic, linalg, reductions, shape)
+FAMILIES = (
+    activations, arithmetic, casts, comparison, linalg, operands, reductions, selection, shape, special, unary,
+)
 __all__ = sorted(name for family in FAMILIES for name in family.__all__)
 
 for _family in FAMILIES:
