@@ -35,8 +35,8 @@ def _grad_min(ops: Any, g: Any, self: Any, min: Any, max: Any) -> Any:
 
 def _grad_max(ops: Any, g: Any, self: Any, min: Any, max: Any) -> Any:
     """A tensor max gets the gradient where it was picked: self above it, or max below min."""
-    picked = g if min is None else ops.where(max < min, g, 0)
-    return ops.where(self > max, g, picked)
+    otherwise = 0 if min is None else ops.where(max < min, g, 0)
+    return ops.where(self > max, g, otherwise)
 
 
 BOUNDS = ("self", "min", "max")
