@@ -75,8 +75,8 @@ UNARY = {
 }
 
 
-def _binary(name: str, a: Any, b: Any) -> Tensor:
-    rule, kernel = _BINARY[name]
+def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
+    """Both operands as tensors, and their arrays in the dtype the op computes in (PyTorch's promotion)."""
     dtype = result_type(a, b)
     a, b = as_operand(a, dtype), as_operand(b, dtype)
     if name == "div":
@@ -85,7 +85,15 @@ def _binary(name: str, a: Any, b: Any) -> Tensor:
         raise RuntimeError(BOOL_SUBTRACTION)
     elif name == "pow" and dtype.kind in "iu" and np.any(b._data < 0):
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    x, y = data_as(a, dtype), data_as(b, dtype)
+    return a, b, data_as(a, dtype), data_as(b, dtype)
+
+
+def _binary(name: str, a: Any, b: Any) -> Tensor:
+    rule, kernel = _BINARY[name]
+    x = a._data if a.__class__ is Tensor else None
+    y = b._data if b.__class__ is Tensor else None
+    if x is None or y is None or x.dtype != y.dtype or x.dtype.kind != "f":  # else nothing to promote
+        a, b, x, y = _promoted(name, a, b)
     try:
         data = kernel(x, y)
     except ValueError:

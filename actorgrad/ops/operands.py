@@ -103,10 +103,11 @@ def as_operand(value: Any, dtype: np.dtype) -> Tensor:
     """A tensor or a Python number beside tensors, as a tensor; a number becomes a constant of `dtype`."""
     if isinstance(value, Tensor):
         return value
+    if isinstance(value, int | float):
+        return Tensor(np.asarray(value, dtype=dtype))
     if isinstance(value, np.ndarray | np.generic):
         return Tensor(np.asarray(value))
-    _group_and_dtype(value)  # refuses anything but numbers
-    return Tensor(np.asarray(value, dtype=dtype))
+    raise TypeError(f"expected a Tensor or a Python number as an operand, got {type(value).__name__}")
 
 
 def data_as(t: Tensor, dtype: np.dtype) -> np.ndarray:
