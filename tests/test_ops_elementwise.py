@@ -343,3 +343,20 @@ def test_bad_input_raises_pytorchs_errors():
         ag.tensor([True]) - ag.tensor([False])
     with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
         ag.tensor([2, 3]) ** -1
+
+
+def test_number_over_tensor_records_as_pytorch_does():
+    x = ag.tensor([0.5, -2.0], dtype=ag.float64, requires_grad=True)
+    out = 2 / x
+    assert out.grad_fn.name() == "MulBackward0"  # x.reciprocal() * 2
+    assert [fn.name() if fn is not None else None for fn, _ in out.grad_fn.next_functions] == [
+        "ReciprocalBackward0", None]
+    assert grads(lambda t: 2 / t, [0.5, -2.0]) == [[-8.0, -0.5]]
+
+
+def test_where_with_a_number_records_an_edge_only_for_the_tensor():
+    x = ag.tensor([0.5, -2.0], dtype=ag.float64, requires_grad=True)
+    out = ag.where(x > 0, 1.0, x)
+    assert out.dtype == ag.float64 and out.tolist() == [1.0, -2.0]
+    assert out.grad_fn.next_functions[0][0] is None and out.grad_fn.next_functions[1][0] is not None
+    assert grads(lambda t: ag.where(t > 0, 1.0, t), [0.5, -2.0]) == [[0.0, 1.0]]
