@@ -335,6 +335,8 @@ def test_bad_input_raises_pytorchs_errors():
         ag.gelu(x, approximate="erf")
     with pytest.raises(NotImplementedError, match="gelu"):
         ag.gelu(ag.tensor([1, 2]))
+    with pytest.raises(NotImplementedError, match="no in-place ops"):
+        ag.silu(x, inplace=True)
     with pytest.raises(RuntimeError, match="device 'cuda' is not available"):
         x.to("cuda")
     with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor is not supported"):

@@ -54,7 +54,9 @@ SOFTPLUS = Rule(
 SILU = Rule("SiluBackward0", (("self",), _silu_grad))
 
 
-def _floating_data(op: str, input: Tensor) -> np.ndarray:
+def _floating_data(op: str, input: Tensor, inplace: bool = False) -> np.ndarray:
+    if inplace:
+        raise NotImplementedError(f"{op}(): actorgrad has no in-place ops; call it with inplace=False")
     x = input._data
     if x.dtype.kind != "f":
         raise NotImplementedError(f"{op}(): not implemented for tensors of dtype {x.dtype}; convert to a "
@@ -62,8 +64,8 @@ def _floating_data(op: str, input: Tensor) -> np.ndarray:
     return x
 
 
-def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
-    x = _floating_data("leaky_relu", input)
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    x = _floating_data("leaky_relu", input, inplace)
     return record(LEAKY_RELU, np.where(x > 0, x, x * negative_slope), (input,), negative_slope=negative_slope)
 
 
@@ -87,9 +89,9 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     return record(SOFTPLUS, data, (input,), beta=beta, threshold=threshold)
 
 
-def silu(input: Tensor) -> Tensor:
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x)."""
-    x = _floating_data("silu", input)
+    x = _floating_data("silu", input, inplace)
     return record(SILU, x * (0.5 + 0.5 * np.tanh(0.5 * x)), (input,))
 
 
