@@ -12,10 +12,14 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import reduced_axes
+from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, take_index
 from actorgrad.ops.record import SavedOutput
 from actorgrad.ops.reductions import prod_over_dims
+from actorgrad.ops.selection import where
 from actorgrad.ops.shape import broadcast_to, flip, pad, permute, roll, to_dtype
+from actorgrad.ops.special import erf
+from actorgrad.ops.unary import cos, sign, sin
 from actorgrad.tensor import Tensor
 
 
@@ -69,7 +73,7 @@ class TensorOps:
 
     @staticmethod
     def cast(g: Tensor, dtype: Any) -> Tensor:
-        return to_dtype(g, dtype)
+        return g if g.dtype == dtype else to_dtype(g, dtype)
 
     @staticmethod
     def zeros_like(x: Tensor) -> Tensor:
@@ -101,11 +105,6 @@ class TensorOps:
         return broadcast_to(g, shape) * Tensor(np.asarray(positions == indices, dtype=g.dtype))
 
     @staticmethod
-    def sign(x: Tensor) -> Tensor:
-        """A constant: the sign's derivative is zero wherever it is defined."""
-        return Tensor(np.sign(x._data))
-
-    @staticmethod
     def index(g: Tensor, basic: tuple, advanced: tuple | None) -> Tensor:
         return take_index(g, basic, advanced, INDEX_RULES["IndexBackward0"])
 
@@ -124,6 +123,35 @@ class TensorOps:
     @staticmethod
     def pad(g: Tensor, pad_widths: tuple[int, ...]) -> Tensor:
         return pad(g, pad_widths)
+
+
+    @staticmethod
+    def where(condition: Tensor, x: Any, y: Any) -> Tensor:
+        return where(condition, x, y)
+
+    @staticmethod
+    def sign(x: Tensor) -> Tensor:
+        return sign(x)
+
+    @staticmethod
+    def sin(x: Tensor) -> Tensor:
+        return sin(x)
+
+    @staticmethod
+    def cos(x: Tensor) -> Tensor:
+        return cos(x)
+
+    @staticmethod
+    def tanh(x: Tensor) -> Tensor:
+        return tanh(x)
+
+    @staticmethod
+    def sigmoid(x: Tensor) -> Tensor:
+        return sigmoid(x)
+
+    @staticmethod
+    def erf(x: Tensor) -> Tensor:
+        return erf(x)
 
 
 tensor_ops = TensorOps()

@@ -4,18 +4,43 @@ A family module lists its public functions in `__all__` (exported as `actorgrad.
 methods in `METHODS`.
 """
 
-from actorgrad.ops import arithmetic, extrema, indexing, joining, linalg, reductions, shape, statistics
+from actorgrad.ops import (
+    activations,
+    arithmetic,
+    casts,
+    comparison,
+    extrema,
+    indexing,
+    joining,
+    linalg,
+    operands,
+    reductions,
+    selection,
+    shape,
+    special,
+    statistics,
+    unary,
+)
+from actorgrad.ops.activations import *  # noqa: F403
 from actorgrad.ops.arithmetic import *  # noqa: F403
+from actorgrad.ops.comparison import *  # noqa: F403
 from actorgrad.ops.extrema import *  # noqa: F403
 from actorgrad.ops.indexing import *  # noqa: F403
 from actorgrad.ops.joining import *  # noqa: F403
 from actorgrad.ops.linalg import *  # noqa: F403
+from actorgrad.ops.operands import *  # noqa: F403
 from actorgrad.ops.reductions import *  # noqa: F403
+from actorgrad.ops.selection import *  # noqa: F403
 from actorgrad.ops.shape import *  # noqa: F403
+from actorgrad.ops.special import *  # noqa: F403
 from actorgrad.ops.statistics import *  # noqa: F403
+from actorgrad.ops.unary import *  # noqa: F403
 from actorgrad.tensor import Tensor
 
-FAMILIES = (arithmetic, extrema, indexing, joining, linalg, reductions, shape, statistics)
+FAMILIES = (
+    activations, arithmetic, casts, comparison, extrema, indexing, joining, linalg,
+    operands, reductions, selection, shape, special, statistics, unary,
+)
 __all__ = sorted(name for family in FAMILIES for name in family.__all__)
 
 for _family in FAMILIES:

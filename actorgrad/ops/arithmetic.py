@@ -10,10 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.record import Rule, as_tensor_operand, record
-from actorgrad.tensor import Tensor
+from actorgrad.ops.operands import as_operand, broadcast_error, data_as, floating, result_type
+from actorgrad.ops.record import Rule, record
+from actorgrad.tensor import Tensor, bool_
 
-__all__ = ["add", "div", "exp", "log", "mul", "neg", "pow", "relu", "sigmoid", "sub", "tanh"]
+__all__ = ["add", "div", "exp", "log", "mul", "neg", "pow", "reciprocal", "relu", "sigmoid", "sub", "tanh"]
 
 ADD = Rule("AddBackward0", ((), None), ((), None), broadcasts=True)
 SUB = Rule("SubBackward0", ((), None), ((), lambda ops, g: -g), broadcasts=True)
@@ -52,6 +53,11 @@ POW_SCALAR = Rule(
 )
 RPOW_SCALAR = Rule("PowBackward2", (("result", "base"), lambda ops, g, result, base: g * result * math.log(base)))
 RSUB_SCALAR = Rule("RsubBackward1", ((), lambda ops, g: -g))
+RECIPROCAL = Rule("ReciprocalBackward0", (("result",), lambda ops, g, result: -g * (result * result)))
+BOOL_SUBTRACTION = (
+    "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use "
+    "the `~` or `logical_not()` operator instead."
+)
 
 UNARY = {
     "neg": (Rule("NegBackward0", ((), lambda ops, g: -g)), np.negative),
@@ -69,20 +75,29 @@ UNARY = {
 }
 
 
+def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
+    """Both operands as tensors, and their arrays in the dtype the op computes in (PyTorch's promotion)."""
+    dtype = result_type(a, b)
+    a, b = as_operand(a, dtype), as_operand(b, dtype)
+    if name == "div":
+        dtype = floating(dtype)  # true division: integers give the default float dtype
+    elif name == "sub" and dtype == bool_:
+        raise RuntimeError(BOOL_SUBTRACTION)
+    elif name == "pow" and dtype.kind in "iu" and np.any(b._data < 0):
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return a, b, data_as(a, dtype), data_as(b, dtype)
+
+
 def _binary(name: str, a: Any, b: Any) -> Tensor:
     rule, kernel = _BINARY[name]
-    if not isinstance(a, Tensor):
-        a = as_tensor_operand(a, b)
-    if not isinstance(b, Tensor):
-        b = as_tensor_operand(b, a)
-    x, y = a._data, b._data
+    x = a._data if a.__class__ is Tensor else None
+    y = b._data if b.__class__ is Tensor else None
+    if x is None or y is None or x.dtype != y.dtype or x.dtype.kind != "f":  # else nothing to promote
+        a, b, x, y = _promoted(name, a, b)
     try:
         data = kernel(x, y)
     except ValueError:
-        raise RuntimeError(
-            f"{name}: the size of tensor a {x.shape} must match the size of tensor b {y.shape} "
-            f"(or be broadcastable to it)"
-        ) from None
+        raise broadcast_error(name, x.shape, y.shape) from None
     return record(rule, data, (a, b))
 
 
@@ -106,22 +121,51 @@ def rsub(input: Tensor, other: Any) -> Tensor:
     """`other - input` for a Python number `other`."""
     if isinstance(other, Tensor):
         return sub(other, input)
-    return record(RSUB_SCALAR, np.subtract(as_tensor_operand(other, input)._data, input._data), (input,))
+    dtype = result_type(input, other)
+    if dtype == bool_:
+        raise RuntimeError(BOOL_SUBTRACTION)
+    return record(RSUB_SCALAR, np.subtract(as_operand(other, dtype)._data, data_as(input, dtype)), (input,))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def pow(input: Any, exponent: Any) -> Tensor:
-    if isinstance(input, Tensor) and isinstance(exponent, int | float) and not isinstance(exponent, bool):
-        data = np.power(input._data, as_tensor_operand(exponent, input)._data)
+    if isinstance(input, Tensor) and _is_number(exponent):
+        dtype = result_type(input, exponent)
+        if dtype.kind in "iu" and exponent < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        data = np.power(data_as(input, dtype), as_operand(exponent, dtype)._data)
         return record(POW_SCALAR, data, (input,), exponent=exponent)
-    if isinstance(exponent, Tensor) and isinstance(input, int | float):
-        data = np.power(as_tensor_operand(input, exponent)._data, exponent._data)
+    if isinstance(exponent, Tensor) and _is_number(input):
+        dtype = result_type(input, exponent)
+        data = np.power(as_operand(input, dtype)._data, data_as(exponent, dtype))
         return record(RPOW_SCALAR, data, (exponent,), base=input)
     return _binary("pow", input, exponent)
 
 
+def reciprocal(input: Tensor) -> Tensor:
+    x = input._data
+    return record(RECIPROCAL, np.reciprocal(x.astype(floating(x.dtype), copy=False)), (input,))
+
+
+def rtruediv(input: Tensor, other: Any) -> Tensor:
+    """`other / input`: recorded as `input.reciprocal() * other`, as PyTorch records it."""
+    return mul(reciprocal(input), other)
+
+
 def _unary(name: str, input: Tensor) -> Tensor:
     rule, kernel = UNARY[name]
-    return record(rule, kernel(input._data), (input,))
+    x = input._data
+    if name not in ("neg", "relu"):
+        x = x.astype(floating(x.dtype), copy=False)  # exp of an int tensor is float32, as in PyTorch
+    elif name == "neg" and x.dtype == bool_:
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
+            "use the `~` or `logical_not()` operator instead."
+        )
+    return record(rule, kernel(x), (input,))
 
 
 def neg(input: Tensor) -> Tensor:
@@ -161,8 +205,8 @@ METHODS = {
     "__add__": add, "__radd__": _commuted(add), "add": add,
     "__sub__": sub, "__rsub__": rsub, "sub": sub,
     "__mul__": mul, "__rmul__": _commuted(mul), "mul": mul,
-    "__truediv__": div, "__rtruediv__": _reflected(div), "div": div,
+    "__truediv__": div, "__rtruediv__": rtruediv, "div": div,
     "__pow__": pow, "__rpow__": _reflected(pow), "pow": pow,
     "__neg__": neg, "neg": neg,
-    "exp": exp, "log": log, "tanh": tanh, "sigmoid": sigmoid, "relu": relu,
+    "exp": exp, "log": log, "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "reciprocal": reciprocal,
 }

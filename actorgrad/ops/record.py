@@ -15,6 +15,7 @@ from actorgrad.accumulate_grad import grad_accumulator
 from actorgrad.devices import cpu
 from actorgrad.grad_mode import _grad_enabled, enable_grad
 from actorgrad.node import InputMetadata, Node
+from actorgrad.ops.operands import as_operand, result_type
 from actorgrad.tensor import Tensor
 
 SECOND_BACKWARD = (
@@ -130,7 +131,11 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
         return out
     edges = []
     needs_grad = False
+    dtype = data.dtype
+    mixed = False  # inputs of several dtypes: a formula's numpy result may have none of them, so cast every grad
     for t in inputs:
+        if t._data.dtype != dtype:
+            mixed = True
         if t._grad_fn is not None:
             edges.append((t._grad_fn, t._output_nr))
             needs_grad = True
@@ -155,7 +160,7 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
             continue
         array = inputs[i]._data
         reduce = array.shape if rule.broadcasts and array.shape != data.shape else None
-        cast = array.dtype if array.dtype != data.dtype else None
+        cast = array.dtype if mixed else None
         values = [params[name] for name in names]
         saved_tensors.append((i, formula, tuple(values), reduce, cast))
         saved.append((i, formula, tuple([getattr(v, "_data", v) for v in values]), reduce, cast))
@@ -165,13 +170,8 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
 
 
 def as_tensor_operand(value: Any, like: Tensor) -> Tensor:
-    """A Python number (or array) beside a tensor, as a constant tensor of a matching dtype."""
+    """A Python number (or array) beside a tensor, as a constant tensor of the dtype PyTorch's promotion gives
+    the two."""
     if isinstance(value, Tensor):
         return value
-    if isinstance(value, bool | int | float):
-        kind = like._data.dtype.kind
-        dtype = like._data.dtype if kind in "fc" or isinstance(value, int) else np.dtype(np.float32)
-        return Tensor(np.asarray(value, dtype=dtype))
-    if isinstance(value, np.ndarray | np.generic):
-        return Tensor(np.asarray(value))
-    raise TypeError(f"unsupported operand type for a tensor op: {type(value).__name__}")
+    return as_operand(value, result_type(like, value))

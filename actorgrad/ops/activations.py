@@ -1,0 +1,98 @@
+"""Activation functions (leaky_relu, gelu, softplus, silu) and their gradient rules.
+
+PyTorch has them in torch.nn.functional only, not as Tensor methods; like PyTorch they refuse integer tensors.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from actorgrad.devices.erf import erf as erf_kernel
+from actorgrad.ops.record import Rule, record
+from actorgrad.tensor import Tensor
+
+__all__ = ["gelu", "leaky_relu", "silu", "softplus"]
+
+SQRT1_2 = 1 / math.sqrt(2)
+INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+GELU_CUBIC = 0.044715  # the cubic term of gelu's tanh approximation
+
+
+def _gelu_grad(ops: Any, g: Any, self: Any, approximate: str) -> Any:
+    if approximate == "tanh":
+        t = ops.tanh(SQRT_2_OVER_PI * (self + GELU_CUBIC * self * self * self))
+        slope = SQRT_2_OVER_PI * (1 + 3 * GELU_CUBIC * self * self)
+        return g * (0.5 * (1 + t) + 0.5 * self * (1 - t * t) * slope)
+    cdf = 0.5 * (1 + ops.erf(self * SQRT1_2))
+    pdf = INV_SQRT_2PI * ops.exp(-0.5 * self * self)
+    return g * (cdf + self * pdf)
+
+
+def _silu_grad(ops: Any, g: Any, self: Any) -> Any:
+    s = ops.sigmoid(self)
+    return g * s * (1 + self * (1 - s))
+
+
+# leaky_relu's kink: at 0 the gradient is negative_slope, as in PyTorch (self > 0 picks the slope 1).
+LEAKY_RELU = Rule(
+    "LeakyReluBackward0",
+    (("self", "negative_slope"), lambda ops, g, self, negative_slope: ops.where(self > 0, g, g * negative_slope)),
+)
+GELU = Rule("GeluBackward0", (("self", "approximate"), _gelu_grad))
+# Above the threshold softplus is the identity, and so is its gradient.
+SOFTPLUS = Rule(
+    "SoftplusBackward0",
+    (
+        ("self", "beta", "threshold"),
+        lambda ops, g, self, beta, threshold: ops.where(self * beta > threshold, g, g * ops.sigmoid(self * beta)),
+    ),
+)
+SILU = Rule("SiluBackward0", (("self",), _silu_grad))
+
+
+def _floating_data(op: str, input: Tensor, inplace: bool = False) -> np.ndarray:
+    if inplace:
+        raise NotImplementedError(f"{op}(): actorgrad has no in-place ops; call it with inplace=False")
+    x = input._data
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f"{op}(): not implemented for tensors of dtype {x.dtype}; convert to a "
+                                  f"floating dtype first, e.g. input.float()")
+    return x
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    x = _floating_data("leaky_relu", input, inplace)
+    return record(LEAKY_RELU, np.where(x > 0, x, x * negative_slope), (input,), negative_slope=negative_slope)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x), Phi the standard normal CDF (exact, through erf), or its tanh approximation."""
+    x = _floating_data("gelu", input)
+    if approximate == "none":
+        data = 0.5 * x * (1 + erf_kernel(np, x * SQRT1_2).astype(x.dtype, copy=False))
+    elif approximate == "tanh":
+        data = 0.5 * x * (1 + np.tanh(SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x)))
+    else:
+        raise RuntimeError(f"gelu(): approximate argument must be either none or tanh, got {approximate!r}")
+    return record(GELU, data, (input,), approximate=approximate)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta * x)) / beta, switching to x where beta * x > threshold."""
+    x = _floating_data("softplus", input)
+    scaled = x * beta
+    data = np.where(scaled > threshold, x, np.logaddexp(0, scaled) / beta)
+    return record(SOFTPLUS, data, (input,), beta=beta, threshold=threshold)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x)."""
+    x = _floating_data("silu", input, inplace)
+    return record(SILU, x * (0.5 + 0.5 * np.tanh(0.5 * x)), (input,))
+
+
+METHODS: dict[str, Any] = {}

@@ -1,0 +1,143 @@
+"""Comparisons, logical and bitwise ops, and value tests (isnan, isinf, isfinite).
+
+They give bool (or, for bitwise ops on integers, integer) tensors with no grad_fn: nothing flows back through
+them. Operands broadcast, meet in PyTorch's promoted dtype, and may be Python numbers on either side.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from actorgrad.ops.operands import as_operand, broadcast_error, data_as, result_type
+from actorgrad.tensor import Tensor, bool_
+
+__all__ = [
+    "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "eq", "ge", "gt", "isfinite", "isinf", "isnan", "le",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "lt", "ne",
+]
+
+OPERAND = Tensor | bool | int | float | np.ndarray | np.generic
+
+
+def _elementwise(op: str, kernel: Any, input: Any, other: Any, *, promote: bool = True) -> Tensor:
+    dtype = result_type(input, other)
+    a, b = as_operand(input, dtype), as_operand(other, dtype)
+    x, y = (data_as(a, dtype), data_as(b, dtype)) if promote else (a._data, b._data)
+    try:
+        return Tensor(np.asarray(kernel(x, y)))
+    except ValueError:
+        raise broadcast_error(op, x.shape, y.shape) from None
+
+
+def eq(input: Any, other: Any) -> Tensor:
+    return _elementwise("eq", np.equal, input, other)
+
+
+def ne(input: Any, other: Any) -> Tensor:
+    return _elementwise("ne", np.not_equal, input, other)
+
+
+def lt(input: Any, other: Any) -> Tensor:
+    return _elementwise("lt", np.less, input, other)
+
+
+def le(input: Any, other: Any) -> Tensor:
+    return _elementwise("le", np.less_equal, input, other)
+
+
+def gt(input: Any, other: Any) -> Tensor:
+    return _elementwise("gt", np.greater, input, other)
+
+
+def ge(input: Any, other: Any) -> Tensor:
+    return _elementwise("ge", np.greater_equal, input, other)
+
+
+def logical_and(input: Any, other: Any) -> Tensor:
+    """Both nonzero; any dtypes."""
+    return _elementwise("logical_and", np.logical_and, input, other, promote=False)
+
+
+def logical_or(input: Any, other: Any) -> Tensor:
+    return _elementwise("logical_or", np.logical_or, input, other, promote=False)
+
+
+def logical_xor(input: Any, other: Any) -> Tensor:
+    return _elementwise("logical_xor", np.logical_xor, input, other, promote=False)
+
+
+def logical_not(input: Tensor) -> Tensor:
+    return Tensor(np.logical_not(input._data))
+
+
+def _integral(op: str, dtype: np.dtype) -> None:
+    if dtype.kind not in "biu":
+        raise TypeError(f"{op}(): only implemented on integer and bool tensors, got dtype {dtype}")
+
+
+def _bitwise(op: str, kernel: Any, input: Any, other: Any) -> Tensor:
+    _integral(op, result_type(input, other))
+    return _elementwise(op, kernel, input, other)
+
+
+def bitwise_and(input: Any, other: Any) -> Tensor:
+    return _bitwise("bitwise_and", np.bitwise_and, input, other)
+
+
+def bitwise_or(input: Any, other: Any) -> Tensor:
+    return _bitwise("bitwise_or", np.bitwise_or, input, other)
+
+
+def bitwise_xor(input: Any, other: Any) -> Tensor:
+    return _bitwise("bitwise_xor", np.bitwise_xor, input, other)
+
+
+def bitwise_not(input: Tensor) -> Tensor:
+    """`~`: logical not of a bool tensor, two's complement not of an integer one."""
+    _integral("bitwise_not", input._data.dtype)
+    return Tensor(np.invert(input._data))
+
+
+def isnan(input: Tensor) -> Tensor:
+    x = input._data
+    return Tensor(np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool_))
+
+
+def isinf(input: Tensor) -> Tensor:
+    x = input._data
+    return Tensor(np.isinf(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool_))
+
+
+def isfinite(input: Tensor) -> Tensor:
+    x = input._data
+    return Tensor(np.isfinite(x) if x.dtype.kind == "f" else np.ones(x.shape, bool_))
+
+
+def _operator(op: Any) -> Any:
+    """The operator form: an operand of another type gives NotImplemented, so `tensor == None` is False."""
+    def method(self: Tensor, other: Any) -> Any:
+        return op(self, other) if isinstance(other, OPERAND) else NotImplemented
+
+    return method
+
+
+def _reflected_operator(op: Any) -> Any:
+    def method(self: Tensor, other: Any) -> Any:
+        return op(other, self) if isinstance(other, OPERAND) else NotImplemented
+
+    return method
+
+
+METHODS: dict[str, Any] = {
+    "__eq__": _operator(eq), "__ne__": _operator(ne), "__lt__": _operator(lt), "__le__": _operator(le),
+    "__gt__": _operator(gt), "__ge__": _operator(ge),
+    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
+    "logical_and": logical_and, "logical_or": logical_or, "logical_xor": logical_xor, "logical_not": logical_not,
+    "__and__": _operator(bitwise_and), "__or__": _operator(bitwise_or), "__xor__": _operator(bitwise_xor),
+    "__rand__": _reflected_operator(bitwise_and), "__ror__": _reflected_operator(bitwise_or),
+    "__rxor__": _reflected_operator(bitwise_xor), "__invert__": bitwise_not,
+    "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
+    "isnan": isnan, "isinf": isinf, "isfinite": isfinite,
+}

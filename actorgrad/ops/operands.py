@@ -1,0 +1,134 @@
+"""How the operands of an elementwise op meet: PyTorch's dtype promotion and its broadcasting errors.
+
+PyTorch ranks operands in three groups, strongest first: tensors with dimensions, zero-dim tensors, Python
+numbers. Each group's dtypes promote among themselves; a weaker group decides the result only when it holds a
+higher category (bool < integer < floating) than the stronger ones. So a float32 tensor times a float64 zero-dim
+tensor stays float32, an int tensor times 2.5 gives the default float dtype (float32), and a float64 graph stays
+float64 whatever numbers it meets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, int64
+
+__all__ = ["promote_types", "result_type"]
+
+BOOL, INTEGER, FLOATING = 0, 1, 2
+_CATEGORY = {np.dtype(t): c for c, types in enumerate((
+    ("bool",), ("uint8", "int8", "int16", "int32", "int64"), ("float16", "float32", "float64"),
+)) for t in types}
+DIMENSIONED, ZERO_DIM, NUMBER = 0, 1, 2
+
+
+def category(dtype: np.dtype) -> int:
+    try:
+        return _CATEGORY[dtype]
+    except KeyError:
+        raise TypeError(f"dtype {dtype} is not supported: actorgrad computes on bool, integer (uint8 and signed) "
+                        f"and float16/float32/float64 tensors") from None
+
+
+def promote_types(type1: Any, type2: Any) -> np.dtype:
+    """The smallest dtype both convert to without leaving their category, as torch.promote_types: any
+    integer with a floating dtype gives the floating one (int64 with float16 is float16)."""
+    a, b = np.dtype(type1), np.dtype(type2)
+    if a == b:
+        return a
+    ca, cb = category(a), category(b)
+    if ca != cb:
+        return a if ca > cb else b
+    return np.promote_types(a, b)
+
+
+def _combine(stronger: np.dtype | None, weaker: np.dtype | None) -> np.dtype | None:
+    """Merge a weaker group's dtype into a stronger one's (PyTorch's combine_categories)."""
+    if stronger is None:
+        return weaker
+    if weaker is None or category(stronger) == FLOATING:
+        return stronger
+    if stronger == bool_ or category(weaker) == FLOATING:
+        return promote_types(stronger, weaker)
+    return stronger
+
+
+def _group_and_dtype(value: Any) -> tuple[int, np.dtype]:
+    if isinstance(value, Tensor):
+        data = value._data
+        return (DIMENSIONED if data.ndim else ZERO_DIM), data.dtype
+    if isinstance(value, bool):
+        return NUMBER, bool_
+    if isinstance(value, int):
+        return NUMBER, int64
+    if isinstance(value, float):
+        return NUMBER, _DEFAULT_FLOAT
+    if isinstance(value, np.ndarray | np.generic):
+        return (DIMENSIONED if value.ndim else ZERO_DIM), value.dtype
+    raise TypeError(f"expected a Tensor or a Python number as an operand, got {type(value).__name__}")
+
+
+def common_dtype(*operands: Any) -> np.dtype:
+    """The dtype an op on all `operands` (tensors or Python numbers) computes in and returns."""
+    groups: list[np.dtype | None] = [None, None, None]
+    for value in operands:
+        group, dtype = _group_and_dtype(value)
+        seen = groups[group]
+        groups[group] = dtype if seen is None else promote_types(seen, dtype)
+    return _combine(groups[DIMENSIONED], _combine(groups[ZERO_DIM], groups[NUMBER]))
+
+
+def result_type(tensor1: Any, tensor2: Any) -> np.dtype:
+    """The dtype of an arithmetic op on `tensor1` and `tensor2` (tensors or Python numbers), as
+    torch.result_type."""
+    if isinstance(tensor1, Tensor):
+        dtype = tensor1._data.dtype
+        if isinstance(tensor2, Tensor) and tensor2._data.dtype == dtype:
+            return dtype
+        if dtype.kind == "f" and isinstance(tensor2, int | float):
+            return dtype  # a Python number never outranks a floating tensor
+    elif isinstance(tensor2, Tensor) and tensor2._data.dtype.kind == "f" and isinstance(tensor1, int | float):
+        return tensor2._data.dtype
+    return common_dtype(tensor1, tensor2)
+
+
+def floating(dtype: np.dtype) -> np.dtype:
+    """The dtype a floating op (sqrt, exp, true division, ...) returns for inputs of `dtype`."""
+    return dtype if dtype.kind == "f" else _DEFAULT_FLOAT
+
+
+def as_operand(value: Any, dtype: np.dtype) -> Tensor:
+    """A tensor or a Python number beside tensors, as a tensor; a number becomes a constant of `dtype`."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, int | float):
+        return Tensor(np.asarray(value, dtype=dtype))
+    if isinstance(value, np.ndarray | np.generic):
+        return Tensor(np.asarray(value))
+    raise TypeError(f"expected a Tensor or a Python number as an operand, got {type(value).__name__}")
+
+
+def data_as(t: Tensor, dtype: np.dtype) -> np.ndarray:
+    """A tensor's array in the dtype an op computes in (no copy when it already is)."""
+    data = t._data
+    return data if data.dtype == dtype else data.astype(dtype)
+
+
+def broadcast_error(op: str, *shapes: tuple[int, ...]) -> RuntimeError:
+    """PyTorch's error for operands that don't broadcast, naming the op, the first clashing dim and the shapes."""
+    ndim = max(len(s) for s in shapes)
+    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
+    for d in reversed(range(ndim)):
+        sizes = list(dict.fromkeys(s[d] for s in padded if s[d] != 1))
+        if len(sizes) > 1:
+            shown = " and ".join(str(tuple(s)) for s in shapes)
+            return RuntimeError(
+                f"{op}(): The size of tensor a ({sizes[0]}) must match the size of tensor b ({sizes[1]}) at "
+                f"non-singleton dimension {d} (operand shapes {shown})"
+            )
+    return RuntimeError(f"{op}(): invalid operands of shapes {' and '.join(str(tuple(s)) for s in shapes)}")
+
+
+METHODS: dict = {}

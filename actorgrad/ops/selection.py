@@ -1,0 +1,157 @@
+"""Ops that pick, per element, one of their operands (clamp, maximum, minimum, where) and their gradient rules.
+
+Each gradient goes to the operand that was picked, through `ops.where` masks; at a tie or a bound the split
+follows PyTorch: clamp passes the gradient at its bounds, maximum and minimum halve it between equal operands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from actorgrad.ops.operands import as_operand, broadcast_error, common_dtype, data_as, result_type
+from actorgrad.ops.record import Rule, record
+from actorgrad.tensor import Tensor, bool_
+
+__all__ = ["clamp", "clip", "maximum", "minimum", "where"]
+
+
+def _inside(ops: Any, g: Any, self: Any, min: Any, max: Any) -> Any:
+    """The gradient where min <= self <= max, bounds included, else 0; a bound may be None (absent)."""
+    if min is not None:
+        g = ops.where(self >= min, g, 0)
+    if max is not None:
+        g = ops.where(self <= max, g, 0)
+    return g
+
+
+def _grad_min(ops: Any, g: Any, self: Any, min: Any, max: Any) -> Any:
+    """A tensor min gets the gradient where it was picked: self below it, unless max (below min) won."""
+    if max is not None:
+        g = ops.where(min < max, g, 0)
+    return ops.where(self < min, g, 0)
+
+
+def _grad_max(ops: Any, g: Any, self: Any, min: Any, max: Any) -> Any:
+    """A tensor max gets the gradient where it was picked: self above it, or max below min."""
+    otherwise = 0 if min is None else ops.where(max < min, g, 0)
+    return ops.where(self > max, g, otherwise)
+
+
+BOUNDS = ("self", "min", "max")
+CLAMP_NUMBERS = Rule("ClampBackward1", (BOUNDS, _inside))
+CLAMP_TENSORS = Rule("ClampBackward0", (BOUNDS, _inside), (BOUNDS, _grad_min), (BOUNDS, _grad_max), broadcasts=True)
+
+
+def _maximum_grad(ops: Any, g: Any, self: Any, other: Any) -> Any:
+    """All of the gradient where self won, half where self and other tie."""
+    return ops.where(self == other, g / 2, ops.where(self > other, g, 0))
+
+
+def _minimum_grad(ops: Any, g: Any, self: Any, other: Any) -> Any:
+    return ops.where(self == other, g / 2, ops.where(self < other, g, 0))
+
+
+MAXIMUM = Rule(
+    "MaximumBackward0",
+    (("self", "other"), _maximum_grad),
+    (("self", "other"), lambda ops, g, self, other: _maximum_grad(ops, g, other, self)),
+    broadcasts=True,
+)
+MINIMUM = Rule(
+    "MinimumBackward0",
+    (("self", "other"), _minimum_grad),
+    (("self", "other"), lambda ops, g, self, other: _minimum_grad(ops, g, other, self)),
+    broadcasts=True,
+)
+WHERE = Rule(
+    "WhereBackward0",
+    (("condition",), lambda ops, g, condition: ops.where(condition, g, 0)),
+    (("condition",), lambda ops, g, condition: ops.where(condition, 0, g)),
+    broadcasts=True,
+)
+
+
+def _clamp_kernel(x: np.ndarray, lo: np.ndarray | None, hi: np.ndarray | None) -> np.ndarray:
+    # max first, then min: with min > max every element becomes max, as in PyTorch.
+    out = x if lo is None else np.maximum(x, lo)
+    return out if hi is None else np.minimum(out, hi)
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Each element limited to [min, max]; either bound may be absent, a number or a (broadcasting) tensor."""
+    if min is None and max is None:
+        raise RuntimeError("clamp(): At least one of 'min' or 'max' must not be None")
+    bounds = [b for b in (min, max) if b is not None]
+    dtype = common_dtype(input, *bounds)
+    x = data_as(input, dtype)
+    if not any(isinstance(b, Tensor) for b in bounds):
+        lo, hi = (None if b is None else as_operand(b, dtype)._data for b in (min, max))
+        return record(CLAMP_NUMBERS, _clamp_kernel(x, lo, hi), (input,), min=min, max=max)
+    lo_t, hi_t = (None if b is None else as_operand(b, dtype) for b in (min, max))
+    lo, hi = (None if b is None else data_as(b, dtype) for b in (lo_t, hi_t))
+    try:
+        data = _clamp_kernel(x, lo, hi)
+    except ValueError:
+        raise broadcast_error("clamp", x.shape, *(b.shape for b in (lo, hi) if b is not None)) from None
+    absent = Tensor(np.zeros((), dtype))  # stands for a missing bound among the node's inputs
+    inputs = (input, absent if lo_t is None else lo_t, absent if hi_t is None else hi_t)
+    return record(CLAMP_TENSORS, data, inputs, min=lo_t, max=hi_t)
+
+
+def clip(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Alias of clamp."""
+    return clamp(input, min, max)
+
+
+def _tensor_pair(op: str, input: Any, other: Any) -> None:
+    for position, (name, value) in enumerate((("input", input), ("other", other)), 1):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not "
+                            f"{type(value).__name__}")
+
+
+def _pick(op: str, rule: Rule, kernel: Any, input: Tensor, other: Tensor) -> Tensor:
+    _tensor_pair(op, input, other)
+    dtype = result_type(input, other)
+    x, y = data_as(input, dtype), data_as(other, dtype)
+    try:
+        data = kernel(x, y)
+    except ValueError:
+        raise broadcast_error(op, x.shape, y.shape) from None
+    return record(rule, data, (input, other))
+
+
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    """The elementwise larger of two broadcasting tensors; NaN wins."""
+    return _pick("maximum", MAXIMUM, np.maximum, input, other)
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    """The elementwise smaller of two broadcasting tensors; NaN wins."""
+    return _pick("minimum", MINIMUM, np.minimum, input, other)
+
+
+def where(condition: Tensor, input: Any, other: Any) -> Tensor:
+    """input where condition holds, else other; all three broadcast, input and other may be Python numbers."""
+    if not isinstance(condition, Tensor):
+        raise TypeError(f"where(): argument 'condition' must be Tensor, not {type(condition).__name__}")
+    if condition._data.dtype != bool_:
+        raise RuntimeError(
+            f"where expected condition to be a boolean tensor, but got a tensor with dtype {condition._data.dtype}"
+        )
+    dtype = result_type(input, other)
+    a, b = as_operand(input, dtype), as_operand(other, dtype)
+    c, x, y = condition._data, data_as(a, dtype), data_as(b, dtype)
+    try:
+        data = np.where(c, x, y)
+    except ValueError:
+        raise broadcast_error("where", c.shape, x.shape, y.shape) from None
+    return record(WHERE, data, (a, b), condition=condition)
+
+
+METHODS = {
+    "clamp": clamp, "clip": clip, "maximum": maximum, "minimum": minimum,
+    "where": lambda self, condition, other: where(condition, self, other),
+}
