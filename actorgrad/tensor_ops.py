@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import reduced_axes
+from actorgrad.ops import conv, pooling
 from actorgrad.ops.record import SavedOutput
 from actorgrad.ops.shape import broadcast_to, permute, to_dtype
 from actorgrad.tensor import Tensor
@@ -71,6 +72,34 @@ class TensorOps:
     @staticmethod
     def zeros_like(x: Tensor) -> Tensor:
         return Tensor(np.zeros_like(x._data))
+
+    @staticmethod
+    def convolution(x: Tensor, weight: Tensor, geometry: Any) -> Tensor:
+        return conv.recorded_convolution(x, weight, geometry)
+
+    @staticmethod
+    def convolution_input_grad(g: Tensor, weight: Tensor, input_shape: tuple[int, ...], geometry: Any) -> Tensor:
+        return conv.recorded_input_grad(g, weight, input_shape, geometry)
+
+    @staticmethod
+    def convolution_weight_grad(x: Tensor, g: Tensor, weight_shape: tuple[int, ...], geometry: Any) -> Tensor:
+        return conv.recorded_weight_grad(x, g, weight_shape, geometry)
+
+    @staticmethod
+    def sign(x: Tensor) -> Tensor:
+        return Tensor(np.sign(x._data))
+
+    @staticmethod
+    def sigmoid(x: Tensor) -> Tensor:
+        return x.sigmoid()
+
+    @staticmethod
+    def gather_last(x: Tensor, index: Any) -> Tensor:
+        return pooling.recorded_gather_last(x, index)
+
+    @staticmethod
+    def scatter_add_last(g: Tensor, index: Any, size: int) -> Tensor:
+        return pooling.recorded_scatter_add_last(g, index, size)
 
 
 tensor_ops = TensorOps()

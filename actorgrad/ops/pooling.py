@@ -1,0 +1,136 @@
+"""max_pool2d and avg_pool2d.
+
+max_pool2d sends each window's gradient to one input element, the first maximum in the window (as PyTorch picks
+on ties), through the flat indices it computes in the forward: a scatter-add whose own gradient is a gather at the
+same indices, both in the `ops` interface. avg_pool2d is a depthwise convolution with a ones kernel divided by the
+window's count, so its gradient is the convolution's input adjoint.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from actorgrad.devices.array_ops import ArrayOps
+from actorgrad.devices.convolution import ConvGeometry, convolution
+from actorgrad.ops.record import Rule, record
+from actorgrad.tensor import Tensor
+
+__all__ = ["avg_pool2d", "max_pool2d"]
+
+
+def _unpool(ops: Any, g: Any, index: Any, self_shape: tuple) -> Any:
+    flat = ops.reshape(g, index.shape)
+    return ops.reshape(ops.scatter_add_last(flat, index, self_shape[-2] * self_shape[-1]), self_shape)
+
+
+MAX_POOL = Rule("MaxPool2DWithIndicesBackward0", (("index", "self_shape"), _unpool))
+GATHER = Rule(
+    "GatherBackward0", (("index", "size"), lambda ops, g, index, size: ops.scatter_add_last(g, index, size))
+)
+SCATTER_ADD = Rule("ScatterAddBackward0", (("index",), lambda ops, g, index: ops.gather_last(g, index)))
+
+
+def _pair(value: Any, name: str) -> tuple[int, int]:
+    pair = (value, value) if isinstance(value, int) else tuple(value)
+    if len(pair) == 1:
+        pair = pair * 2
+    if len(pair) != 2:
+        raise RuntimeError(f"{name} must either be a single int, or a tuple of two ints")
+    return pair  # type: ignore[return-value]
+
+
+def _pool_size(size: int, kernel: int, stride: int, pad: int, dilation: int, ceil_mode: bool) -> int:
+    span = size + 2 * pad - dilation * (kernel - 1) - 1
+    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:  # the last window must start inside the input
+        out -= 1
+    return out
+
+
+def _geometry(op: str, x: np.ndarray, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+              ceil_mode: bool) -> tuple:
+    if x.ndim not in (3, 4):
+        raise RuntimeError(f"{op}: Expected 3D or 4D (batch mode) tensor for input, got shape {list(x.shape)}")
+    kernel = _pair(kernel_size, "kernel_size")
+    stride2 = kernel if stride is None or stride == [] else _pair(stride, "stride")
+    pad, dil = _pair(padding, "padding"), _pair(dilation, "dilation")
+    for p, k, d in zip(pad, kernel, dil):
+        if p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
+                               f"kernel_size={k} and dilation={d}")
+    out = tuple(_pool_size(x.shape[-2 + i], kernel[i], stride2[i], pad[i], dil[i], ceil_mode) for i in (0, 1))
+    if min(out) <= 0:
+        raise RuntimeError(f"{op}: Given input size: {tuple(x.shape[-3:])}. Calculated output size: "
+                           f"({x.shape[-3]}x{out[0]}x{out[1]}). Output size is too small")
+    return kernel, stride2, pad, dil, out
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    x = input._data
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow) = _geometry(
+        "max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode)
+    *lead, h, w = x.shape
+    reach_h, reach_w = (oh - 1) * sh + dh * (kh - 1) + 1, (ow - 1) * sw + dw * (kw - 1) + 1
+    if ph or pw or reach_h > h or reach_w > w:  # pad with -inf so padding never wins a window
+        padded = np.full((*lead, max(reach_h, h + ph), max(reach_w, w + pw)), -np.inf, x.dtype)
+        padded[..., ph:ph + h, pw:pw + w] = x
+    else:
+        padded = x
+    strides = padded.strides
+    windows = as_strided(padded, (*lead, oh, ow, kh, kw),
+                         (*strides[:-2], strides[-2] * sh, strides[-1] * sw, strides[-2] * dh, strides[-1] * dw),
+                         writeable=False).reshape(*lead, oh, ow, kh * kw)
+    local = windows.argmax(axis=-1)
+    data = np.take_along_axis(windows, local[..., None], -1)[..., 0]
+    rows = np.arange(oh)[:, None] * sh - ph + (local // kw) * dh
+    cols = np.arange(ow) * sw - pw + (local % kw) * dw
+    index = (rows * w + cols).reshape(*lead, oh * ow)
+    out = record(MAX_POOL, data, (input,), index=index, self_shape=x.shape)
+    return (out, Tensor(index.reshape(data.shape))) if return_indices else out
+
+
+AVG_POOL = Rule(
+    "AvgPool2DBackward0",
+    (("divisor", "kernel", "planes_shape", "self_shape", "geometry"),
+     lambda ops, g, divisor, kernel, planes_shape, self_shape, geo: ops.reshape(
+         ops.convolution_input_grad(ops.reshape(g / divisor, (planes_shape[0], 1, -1, g.shape[-1])), kernel,
+                                    planes_shape, geo), self_shape)),
+)
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """ceil_mode is not supported here."""
+    x = input._data
+    if ceil_mode:
+        raise NotImplementedError("avg_pool2d: ceil_mode=True is not supported by actorgrad")
+    kernel, stride2, pad, _, (oh, ow) = _geometry("avg_pool2d", x, kernel_size, stride, padding, 1, False)
+    geo = ConvGeometry(stride2, ((pad[0], pad[0]), (pad[1], pad[1])), (1, 1), 1)
+    planes_shape = (math.prod(x.shape[:-2]), 1, *x.shape[-2:])
+    ones = np.ones((1, 1, *kernel), x.dtype)
+    sums = convolution(x.reshape(planes_shape), ones, geo).reshape(*x.shape[:-2], oh, ow)
+    if divisor_override is not None:
+        divisor: Any = divisor_override
+    elif count_include_pad or not any(pad):
+        divisor = kernel[0] * kernel[1]
+    else:
+        divisor = convolution(np.ones((1, 1, *x.shape[-2:]), x.dtype), ones, geo)[0, 0]
+    return record(AVG_POOL, sums / divisor, (input,), divisor=divisor, kernel=Tensor(ones), planes_shape=planes_shape,
+                  self_shape=x.shape, geometry=geo)
+
+
+# -- the gather / scatter-add pair behind max_pool2d's gradients, recorded for TensorOps ------------------------
+def recorded_gather_last(x: Tensor, index: np.ndarray) -> Tensor:
+    return record(GATHER, np.take_along_axis(x._data, index, -1), (x,), index=index, size=x.shape[-1])
+
+
+def recorded_scatter_add_last(g: Tensor, index: np.ndarray, size: int) -> Tensor:
+    return record(SCATTER_ADD, ArrayOps.scatter_add_last(g._data, index, size), (g,), index=index)
+
+
+METHODS: dict[str, Any] = {}
