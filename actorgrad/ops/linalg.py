@@ -6,6 +6,7 @@ the promoted, broadcast form, then summed back and reshaped to each operand's sh
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -80,6 +81,49 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         rule, data, (input, other), self_shape=a.shape, other_shape=b.shape, a2=a2, b2=b2, out2=out2,
         inner=a2[-1],
     )
+
+
+def _linear_weight_grad(ops: Any, g: Any, self: Any) -> Any:
+    return ops.swapaxes(g, 0, 1) @ self
+
+
+LINEAR = {
+    True: Rule(
+        "AddmmBackward0",
+        (("other",), lambda ops, g, weight: g @ weight),
+        (("self",), _linear_weight_grad),
+        (("bias_shape",), lambda ops, g, bias_shape: ops.sum_to(g, bias_shape)),
+        cost=_cost,
+        multithreaded=True,
+    ),
+    False: Rule(
+        "MmBackward0",
+        (("other",), lambda ops, g, weight: g @ weight),
+        (("self",), _linear_weight_grad),
+        cost=_cost,
+        multithreaded=True,
+    ),
+}
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """input @ weight.T + bias; other ranks than 2 go through a matrix view, as in PyTorch."""
+    x, w = input._data, weight._data
+    if w.ndim != 2:
+        raise RuntimeError(f"linear: expected a 2-D weight, got one of shape {list(w.shape)}")
+    if x.ndim == 0 or x.shape[-1] != w.shape[1]:
+        rows = f"{math.prod(x.shape[:-1])}x{x.shape[-1]}" if x.ndim else "0-d"
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows} and {w.shape[1]}x{w.shape[0]})")
+    if x.ndim != 2:
+        out = linear(input.reshape(-1, x.shape[-1]), weight, bias)
+        return out.reshape(*x.shape[:-1], w.shape[0])
+    data = x @ w.T
+    inputs: tuple[Tensor, ...] = (input, weight)
+    if bias is not None:
+        data = data + bias._data
+        inputs = (input, weight, bias)
+    return record(LINEAR[bias is not None], data, inputs, inner=w.shape[1],
+                  bias_shape=None if bias is None else bias.shape)
 
 
 METHODS = {"__matmul__": matmul, "__rmatmul__": lambda self, other: matmul(other, self), "matmul": matmul}
