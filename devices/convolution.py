@@ -33,7 +33,9 @@ def output_size(size: int, kernel: int, stride: int, padding: tuple[int, int], d
 
 
 def _columns(x: np.ndarray, kernel: tuple[int, int], out: tuple[int, int], geo: ConvGeometry) -> np.ndarray:
-    """im2col: (N, G, Cg*kh*kw, OH*OW), the input patch under each output pixel in one column."""
+    """im2col: (G, Cg*kh*kw, N*OH*OW), the input patch under each output pixel in one column; one matrix per
+    group, so each kernel is one BLAS call per group (numpy's stacked matmul over many small matrices was
+    slow and erratic with OpenBLAS's threads)."""
     (pt, pb), (pl, pr) = geo.padding
     n, c, h, w = x.shape
     if pt or pb or pl or pr:
@@ -42,21 +44,27 @@ def _columns(x: np.ndarray, kernel: tuple[int, int], out: tuple[int, int], geo: 
         x = padded
     s0, s1, s2, s3 = x.strides
     (sh, sw), (dh, dw) = geo.stride, geo.dilation
-    windows = as_strided(x, (n, c, *kernel, *out), (s0, s1, s2 * dh, s3 * dw, s2 * sh, s3 * sw), writeable=False)
+    windows = as_strided(x, (c, *kernel, n, *out), (s1, s2 * dh, s3 * dw, s0, s2 * sh, s3 * sw), writeable=False)
     g = geo.groups
-    return windows.reshape(n, g, (c // g) * kernel[0] * kernel[1], out[0] * out[1])
+    return windows.reshape(g, (c // g) * kernel[0] * kernel[1], n * out[0] * out[1])
+
+
+def _by_channel(g: np.ndarray, groups: int) -> np.ndarray:
+    """An (N, O, OH, OW) gradient as (G, Og, N*OH*OW) matrices (free when it is laid out channel-major)."""
+    n, o = g.shape[:2]
+    return g.swapaxes(0, 1).reshape(groups, o // groups, -1)
 
 
 def convolution(x: np.ndarray, weight: np.ndarray, geo: ConvGeometry) -> np.ndarray:
-    """y[n, o] = sum over c, i, j of x[n, c, (padded) at stride * p + dilation * (i, j)] * weight[o, c, i, j]."""
+    """y[n, o] = sum over c, i, j of x[n, c, (padded) at stride * p + dilation * (i, j)] * weight[o, c, i, j].
+    The result is a channel-major view (N, O, ...) of an (O, N, ...) array, as the matmul leaves it."""
     x2, w2 = _planar(x), _planar(weight)
     o, _, kh, kw = w2.shape
     out = tuple(output_size(x2.shape[2 + d], w2.shape[2 + d], geo.stride[d], geo.padding[d], geo.dilation[d])
                 for d in (0, 1))
     g = geo.groups
-    cols = _columns(x2, (kh, kw), out, geo)
-    y = np.matmul(w2.reshape(g, o // g, -1), cols)  # (N, G, Og, OH*OW): already in the output's order
-    return y.reshape(x.shape[0], o, *(out[1:] if x.ndim == 3 else out))
+    y = np.matmul(w2.reshape(g, o // g, -1), _columns(x2, (kh, kw), out, geo))  # (G, Og, N*OH*OW)
+    return y.reshape(o, x.shape[0], *(out[1:] if x.ndim == 3 else out)).swapaxes(0, 1)
 
 
 def convolution_input_grad(
@@ -69,28 +77,26 @@ def convolution_input_grad(
     groups = geo.groups
     h, w = (1, input_shape[2]) if len(input_shape) == 3 else input_shape[2:]
     c = cg * groups
-    cols = np.matmul(w2.reshape(groups, o // groups, -1).swapaxes(1, 2), g2.reshape(n, groups, o // groups, -1))
-    cols = cols.reshape(n, c, kh, kw, oh, ow)
+    cols = np.matmul(w2.reshape(groups, o // groups, -1).swapaxes(1, 2), _by_channel(g2, groups))
+    cols = cols.reshape(c, kh, kw, n, oh, ow)
     (pt, pb), (pl, pr) = geo.padding
     (sh, sw), (dh, dw) = geo.stride, geo.dilation
-    padded = np.zeros((n, c, h + pt + pb, w + pl + pr), np.result_type(g, weight))
+    padded = np.zeros((c, n, h + pt + pb, w + pl + pr), np.result_type(g, weight))
     for i in range(kh):
         for j in range(kw):
-            padded[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw] += cols[:, :, i, j]
-    return padded[:, :, pt:pt + h, pl:pl + w].reshape(input_shape)
+            padded[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw] += cols[:, i, j]
+    return padded[:, :, pt:pt + h, pl:pl + w].swapaxes(0, 1).reshape(input_shape)
 
 
 def convolution_weight_grad(
     x: np.ndarray, g: np.ndarray, weight_shape: tuple[int, ...], geo: ConvGeometry
 ) -> np.ndarray:
-    """The adjoint of `convolution` in its weight: g @ im2col(x)^T, summed over the batch."""
+    """The adjoint of `convolution` in its weight: g @ im2col(x)^T, the batch summed by the matmul."""
     x2, g2 = _planar(x), _planar(g)
-    n, o, oh, ow = g2.shape
+    oh, ow = g2.shape[2:]
     kernel = (1, weight_shape[2]) if len(weight_shape) == 3 else weight_shape[2:]
-    groups = geo.groups
     cols = _columns(x2, kernel, (oh, ow), geo)
-    grad = np.matmul(g2.reshape(n, groups, o // groups, -1), cols.swapaxes(2, 3)).sum(axis=0)
-    return grad.reshape(weight_shape)
+    return np.matmul(_by_channel(g2, geo.groups), cols.swapaxes(1, 2)).reshape(weight_shape)
 
 
 def macs(output: Any, weight_shape: tuple[int, ...]) -> int:

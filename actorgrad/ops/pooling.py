@@ -81,15 +81,24 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         padded[..., ph:ph + h, pw:pw + w] = x
     else:
         padded = x
-    strides = padded.strides
-    windows = as_strided(padded, (*lead, oh, ow, kh, kw),
-                         (*strides[:-2], strides[-2] * sh, strides[-1] * sw, strides[-2] * dh, strides[-1] * dw),
-                         writeable=False).reshape(*lead, oh, ow, kh * kw)
-    local = windows.argmax(axis=-1)
-    data = np.take_along_axis(windows, local[..., None], -1)[..., 0]
-    rows = np.arange(oh)[:, None] * sh - ph + (local // kw) * dh
-    cols = np.arange(ow) * sw - pw + (local % kw) * dw
-    index = (rows * w + cols).reshape(*lead, oh * ow)
+    # A running max over the kernel's offsets (strided views, no window copies). A window's index moves to offset
+    # k where the value beats the max so far (`>`: the first maximum stays); as k only grows, that is a maximum of
+    # indices. (np.copyto with where= took 8x longer here.) A NaN wins its window, the last one, as in PyTorch.
+    step = (sh * padded.strides[-2], sw * padded.strides[-1])
+    kind = np.min_scalar_type(kh * kw)
+    views = [as_strided(padded[..., i * dh:, j * dw:], (*lead, oh, ow), (*padded.strides[:-2], *step),
+                        writeable=False) for i in range(kh) for j in range(kw)]
+    data, local = views[0].copy(), np.zeros((*lead, oh, ow), kind)
+    for k, view in enumerate(views[1:], 1):
+        better = view > data
+        np.maximum(data, view, out=data)
+        np.maximum(local, better.view(np.uint8) * kind.type(k), out=local)
+    if np.isnan(data).any():
+        for k, view in enumerate(views):
+            np.copyto(local, k, where=np.isnan(view))
+    offsets = np.array([(k // kw) * dh * w + (k % kw) * dw for k in range(kh * kw)])
+    corners = (np.arange(oh)[:, None] * sh - ph) * w + np.arange(ow) * sw - pw
+    index = (corners + offsets[local]).reshape(*lead, oh * ow)
     out = record(MAX_POOL, data, (input,), index=index, self_shape=x.shape)
     return (out, Tensor(index.reshape(data.shape))) if return_indices else out
 
