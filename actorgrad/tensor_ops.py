@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import reduced_axes
-from actorgrad.ops import conv, pooling
+from actorgrad.ops import contraction, conv, pooling
 from actorgrad.ops.record import SavedOutput
 from actorgrad.ops.shape import broadcast_to, permute, to_dtype
 from actorgrad.tensor import Tensor
@@ -100,6 +100,10 @@ class TensorOps:
     @staticmethod
     def scatter_add_last(g: Tensor, index: Any, size: int) -> Tensor:
         return pooling.recorded_scatter_add_last(g, index, size)
+
+    @staticmethod
+    def einsum(equation: str, *operands: Tensor) -> Tensor:
+        return contraction.einsum(equation, *operands)
 
 
 tensor_ops = TensorOps()

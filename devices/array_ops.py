@@ -122,3 +122,6 @@ class ArrayOps:
         offsets = (np.arange(rows) * size).reshape(*g.shape[:-1], 1)
         sums = np.bincount((index + offsets).ravel(), weights=g.ravel(), minlength=rows * size)
         return sums.astype(g.dtype, copy=False).reshape(*g.shape[:-1], size)
+
+    def einsum(self, equation: str, *operands: Any) -> Any:
+        return self.xp.einsum(equation, *operands)
