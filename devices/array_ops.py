@@ -125,3 +125,21 @@ class ArrayOps:
 
     def einsum(self, equation: str, *operands: Any) -> Any:
         return self.xp.einsum(equation, *operands)
+
+    @staticmethod
+    def embedding_backward(g: Any, indices: Any, num_weights: int, padding_idx: int | None) -> Any:
+        """Each gradient row added into its index's weight row (duplicates accumulate); padding_idx's row stays 0."""
+        rows = g.reshape(-1, g.shape[-1])
+        out = np.zeros((num_weights, rows.shape[1]), g.dtype)
+        np.add.at(out, indices.ravel(), rows)
+        if padding_idx is not None:
+            out[padding_idx] = 0
+        return out
+
+    @staticmethod
+    def embedding_rows(weight: Any, indices: Any, padding_idx: int | None) -> Any:
+        """The adjoint of embedding_backward: weight's rows at indices, zero where the index is padding_idx."""
+        rows = weight[indices]
+        if padding_idx is not None:
+            rows[indices == padding_idx] = 0
+        return rows
