@@ -27,7 +27,12 @@ def _unpool(ops: Any, g: Any, index: Any, self_shape: tuple) -> Any:
     return ops.reshape(ops.scatter_add_last(flat, index, self_shape[-2] * self_shape[-1]), self_shape)
 
 
-MAX_POOL = Rule("MaxPool2DWithIndicesBackward0", (("index", "self_shape"), _unpool))
+def _input_size(data: Any, params: dict) -> int:
+    """The backward writes the whole input-shaped gradient: a nanosecond or so per input element."""
+    return math.prod(params["self_shape"])
+
+
+MAX_POOL = Rule("MaxPool2DWithIndicesBackward0", (("index", "self_shape"), _unpool), cost=_input_size)
 GATHER = Rule(
     "GatherBackward0", (("index", "size"), lambda ops, g, index, size: ops.scatter_add_last(g, index, size))
 )
@@ -109,6 +114,7 @@ AVG_POOL = Rule(
      lambda ops, g, divisor, kernel, planes_shape, self_shape, geo: ops.reshape(
          ops.convolution_input_grad(ops.reshape(g / divisor, (planes_shape[0], 1, -1, g.shape[-1])), kernel,
                                     planes_shape, geo), self_shape)),
+    cost=_input_size,
 )
 
 
