@@ -388,47 +388,55 @@ def w3(batch: int = 128) -> Workload:
 
 # --- W5: CNN on 1x28x28, float32, batch 32, forward + backward ---------------------------------------------
 # conv(1->16, 3x3, pad 1), relu, max_pool 2, conv(16->32, 3x3, pad 1), relu, max_pool 2, linear(1568 -> 10),
-# cross_entropy. The floor is a hand-written im2col + BLAS forward and backward in NCHW; timed like W3 (STEPS).
+# cross_entropy. The floor is a hand-written im2col + BLAS forward and backward that keeps activations
+# channel-major, (C, N, H, W), so each convolution is one matmul with no layout copies; timed like W3 (STEPS).
 def floor_conv3x3(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A 3x3 convolution with padding 1: the output and the im2col matrix (N*H*W, C*9), kept for the backward."""
-    n, c, h, wd = x.shape
-    padded = np.zeros((n, c, h + 2, wd + 2), x.dtype)
+    """A 3x3 convolution with padding 1 on a channel-major (C, N, H, W) input: the (O, N, H, W) output and the
+    im2col matrix (C*9, N*H*W), kept for the backward."""
+    c, n, h, wd = x.shape
+    padded = np.zeros((c, n, h + 2, wd + 2), x.dtype)
     padded[:, :, 1:-1, 1:-1] = x
-    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))  # (N, C, H, W, 3, 3)
-    cols = windows.transpose(0, 2, 3, 1, 4, 5).reshape(n * h * wd, c * 9)
-    y = cols @ w.reshape(w.shape[0], -1).T + b
-    return y.reshape(n, h, wd, -1).transpose(0, 3, 1, 2), cols
+    s0, s1, s2, s3 = padded.strides
+    windows = np.lib.stride_tricks.as_strided(padded, (c, 3, 3, n, h, wd), (s0, s2, s3, s1, s2, s3))
+    cols = windows.reshape(c * 9, n * h * wd)
+    y = w.reshape(w.shape[0], -1) @ cols + b[:, None]
+    return y.reshape(-1, n, h, wd), cols
 
 
 def floor_conv3x3_backward(gy: np.ndarray, cols: np.ndarray, w: np.ndarray, need_input: bool) -> tuple:
     """(grad input or None, grad weight, grad bias) of floor_conv3x3; col2im loops over the 9 kernel offsets."""
-    n, o, h, wd = gy.shape
-    gmat = gy.transpose(0, 2, 3, 1).reshape(-1, o)
-    gw = (gmat.T @ cols).reshape(w.shape)
+    o, n, h, wd = gy.shape
+    gmat = gy.reshape(o, -1)
+    gw = (gmat @ cols.T).reshape(w.shape)
     gx = None
     if need_input:
-        gcols = (gmat @ w.reshape(o, -1)).reshape(n, h, wd, -1, 3, 3)
-        padded = np.zeros((n, gcols.shape[3], h + 2, wd + 2), gy.dtype)
+        gcols = (w.reshape(o, -1).T @ gmat).reshape(-1, 3, 3, n, h, wd)
+        padded = np.zeros((gcols.shape[0], n, h + 2, wd + 2), gy.dtype)
         for i in range(3):
             for j in range(3):
-                padded[:, :, i:i + h, j:j + wd] += gcols[:, :, :, :, i, j].transpose(0, 3, 1, 2)
+                padded[:, :, i:i + h, j:j + wd] += gcols[:, i, j]
         gx = padded[:, :, 1:-1, 1:-1]
-    return gx, gw, gmat.sum(0)
+    return gx, gw, gmat.sum(1)
+
+
+POOL_OFFSETS = ((0, 0), (0, 1), (1, 0), (1, 1))  # row-major: the first maximum wins ties, as in torch
 
 
 def floor_pool2(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """2x2 max pooling: the output and each window's argmax (the first max, as torch)."""
-    n, c, h, w = x.shape
-    windows = x.reshape(n, c, h // 2, 2, w // 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(n, c, h // 2, w // 2, 4)
-    arg = windows.argmax(-1)
-    return np.take_along_axis(windows, arg[..., None], -1)[..., 0], arg
+    """2x2 max pooling: a running max over the 4 offsets, and which offset won each window."""
+    views = [x[..., a::2, b::2] for a, b in POOL_OFFSETS]
+    out, arg = views[0].copy(), np.zeros(views[0].shape, np.uint8)
+    for k, v in enumerate(views[1:], 1):
+        np.maximum(arg, (v > out).view(np.uint8) * np.uint8(k), out=arg)
+        np.maximum(out, v, out=out)
+    return out, arg
 
 
 def floor_unpool2(g: np.ndarray, arg: np.ndarray) -> np.ndarray:
-    n, c, h, w = g.shape
-    windows = np.zeros((n, c, h, w, 4), g.dtype)
-    np.put_along_axis(windows, arg[..., None], g[..., None], -1)
-    return windows.reshape(n, c, h, w, 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(n, c, 2 * h, 2 * w)
+    out = np.empty((*g.shape[:-2], 2 * g.shape[-2], 2 * g.shape[-1]), g.dtype)
+    for k, (a, b) in enumerate(POOL_OFFSETS):
+        np.multiply(g, arg == k, out=out[..., a::2, b::2])
+    return out
 
 
 def w5(batch: int = 32) -> Workload:
@@ -448,18 +456,18 @@ def w5(batch: int = 32) -> Workload:
 
     def floor_grads() -> list:
         W1, b1, W2, b2, W3, b3 = params
-        c1, cols1 = floor_conv3x3(X, W1, b1)
+        c1, cols1 = floor_conv3x3(X.transpose(1, 0, 2, 3), W1, b1)
         p1, arg1 = floor_pool2(np.maximum(c1, 0))
         c2, cols2 = floor_conv3x3(p1, W2, b2)
         p2, arg2 = floor_pool2(np.maximum(c2, 0))
-        flat = p2.reshape(batch, -1)
+        flat = p2.transpose(1, 0, 2, 3).reshape(batch, -1)
         z = flat @ W3.T + b3
         e = np.exp(z - z.max(1, keepdims=True))
         gz = e / e.sum(1, keepdims=True)
         gz[np.arange(batch), labels] -= 1
         gz /= batch
-        gc2 = floor_unpool2((gz @ W3).reshape(p2.shape), arg2) * (c2 > 0)
-        gp1, gW2, gb2 = floor_conv3x3_backward(gc2, cols2, W2, True)
+        gp2 = (gz @ W3).reshape(batch, *p2.shape[:1], *p2.shape[2:]).transpose(1, 0, 2, 3)
+        gp1, gW2, gb2 = floor_conv3x3_backward(floor_unpool2(gp2, arg2) * (c2 > 0), cols2, W2, True)
         _, gW1, gb1 = floor_conv3x3_backward(floor_unpool2(gp1, arg1) * (c1 > 0), cols1, W1, False)
         return [gW1, gb1, gW2, gb2, gz.T @ flat, gz.sum(0)]
 
