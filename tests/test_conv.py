@@ -223,6 +223,18 @@ def test_avg_pool2d_values_and_gradients(kw):
     assert gradgradcheck(lambda t: F.avg_pool2d(t, **kw) ** 2, [leaf(x)], **TOL)
 
 
+@pytest.mark.parametrize("padding", [0, 1])
+def test_avg_pool2d_ceil_mode_counts_only_places_inside_the_padded_input(padding):
+    x = np.arange(1.0, 49.0).reshape(1, 1, 6, 8)  # 3x3 windows at stride 2: the last ones overhang
+    y = F.avg_pool2d(leaf(x), 3, stride=2, padding=padding, ceil_mode=True)
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    want = np.array([[xp[0, 0, 2 * i:2 * i + 3, 2 * j:2 * j + 3].mean() for j in range(y.shape[3])]
+                     for i in range(y.shape[2])])
+    assert y.shape == (1, 1, 3 + padding, 4 + padding)
+    np.testing.assert_allclose(y.detach().numpy()[0, 0], want, rtol=1e-12)
+    assert gradcheck(lambda t: F.avg_pool2d(t, 3, stride=2, padding=padding, ceil_mode=True), [leaf(x)], **TOL)
+
+
 def test_pooling_bad_padding_raises():
     with pytest.raises(RuntimeError, match="pad should be at most half of effective kernel size"):
         F.max_pool2d(ag.tensor(np.ones((1, 1, 4, 4))), 2, padding=2)

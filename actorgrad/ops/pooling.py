@@ -120,18 +120,22 @@ AVG_POOL = Rule(
 
 def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
-    """ceil_mode is not supported here."""
+    """A window's divisor counts its places inside the padded input (count_include_pad) or inside the input;
+    with ceil_mode, the last windows may run past the padding, and those places never count, as in PyTorch."""
     x = input._data
-    if ceil_mode:
-        raise NotImplementedError("avg_pool2d: ceil_mode=True is not supported by actorgrad")
-    kernel, stride2, pad, _, (oh, ow) = _geometry("avg_pool2d", x, kernel_size, stride, padding, 1, False)
-    geo = ConvGeometry(stride2, ((pad[0], pad[0]), (pad[1], pad[1])), (1, 1), 1)
+    kernel, stride2, pad, _, (oh, ow) = _geometry("avg_pool2d", x, kernel_size, stride, padding, 1, ceil_mode)
+    sizes = zip((oh, ow), stride2, kernel, x.shape[-2:], pad)
+    extra = [max(0, (o - 1) * s + k - (n + 2 * p)) for o, s, k, n, p in sizes]
+    geo = ConvGeometry(stride2, ((pad[0], pad[0] + extra[0]), (pad[1], pad[1] + extra[1])), (1, 1), 1)
     planes_shape = (math.prod(x.shape[:-2]), 1, *x.shape[-2:])
     ones = np.ones((1, 1, *kernel), x.dtype)
     sums = convolution(x.reshape(planes_shape), ones, geo).reshape(*x.shape[:-2], oh, ow)
     if divisor_override is not None:
         divisor: Any = divisor_override
-    elif count_include_pad or not any(pad):
+    elif count_include_pad and any(extra):
+        padded_ones = np.ones((1, 1, x.shape[-2] + 2 * pad[0], x.shape[-1] + 2 * pad[1]), x.dtype)
+        divisor = convolution(padded_ones, ones, geo._replace(padding=((0, extra[0]), (0, extra[1]))))[0, 0]
+    elif count_include_pad or not any(pad) and not any(extra):
         divisor = kernel[0] * kernel[1]
     else:
         divisor = convolution(np.ones((1, 1, *x.shape[-2:]), x.dtype), ones, geo)[0, 0]
