@@ -96,6 +96,22 @@ def test_cross_entropy_options_match_a_numpy_reference(shape, weighted, ignore, 
     check_grads(lambda a: F.cross_entropy(a, ag.tensor(t), **kw), [x])
 
 
+@pytest.mark.parametrize("reduction, smoothing", [("mean", 0.0), ("sum", 0.0), ("none", 0.1), ("mean", 0.1)])
+def test_cross_entropy_with_class_probabilities(reduction, smoothing):
+    rng = np.random.default_rng(4)
+    x, w = rng.normal(size=(2, 3, 2)), rng.uniform(1, 2, 3)
+    p = rng.dirichlet(np.ones(3), size=(2, 2)).transpose(0, 2, 1)  # (N, C, d1): a transposed array
+    logp = x - np.log(np.exp(x).sum(1, keepdims=True))
+    per_sample = -(logp * (p * (1 - smoothing) + smoothing / 3) * w.reshape(3, 1)).sum(1)
+    want = {"mean": per_sample.mean(), "sum": per_sample.sum(), "none": per_sample}[reduction]
+
+    def f(a, b):
+        return F.cross_entropy(a, b, weight=ag.tensor(w), reduction=reduction, label_smoothing=smoothing)
+
+    np.testing.assert_allclose(value(f(leaf(x), leaf(p))), want, rtol=1e-12)
+    check_grads(f, [x, p])
+
+
 def test_nll_loss_with_ignore_index_and_weights():
     rng = np.random.default_rng(0)
     logp = np.log(rng.dirichlet(np.ones(4), size=5))

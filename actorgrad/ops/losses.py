@@ -97,12 +97,15 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
-    """Class-index targets on (C,), (N, C) or (N, C, d1, ...) inputs."""
+    """Class-index targets (integers) or class probabilities (floats, the input's shape) on (C,), (N, C) or
+    (N, C, d1, ...) inputs."""
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     axis = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, axis)
+    if target._data.dtype.kind == "f":
+        return _cross_entropy_probabilities(logp, target, weight, reduction, label_smoothing, axis)
     loss = nll_loss(logp, target, weight, ignore_index, reduction)
     if label_smoothing == 0.0:
         return loss
@@ -119,6 +122,25 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     elif reduction == "mean":
         smooth = smooth.sum() / picked.sum().astype(x.dtype)
     return loss * (1 - label_smoothing) + smooth * (label_smoothing / classes)
+
+
+def _cross_entropy_probabilities(logp: Tensor, target: Tensor, weight: Tensor | None, reduction: str,
+                                 label_smoothing: float, axis: int) -> Tensor:
+    """-sum over classes of weight[c] * target[c] * logp[c]; the mean divides by the number of samples."""
+    if target.shape != logp.shape:
+        raise RuntimeError(f"cross_entropy: expected class probabilities of the input's shape {logp.shape}, got a "
+                           f"target of shape {target.shape}")
+    classes = logp.shape[axis]
+    if label_smoothing:
+        target = target * (1 - label_smoothing) + label_smoothing / classes
+    products = logp * target
+    if weight is not None:
+        shape = [1] * logp.ndim
+        shape[axis] = classes
+        products = products * weight.reshape(shape)
+    if reduction == "mean":
+        return -products.sum() / (logp.numel() // classes)
+    return -(products.sum() if reduction == "sum" else products.sum(axis))
 
 
 # -- pointwise regression losses --------------------------------------------------------------------------------
