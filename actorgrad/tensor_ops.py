@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import reduced_axes
-from actorgrad.ops import contraction, conv, embedding, pooling
+from actorgrad.ops import contraction, conv, embeddings, pooling
 from actorgrad.ops.record import SavedOutput
 from actorgrad.ops.shape import broadcast_to, permute, to_dtype
 from actorgrad.tensor import Tensor
@@ -107,11 +107,11 @@ class TensorOps:
 
     @staticmethod
     def embedding_backward(g: Tensor, indices: Any, num_weights: int, padding_idx: int | None) -> Tensor:
-        return embedding.recorded_embedding_backward(g, indices, num_weights, padding_idx)
+        return embeddings.recorded_embedding_backward(g, indices, num_weights, padding_idx)
 
     @staticmethod
     def embedding_rows(weight: Tensor, indices: Any, padding_idx: int | None) -> Tensor:
-        return embedding.recorded_embedding_rows(weight, indices, padding_idx)
+        return embeddings.recorded_embedding_rows(weight, indices, padding_idx)
 
 
 tensor_ops = TensorOps()

@@ -2,13 +2,13 @@
 
 from actorgrad.ops.arithmetic import relu, sigmoid, tanh
 from actorgrad.ops.conv import conv1d, conv2d
-from actorgrad.ops.dropout import dropout
-from actorgrad.ops.embedding import embedding
+from actorgrad.ops.embeddings import embedding
 from actorgrad.ops.linalg import linear
 from actorgrad.ops.losses import binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse_loss, nll_loss
 from actorgrad.ops.normalization import batch_norm, layer_norm
 from actorgrad.ops.pooling import avg_pool2d, max_pool2d
 from actorgrad.ops.reductions import log_softmax
+from actorgrad.ops.regularization import dropout
 
 __all__ = [
     "avg_pool2d", "batch_norm", "binary_cross_entropy_with_logits", "conv1d", "conv2d", "cross_entropy", "dropout",

@@ -18,7 +18,8 @@ from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import log_softmax
 from actorgrad.tensor import Tensor
 
-__all__ = ["binary_cross_entropy_with_logits", "cross_entropy", "l1_loss", "mse_loss", "nll_loss"]
+# The rest live in nn.functional only, as in PyTorch.
+__all__ = ["binary_cross_entropy_with_logits"]
 
 REDUCTIONS = ("none", "mean", "sum")
 

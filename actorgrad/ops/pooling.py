@@ -19,7 +19,7 @@ from actorgrad.devices.convolution import ConvGeometry, convolution
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
-__all__ = ["avg_pool2d", "max_pool2d"]
+__all__ = ["max_pool2d"]  # avg_pool2d lives in nn.functional only, as in PyTorch
 
 
 def _unpool(ops: Any, g: Any, index: Any, self_shape: tuple) -> Any:
