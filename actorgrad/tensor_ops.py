@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import reduced_axes
+from actorgrad.ops import contraction, conv, embeddings, pooling
 from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, take_index
 from actorgrad.ops.record import SavedOutput
@@ -152,6 +153,38 @@ class TensorOps:
     @staticmethod
     def erf(x: Tensor) -> Tensor:
         return erf(x)
+
+    @staticmethod
+    def convolution(x: Tensor, weight: Tensor, geometry: Any) -> Tensor:
+        return conv.recorded_convolution(x, weight, geometry)
+
+    @staticmethod
+    def convolution_input_grad(g: Tensor, weight: Tensor, input_shape: tuple[int, ...], geometry: Any) -> Tensor:
+        return conv.recorded_input_grad(g, weight, input_shape, geometry)
+
+    @staticmethod
+    def convolution_weight_grad(x: Tensor, g: Tensor, weight_shape: tuple[int, ...], geometry: Any) -> Tensor:
+        return conv.recorded_weight_grad(x, g, weight_shape, geometry)
+
+    @staticmethod
+    def gather_last(x: Tensor, index: Any) -> Tensor:
+        return pooling.recorded_gather_last(x, index)
+
+    @staticmethod
+    def scatter_add_last(g: Tensor, index: Any, size: int) -> Tensor:
+        return pooling.recorded_scatter_add_last(g, index, size)
+
+    @staticmethod
+    def einsum(equation: str, *operands: Tensor) -> Tensor:
+        return contraction.einsum(equation, *operands)
+
+    @staticmethod
+    def embedding_backward(g: Tensor, indices: Any, num_weights: int, padding_idx: int | None) -> Tensor:
+        return embeddings.recorded_embedding_backward(g, indices, num_weights, padding_idx)
+
+    @staticmethod
+    def embedding_rows(weight: Tensor, indices: Any, padding_idx: int | None) -> Tensor:
+        return embeddings.recorded_embedding_rows(weight, indices, padding_idx)
 
 
 tensor_ops = TensorOps()

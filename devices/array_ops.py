@@ -10,6 +10,9 @@ import math
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
+from actorgrad.devices import convolution
 from actorgrad.devices.erf import erf as erf_kernel
 
 # Measured here: np.broadcast_to costs about 2.5 µs (more when cold), filling a fresh array of 1280 elements
@@ -21,6 +24,19 @@ def reduced_axes(shape: tuple[int, ...], target: tuple[int, ...]) -> tuple[int, 
     """Axes of `shape` to sum so that it broadcasts back to `target` (the inverse of broadcasting)."""
     lead = len(shape) - len(target)
     return tuple(range(lead)) + tuple(lead + i for i, n in enumerate(target) if n == 1 and shape[lead + i] != 1)
+
+
+def padded(xp: ModuleType, x: Any, pad: tuple[int, ...], value: Any) -> Any:
+    """`x` padded as `torch.nn.functional.pad(x, pad, value=value)`: pairs from the last dim backwards;
+    negative widths crop the input."""
+    crop = [slice(None)] * x.ndim
+    widths = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        d = x.ndim - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        crop[d] = slice(max(-before, 0), x.shape[d] - max(-after, 0))
+        widths[d] = (max(before, 0), max(after, 0))
+    return xp.pad(x[tuple(crop)], widths, constant_values=value)
 
 
 class ArrayOps:
@@ -116,6 +132,20 @@ class ArrayOps:
         """x where condition holds, else y (either may be a Python number, which keeps the other's dtype)."""
         return self.xp.where(condition, x, y)
 
+    @staticmethod
+    def convolution(x: Any, weight: Any, geometry: Any) -> Any:
+        return convolution.convolution(x, weight, geometry)
+
+    @staticmethod
+    def convolution_input_grad(g: Any, weight: Any, input_shape: tuple[int, ...], geometry: Any) -> Any:
+        """The adjoint of a convolution in its input (a transposed convolution of g)."""
+        return convolution.convolution_input_grad(g, weight, input_shape, geometry)
+
+    @staticmethod
+    def convolution_weight_grad(x: Any, g: Any, weight_shape: tuple[int, ...], geometry: Any) -> Any:
+        """The adjoint of a convolution in its weight (a convolution of x with g)."""
+        return convolution.convolution_weight_grad(x, g, weight_shape, geometry)
+
     def sign(self, x: Any) -> Any:
         return self.xp.sign(x)
 
@@ -159,15 +189,37 @@ class ArrayOps:
     def erf(self, x: Any) -> Any:
         return erf_kernel(self.xp, x).astype(x.dtype, copy=False)
 
+    @staticmethod
+    def gather_last(x: Any, index: Any) -> Any:
+        """x's elements at `index` along its last axis (the other axes align)."""
+        return np.take_along_axis(x, index, -1)
 
-def padded(xp: ModuleType, x: Any, pad: tuple[int, ...], value: Any) -> Any:
-    """`x` padded as `torch.nn.functional.pad(x, pad, value=value)`: pairs from the last dim backwards;
-    negative widths crop the input."""
-    crop = [slice(None)] * x.ndim
-    widths = [(0, 0)] * x.ndim
-    for i in range(len(pad) // 2):
-        d = x.ndim - 1 - i
-        before, after = pad[2 * i], pad[2 * i + 1]
-        crop[d] = slice(max(-before, 0), x.shape[d] - max(-after, 0))
-        widths[d] = (max(before, 0), max(after, 0))
-    return xp.pad(x[tuple(crop)], widths, constant_values=value)
+    @staticmethod
+    def scatter_add_last(g: Any, index: Any, size: int) -> Any:
+        """The adjoint of gather_last: g's elements summed into `size` slots along the last axis; repeated
+        indices accumulate (one bincount over all rows at once)."""
+        rows = math.prod(g.shape[:-1])
+        offsets = (np.arange(rows) * size).reshape(*g.shape[:-1], 1)
+        sums = np.bincount((index + offsets).ravel(), weights=g.ravel(), minlength=rows * size)
+        return sums.astype(g.dtype, copy=False).reshape(*g.shape[:-1], size)
+
+    def einsum(self, equation: str, *operands: Any) -> Any:
+        return self.xp.einsum(equation, *operands)
+
+    @staticmethod
+    def embedding_backward(g: Any, indices: Any, num_weights: int, padding_idx: int | None) -> Any:
+        """Each gradient row added into its index's weight row (duplicates accumulate); padding_idx's row stays 0."""
+        rows = g.reshape(-1, g.shape[-1])
+        out = np.zeros((num_weights, rows.shape[1]), g.dtype)
+        np.add.at(out, indices.ravel(), rows)
+        if padding_idx is not None:
+            out[padding_idx] = 0
+        return out
+
+    @staticmethod
+    def embedding_rows(weight: Any, indices: Any, padding_idx: int | None) -> Any:
+        """The adjoint of embedding_backward: weight's rows at indices, zero where the index is padding_idx."""
+        rows = weight[indices]
+        if padding_idx is not None:
+            rows[indices == padding_idx] = 0
+        return rows

@@ -9,12 +9,19 @@ from actorgrad.ops import (
     arithmetic,
     casts,
     comparison,
+    contraction,
+    conv,
+    embeddings,
     extrema,
     indexing,
     joining,
     linalg,
+    losses,
+    normalization,
     operands,
+    pooling,
     reductions,
+    regularization,
     selection,
     shape,
     special,
@@ -24,12 +31,19 @@ from actorgrad.ops import (
 from actorgrad.ops.activations import *  # noqa: F403
 from actorgrad.ops.arithmetic import *  # noqa: F403
 from actorgrad.ops.comparison import *  # noqa: F403
+from actorgrad.ops.contraction import *  # noqa: F403
+from actorgrad.ops.conv import *  # noqa: F403
+from actorgrad.ops.embeddings import *  # noqa: F403
 from actorgrad.ops.extrema import *  # noqa: F403
 from actorgrad.ops.indexing import *  # noqa: F403
 from actorgrad.ops.joining import *  # noqa: F403
 from actorgrad.ops.linalg import *  # noqa: F403
+from actorgrad.ops.losses import *  # noqa: F403
+from actorgrad.ops.normalization import *  # noqa: F403
 from actorgrad.ops.operands import *  # noqa: F403
+from actorgrad.ops.pooling import *  # noqa: F403
 from actorgrad.ops.reductions import *  # noqa: F403
+from actorgrad.ops.regularization import *  # noqa: F403
 from actorgrad.ops.selection import *  # noqa: F403
 from actorgrad.ops.shape import *  # noqa: F403
 from actorgrad.ops.special import *  # noqa: F403
@@ -38,8 +52,28 @@ from actorgrad.ops.unary import *  # noqa: F403
 from actorgrad.tensor import Tensor
 
 FAMILIES = (
-    activations, arithmetic, casts, comparison, extrema, indexing, joining, linalg,
-    operands, reductions, selection, shape, special, statistics, unary,
+    activations,
+    arithmetic,
+    casts,
+    comparison,
+    contraction,
+    conv,
+    embeddings,
+    extrema,
+    indexing,
+    joining,
+    linalg,
+    losses,
+    normalization,
+    operands,
+    pooling,
+    reductions,
+    regularization,
+    selection,
+    shape,
+    special,
+    statistics,
+    unary,
 )
 __all__ = sorted(name for family in FAMILIES for name in family.__all__)
 

@@ -6,6 +6,7 @@ the promoted, broadcast form, then summed back and reshaped to each operand's sh
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ import numpy as np
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
-__all__ = ["matmul"]
+__all__ = ["bmm", "matmul", "mm", "outer"]
 
 # Measured here: numpy float64 matmul runs about 25 multiply-adds per nanosecond on one core.
 MACS_PER_NS = 25
@@ -82,4 +83,84 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     )
 
 
-METHODS = {"__matmul__": matmul, "__rmatmul__": lambda self, other: matmul(other, self), "matmul": matmul}
+def _linear_weight_grad(ops: Any, g: Any, self: Any) -> Any:
+    return ops.swapaxes(g, 0, 1) @ self
+
+
+LINEAR = {
+    True: Rule(
+        "AddmmBackward0",
+        (("other",), lambda ops, g, weight: g @ weight),
+        (("self",), _linear_weight_grad),
+        (("bias_shape",), lambda ops, g, bias_shape: ops.sum_to(g, bias_shape)),
+        cost=_cost,
+        multithreaded=True,
+    ),
+    False: Rule(
+        "MmBackward0",
+        (("other",), lambda ops, g, weight: g @ weight),
+        (("self",), _linear_weight_grad),
+        cost=_cost,
+        multithreaded=True,
+    ),
+}
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """input @ weight.T + bias; other ranks than 2 go through a matrix view, as in PyTorch."""
+    x, w = input._data, weight._data
+    if w.ndim != 2:
+        raise RuntimeError(f"linear: expected a 2-D weight, got one of shape {list(w.shape)}")
+    if x.ndim == 0 or x.shape[-1] != w.shape[1]:
+        rows = f"{math.prod(x.shape[:-1])}x{x.shape[-1]}" if x.ndim else "0-d"
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows} and {w.shape[1]}x{w.shape[0]})")
+    if x.ndim != 2:
+        out = linear(input.reshape(-1, x.shape[-1]), weight, bias)
+        return out.reshape(*x.shape[:-1], w.shape[0])
+    data = x @ w.T
+    inputs: tuple[Tensor, ...] = (input, weight)
+    if bias is not None:
+        data = data + bias._data
+        inputs = (input, weight, bias)
+    return record(LINEAR[bias is not None], data, inputs, inner=w.shape[1],
+                  bias_shape=None if bias is None else bias.shape)
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """A strict matmul of two matrices, with PyTorch's errors."""
+    a, b = input._data, mat2._data
+    if a.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if b.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
+                           f"{b.shape[0]}x{b.shape[1]})")
+    return matmul(input, mat2)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """A strict batched matmul of two 3-D tensors with equal batch sizes, with PyTorch's errors."""
+    a, b = input._data, mat2._data
+    if a.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if b.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if b.shape[:2] != (a.shape[0], a.shape[2]):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, "
+                           f"{a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
+    return matmul(input, mat2)
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """input[i] * vec2[j], recorded as a product (MulBackward0), as PyTorch does."""
+    for name, t in (("self", input), ("vec2", vec2)):
+        if t.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
+    return input.reshape(-1, 1) * vec2
+
+
+METHODS = {
+    "__matmul__": matmul, "__rmatmul__": lambda self, other: matmul(other, self), "matmul": matmul,
+    "mm": mm, "bmm": bmm, "outer": outer,
+}

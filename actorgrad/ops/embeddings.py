@@ -1,0 +1,61 @@
+"""embedding: rows of a weight matrix picked by indices. Its gradient adds each output row's gradient into its
+weight row (duplicates accumulate; padding_idx's row gets none); that scatter-add's own gradient is the lookup
+again, so both are in the `ops` interface and a recorded backward differentiates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from actorgrad.devices.array_ops import ArrayOps
+from actorgrad.ops.record import Rule, record
+from actorgrad.tensor import Tensor
+
+__all__ = ["embedding"]
+
+EMBEDDING = Rule(
+    "EmbeddingBackward0",
+    ((), None),  # the indices: integers, never requiring grad
+    (("indices", "num_weights", "padding_idx"),
+     lambda ops, g, indices, num_weights, padding_idx: ops.embedding_backward(g, indices, num_weights, padding_idx)),
+)
+EMBEDDING_BACKWARD = Rule(
+    "EmbeddingDenseBackward0",
+    (("indices", "padding_idx"), lambda ops, h, indices, padding_idx: ops.embedding_rows(h, indices, padding_idx)),
+)
+ROWS = Rule("EmbeddingBackward0", EMBEDDING.grads[1])
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """max_norm, scale_grad_by_freq and sparse gradients are not supported by actorgrad."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not supported by actorgrad")
+    idx, w = input._data, weight._data
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {idx.dtype} instead (while checking arguments for embedding)")
+    if w.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    count = w.shape[0]
+    if padding_idx is not None:
+        if not -count <= padding_idx < count:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= count
+    if idx.size and (idx.min() < 0 or idx.max() >= count):
+        raise IndexError("index out of range in self")
+    return record(EMBEDDING, w[idx], (input, weight), indices=idx, num_weights=count, padding_idx=padding_idx)
+
+
+def recorded_embedding_backward(g: Tensor, indices: np.ndarray, num_weights: int, padding_idx: int | None) -> Tensor:
+    data = ArrayOps.embedding_backward(g._data, indices, num_weights, padding_idx)
+    return record(EMBEDDING_BACKWARD, data, (g,), indices=indices, padding_idx=padding_idx)
+
+
+def recorded_embedding_rows(h: Tensor, indices: np.ndarray, padding_idx: int | None) -> Tensor:
+    data = ArrayOps.embedding_rows(h._data, indices, padding_idx)
+    return record(ROWS, data, (h,), indices=indices, num_weights=h.shape[0], padding_idx=padding_idx)
+
+
+METHODS: dict[str, Any] = {}

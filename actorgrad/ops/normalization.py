@@ -1,0 +1,133 @@
+"""layer_norm and batch_norm, one gradient rule for both.
+
+The formulas rebuild the normalised input from `self` with ops-interface steps (means over the normalised dims),
+so a recorded backward carries x's dependence through the statistics and differentiates again. In evaluation,
+batch_norm uses fixed running statistics: then it is affine in x.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from actorgrad.devices import cpu
+from actorgrad.ops.record import Rule, record
+from actorgrad.tensor import Tensor
+
+__all__ = ["batch_norm", "layer_norm"]
+
+
+def _normalized(ops: Any, x: Any, dims: tuple, count: int, eps: float, stats: Any) -> tuple[Any, Any]:
+    """(x normalised, 1/std): from x's own statistics over `dims`, or from fixed (mean, 1/std) arrays."""
+    if stats is not None:
+        mean, rstd = stats
+        return (x - mean) * rstd, rstd
+    centred = x - ops.sum(x, dims, keepdim=True) / count
+    rstd = (ops.sum(centred * centred, dims, keepdim=True) / count + eps) ** -0.5
+    return centred * rstd, rstd
+
+
+def _input_grad(ops: Any, g: Any, x: Any, weight: Any, dims: tuple, count: int, eps: float, stats: Any,
+                weight_shape: tuple) -> Any:
+    xhat, rstd = _normalized(ops, x, dims, count, eps, stats)
+    gh = g if weight is None else g * ops.reshape(weight, weight_shape)
+    if stats is not None:
+        return gh * rstd
+    mean_gh = ops.sum(gh, dims, keepdim=True) / count
+    mean_ghx = ops.sum(gh * xhat, dims, keepdim=True) / count
+    return (gh - mean_gh - xhat * mean_ghx) * rstd
+
+
+def _weight_grad(ops: Any, g: Any, x: Any, dims: tuple, count: int, eps: float, stats: Any, weight_shape: tuple,
+                 param_shape: tuple) -> Any:
+    xhat, _ = _normalized(ops, x, dims, count, eps, stats)
+    return ops.reshape(ops.sum_to(g * xhat, weight_shape), param_shape)
+
+
+def _bias_grad(ops: Any, g: Any, weight_shape: tuple, param_shape: tuple) -> Any:
+    return ops.reshape(ops.sum_to(g, weight_shape), param_shape)
+
+
+_INPUT = (("self", "weight", "dims", "count", "eps", "stats", "weight_shape"), _input_grad)
+_WEIGHT = (("self", "dims", "count", "eps", "stats", "weight_shape", "param_shape"), _weight_grad)
+_BIAS = (("weight_shape", "param_shape"), _bias_grad)
+
+
+def _rules(name: str) -> dict:
+    """One rule per (has weight, has bias): the inputs are x, then whichever parameters were given."""
+    return {(w, b): Rule(name, _INPUT, *([_WEIGHT] if w else []), *([_BIAS] if b else []))
+            for w in (False, True) for b in (False, True)}
+
+
+LAYER_NORM = _rules("NativeLayerNormBackward0")
+BATCH_NORM = _rules("NativeBatchNormBackward0")
+
+
+def _normalize(rules: dict, input: Tensor, weight: Tensor | None, bias: Tensor | None, dims: tuple,
+               weight_shape: tuple, eps: float, stats: Any) -> Tensor:
+    x = input._data
+    count = math.prod(x.shape[d] for d in dims)
+    xhat, _ = _normalized(cpu.ops, x, dims, count, eps, stats)
+    data = xhat
+    if weight is not None:
+        data = data * weight._data.reshape(weight_shape)
+    if bias is not None:
+        data = data + bias._data.reshape(weight_shape)
+    inputs = (input, *[t for t in (weight, bias) if t is not None])
+    param_shape = weight.shape if weight is not None else bias.shape if bias is not None else ()
+    return record(rules[weight is not None, bias is not None], np.asarray(data, x.dtype), inputs, weight=weight,
+                  dims=dims, count=count, eps=eps, stats=stats, weight_shape=weight_shape, param_shape=param_shape)
+
+
+def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    x = input._data
+    if not shape or x.shape[x.ndim - len(shape):] != shape or len(shape) > x.ndim:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape [*, {', '.join(map(str, shape))}], "
+            f"but got input of size{list(x.shape)}"
+        )
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t.shape != shape:
+            raise RuntimeError(f"layer_norm: expected {name} of shape {list(shape)}, got {list(t.shape)}")
+    dims = tuple(range(x.ndim - len(shape), x.ndim))
+    return _normalize(LAYER_NORM, input, weight, bias, dims, shape, eps, None)
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
+               bias: Tensor | None = None, training: bool = False, momentum: float = 0.1,
+               eps: float = 1e-5) -> Tensor:
+    """In training, normalises with the batch's statistics and updates the running ones in place (the variance
+    unbiased), as PyTorch; in evaluation, normalises with the running statistics."""
+    x = input._data
+    if x.ndim < 2:
+        raise ValueError(f"batch_norm: expected at least 2D input (got {x.ndim}D input)")
+    channels = x.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and t.shape != (channels,):
+            raise RuntimeError(f"batch_norm: expected {name} of shape [{channels}], got {list(t.shape)}")
+    dims = (0, *range(2, x.ndim))
+    weight_shape = (1, channels, *(1,) * (x.ndim - 2))
+    count = math.prod(x.shape[d] for d in dims)
+    if training:
+        if count == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(x.shape)}")
+        if running_mean is not None or running_var is not None:
+            mean, var = x.mean(axis=dims), x.var(axis=dims)
+            if running_mean is not None:
+                running_mean._data[...] = (1 - momentum) * running_mean._data + momentum * mean
+            if running_var is not None:
+                running_var._data[...] = (1 - momentum) * running_var._data + momentum * var * count / (count - 1)
+        return _normalize(BATCH_NORM, input, weight, bias, dims, weight_shape, eps, None)
+    if running_mean is None or running_var is None:
+        raise RuntimeError("batch_norm: running_mean and running_var must be given when not training")
+    mean = running_mean._data.reshape(weight_shape).astype(x.dtype)
+    rstd = ((running_var._data + eps) ** -0.5).reshape(weight_shape).astype(x.dtype)
+    return _normalize(BATCH_NORM, input, weight, bias, dims, weight_shape, eps, (mean, rstd))
+
+
+METHODS: dict[str, Any] = {}

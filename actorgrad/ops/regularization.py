@@ -1,0 +1,33 @@
+"""dropout: a product with a random mask, drawn from actorgrad's generator so `manual_seed` repeats it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from actorgrad.ops.arithmetic import mul
+from actorgrad.random import numpy_generator
+from actorgrad.tensor import Tensor
+
+__all__ = ["dropout"]
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zeroes each element with probability p and scales the rest by 1/(1-p); recorded as MulBackward0, as in
+    PyTorch. `inplace` is accepted for compatibility and ignored (actorgrad does not modify tensors in place)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    x = input._data
+    dtype = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    if p == 1.0:
+        mask = np.zeros(x.shape, x.dtype)
+    else:
+        keep = numpy_generator(None).random(x.shape, dtype=dtype) >= p
+        mask = (keep * (1.0 / (1.0 - p))).astype(x.dtype)
+    return mul(input, Tensor(mask))
+
+
+METHODS: dict[str, Any] = {}
