@@ -354,3 +354,12 @@ def test_one_dim_ops_reject_a_tuple_of_dims():
         leaf(np.ones((2, 3))).prod((0, 1))
     with pytest.raises(TypeError, match="max"):
         leaf(np.ones((2, 3))).max((0, 1))
+
+
+def test_max_and_min_with_a_tensor_are_the_elementwise_forms():
+    a = ag.tensor(np.array([1.0, 5.0, -2.0]), requires_grad=True)
+    b = ag.tensor(np.array([3.0, 4.0, -1.0]), requires_grad=True)
+    np.testing.assert_array_equal(ag.max(a, b).detach().numpy(), [3.0, 5.0, -1.0])
+    np.testing.assert_array_equal(a.min(b).detach().numpy(), [1.0, 4.0, -2.0])
+    assert ag.max(a, b).grad_fn.name() == "MaximumBackward0"
+    assert a.min(b).grad_fn.name() == "MinimumBackward0"

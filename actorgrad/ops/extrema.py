@@ -13,6 +13,7 @@ import numpy as np
 
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import AMAX, input_size, kept, normalize_dims
+from actorgrad.ops.selection import maximum, minimum
 from actorgrad.tensor import Tensor
 
 __all__ = ["argmax", "argmin", "max", "min"]
@@ -54,8 +55,8 @@ def _along_dim(op: str, input: Tensor, dim: int, keepdim: bool) -> tuple[np.ndar
 
 def _extreme(op: str, rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bool) -> Any:
     x = input._data
-    if isinstance(dim, Tensor):
-        raise TypeError(f"{op}(input, other): the elementwise form is actorgrad.{op}imum(input, other)")
+    if isinstance(dim, Tensor):  # max(input, other): the elementwise form, as in PyTorch
+        return (maximum if op == "max" else minimum)(input, dim)
     if dim is None:
         if x.size == 0:
             raise RuntimeError(
@@ -71,13 +72,15 @@ def _extreme(op: str, rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, k
     return result(out, Tensor(indices.reshape(values.shape).astype(np.int64, copy=False)))
 
 
-def max(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
-    """The largest element (a tensor), or along `dim` the named tuple (values, indices)."""
+def max(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -> Any:
+    """The largest element (a tensor), along `dim` the named tuple (values, indices), or with a tensor in
+    place of `dim` the elementwise maximum."""
     return _extreme("max", MAX_ALL, MAX_DIM, input, dim, keepdim)
 
 
-def min(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
-    """The smallest element (a tensor), or along `dim` the named tuple (values, indices)."""
+def min(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -> Any:
+    """The smallest element (a tensor), along `dim` the named tuple (values, indices), or with a tensor in
+    place of `dim` the elementwise minimum."""
     return _extreme("min", MIN_ALL, MIN_DIM, input, dim, keepdim)
 
 
