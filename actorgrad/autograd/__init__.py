@@ -5,7 +5,7 @@ For scripts. Inside a trio app, await `actorgrad.backward(...)` / `actorgrad.gra
 
 from actorgrad.engine import backward_sync as backward
 from actorgrad.engine import grad_sync as grad
-from actorgrad.gradcheck import GradcheckError, gradcheck, gradgradcheck
+from actorgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from actorgrad.node import GraphRoot, Node
 
 __all__ = ["GradcheckError", "GraphRoot", "Node", "backward", "grad", "gradcheck", "gradgradcheck"]
