@@ -131,6 +131,27 @@ def test_jacobian_matches_finite_differences(fn, shapes):
         np.testing.assert_allclose(j.numpy(), _numerical_jacobian(fn, arrays, i), rtol=1e-6, atol=1e-8)
 
 
+def test_forward_mode_jacobian_and_hessian_equal_reverse_mode():
+    a, b = _t(3), _t(2)
+    fn = lambda x, y: (x.sin() * 2, x.sum() * y, y.prod())  # noqa: E731
+    reverse = jacobian(fn, (a, b))
+    forward = jacobian(fn, (a, b), vectorize=True, strategy="forward-mode")
+    scalar = lambda x, y: (x ** 3).sum() * y.sum()  # noqa: E731
+    reverse_h = hessian(scalar, (a, b))
+    forward_h = hessian(scalar, (a, b), vectorize=True, outer_jacobian_strategy="forward-mode")
+    for rows, expected_rows in ((forward, reverse), (forward_h, reverse_h)):
+        for row, expected_row in zip(rows, expected_rows):
+            for block, expected in zip(row, expected_row):
+                assert block.shape == expected.shape and not block.requires_grad
+                np.testing.assert_allclose(block.numpy(), expected.numpy(), rtol=1e-13, atol=1e-15)
+    with pytest.raises(NotImplementedError, match="only implemented for `vectorize=True`"):
+        jacobian(fn, (a, b), strategy="forward-mode")
+    with pytest.raises(NotImplementedError, match='`create_graph=True` and `strategy="forward-mode"` are not'):
+        jacobian(fn, (a, b), create_graph=True, vectorize=True, strategy="forward-mode")
+    with pytest.raises(RuntimeError, match="`strict=True` and `vectorized=True` are not supported together"):
+        jacobian(fn, (a, b), strict=True, vectorize=True)
+
+
 def test_hessian_of_a_cubic_matches_numpy():
     x = _t(3)
     h = hessian(lambda a: (a ** 3).sum() + a[0] * a[1], x)

@@ -4,7 +4,8 @@ Each algorithm is written once, as a generator of the gradient passes it needs: 
 sent back the gradients. `run_steps` answers with the sync engine (these functions, for scripts);
 `actorgrad.functional` answers with `await actorgrad.grad` (the awaitable twins, for trio apps). jvp and hvp
 use the double-vjp trick (the vjp of a vjp with respect to its cotangent), as PyTorch's do: two reverse passes.
-jacobian and hessian take one reverse pass per output element (`vectorize` is accepted and changes nothing).
+jacobian and hessian take one reverse pass per output element, or with `strategy="forward-mode"` two per input
+element (there is no vmap: `vectorize=True` is accepted, as forward mode requires, and runs the same loop).
 """
 
 from __future__ import annotations
@@ -249,15 +250,40 @@ def _jacobian_rows(outputs: tuple, inputs: tuple, create_graph: bool, strict: bo
     return tuple(jacobian)
 
 
+def _jacobian_columns(outputs: tuple, inputs: tuple, strict: bool) -> Steps:
+    """The blocks of `_jacobian_rows`, built a column at a time (forward mode): by the double-vjp trick, the
+    Jacobian of the vjps with respect to their cotangents, transposed. Two reverse passes per input element."""
+    cotangents = tuple(_zeros_requiring_grad(out) for out in outputs)
+    vjps = yield from _grads(outputs, inputs, cotangents, create_graph=True)
+    vjps = tuple(Tensor(np.zeros(x.shape, x.dtype)) if g is None else g for g, x in zip(vjps, inputs))
+    columns = yield from _jacobian_rows(vjps, cotangents, False, strict, "jacobian")
+    return tuple(
+        tuple(_move_leading_dims_last(columns[j][i], inputs[j].ndim) for j in range(len(inputs)))
+        for i in range(len(outputs))
+    )
+
+
+def _move_leading_dims_last(block: Tensor, count: int) -> Tensor:
+    return block.permute(*range(count, block.ndim), *range(count))
+
+
+_FORWARD_NEEDS_VECTORIZE = (
+    "Computing Jacobian using forward-AD or forward-over-reverse Hessian is only implemented for `vectorize=True`."
+)
+
+
 def jacobian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool, vectorize: bool,
                    strategy: str) -> Steps:
     if strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
                              'function has more outputs than inputs, "forward-mode" tends to be more performant. '
                              'Otherwise, prefer to use "reverse-mode".')
-    if strategy == "forward-mode":
-        raise NotImplementedError('jacobian: strategy="forward-mode" is not implemented in actorgrad; use '
-                                  'strategy="reverse-mode", or actorgrad.autograd.forward_ad for columns')
+    if strategy == "forward-mode" and create_graph:
+        raise NotImplementedError('jacobian: `create_graph=True` and `strategy="forward-mode"` are not supported '
+                                  'together (yet). Please either set `create_graph=False` or '
+                                  '`strategy="reverse-mode"`.')
+    if strategy == "forward-mode" and not vectorize:
+        raise NotImplementedError(_FORWARD_NEEDS_VECTORIZE)
     if vectorize and strict:
         raise RuntimeError("jacobian: `strict=True` and `vectorized=True` are not supported together. Please "
                            "either set `strict=False` or `vectorize=False`.")
@@ -266,7 +292,10 @@ def jacobian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool
         inputs = _preprocess(inputs, create_graph, need_graph=True)
         is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jacobian")
         _check_outputs_require_grad(outputs, strict)
-        result = yield from _jacobian_rows(outputs, inputs, create_graph, strict, "jacobian")
+        if strategy == "forward-mode":
+            result = yield from _jacobian_columns(outputs, inputs, strict)
+        else:
+            result = yield from _jacobian_rows(outputs, inputs, create_graph, strict, "jacobian")
     return _unpack(_postprocess(result, create_graph), (is_outputs_tuple, is_inputs_tuple))
 
 
@@ -293,16 +322,20 @@ def hessian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool,
                   outer_jacobian_strategy: str) -> Steps:
     if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
-    if outer_jacobian_strategy == "forward-mode":
-        raise NotImplementedError('hessian: outer_jacobian_strategy="forward-mode" is not implemented in actorgrad; '
-                                  'use "reverse-mode"')
+    if outer_jacobian_strategy == "forward-mode" and not vectorize:
+        raise NotImplementedError(_FORWARD_NEEDS_VECTORIZE)
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
         inputs = _preprocess(inputs, create_graph, need_graph=True)
         out = _scalar_output(func, inputs, strict, "hessian").reshape(())
         gradients = yield from _grads((out,), inputs, create_graph=True)
         _check_grads_require_grad(gradients, strict, _JACOBIAN_CONSTANT)
-        result = yield from _jacobian_rows(gradients, inputs, create_graph, strict, "hessian")
+        if outer_jacobian_strategy == "forward-mode":
+            gradients = tuple(Tensor(np.zeros(x.shape, x.dtype)) if g is None else g
+                              for g, x in zip(gradients, inputs))
+            result = yield from _jacobian_columns(gradients, inputs, strict)
+        else:
+            result = yield from _jacobian_rows(gradients, inputs, create_graph, strict, "hessian")
     return _unpack(_postprocess(result, create_graph), (is_inputs_tuple, is_inputs_tuple))
 
 
