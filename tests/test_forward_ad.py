@@ -179,6 +179,23 @@ def test_hessian_vector_product_by_forward_over_reverse():
         np.testing.assert_allclose(fwAD.unpack_dual(g).tangent.numpy(), hessian @ t, rtol=1e-12)
 
 
+def test_tangent_is_not_differentiable_under_no_grad():
+    w = ag.tensor([1.0, 2.0], dtype=ag.float64, requires_grad=True)
+    with fwAD.dual_level():
+        y = (fwAD.make_dual(w, ag.tensor([1.0, 1.0], dtype=ag.float64)) ** 3).sum()
+        with ag.no_grad():
+            tangent = fwAD.unpack_dual(y).tangent
+        assert tangent.item() == pytest.approx(15.0) and not tangent.requires_grad
+
+
+def test_a_graph_freed_by_backward_has_no_tangent_to_give():
+    with fwAD.dual_level():
+        y = (fwAD.make_dual(ag.tensor([1.0, 2.0]), ag.tensor([1.0, 1.0])) ** 2).sum()
+        y.backward()
+        with pytest.raises(RuntimeError, match="unpack tangents before calling backward, or pass retain_graph"):
+            fwAD.unpack_dual(y)
+
+
 def test_make_dual_outside_a_level_is_refused():
     with pytest.raises(RuntimeError, match="no level exists, make sure to enter_dual_level"):
         fwAD.make_dual(ag.tensor([1.0]), ag.tensor([1.0]))

@@ -10,8 +10,10 @@ to u is Σ_D J_D·t_D. The vjp is linear in u, so u's value never matters.
 
 Cost: each `unpack_dual` of a computed tensor runs two reverse passes over the part of y's graph that leads to the
 duals (about three times its backward), and the result is cached for the level. Exiting the level drops every
-tangent and the cache. The tangent is itself differentiable (forward-over-reverse) when a tangent or a primal
-requires grad.
+tangent and the cache. Being lazy, a tangent must be unpacked before a backward pass frees the graph (or that pass
+must retain it). The tangent is itself differentiable (forward-over-reverse) when grad mode is on and a tangent or a
+primal requires grad. `unpack_dual` runs the sync engine, so inside trio it is refused: use
+`await actorgrad.functional.jvp(...)` there.
 
 Deviations from PyTorch: a dual of a tensor that does not require grad reports `requires_grad=True` (its graph is
 how the tangent is found), and so do the tensors computed from it; ops run under `no_grad` record nothing, so their
@@ -28,6 +30,7 @@ import numpy as np
 
 from actorgrad.engine import _refuse_inside_trio, grad_sync
 from actorgrad.grad_mode import enable_grad, is_grad_enabled
+from actorgrad.ops.record import SECOND_BACKWARD
 from actorgrad.tensor import Tensor
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual"]
@@ -150,12 +153,21 @@ def _tangent(level: _Level, y: Tensor) -> Tensor | None:
     _refuse_inside_trio("unpack_dual", "actorgrad.functional.jvp")
     duals = list(level.duals.values())
     cotangent = Tensor(np.zeros(y.shape, y.dtype), requires_grad=True)
+    recording = is_grad_enabled()
     with enable_grad():
-        vjps = grad_sync(y, [d for d, _, _ in duals], cotangent, create_graph=True, allow_unused=True)
+        try:
+            vjps = grad_sync(y, [d for d, _, _ in duals], cotangent, create_graph=True, allow_unused=True)
+        except RuntimeError as error:
+            if str(error) != SECOND_BACKWARD:
+                raise
+            raise RuntimeError(
+                "unpack_dual(): the tangent is computed from the tensor's recorded graph, and a backward pass has "
+                "already freed that graph; unpack tangents before calling backward, or pass retain_graph=True to it"
+            ) from error
         used = [(g, primal, t) for g, (_, primal, t) in zip(vjps, duals) if g is not None]
         tangent = None
         if used:
-            differentiable = is_grad_enabled() and any(p.requires_grad or t.requires_grad for _, p, t in used)
+            differentiable = recording and any(p.requires_grad or t.requires_grad for _, p, t in used)
             inner = sum(((g * t).sum() for g, _, t in used[1:]), (used[0][0] * used[0][2]).sum())
             if inner.requires_grad:
                 (tangent,) = grad_sync(inner, cotangent, create_graph=differentiable, allow_unused=True)
