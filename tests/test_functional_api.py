@@ -148,6 +148,8 @@ def test_forward_mode_jacobian_and_hessian_equal_reverse_mode():
         jacobian(fn, (a, b), strategy="forward-mode")
     with pytest.raises(NotImplementedError, match='`create_graph=True` and `strategy="forward-mode"` are not'):
         jacobian(fn, (a, b), create_graph=True, vectorize=True, strategy="forward-mode")
+    with pytest.raises(NotImplementedError, match='`create_graph=True` and `strategy="forward-mode"` are not'):
+        hessian(scalar, (a, b), create_graph=True, vectorize=True, outer_jacobian_strategy="forward-mode")
     with pytest.raises(RuntimeError, match="`strict=True` and `vectorized=True` are not supported together"):
         jacobian(fn, (a, b), strict=True, vectorize=True)
 

@@ -267,6 +267,10 @@ def _move_leading_dims_last(block: Tensor, count: int) -> Tensor:
     return block.permute(*range(count, block.ndim), *range(count))
 
 
+_FORWARD_NO_CREATE_GRAPH = (
+    'jacobian: `create_graph=True` and `strategy="forward-mode"` are not supported together (yet). Please either '
+    'set `create_graph=False` or `strategy="reverse-mode"`.'
+)
 _FORWARD_NEEDS_VECTORIZE = (
     "Computing Jacobian using forward-AD or forward-over-reverse Hessian is only implemented for `vectorize=True`."
 )
@@ -279,9 +283,7 @@ def jacobian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool
                              'function has more outputs than inputs, "forward-mode" tends to be more performant. '
                              'Otherwise, prefer to use "reverse-mode".')
     if strategy == "forward-mode" and create_graph:
-        raise NotImplementedError('jacobian: `create_graph=True` and `strategy="forward-mode"` are not supported '
-                                  'together (yet). Please either set `create_graph=False` or '
-                                  '`strategy="reverse-mode"`.')
+        raise NotImplementedError(_FORWARD_NO_CREATE_GRAPH)
     if strategy == "forward-mode" and not vectorize:
         raise NotImplementedError(_FORWARD_NEEDS_VECTORIZE)
     if vectorize and strict:
@@ -324,6 +326,8 @@ def hessian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool,
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
     if outer_jacobian_strategy == "forward-mode" and not vectorize:
         raise NotImplementedError(_FORWARD_NEEDS_VECTORIZE)
+    if outer_jacobian_strategy == "forward-mode" and create_graph:
+        raise NotImplementedError(_FORWARD_NO_CREATE_GRAPH)
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
         inputs = _preprocess(inputs, create_graph, need_graph=True)
