@@ -3,9 +3,13 @@
 For scripts. Inside a trio app, await `actorgrad.backward(...)` / `actorgrad.grad(...)` instead.
 """
 
+from actorgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from actorgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from actorgrad.engine import backward_sync as backward
 from actorgrad.engine import grad_sync as grad
 from actorgrad.node import GraphRoot, Node
 
-__all__ = ["GradcheckError", "GraphRoot", "Node", "backward", "grad", "gradcheck", "gradgradcheck"]
+__all__ = [
+    "Function", "FunctionCtx", "GradcheckError", "GraphRoot", "Node", "backward", "grad", "gradcheck", "gradgradcheck",
+    "once_differentiable",
+]
