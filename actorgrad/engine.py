@@ -206,10 +206,11 @@ def _as_new_grad(grad: Any, dtype: Any) -> np.ndarray:
 
 
 def _commit_or_stage(task: GraphTask, create_graph: bool) -> None:
-    """Commit a finished pass's leaf gradients; a pass nested in another hands them to the outer pass instead,
-    so that the outermost pass commits the whole nest at once, or nothing if any part of it fails."""
+    """Commit a finished pass's leaf gradients; a pass nested in a backward pass hands them to the outer pass
+    instead, so that the outermost pass commits the whole nest at once, or nothing if any part of it fails.
+    (Nested in a `grad()` pass, which commits nothing, they are committed now, as PyTorch does.)"""
     outer = task.outer
-    if outer is None:
+    if outer is None or not outer.accumulate:
         _commit(task.staged, create_graph)
         return
     recorded = outer.ops is not None

@@ -167,3 +167,12 @@ async def test_nested_pass_actors_take_priority_over_a_shallower_pass_on_the_dev
     assert any(e.graph_task == long_pass for e in events[last + 1:])
     # ... yet none of its actors ran while the nested pass had any ready.
     assert all(e.depth == 1 for e in events[first:last + 1])
+
+
+def test_a_pass_nested_in_grad_commits_its_own_leaf_updates():
+    x, w = leaf((3,), 1), leaf((3,), 2)
+    NestedSquare.seen.clear()
+    (gx,) = ag.autograd.grad((NestedSquare.apply(x, w) * 3).sum(), x)  # grad() commits nothing to stage into
+    np.testing.assert_allclose(gx.numpy(), np.full(3, 6.0))
+    np.testing.assert_allclose(NestedSquare.seen[0].numpy(), 2 * w.detach().numpy())
+    assert x.grad is None
