@@ -280,6 +280,20 @@ def test_non_differentiable_outputs_do_not_require_grad():
     np.testing.assert_allclose(x.grad.numpy(), np.full(3, 2.0))
 
 
+def test_integer_outputs_get_no_history():
+    class Argmax(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1, ag.tensor(np.argmax(x.detach().numpy()))
+
+        @staticmethod
+        def backward(ctx, g, g_index):
+            return g
+
+    values, index = Argmax.apply(leaf((3,)))
+    assert values.grad_fn.name() == "ArgmaxBackward" and index.grad_fn is None and not index.requires_grad
+
+
 def test_backward_records_only_with_create_graph():
     modes = []
 

@@ -144,6 +144,40 @@ class AsyncNested(Function):
         return g, None
 
 
+def test_async_backward_awaits_a_nested_pass_under_a_sync_backward():
+    x, w = leaf((2,), 1), leaf((2,), 2)
+    (AsyncNested.apply(x, [chain(w, 5)]) * 2).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.ones(2))
+    np.testing.assert_allclose(x.grad.numpy(), np.full(2, 2.0))
+
+
+class SyncOverAsync(Function):
+    """A sync backward that runs a sync nested pass through an async Function."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.w = w
+        return x * 1
+
+    @staticmethod
+    def backward(ctx, g):
+        with ag.enable_grad():
+            loss = AsyncNested.apply(ctx.w, [chain(ctx.w, 2)]).sum()
+        loss.backward()
+        return g, None
+
+
+async def test_async_backward_in_a_sync_nested_pass_on_the_event_loop_is_refused():
+    x, w = leaf((2,), 1), leaf((2,), 2)
+    with pytest.raises(RuntimeError, match="AsyncNestedBackward has an async backward, which cannot run in a sync "
+                                           "backward called on a running trio event loop"):
+        await ag.backward(SyncOverAsync.apply(x, w).sum())
+    assert w.grad is None and x.grad is None
+    loss = SyncOverAsync.apply(x, w).sum()
+    await trio.to_thread.run_sync(loss.backward)  # on a thread with no event loop running, it can run
+    np.testing.assert_allclose(w.grad.numpy(), np.full(2, 2.0))
+
+
 async def test_nested_pass_actors_take_priority_over_a_shallower_pass_on_the_device():
     x, w, other = leaf((2,), 1), leaf((2,), 2), leaf((2,), 3)
     # Recorded in this order, the nested graph's nodes have lower sequence numbers than the other pass's, so

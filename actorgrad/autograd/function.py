@@ -210,7 +210,8 @@ class Function:
 
 def _wrap_output(ctx: BackwardCFunction, output: Any, k: int, args: tuple) -> Any:
     """Output k as a tensor whose history is the node: a tensor marked dirty is rebased in place; an input
-    returned as is becomes a new tensor sharing its data."""
+    returned as is becomes a new tensor sharing its data. Outputs marked non-differentiable, and those of a
+    dtype that cannot have gradients (integers, bools), get no history."""
     if not isinstance(output, Tensor):
         return output
     dirty = any(output is t for t in ctx._dirty)
@@ -219,7 +220,7 @@ def _wrap_output(ctx: BackwardCFunction, output: Any, k: int, args: tuple) -> An
             raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
     elif any(output is a for a in args):
         output = Tensor(output._data)
-    if any(output is t for t in ctx._non_differentiable):
+    if output.dtype.kind not in "fc" or any(output is t for t in ctx._non_differentiable):
         output._grad_fn = None
         return output
     output._grad_fn = ctx
