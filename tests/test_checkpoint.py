@@ -125,3 +125,20 @@ def test_checkpoint_node_and_unsupported_variant():
     assert checkpoint(layers(0, 1), x).grad_fn.name() == "CheckpointFunctionBackward"
     with pytest.raises(NotImplementedError, match="use_reentrant=True"):
         checkpoint(layers(0, 1), x, use_reentrant=False)
+
+
+def test_non_tensor_arguments_and_several_outputs_pass_through():
+    def split(h, scale):
+        return h * scale, ag.tanh(h)
+
+    x = ag.tensor(np.linspace(-1, 1, 6), requires_grad=True)
+    scaled, bent = checkpoint(split, x, 3.0)
+    (scaled.sum() + bent.sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), 3.0 + 1 - np.tanh(np.linspace(-1, 1, 6)) ** 2)
+
+
+def test_inputs_without_grad_warn_that_gradients_will_be_none():
+    layers, params = mlp()
+    with pytest.warns(UserWarning, match="None of the inputs have requires_grad=True"):
+        out = checkpoint(layers(0, 1), ag.tensor(np.ones((2, WIDTH))))
+    assert not out.requires_grad

@@ -9,12 +9,13 @@ staged into the outer pass's commit; the inputs' gradients are handed back as th
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 from actorgrad.autograd.function import Function
 from actorgrad.engine import backward_collecting
-from actorgrad.grad_mode import enable_grad
+from actorgrad.grad_mode import enable_grad, is_grad_enabled
 from actorgrad.random import default_generator
 from actorgrad.scheduler.graph_task import enclosing_task
 from actorgrad.tensor import Tensor
@@ -83,5 +84,9 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool = True, prese
         raise NotImplementedError(
             "checkpoint(use_reentrant=False) is not supported: actorgrad checkpoints by recomputing in a nested "
             "(reentrant) backward; pass use_reentrant=True"
+        )
+    if is_grad_enabled() and not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+        warnings.warn(  # PyTorch's reentrant checkpoint has the same limit, and warns the same way
+            "None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2
         )
     return CheckpointFunction.apply(function, preserve_rng_state, *args)
