@@ -20,9 +20,9 @@ __all__ = [
     "AccumulateGrad", "Generator", "Node", "Tensor", "autograd", "backward", "bool_", "enable_grad", "float16",
     "float32", "float64", "functional", "get_num_workers", "grad", "initial_seed", "int32", "int64",
     "is_grad_enabled", "manual_seed", "nn", "no_grad", "ops", "optim", "profile", "set_grad_enabled",
-    "set_num_workers", "tensor",
+    "set_num_workers", "tensor", "utils",
     *ops.__all__, *creation.__all__,
 ]
 
 # Last: nn and optim build on the whole package above.
-from actorgrad import functional, nn, optim  # noqa: E402
+from actorgrad import functional, nn, optim, utils  # noqa: E402

@@ -18,7 +18,14 @@ import trio
 from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.grad_mode import enable_grad
 from actorgrad.node import Edge, GraphRoot
-from actorgrad.scheduler import GraphTask, active_trace, get_num_workers, run_graph_task, run_graph_task_inline
+from actorgrad.scheduler import (
+    GraphTask,
+    active_trace,
+    get_num_workers,
+    reentrant_depth,
+    run_graph_task,
+    run_graph_task_inline,
+)
 from actorgrad.tensor import Tensor
 from actorgrad.tensor_ops import tensor_ops
 
@@ -103,7 +110,7 @@ async def backward(
     """Accumulate d(tensors)/d(leaf) into each leaf's `.grad`, leaves committed only if the pass succeeds."""
     task = _backward_task(tensors, grad_tensors, retain_graph, create_graph, inputs)
     await run_graph_task(task)
-    _commit(task.staged, create_graph)
+    _commit_or_stage(task, create_graph)
 
 
 async def grad(
@@ -198,6 +205,23 @@ def _as_new_grad(grad: Any, dtype: Any) -> np.ndarray:
     return np.array(grad, dtype=dtype)
 
 
+def _commit_or_stage(task: GraphTask, create_graph: bool) -> None:
+    """Commit a finished pass's leaf gradients; a pass nested in a backward pass hands them to the outer pass
+    instead, so that the outermost pass commits the whole nest at once, or nothing if any part of it fails.
+    (Nested in a `grad()` pass, which commits nothing, they are committed now, as PyTorch does.)"""
+    outer = task.outer
+    if outer is None or not outer.accumulate:
+        _commit(task.staged, create_graph)
+        return
+    recorded = outer.ops is not None
+    for tensor, grad in task.staged.items():
+        if recorded and not isinstance(grad, Tensor):
+            grad = Tensor(grad)
+        elif not recorded and isinstance(grad, Tensor):
+            grad = grad._data
+        outer.stage(tensor, grad)
+
+
 def _commit(staged: dict, create_graph: bool) -> None:
     """Add every staged gradient into its tensor's `.grad`, all in one step."""
     if not staged:
@@ -226,6 +250,8 @@ def _commit(staged: dict, create_graph: bool) -> None:
 
 
 def _refuse_inside_trio(name: str, async_name: str) -> None:
+    if reentrant_depth.get():  # nested in a node's backward: runs inline, never waiting on the loop
+        return
     try:
         trio.lowlevel.current_task()
     except RuntimeError:
@@ -238,8 +264,9 @@ def _refuse_inside_trio(name: str, async_name: str) -> None:
 
 def _run_sync(task: GraphTask) -> None:
     """Run a pass for a sync call: on this thread when it needs no worker thread (starting a trio run costs
-    0.2 to 0.6 ms here, many times a small backward), else in a trio run of its own."""
-    if len(task.devices) == 1 and not (task.worker_devices and get_num_workers() > 1):
+    0.2 to 0.6 ms here, many times a small backward) or is nested in a node's backward (which may be running
+    on an event loop that must not be waited on), else in a trio run of its own."""
+    if task.depth or (len(task.devices) == 1 and not (task.worker_devices and get_num_workers() > 1)):
         run_graph_task_inline(task)
     else:
         trio.run(run_graph_task, task)
@@ -257,7 +284,17 @@ def backward_sync(
     _refuse_inside_trio("backward", "actorgrad.backward")
     task = _backward_task(tensors, grad_tensors, retain_graph, create_graph, inputs)
     _run_sync(task)
-    _commit(task.staged, create_graph)
+    _commit_or_stage(task, create_graph)
+
+
+def backward_collecting(tensors: TensorOrTensors, grad_tensors: Sequence[Tensor], collect: Sequence[Tensor]) -> list:
+    """A sync backward whose gradients for the leaves `collect` (made for this pass) are returned, not kept:
+    how a recomputing checkpoint gets its inputs' gradients while the rest go to the leaves as usual."""
+    task = _backward_task(tensors, grad_tensors, None, False, None)
+    _run_sync(task)
+    collected = [task.staged.pop(t, None) for t in collect]
+    _commit_or_stage(task, False)
+    return collected
 
 
 def grad_sync(

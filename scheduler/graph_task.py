@@ -7,9 +7,13 @@ messages, and stages leaf gradients, which the caller commits only once the whol
 
 from __future__ import annotations
 
+import contextvars
 import itertools
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
+
+import trio
 
 from actorgrad.scheduler.input_buffer import InputBuffer
 from actorgrad.scheduler.workers import HEAVY_NODE_NS, blas_threads
@@ -17,6 +21,11 @@ from actorgrad.scheduler.workers import HEAVY_NODE_NS, blas_threads
 _task_ids = itertools.count(1)
 
 reentrant_depth: ContextVar[int] = ContextVar("actorgrad_reentrant_depth", default=0)
+# The pass whose node's backward is running here: a backward started inside it is nested in it.
+enclosing_task: ContextVar[Any] = ContextVar("actorgrad_enclosing_task", default=None)
+
+# PyTorch's limit on reentrant backward nesting (its engine's max_recursion_depth_).
+MAX_REENTRANT_DEPTH = 60
 
 
 def count_dependencies(root: Any) -> tuple[dict, set, set, set]:
@@ -97,6 +106,13 @@ class GraphTask:
         self.id = next(_task_ids)
         self.root = root
         self.depth = reentrant_depth.get()
+        if self.depth > MAX_REENTRANT_DEPTH:
+            raise RuntimeError(
+                f"reentrant backward depth {self.depth} exceeds the limit of {MAX_REENTRANT_DEPTH}: a backward "
+                f"started inside a node's backward nests one level deeper; look for a custom Function whose "
+                f"backward starts a backward pass through itself"
+            )
+        self.outer = enclosing_task.get()  # the pass this one is nested in, which commits its leaf gradients
         self.keep_graph = keep_graph
         self.ops = ops
         self.accumulate = accumulate
@@ -128,6 +144,8 @@ class GraphTask:
         self.error: BaseException | None = None
         self.finished = False
         self.cancel_scope: Any = None
+        self.inline = False  # run on the caller's thread without an event loop (run_graph_task_inline)
+        self.async_scopes: set = set()  # the cancel scopes of this pass's async backwards still running
 
     # -- running one node (may run on a worker thread) ----------------------------------------------------
     def apply_node(self, node: Any, grads: list) -> Any:
@@ -149,6 +167,49 @@ class GraphTask:
         """Hold a gradient for `tensor.grad` until the pass commits."""
         held = self.staged.get(tensor)
         self.staged[tensor] = grad if held is None else held + grad
+
+    def run_async(self, node: Any, backward: Callable[[], Awaitable[Any]]) -> Any:
+        """Run a node whose backward awaits, without holding up the other ready actors.
+
+        On an event loop it runs as a task of its own: the node counts as one more outstanding step, so the
+        pass waits for it, and its outputs are delivered when it finishes; `()` is returned for now. A pass
+        run inline (no event loop on this thread) has nothing to overlap it with and runs it to completion.
+        The task is a system task under a cancel scope the pass holds (cancelled when the pass stops early):
+        a pass has a nursery only on devices with heavy nodes, and opening one for every pass would cost all
+        passes for the few with async nodes.
+        """
+        if self.inline:
+            try:
+                trio.lowlevel.current_task()
+            except RuntimeError:
+                return trio.run(backward)
+            raise RuntimeError(
+                f"{node.name()} has an async backward, which cannot run in a sync backward called on a running "
+                f"trio event loop; start the pass with `await actorgrad.backward(...)` instead"
+            )
+        self.remaining += 1
+        trio.lowlevel.spawn_system_task(
+            self._run_async_node, node, backward, name=node.name(), context=contextvars.copy_context()
+        )
+        return ()
+
+    async def _run_async_node(self, node: Any, backward: Callable[[], Awaitable[Any]]) -> None:
+        scope = trio.CancelScope()
+        self.async_scopes.add(scope)
+        try:
+            with scope:
+                outputs = await backward()
+                if not self.finished:
+                    self.finish_node(node, outputs)
+        except Exception as error:
+            self.fail(node, error)
+        finally:
+            self.async_scopes.discard(scope)
+
+    def cancel_async(self) -> None:
+        """Stop the async backwards still running for a pass that stopped early."""
+        for scope in self.async_scopes:
+            scope.cancel()
 
     # -- delivering its results (on the event loop) ------------------------------------------------------
     def finish_node(self, node: Any, outputs: Any, heap: list | None = None) -> tuple | None:
@@ -207,5 +268,6 @@ class GraphTask:
             error.add_note(f"raised by {node.name()} (sequence_nr={node.sequence_nr}) during backward")
             self.error = error
         self.finish()
+        self.cancel_async()
         if self.cancel_scope is not None:  # None: no kernels on workers to stop, the dispatcher stops itself
             self.cancel_scope.cancel()

@@ -1,0 +1,278 @@
+"""Custom Functions: `class MyFn(Function)` with static `forward(ctx, ...)` and `backward(ctx, *grads)`, used as
+`MyFn.apply(...)`, as in PyTorch.
+
+The ctx is the backward node itself (an instance of `MyFnBackward`, made for each Function subclass), so what
+forward saves on it is what the node holds. `backward` may be `async def`: the engine runs it as a task of its
+own, so it can await I/O or a nested `await actorgrad.backward(...)` without holding up other ready actors. A
+backward pass started inside `backward` is nested one reentrant level deeper than the pass running the node.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from actorgrad.accumulate_grad import gradient_edge
+from actorgrad.grad_mode import _grad_enabled, no_grad, set_grad_enabled
+from actorgrad.node import InputMetadata, Node
+from actorgrad.ops.record import SECOND_BACKWARD
+from actorgrad.scheduler.graph_task import enclosing_task, reentrant_depth
+from actorgrad.tensor import Tensor
+
+__all__ = ["BackwardCFunction", "Function", "FunctionCtx", "once_differentiable"]
+
+
+class FunctionCtx:
+    """What `forward` may tell `backward` (PyTorch's ctx methods); any other attribute may be set on it too."""
+
+    needs_input_grad: tuple[bool, ...]
+
+    def save_for_backward(self, *tensors: Tensor | None) -> None:
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward can only save tensors, but argument {i} is of type "
+                                f"{type(t).__name__}")
+        self._saved = tensors
+
+    @property
+    def saved_tensors(self) -> tuple[Tensor | None, ...]:
+        if self._saved is None:
+            raise RuntimeError(SECOND_BACKWARD)
+        return self._saved
+
+    def mark_dirty(self, *tensors: Tensor) -> None:
+        """Tensors forward modified in place: they are returned as outputs whose history is this node."""
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        """Outputs that get no gradient: they do not require grad, and backward gets None (or zeros) for them."""
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """With False, backward gets None (not zeros) for outputs that received no gradient."""
+        self._materialize_grads = bool(value)
+
+
+class BackwardCFunction(FunctionCtx, Node):
+    """The node of one `Function.apply`, named after the Function (`MyFnBackward`); it is also the ctx."""
+
+    _forward_cls: type[Function]
+    _async_backward = False
+
+    def __init__(self) -> None:
+        self._saved: tuple | None = ()
+        self._dirty: tuple = ()
+        self._non_differentiable: tuple = ()
+        self._materialize_grads = True
+        self.needs_input_grad = ()
+
+    def apply(self, grads: list, task: Any) -> Any:
+        grads = self._gradients_in(grads, task.ops is not None)
+        backward = self._forward_cls.backward
+        if self._async_backward:
+            async def run() -> tuple:
+                with set_grad_enabled(task.ops is not None), _nested_in(task):
+                    result = await backward(self, *grads)
+                return self._gradients_out(result, task)
+
+            return task.run_async(self, run)
+        with set_grad_enabled(task.ops is not None), _nested_in(task):
+            result = backward(self, *grads)
+        return self._gradients_out(result, task)
+
+    def _gradients_in(self, grads: list, recorded: bool) -> list:
+        """The output gradients as Tensors, zeros for outputs that got none unless materializing is off."""
+        out = []
+        for g, meta in zip(grads, self.input_metadata):
+            if g is None:
+                if self._materialize_grads and meta is not None:
+                    g = Tensor(np.zeros(meta.shape, meta.dtype))
+            elif not recorded:
+                g = Tensor(g)
+            out.append(g)
+        return out
+
+    def _gradients_out(self, result: Any, task: Any) -> list:
+        """Check backward's gradients against the inputs, one per forward argument, as the engine passes them on."""
+        if not task.keep_graph:
+            self._saved = None
+        grads = result if isinstance(result, tuple | list) else (result,)
+        edges = self.next_functions
+        expected = len(edges)
+        if len(grads) > expected and all(g is None for g in grads[expected:]):
+            grads = grads[:expected]
+        if len(grads) != expected:
+            raise RuntimeError(
+                f"function {self.name()} returned an incorrect number of gradients (expected {expected}, got "
+                f"{len(grads)})"
+            )
+        ops = task.ops
+        recorded = ops is not None
+        if not recorded:
+            ops = self.device.ops
+        out = [None] * expected
+        for i, (g, (node, _)) in enumerate(zip(grads, edges)):
+            if g is None or node is None:
+                continue
+            if not isinstance(g, Tensor):
+                raise RuntimeError(
+                    f"function {self.name()} returned a gradient of type {type(g).__name__} at index {i}: "
+                    f"expected Tensor or None"
+                )
+            shape, dtype = self._input_shapes[i]
+            if g.shape != shape and _broadcast_shape(shape, g.shape) != g.shape:
+                raise RuntimeError(
+                    f"Function {self.name()} returned an invalid gradient at index {i} - got {list(g.shape)} "
+                    f"but expected shape compatible with {list(shape)}"
+                )
+            g = g if recorded else g._data
+            out[i] = ops.cast(ops.sum_to(g, shape), dtype)
+        return out
+
+
+def _broadcast_shape(a: tuple, b: tuple) -> tuple | None:
+    try:
+        return np.broadcast_shapes(a, b)
+    except ValueError:
+        return None
+
+
+class _nested_in:
+    """While a node's backward runs: a backward started there nests one level deeper than `task`."""
+
+    __slots__ = ("task", "tokens")
+
+    def __init__(self, task: Any) -> None:
+        self.task = task
+
+    def __enter__(self) -> None:
+        self.tokens = (reentrant_depth.set(self.task.depth + 1), enclosing_task.set(self.task))
+
+    def __exit__(self, *exc_info: object) -> None:
+        depth, task = self.tokens
+        enclosing_task.reset(task)
+        reentrant_depth.reset(depth)
+
+
+class Function:
+    """Subclass with static `forward(ctx, *args, **kwargs)` and `backward(ctx, *grad_outputs)`, then call
+    `MyFn.apply(*args, **kwargs)`. backward returns one gradient (or None) per forward argument."""
+
+    _backward_cls: type[BackwardCFunction]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._backward_cls = type(
+            f"{cls.__name__}Backward",
+            (BackwardCFunction,),
+            {"_forward_cls": cls, "_async_backward": inspect.iscoroutinefunction(cls.backward)},
+        )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError(
+            f"{type(self).__name__} is a Function with static forward and backward: call "
+            f"{type(self).__name__}.apply(...) instead of making an instance"
+        )
+
+    @staticmethod
+    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: Any) -> Any:
+        raise NotImplementedError("You must implement the backward function for custom autograd.Function.")
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls is Function:
+            raise RuntimeError("apply() is called on a subclass of Function, e.g. MyFn.apply(x)")
+        ctx = cls._backward_cls()
+        tracking = _grad_enabled.get()
+        ctx.needs_input_grad = tuple(tracking and isinstance(a, Tensor) and a.requires_grad for a in args)
+        with no_grad():
+            result = cls.forward(ctx, *args, **kwargs)
+        if not any(ctx.needs_input_grad):
+            return result
+        outputs = result if isinstance(result, tuple) else (result,)
+        edges = tuple(gradient_edge(a) if isinstance(a, Tensor) else (None, 0) for a in args)
+        metadata = tuple(
+            InputMetadata(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in outputs
+        )
+        Node.__init__(ctx, edges, metadata, args[ctx.needs_input_grad.index(True)].device)
+        ctx._input_shapes = tuple((a.shape, a.dtype) if isinstance(a, Tensor) else None for a in args)
+        wrapped = tuple(_wrap_output(ctx, o, k, args) for k, o in enumerate(outputs))
+        return wrapped if isinstance(result, tuple) else wrapped[0]
+
+
+def _wrap_output(ctx: BackwardCFunction, output: Any, k: int, args: tuple) -> Any:
+    """Output k as a tensor whose history is the node: a tensor marked dirty is rebased in place; an input
+    returned as is becomes a new tensor sharing its data. Outputs marked non-differentiable, and those of a
+    dtype that cannot have gradients (integers, bools), get no history."""
+    if not isinstance(output, Tensor):
+        return output
+    dirty = any(output is t for t in ctx._dirty)
+    if dirty:
+        if output._grad_fn is None and output._requires_grad:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+    elif any(output is a for a in args):
+        output = Tensor(output._data)
+    if output.dtype.kind not in "fc" or any(output is t for t in ctx._non_differentiable):
+        output._grad_fn = None
+        return output
+    output._grad_fn = ctx
+    output._output_nr = k
+    return output
+
+
+class _DelayedErrorNode(Node):
+    """Stands for a @once_differentiable backward in the graph: differentiating through it raises."""
+
+    __slots__ = ()
+
+    def name(self) -> str:
+        return "DelayedError"
+
+    def apply(self, grads: list, task: Any) -> tuple:
+        raise RuntimeError("trying to differentiate twice a function that was marked with @once_differentiable")
+
+
+def once_differentiable(backward: Callable) -> Callable:
+    """Decorate a Function's backward that cannot itself be differentiated: it runs without recording, and
+    a gradient taken through its results raises instead of being silently wrong."""
+
+    def attach_delayed_error(result: Any, grads: tuple) -> Any:
+        needs = [g for g in grads if isinstance(g, Tensor) and g.requires_grad]
+        if not needs or not _grad_enabled.get():
+            return result
+        edges = tuple(gradient_edge(g) for g in needs)
+        results = result if isinstance(result, tuple | list) else (result,)
+        marked = []
+        for r in results:
+            if isinstance(r, Tensor):
+                node = _DelayedErrorNode(edges, (InputMetadata(r.shape, r.dtype, r.device),), r.device)
+                r = Tensor(r._data, grad_fn=node)
+            marked.append(r)
+        return tuple(marked) if isinstance(result, tuple | list) else marked[0]
+
+    if inspect.iscoroutinefunction(backward):
+
+        @functools.wraps(backward)
+        async def run_async(ctx: Any, *grads: Any) -> Any:
+            with no_grad():
+                result = await backward(ctx, *grads)
+            return attach_delayed_error(result, grads)
+
+        return run_async
+
+    @functools.wraps(backward)
+    def run(ctx: Any, *grads: Any) -> Any:
+        with no_grad():
+            result = backward(ctx, *grads)
+        return attach_delayed_error(result, grads)
+
+    return run
+

@@ -1,0 +1,92 @@
+"""Activation checkpointing: run a segment without keeping its intermediates, and recompute it in backward.
+
+`checkpoint(fn, *args)` runs `fn` under no_grad, saving only its inputs (and the random generator's state). In
+backward, CheckpointFunction runs `fn` again on detached copies of the inputs, with grad mode on and the saved
+random state (so dropout draws the same mask), and backpropagates through the recomputed segment in a pass
+nested in the running one (PyTorch's reentrant checkpoint). Parameters the segment uses get their gradients
+staged into the outer pass's commit; the inputs' gradients are handed back as the Function's own.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from actorgrad.autograd.function import Function
+from actorgrad.engine import backward_collecting
+from actorgrad.grad_mode import enable_grad, is_grad_enabled
+from actorgrad.random import default_generator
+from actorgrad.scheduler.graph_task import enclosing_task
+from actorgrad.tensor import Tensor
+
+__all__ = ["checkpoint"]
+
+
+class CheckpointFunction(Function):
+    @staticmethod
+    def forward(ctx: Any, run_function: Callable, preserve_rng_state: bool, *args: Any) -> Any:
+        ctx.run_function = run_function
+        ctx.rng_state = default_generator.get_state() if preserve_rng_state else None
+        ctx.args = tuple(None if isinstance(a, Tensor) else a for a in args)
+        ctx.save_for_backward(*(a if isinstance(a, Tensor) else None for a in args))
+        return run_function(*args)
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: Tensor | None) -> tuple:
+        outer = enclosing_task.get()
+        if not outer.accumulate or outer.captures is not None:
+            raise RuntimeError(
+                "Checkpointing is not compatible with .grad() or when an `inputs` parameter is passed to "
+                ".backward(). Please use .backward() and do not pass its `inputs` argument."
+            )
+        inputs = [
+            arg if t is None else Tensor(t._data, requires_grad=t.requires_grad)
+            for t, arg in zip(ctx.saved_tensors, ctx.args)
+        ]
+        with _random_state(ctx.rng_state), enable_grad():
+            outputs = ctx.run_function(*inputs)
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        pairs = [
+            (o, g) for o, g in zip(outputs, grad_outputs) if isinstance(o, Tensor) and o.requires_grad and g is not None
+        ]
+        if not pairs:
+            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not necessary")
+        wanted = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
+        collected = backward_collecting([o for o, _ in pairs], [g for _, g in pairs], wanted)
+        grads = dict(zip(map(id, wanted), collected))
+        return (None, None, *(_as_tensor(grads.get(id(t))) if isinstance(t, Tensor) else None for t in inputs))
+
+
+def _as_tensor(grad: Any) -> Tensor | None:
+    return grad if grad is None or isinstance(grad, Tensor) else Tensor(grad)
+
+
+class _random_state:
+    """Run the recomputation with the random state the forward saw, and then go on from where it was."""
+
+    def __init__(self, state: dict | None) -> None:
+        self.state = state
+
+    def __enter__(self) -> None:
+        if self.state is not None:
+            self.current = default_generator.get_state()
+            default_generator.set_state(self.state)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.state is not None:
+            default_generator.set_state(self.current)
+
+
+def checkpoint(function: Callable, *args: Any, use_reentrant: bool = True, preserve_rng_state: bool = True) -> Any:
+    """`function(*args)`, keeping none of its intermediates for backward: they are recomputed there."""
+    if not use_reentrant:
+        raise NotImplementedError(
+            "checkpoint(use_reentrant=False) is not supported: actorgrad checkpoints by recomputing in a nested "
+            "(reentrant) backward; pass use_reentrant=True"
+        )
+    if is_grad_enabled() and not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+        warnings.warn(  # PyTorch's reentrant checkpoint has the same limit, and warns the same way
+            "None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2
+        )
+    return CheckpointFunction.apply(function, preserve_rng_state, *args)
