@@ -19,7 +19,7 @@ from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.grad_mode import enable_grad
 from actorgrad.node import Edge, GraphRoot
 from actorgrad.scheduler import GraphTask, active_trace, get_num_workers, run_graph_task, run_graph_task_inline
-from actorgrad.tensor import Tensor
+from actorgrad.tensor import Tensor, bump_version
 from actorgrad.tensor_ops import tensor_ops
 
 TensorOrTensors = Tensor | Sequence[Tensor]
@@ -221,6 +221,7 @@ def _commit(staged: dict, create_graph: bool) -> None:
                 tensor.grad = Tensor(_as_new_grad(grad, tensor.dtype))
             elif held._grad_fn is None and not held._requires_grad and held._data.flags.writeable:
                 held._data += grad
+                bump_version(held)
             else:
                 tensor.grad = Tensor(held._data + grad)
 

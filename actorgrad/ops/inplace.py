@@ -1,0 +1,271 @@
+"""In-place ops (add_, sub_, mul_, div_, zero_, fill_, clamp_, copy_, `tensor[index] = value`, `+=` ...) and
+their autograd.
+
+An in-place op writes its result into the tensor's own array, so every view of that storage sees it, and bumps
+the storage's version counter, so a node that saved the old values refuses to run backward on the new ones.
+
+When the op needs a gradient it rebases the tensor's history, as PyTorch does: the op is recorded out of place on
+a stand-in for the tensor (its array, its grad_fn), and the node this makes becomes the tensor's grad_fn, with the
+tensor's previous grad_fn as its first edge. The stand-in gets a copy of the array when the node saves it, since
+the write would otherwise change what was saved. A leaf that requires grad is refused (unless grad mode is off,
+as optimizers run), and so is a view, or a tensor with live views, whose history the write would leave stale:
+PyTorch rebases those too (CopySlices on the base, AsStridedBackward0 on the view), actorgrad does not yet.
+
+What actorgrad treats as a view: an op's output whose array is a numpy view of an input's storage (reshape,
+transpose, basic indexing, expand, squeeze ...). It shares the input's version counter; so does `detach()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from actorgrad.devices import cpu
+from actorgrad.grad_mode import _grad_enabled
+from actorgrad.node import InputMetadata
+from actorgrad.ops.arithmetic import add, div, mul, sub
+from actorgrad.ops.indexing import parse_index
+from actorgrad.ops.operands import as_operand, broadcast_error, category, data_as, result_type
+from actorgrad.ops.record import Rule, record
+from actorgrad.ops.selection import clamp
+from actorgrad.tensor import Tensor, as_array, bump_version
+
+__all__: list[str] = []
+
+LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+SHARED_MEMORY = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+    "Please clone() the tensor before performing the operation."
+)
+# PyTorch's names of scalar types, for its cast error.
+SCALAR_NAMES = {
+    np.dtype(t): name for t, name in (
+        (np.float64, "Double"), (np.float32, "Float"), (np.float16, "Half"), (np.int64, "Long"), (np.int32, "Int"),
+        (np.int16, "Short"), (np.int8, "Char"), (np.uint8, "Byte"), (np.bool_, "Bool"),
+    )
+}
+
+
+def _zeros(ops: Any, g: Any) -> Any:
+    return ops.zeros_like(g)
+
+
+def _written_grad(ops: Any, g: Any, basic: tuple, advanced: tuple | None, value_shape: tuple) -> Any:
+    """The gradient of the value written by `self[index] = value`: the output's gradient at the written
+    positions, summed back over the value's broadcasting."""
+    return ops.sum_to(ops.index(g, basic, advanced), value_shape)
+
+
+ADD_ALPHA = Rule("AddBackward0", ((), None), (("alpha",), lambda ops, g, alpha: g * alpha), broadcasts=True)
+SUB_ALPHA = Rule("SubBackward0", ((), None), (("alpha",), lambda ops, g, alpha: g * -alpha), broadcasts=True)
+ZERO = Rule("ZeroBackward0", ((), _zeros))
+FILL_NUMBER = Rule("FillBackward2", ((), _zeros))
+FILL_TENSOR = Rule("FillBackward3", ((), _zeros), ((), None), broadcasts=True)
+COPY = Rule("torch::autograd::CopyBackwards", ((), _zeros), ((), None), broadcasts=True)
+_SETITEM_GRADS = (
+    (("keep",), lambda ops, g, keep: g * keep),
+    (("basic", "advanced", "value_shape"), _written_grad),
+)
+COPY_SLICES = Rule("torch::autograd::CopySlices", *_SETITEM_GRADS)
+INDEX_PUT = Rule("IndexPutBackward0", *_SETITEM_GRADS)
+
+
+# -- the shared machinery ------------------------------------------------------------------------------------------
+def _requires_grad(value: Any) -> bool:
+    return isinstance(value, Tensor) and value.requires_grad
+
+
+def _check_rebase(self: Tensor, op: str) -> None:
+    """Refuse an in-place op that needs a gradient where PyTorch refuses it, or where actorgrad cannot rebase."""
+    if self._grad_fn is None and self._requires_grad:
+        raise RuntimeError(LEAF)
+    base = self._base
+    if base is not None:
+        if base._grad_fn is None and base._requires_grad:
+            raise RuntimeError(VIEW_OF_LEAF)
+        raise RuntimeError(
+            f"{op}: this tensor is a view of another tensor's storage (made by reshape, transpose, indexing, "
+            f"...), and actorgrad cannot yet rebase a view's history in place; write through the base instead "
+            f"(base[index] = value) or clone() the view first"
+        )
+    views = self._vc.views if self._vc is not None else None
+    if views:
+        raise RuntimeError(
+            f"{op}: {len(views)} view(s) of this tensor (made by reshape, transpose, indexing, ...) are alive, and "
+            f"actorgrad cannot yet rebase their history after an in-place change; drop the views or clone() the "
+            f"tensor first"
+        )
+
+
+def _stand_in(self: Tensor, copy: bool) -> Tensor:
+    """A tensor with `self`'s values and history, for recording the op out of place."""
+    return Tensor(self._data.copy() if copy else self._data, grad_fn=self._grad_fn, output_nr=self._output_nr)
+
+
+def _store(self: Tensor, index: Any, value: Any) -> None:
+    try:
+        self._data[index] = value
+    except ValueError:
+        if self._data.flags.writeable:
+            raise
+        if 0 in self._data.strides:
+            raise RuntimeError(SHARED_MEMORY) from None
+        raise RuntimeError("the tensor's array is read-only; clone() it before changing it in place") from None
+
+
+def _rebase(self: Tensor, result: Tensor) -> None:
+    """Make the node that recorded `result` the history of `self`, whose values it now holds."""
+    node = result._grad_fn
+    if node is not None:
+        node.input_metadata = (InputMetadata(self._data.shape, self._data.dtype, cpu),)
+        self._grad_fn, self._output_nr = node, 0
+
+
+def _inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor], operands: tuple, saves_self: bool) -> Tensor:
+    """Run `compute` (the op out of place) and write its result into `self`, rebasing `self`'s history when the
+    op needs a gradient. `saves_self`: the recorded node keeps `self`'s values, which must be copied first."""
+    records = _grad_enabled.get() and (self.requires_grad or any(_requires_grad(o) for o in operands))
+    if records:
+        _check_rebase(self, op)
+        result = compute(_stand_in(self, saves_self))
+    else:
+        result = compute(self)
+    data, target = result._data, self._data
+    if data.shape != target.shape:
+        raise RuntimeError(
+            f"output with shape {list(target.shape)} doesn't match the broadcast shape {list(data.shape)}"
+        )
+    if category(data.dtype) > category(target.dtype):
+        raise RuntimeError(
+            f"result type {SCALAR_NAMES[data.dtype]} can't be cast to the desired output type "
+            f"{SCALAR_NAMES[target.dtype]}"
+        )
+    _store(self, Ellipsis, data)
+    bump_version(self)
+    if records:
+        _rebase(self, result)
+    return self
+
+
+# -- arithmetic ----------------------------------------------------------------------------------------------------
+def _scaled(rule: Rule, kernel: Any, input: Tensor, other: Any, alpha: Any) -> Tensor:
+    """`input + alpha * other` (or minus) as one node, as PyTorch records add/sub with alpha."""
+    dtype = result_type(input, other)
+    if dtype.kind in "biu" and isinstance(alpha, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    other = as_operand(other, dtype)
+    x, y = data_as(input, dtype), data_as(other, dtype)
+    try:
+        data = kernel(x, y * np.asarray(alpha, dtype))
+    except ValueError:
+        raise broadcast_error(rule.name, x.shape, y.shape) from None
+    return record(rule, data, (input, other), alpha=alpha)
+
+
+def add_(self: Tensor, other: Any, alpha: Any = 1) -> Tensor:
+    if alpha == 1:
+        return _inplace(self, "add_", lambda s: add(s, other), (other,), False)
+    return _inplace(self, "add_", lambda s: _scaled(ADD_ALPHA, np.add, s, other, alpha), (other,), False)
+
+
+def sub_(self: Tensor, other: Any, alpha: Any = 1) -> Tensor:
+    if alpha == 1:
+        return _inplace(self, "sub_", lambda s: sub(s, other), (other,), False)
+    return _inplace(self, "sub_", lambda s: _scaled(SUB_ALPHA, np.subtract, s, other, alpha), (other,), False)
+
+
+def mul_(self: Tensor, other: Any) -> Tensor:
+    return _inplace(self, "mul_", lambda s: mul(s, other), (other,), _requires_grad(other))
+
+
+def div_(self: Tensor, other: Any) -> Tensor:
+    return _inplace(self, "div_", lambda s: div(s, other), (other,), _requires_grad(other))
+
+
+def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    return _inplace(self, "clamp_", lambda s: clamp(s, min, max), (min, max), True)
+
+
+# -- filling and copying -------------------------------------------------------------------------------------------
+def zero_(self: Tensor) -> Tensor:
+    return _inplace(self, "zero_", lambda s: record(ZERO, np.zeros_like(s._data), (s,)), (), False)
+
+
+def fill_(self: Tensor, value: Any) -> Tensor:
+    if not isinstance(value, Tensor):
+        return _inplace(self, "fill_", lambda s: record(FILL_NUMBER, np.full_like(s._data, value), (s,)), (), False)
+    if value.ndim:
+        raise RuntimeError(
+            f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
+        )
+    return _inplace(
+        self, "fill_", lambda s: record(FILL_TENSOR, np.full_like(s._data, value._data), (s, value)), (value,), False
+    )
+
+
+def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    """`src`'s values (broadcast to this tensor's shape, cast to its dtype) written into this tensor."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not {type(src).__name__}")
+
+    def compute(s: Tensor) -> Tensor:
+        try:
+            data = np.array(np.broadcast_to(src._data, s.shape), dtype=s.dtype)
+        except ValueError:
+            raise broadcast_error("copy_", s.shape, src.shape) from None
+        return record(COPY, data, (s, src))
+
+    return _inplace(self, "copy_", compute, (src,), False)
+
+
+# -- tensor[index] = value -----------------------------------------------------------------------------------------
+def setitem(self: Tensor, index: Any, value: Any) -> None:
+    """Write `value` (a number or a tensor broadcasting to the indexed shape) at `index`, any index kind that
+    `tensor[index]` takes; with a gradient, the written positions get none from the old values."""
+    basic, advanced, _ = parse_index(index, self._data.shape)
+    region = self._data[basic]
+    shape = np.shape(region if advanced is None else region[advanced])
+    values = value._data if isinstance(value, Tensor) else as_array(value, self._data.dtype)
+    try:
+        np.broadcast_to(values, shape)
+    except ValueError:
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {list(values.shape)} cannot be broadcast to indexing result of "
+            f"shape {list(shape)}"
+        ) from None
+    records = _grad_enabled.get() and (self.requires_grad or _requires_grad(value))
+    if records:
+        _check_rebase(self, "__setitem__")
+    if advanced is None:
+        _store(self, basic, values)
+    else:
+        _store_advanced(self, basic, advanced, values)
+    bump_version(self)
+    if not records:
+        return
+    keep = np.ones(self._data.shape, np.bool_)
+    if advanced is None:
+        keep[basic] = False
+    else:
+        keep[basic][advanced] = False
+    rule = COPY_SLICES if advanced is None else INDEX_PUT
+    inputs = (_stand_in(self, False),) + ((value,) if isinstance(value, Tensor) else ())
+    params = dict(keep=keep, basic=basic, advanced=advanced, value_shape=values.shape)
+    _rebase(self, record(rule, np.empty_like(self._data), inputs, **params))
+
+
+def _store_advanced(self: Tensor, basic: tuple, advanced: tuple, values: np.ndarray) -> None:
+    region = self._data[basic]
+    if not region.flags.writeable:
+        _store(self, basic, region)  # raises the read-only error
+    region[advanced] = values
+
+
+METHODS = {
+    "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "clamp_": clamp_, "clip_": clamp_,
+    "zero_": zero_, "fill_": fill_, "copy_": copy_, "__setitem__": setitem,
+    "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_,
+}
