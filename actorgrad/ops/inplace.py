@@ -252,7 +252,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     else:
         keep[basic][advanced] = False
     rule = COPY_SLICES if advanced is None else INDEX_PUT
-    inputs = (_stand_in(self, False),) + ((value,) if isinstance(value, Tensor) else ())
+    inputs = (_stand_in(self, False), value if isinstance(value, Tensor) else Tensor(values))
     params = dict(keep=keep, basic=basic, advanced=advanced, value_shape=values.shape)
     _rebase(self, record(rule, np.empty_like(self._data), inputs, **params))
 
