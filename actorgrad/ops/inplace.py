@@ -7,9 +7,13 @@ the storage's version counter, so a node that saved the old values refuses to ru
 When the op needs a gradient it rebases the tensor's history, as PyTorch does: the op is recorded out of place on
 a stand-in for the tensor (its array, its grad_fn), and the node this makes becomes the tensor's grad_fn, with the
 tensor's previous grad_fn as its first edge. The stand-in gets a copy of the array when the node saves it, since
-the write would otherwise change what was saved. A leaf that requires grad is refused (unless grad mode is off,
-as optimizers run), and so is a view, or a tensor with live views, whose history the write would leave stale:
-PyTorch rebases those too (CopySlices on the base, AsStridedBackward0 on the view), actorgrad does not yet.
+the write would otherwise change what was saved. A leaf that requires grad, or a view of one, is refused (unless
+grad mode is off, as optimizers run).
+
+A write through a view changes its base too, so, as in PyTorch, the base's history becomes a CopySlices node (the
+base's old gradient path everywhere but the view's positions, the op's node there), and every live view of the
+base, the written one included, gets a fresh AsStridedBackward0 node reading its positions out of the base's new
+history. The same refresh follows a write to a base that has live views.
 
 What actorgrad treats as a view: an op's output whose array is a numpy view of an input's storage (reshape,
 transpose, basic indexing, expand, squeeze ...). It shares the input's version counter; so does `detach()`.
@@ -17,6 +21,7 @@ transpose, basic indexing, expand, squeeze ...). It shares the input's version c
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -71,6 +76,22 @@ _SETITEM_GRADS = (
 )
 COPY_SLICES = Rule("torch::autograd::CopySlices", *_SETITEM_GRADS)
 INDEX_PUT = Rule("IndexPutBackward0", *_SETITEM_GRADS)
+# A base's history after a write through its view at `positions` (flat indices into the base).
+VIEW_WRITE = Rule(
+    "torch::autograd::CopySlices",
+    (("keep",), lambda ops, g, keep: g * keep),
+    (("positions",), lambda ops, g, positions: ops.index(ops.reshape(g, (-1,)), (), (positions,))),
+)
+# A view's history read out of its base's: its gradient goes back to its positions in the base.
+AS_STRIDED = Rule(
+    "AsStridedBackward0",
+    (
+        ("positions", "base_shape"),
+        lambda ops, g, positions, base_shape: ops.reshape(
+            ops.index_put_zeros(g, (math.prod(base_shape),), (), (positions,)), base_shape
+        ),
+    ),
+)
 
 
 # -- the shared machinery ------------------------------------------------------------------------------------------
@@ -79,25 +100,12 @@ def _requires_grad(value: Any) -> bool:
 
 
 def _check_rebase(self: Tensor, op: str) -> None:
-    """Refuse an in-place op that needs a gradient where PyTorch refuses it, or where actorgrad cannot rebase."""
+    """Refuse an in-place op that needs a gradient where PyTorch refuses it."""
     if self._grad_fn is None and self._requires_grad:
         raise RuntimeError(LEAF)
     base = self._base
-    if base is not None:
-        if base._grad_fn is None and base._requires_grad:
-            raise RuntimeError(VIEW_OF_LEAF)
-        raise RuntimeError(
-            f"{op}: this tensor is a view of another tensor's storage (made by reshape, transpose, indexing, "
-            f"...), and actorgrad cannot yet rebase a view's history in place; write through the base instead "
-            f"(base[index] = value) or clone() the view first"
-        )
-    views = self._vc.views if self._vc is not None else None
-    if views:
-        raise RuntimeError(
-            f"{op}: {len(views)} view(s) of this tensor (made by reshape, transpose, indexing, ...) are alive, and "
-            f"actorgrad cannot yet rebase their history after an in-place change; drop the views or clone() the "
-            f"tensor first"
-        )
+    if base is not None and base._grad_fn is None and base._requires_grad:
+        raise RuntimeError(VIEW_OF_LEAF)
 
 
 def _stand_in(self: Tensor, copy: bool) -> Tensor:
@@ -117,11 +125,50 @@ def _store(self: Tensor, index: Any, value: Any) -> None:
 
 
 def _rebase(self: Tensor, result: Tensor) -> None:
-    """Make the node that recorded `result` the history of `self`, whose values it now holds."""
+    """Make the node that recorded `result` the history of `self`, whose values it now holds; through a view,
+    the base's history takes the node in at the view's positions. Then every view of the base reads its own."""
     node = result._grad_fn
-    if node is not None:
-        node.input_metadata = (InputMetadata(self._data.shape, self._data.dtype, cpu),)
+    if node is None:
+        return
+    node.input_metadata = (InputMetadata(self._data.shape, self._data.dtype, cpu),)
+    base = self._base
+    if base is None:
         self._grad_fn, self._output_nr = node, 0
+        _refresh_views(self)
+        return
+    positions = _positions(self._data, base._data)
+    keep = np.ones(base._data.shape, np.bool_)
+    keep.reshape(-1)[positions.ravel()] = False
+    inputs = (_stand_in(base, False), Tensor(self._data, grad_fn=node))
+    merged = record(VIEW_WRITE, np.empty_like(base._data), inputs, keep=keep, positions=positions)
+    base._grad_fn, base._output_nr = merged._grad_fn, 0
+    _refresh_views(base)
+
+
+def _refresh_views(base: Tensor) -> None:
+    """Give every live view of `base` a history read out of the base's new one (PyTorch regenerates a view's
+    grad_fn when its base changed)."""
+    views = base._vc.views if base._vc is not None else None
+    for view in list(views or ()):
+        if view._base is base:
+            positions = _positions(view._data, base._data)
+            read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=positions, base_shape=base.shape)
+            view._grad_fn, view._output_nr = read._grad_fn, 0
+
+
+def _addresses(array: np.ndarray) -> np.ndarray:
+    """The memory address of each element of `array`."""
+    out = np.full(array.shape, array.__array_interface__["data"][0], np.int64)
+    for d, (n, stride) in enumerate(zip(array.shape, array.strides)):
+        out += (np.arange(n, dtype=np.int64) * stride).reshape((-1,) + (1,) * (array.ndim - d - 1))
+    return out
+
+
+def _positions(view: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """The flat (row-major) index in `base` of each element of `view`, an array viewing base's memory."""
+    base_addresses = _addresses(base).ravel()
+    order = np.argsort(base_addresses)
+    return order[np.searchsorted(base_addresses[order], _addresses(view))]
 
 
 def _inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor], operands: tuple, saves_self: bool) -> Tensor:
