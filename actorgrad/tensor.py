@@ -124,7 +124,6 @@ class Tensor:
         vc = self._vc
         return 0 if vc is None else vc.value
 
-    @property
     def _is_view(self) -> bool:
         return self._base is not None
 

@@ -444,7 +444,7 @@ def test_views_share_the_version_counter_and_copies_do_not():
     views[0].mul_(2)
     views[2][3] = 0.0
     assert t._version == 3 and all(v._version == 3 for v in views)
-    assert views[0]._is_view and views[2]._base is t and not views[4]._is_view and not copies[0]._is_view
+    assert views[0]._is_view() and views[2]._base is t and not views[4]._is_view() and not copies[0]._is_view()
 
 
 def test_a_change_through_a_view_or_detach_is_caught_at_backward():
