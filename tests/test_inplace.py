@@ -296,6 +296,20 @@ def test_a_tensor_without_history_gets_one_from_an_operand_that_requires_grad():
         assert z.grad_fn.name() == name and z.grad_fn.next_functions[0] == (None, 0) and z.requires_grad
 
 
+def test_a_retained_gradient_follows_the_rebased_history():
+    x = leaf(3)
+    y = x * 2
+    y.retain_grad()
+    y.add_(1)
+    row = (x * 1)[0:2]
+    row.retain_grad()
+    row._base.mul_(2)
+    (y.sum() + row.sum()).backward()
+    assert y.retains_grad and row.retains_grad
+    np.testing.assert_array_equal(y.grad.numpy(), np.ones(3))
+    np.testing.assert_array_equal(row.grad.numpy(), np.ones(2))
+
+
 # -- gradients -----------------------------------------------------------------------------------------------------
 @CHECKS
 @given(st.data())

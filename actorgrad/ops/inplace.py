@@ -133,7 +133,7 @@ def _rebase(self: Tensor, result: Tensor) -> None:
     node.input_metadata = (InputMetadata(self._data.shape, self._data.dtype, cpu),)
     base = self._base
     if base is None:
-        self._grad_fn, self._output_nr = node, 0
+        _move_history(self, node)
         _refresh_views(self)
         return
     positions = _positions(self._data, base._data)
@@ -141,7 +141,7 @@ def _rebase(self: Tensor, result: Tensor) -> None:
     keep.reshape(-1)[positions.ravel()] = False
     inputs = (_stand_in(base, False), Tensor(self._data, grad_fn=node))
     merged = record(VIEW_WRITE, np.empty_like(base._data), inputs, keep=keep, positions=positions)
-    base._grad_fn, base._output_nr = merged._grad_fn, 0
+    _move_history(base, merged._grad_fn)
     _refresh_views(base)
 
 
@@ -153,7 +153,16 @@ def _refresh_views(base: Tensor) -> None:
         if view._base is base:
             positions = _positions(view._data, base._data)
             read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=positions, base_shape=base.shape)
-            view._grad_fn, view._output_nr = read._grad_fn, 0
+            _move_history(view, read._grad_fn)
+
+
+def _move_history(t: Tensor, node: Any) -> None:
+    """Make `node` (output 0) `t`'s grad_fn; a retained gradient is now taken from it."""
+    old = t._grad_fn
+    retained = old.retained if old is not None else None
+    if retained is not None and t._output_nr in retained:
+        node.retained = {0: retained.pop(t._output_nr)}
+    t._grad_fn, t._output_nr = node, 0
 
 
 def _addresses(array: np.ndarray) -> np.ndarray:
