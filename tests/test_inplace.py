@@ -451,10 +451,11 @@ def test_unmodified_saved_tensors_and_version_zero_pass():
 def test_views_share_the_version_counter_and_copies_do_not():
     t = ag.tensor(np.arange(12.0).reshape(3, 4))
     views = [t[0], t[:, 1:], t.reshape(12), t.transpose(0, 1), t.detach(), t[None], t.expand(2, 3, 4)]
-    copies = [t[[0, 1]], t[t > 3], t.data, t + 0, t.clone()]
+    copies = [t[[0, 1]], t[t > 3], t.data, t + 0, t.clone(), t.flip(0)]  # flip copies in PyTorch too
     t.add_(1)
     assert [v._version for v in views] == [1] * len(views)
     assert [c._version for c in copies] == [0] * len(copies)
+    assert copies[-1].tolist() == np.flip(np.arange(12.0).reshape(3, 4), 0).tolist()
     views[0].mul_(2)
     views[2][3] = 0.0
     assert t._version == 3 and all(v._version == 3 for v in views)

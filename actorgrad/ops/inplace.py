@@ -176,8 +176,15 @@ def _addresses(array: np.ndarray) -> np.ndarray:
 def _positions(view: np.ndarray, base: np.ndarray) -> np.ndarray:
     """The flat (row-major) index in `base` of each element of `view`, an array viewing base's memory."""
     base_addresses = _addresses(base).ravel()
+    view_addresses = _addresses(view)
     order = np.argsort(base_addresses)
-    return order[np.searchsorted(base_addresses[order], _addresses(view))]
+    found = order[np.searchsorted(base_addresses[order], view_addresses).clip(max=base.size - 1)]
+    if not np.array_equal(base_addresses[found], view_addresses):
+        raise RuntimeError(
+            "a view no longer lies in its base's memory (the base was given a new array since the view was made), "
+            "so its history cannot follow the base's in-place change; make the view again"
+        )
+    return found
 
 
 def _inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor], operands: tuple, saves_self: bool) -> Tensor:
