@@ -226,6 +226,15 @@ def test_a_view_of_a_tensor_without_history_gets_one():
     np.testing.assert_allclose(x.grad.numpy(), 2 * x.detach().numpy())
 
 
+def test_a_view_outside_its_base_memory_is_an_error_not_wrong_positions():
+    y = leaf(4) * 1
+    view = y[1:3]
+    y._data = y._data.copy()  # as an optimizer's first step does to a parameter's shared array
+    with pytest.raises(RuntimeError, match="a view no longer lies in its base's memory"):
+        y.mul_(2)
+    assert view._version == 1
+
+
 @CHECKS
 @given(st.data())
 def test_gradients_through_writes_to_views(data):

@@ -71,6 +71,7 @@ class SavedOutput:
         self._vc = vc
 
 
+_VERSIONED = (Tensor, SavedOutput)  # the saved values whose version a node checks at backward
 MODIFIED = (
     "one of the variables needed for gradient computation has been modified by an inplace operation: "
     "[actorgrad.{dtype} {shape}]{source} is at version {now}; expected version {saved} instead. Hint: the tensor "
@@ -199,7 +200,7 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
         cast = array.dtype if mixed else None
         values = [params[name] for name in names]
         for v in values:
-            if isinstance(v, Tensor | SavedOutput):
+            if isinstance(v, _VERSIONED):
                 vc = v._vc
                 versions.append((v, 0 if vc is None else vc.value))
         saved_tensors.append((i, formula, tuple(values), reduce, cast))
