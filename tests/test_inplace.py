@@ -86,6 +86,8 @@ def test_writes_are_seen_through_views():
     assert row.tolist() == [6.0, 8.0, 10.0] and flat.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
     row.zero_()
     assert t.tolist() == [[0.0, 2.0, 4.0], [0.0, 0.0, 0.0]]
+    t[0, 1].add_(5)  # one element is a 0-dim view too
+    assert t.tolist() == [[0.0, 7.0, 4.0], [0.0, 0.0, 0.0]]
 
 
 @pytest.mark.parametrize(

@@ -99,7 +99,7 @@ def _requires_grad(value: Any) -> bool:
     return isinstance(value, Tensor) and value.requires_grad
 
 
-def _check_rebase(self: Tensor, op: str) -> None:
+def _check_rebase(self: Tensor) -> None:
     """Refuse an in-place op that needs a gradient where PyTorch refuses it."""
     if self._grad_fn is None and self._requires_grad:
         raise RuntimeError(LEAF)
@@ -187,12 +187,12 @@ def _positions(view: np.ndarray, base: np.ndarray) -> np.ndarray:
     return found
 
 
-def _inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor], operands: tuple, saves_self: bool) -> Tensor:
+def _inplace(self: Tensor, compute: Callable[[Tensor], Tensor], operands: tuple, saves_self: bool) -> Tensor:
     """Run `compute` (the op out of place) and write its result into `self`, rebasing `self`'s history when the
     op needs a gradient. `saves_self`: the recorded node keeps `self`'s values, which must be copied first."""
     records = _grad_enabled.get() and (self.requires_grad or any(_requires_grad(o) for o in operands))
     if records:
-        _check_rebase(self, op)
+        _check_rebase(self)
         result = compute(_stand_in(self, saves_self))
     else:
         result = compute(self)
@@ -230,42 +230,42 @@ def _scaled(rule: Rule, kernel: Any, input: Tensor, other: Any, alpha: Any) -> T
 
 def add_(self: Tensor, other: Any, alpha: Any = 1) -> Tensor:
     if alpha == 1:
-        return _inplace(self, "add_", lambda s: add(s, other), (other,), False)
-    return _inplace(self, "add_", lambda s: _scaled(ADD_ALPHA, np.add, s, other, alpha), (other,), False)
+        return _inplace(self, lambda s: add(s, other), (other,), False)
+    return _inplace(self, lambda s: _scaled(ADD_ALPHA, np.add, s, other, alpha), (other,), False)
 
 
 def sub_(self: Tensor, other: Any, alpha: Any = 1) -> Tensor:
     if alpha == 1:
-        return _inplace(self, "sub_", lambda s: sub(s, other), (other,), False)
-    return _inplace(self, "sub_", lambda s: _scaled(SUB_ALPHA, np.subtract, s, other, alpha), (other,), False)
+        return _inplace(self, lambda s: sub(s, other), (other,), False)
+    return _inplace(self, lambda s: _scaled(SUB_ALPHA, np.subtract, s, other, alpha), (other,), False)
 
 
 def mul_(self: Tensor, other: Any) -> Tensor:
-    return _inplace(self, "mul_", lambda s: mul(s, other), (other,), _requires_grad(other))
+    return _inplace(self, lambda s: mul(s, other), (other,), _requires_grad(other))
 
 
 def div_(self: Tensor, other: Any) -> Tensor:
-    return _inplace(self, "div_", lambda s: div(s, other), (other,), _requires_grad(other))
+    return _inplace(self, lambda s: div(s, other), (other,), _requires_grad(other))
 
 
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
-    return _inplace(self, "clamp_", lambda s: clamp(s, min, max), (min, max), True)
+    return _inplace(self, lambda s: clamp(s, min, max), (min, max), True)
 
 
 # -- filling and copying -------------------------------------------------------------------------------------------
 def zero_(self: Tensor) -> Tensor:
-    return _inplace(self, "zero_", lambda s: record(ZERO, np.zeros_like(s._data), (s,)), (), False)
+    return _inplace(self, lambda s: record(ZERO, np.zeros_like(s._data), (s,)), (), False)
 
 
 def fill_(self: Tensor, value: Any) -> Tensor:
     if not isinstance(value, Tensor):
-        return _inplace(self, "fill_", lambda s: record(FILL_NUMBER, np.full_like(s._data, value), (s,)), (), False)
+        return _inplace(self, lambda s: record(FILL_NUMBER, np.full_like(s._data, value), (s,)), (), False)
     if value.ndim:
         raise RuntimeError(
             f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
         )
     return _inplace(
-        self, "fill_", lambda s: record(FILL_TENSOR, np.full_like(s._data, value._data), (s, value)), (value,), False
+        self, lambda s: record(FILL_TENSOR, np.full_like(s._data, value._data), (s, value)), (value,), False
     )
 
 
@@ -281,7 +281,7 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
             raise broadcast_error("copy_", s.shape, src.shape) from None
         return record(COPY, data, (s, src))
 
-    return _inplace(self, "copy_", compute, (src,), False)
+    return _inplace(self, compute, (src,), False)
 
 
 # -- tensor[index] = value -----------------------------------------------------------------------------------------
@@ -301,7 +301,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         ) from None
     records = _grad_enabled.get() and (self.requires_grad or _requires_grad(value))
     if records:
-        _check_rebase(self, "__setitem__")
+        _check_rebase(self)
     if advanced is None:
         _store(self, basic, values)
     else:
