@@ -26,7 +26,7 @@ from actorgrad.scheduler import (
     run_graph_task,
     run_graph_task_inline,
 )
-from actorgrad.tensor import Tensor
+from actorgrad.tensor import Tensor, bump_version
 from actorgrad.tensor_ops import tensor_ops
 
 TensorOrTensors = Tensor | Sequence[Tensor]
@@ -245,6 +245,7 @@ def _commit(staged: dict, create_graph: bool) -> None:
                 tensor.grad = Tensor(_as_new_grad(grad, tensor.dtype))
             elif held._grad_fn is None and not held._requires_grad and held._data.flags.writeable:
                 held._data += grad
+                bump_version(held)
             else:
                 tensor.grad = Tensor(held._data + grad)
 

@@ -19,6 +19,19 @@ bool_ = np.dtype(np.bool_)
 _DEFAULT_FLOAT = float32
 
 
+class VersionCounter:
+    """How many times a storage was changed in place, shared by every tensor on it (a base, its views, its
+    `detach()`), so a node that saved one of them can tell at backward that its values changed since.
+    `views` holds the views made from the storage by ops (weakly), which a recorded in-place op must not
+    leave with a stale history."""
+
+    __slots__ = ("value", "views")
+
+    def __init__(self) -> None:
+        self.value = 0
+        self.views: weakref.WeakSet | None = None
+
+
 class Tensor:
     """An n-dimensional array that can record the operations applied to it.
 
@@ -33,6 +46,8 @@ class Tensor:
         "_output_nr",
         "grad",
         "_accumulator",
+        "_vc",
+        "_base",
         "__weakref__",
     )
     # Make numpy defer to Tensor's reflected operators (`ndarray * tensor` -> Tensor.__rmul__).
@@ -44,6 +59,8 @@ class Tensor:
         self._output_nr = output_nr
         self.grad: Tensor | None = None
         self._accumulator: weakref.ref | None = None
+        self._vc: VersionCounter | None = None  # made on the first in-place change or view, until then version 0
+        self._base: Tensor | None = None  # the tensor whose storage this view's array is a numpy view of
         self._requires_grad = False
         if requires_grad:
             self.requires_grad = True
@@ -96,8 +113,19 @@ class Tensor:
         fn.retained[self._output_nr] = weakref.ref(self)
 
     def detach(self) -> Tensor:
-        """The same data, cut from the graph."""
-        return Tensor(self._data)
+        """The same data, cut from the graph; it shares the version counter, so changing it in place is caught
+        by a backward that saved this tensor (`.data` does not share it, as in PyTorch)."""
+        out = Tensor(self._data)
+        out._vc = version_counter(self)
+        return out
+
+    @property
+    def _version(self) -> int:
+        vc = self._vc
+        return 0 if vc is None else vc.value
+
+    def _is_view(self) -> bool:
+        return self._base is not None
 
     # -- data access -----------------------------------------------------------------------------------------
     @property
@@ -160,6 +188,19 @@ class Tensor:
         return _format_tensor(self)
 
     __hash__ = object.__hash__
+
+
+def version_counter(t: Tensor) -> VersionCounter:
+    """`t`'s version counter, made now if it has none yet."""
+    vc = t._vc
+    if vc is None:
+        vc = t._vc = VersionCounter()
+    return vc
+
+
+def bump_version(t: Tensor) -> None:
+    """Record that `t`'s storage was changed in place."""
+    version_counter(t).value += 1
 
 
 def _format_values(data: np.ndarray) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.random import Generator, numpy_generator
-from actorgrad.tensor import Tensor
+from actorgrad.tensor import Tensor, bump_version
 
 __all__ = [
     "calculate_gain", "constant_", "kaiming_uniform_", "normal_", "ones_", "uniform_", "xavier_uniform_", "zeros_",
@@ -25,6 +25,7 @@ def _fill(tensor: Tensor, values: Any) -> Tensor:
     """Write `values` into the tensor's own array (a fresh one where the held array is read-only)."""
     if tensor._data.flags.writeable:
         tensor._data[...] = values
+        bump_version(tensor)
     else:
         tensor._data = np.array(np.broadcast_to(values, tensor.shape), dtype=tensor.dtype)
     return tensor

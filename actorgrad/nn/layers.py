@@ -13,7 +13,7 @@ from actorgrad.nn import functional as F
 from actorgrad.nn import init
 from actorgrad.nn.module import Module
 from actorgrad.nn.parameter import Parameter
-from actorgrad.tensor import Tensor
+from actorgrad.tensor import Tensor, bump_version
 
 _KAIMING_A = math.sqrt(5)  # PyTorch's choice for Linear and Conv weights: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
 
@@ -146,6 +146,7 @@ class Embedding(Module):
         init.normal_(self.weight)
         if self.padding_idx is not None:
             self.weight._data[self.padding_idx] = 0
+            bump_version(self.weight)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.embedding(input, self.weight, self.padding_idx)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.nn.parameter import Parameter
-from actorgrad.tensor import Tensor
+from actorgrad.tensor import Tensor, bump_version
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -345,5 +345,6 @@ def zero_grad_of(param: Tensor, set_to_none: bool) -> None:
         param.grad = None
     elif grad._data.flags.writeable:
         grad._data[...] = 0
+        bump_version(grad)
     else:
         param.grad = Tensor(np.zeros_like(grad._data))

@@ -60,9 +60,10 @@ FLOAT_INDEX = "tensors used as indices must be long, int, byte or bool tensors"
 def take_index(input: Tensor, basic: tuple, advanced: tuple | None, rule: Rule) -> Tensor:
     """`input[basic][advanced]` as one node; `index_put_zeros` is its gradient."""
     x = input._data
-    data = x[basic]
-    if advanced is not None:
-        data = data[advanced]
+    if advanced is None:
+        data = x[basic + (Ellipsis,)]  # with the Ellipsis, ints alone give a 0-dim view, not a numpy scalar copy
+    else:
+        data = x[basic][advanced]
     return record(rule, data, (input,), self_shape=x.shape, basic=basic, advanced=advanced)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from actorgrad.devices import cpu
 from actorgrad.ops.record import Rule, record
-from actorgrad.tensor import Tensor
+from actorgrad.tensor import Tensor, bump_version
 
 __all__ = ["batch_norm", "layer_norm"]
 
@@ -120,8 +120,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             mean, var = x.mean(axis=dims), x.var(axis=dims)
             if running_mean is not None:
                 running_mean._data[...] = (1 - momentum) * running_mean._data + momentum * mean
+                bump_version(running_mean)
             if running_var is not None:
                 running_var._data[...] = (1 - momentum) * running_var._data + momentum * var * count / (count - 1)
+                bump_version(running_var)
         return _normalize(BATCH_NORM, input, weight, bias, dims, weight_shape, eps, None)
     if running_mean is None or running_var is None:
         raise RuntimeError("batch_norm: running_mean and running_var must be given when not training")

@@ -6,6 +6,8 @@ and the formula itself. A node saves only what the formulas of inputs that requi
 
 from __future__ import annotations
 
+import re
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +18,7 @@ from actorgrad.devices import cpu
 from actorgrad.grad_mode import _grad_enabled, enable_grad
 from actorgrad.node import InputMetadata, Node
 from actorgrad.ops.operands import as_operand, result_type
-from actorgrad.tensor import Tensor
+from actorgrad.tensor import Tensor, version_counter
 
 SECOND_BACKWARD = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -59,12 +61,37 @@ class Rule:
 
 class SavedOutput:
     """An op's own output, saved without a reference back to its Tensor (that would be a cycle through the
-    node). Unpacked for `create_graph` as a new Tensor whose grad_fn is the node that saved it."""
+    node) but with its version counter. Unpacked for `create_graph` as a new Tensor whose grad_fn is the node
+    that saved it."""
 
-    __slots__ = ("_data",)
+    __slots__ = ("_data", "_vc")
 
-    def __init__(self, data: Any) -> None:
+    def __init__(self, data: Any, vc: Any) -> None:
         self._data = data
+        self._vc = vc
+
+
+_VERSIONED = (Tensor, SavedOutput)  # the saved values whose version a node checks at backward
+MODIFIED = (
+    "one of the variables needed for gradient computation has been modified by an inplace operation: "
+    "[actorgrad.{dtype} {shape}]{source} is at version {now}; expected version {saved} instead. Hint: the tensor "
+    "was changed in place after an op saved it for backward; clone() it before changing it, or change it after "
+    "backward."
+)
+
+
+def _modified_error(node: Node, saved: Any, version: int) -> RuntimeError:
+    """PyTorch's error for a saved tensor changed in place: a saved output names the node that saved it, a
+    saved input its own (current) grad_fn, a leaf nothing; node names drop PyTorch's `Backward0` suffix."""
+    if isinstance(saved, SavedOutput):
+        fn, nr = node, 0
+    else:
+        fn, nr = saved._grad_fn, saved._output_nr
+    source = "" if fn is None else f", which is output {nr} of {re.sub(r'Backward[0-9]+$', '', fn.name())},"
+    data = saved._data
+    return RuntimeError(MODIFIED.format(
+        dtype=data.dtype, shape=list(data.shape), source=source, now=saved._vc.value, saved=version
+    ))
 
 
 class FormulaNode(Node):
@@ -76,16 +103,18 @@ class FormulaNode(Node):
     the same arrays. A gradient always has its input's shape and dtype.
     """
 
-    __slots__ = ("rule", "saved", "saved_tensors")
+    __slots__ = ("rule", "saved", "saved_tensors", "versions")
 
     def __init__(
-        self, rule: Rule, edges: tuple, metadata: tuple, saved: tuple, saved_tensors: tuple, cost: float
+        self, rule: Rule, edges: tuple, metadata: tuple, saved: tuple, saved_tensors: tuple, cost: float,
+        versions: tuple = (),
     ) -> None:
         super().__init__(edges, metadata, cpu, cost=cost)
         self.multithreaded = rule.multithreaded
         self.rule = rule
         self.saved: tuple | None = saved
         self.saved_tensors: tuple | None = saved_tensors
+        self.versions = versions  # (saved Tensor or SavedOutput, its version when saved), checked at backward
 
     def name(self) -> str:
         return self.rule.name
@@ -94,11 +123,16 @@ class FormulaNode(Node):
         calls = self.saved
         if calls is None:
             raise RuntimeError(SECOND_BACKWARD)
+        for value, version in self.versions:
+            vc = value._vc
+            if vc is not None and vc.value != version:
+                raise _modified_error(self, value, version)
         ops = task.ops
         if ops is not None:
             calls = self.saved_tensors
         if not task.keep_graph:
             self.saved = self.saved_tensors = None
+            self.versions = ()
         g = grads[0]
         if g is None:
             return [None] * len(self.next_functions)
@@ -127,6 +161,8 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
     if data.__class__ is not np.ndarray:
         data = np.asarray(data)
     out = Tensor(data)
+    if data.base is not None:
+        share_if_view(out, inputs)
     if not _grad_enabled.get():
         return out
     edges = []
@@ -152,9 +188,10 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
     if len(inputs) > 1:
         params["other"] = inputs[1]
     if rule.saves_result:
-        params["result"] = SavedOutput(data)
+        params["result"] = SavedOutput(data, version_counter(out))
     saved = []
     saved_tensors = []
+    versions = []
     for i, (edge, (names, formula)) in enumerate(zip(edges, rule.grads)):
         if edge[0] is None:
             continue
@@ -162,11 +199,38 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
         reduce = array.shape if rule.broadcasts and array.shape != data.shape else None
         cast = array.dtype if mixed else None
         values = [params[name] for name in names]
+        for v in values:
+            if isinstance(v, _VERSIONED):
+                vc = v._vc
+                versions.append((v, 0 if vc is None else vc.value))
         saved_tensors.append((i, formula, tuple(values), reduce, cast))
         saved.append((i, formula, tuple([getattr(v, "_data", v) for v in values]), reduce, cast))
     metadata = (InputMetadata(data.shape, data.dtype, cpu),)
-    out._grad_fn = FormulaNode(rule, tuple(edges), metadata, tuple(saved), tuple(saved_tensors), cost)
+    out._grad_fn = FormulaNode(
+        rule, tuple(edges), metadata, tuple(saved), tuple(saved_tensors), cost, tuple(versions)
+    )
     return out
+
+
+def _storage(array: np.ndarray) -> np.ndarray:
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def share_if_view(out: Tensor, inputs: tuple[Tensor, ...]) -> None:
+    """Make `out` a view of the input whose storage its array is a numpy view of (reshape, transpose, basic
+    indexing, expand ...): it shares that input's version counter and names the input's base as its own."""
+    storage = _storage(out._data)
+    for t in inputs:
+        if _storage(t._data) is storage:
+            vc = version_counter(t)
+            out._vc = vc
+            out._base = t if t._base is None else t._base
+            if vc.views is None:
+                vc.views = weakref.WeakSet()
+            vc.views.add(out)
+            return
 
 
 def as_tensor_operand(value: Any, like: Tensor) -> Tensor:

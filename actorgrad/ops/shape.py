@@ -191,7 +191,8 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
 def flip(input: Tensor, *dims: Any) -> Tensor:
     x = input._data
     dims = normalize_dims(_shape_arg(dims), max(x.ndim, 1), "flip") if x.ndim else ()
-    return record(FLIP, np.flip(x, dims), (input,), dims=dims)
+    # a copy, as PyTorch's flip is: numpy's flipped view would follow later in-place changes of the input
+    return record(FLIP, np.flip(x, dims).copy(), (input,), dims=dims)
 
 
 def roll(input: Tensor, shifts: int | tuple[int, ...], dims: int | tuple[int, ...] | None = None) -> Tensor:

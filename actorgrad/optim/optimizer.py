@@ -3,7 +3,8 @@
 `step()` walks every parameter that has a gradient and hands its raw arrays to the subclass's `_update`,
 which changes the parameter's array in place. Before its first update a parameter gets a private copy of its
 array, so tensors that shared it (a `state_dict()` snapshot, the tensor a Parameter was made from, a read-only
-view) keep their values.
+view) keep their values. Each update bumps the parameter's version, as PyTorch's in-place update does, so a
+graph that saved the parameter before the step refuses to run backward.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 
 from actorgrad.grad_mode import enable_grad, no_grad
 from actorgrad.nn.module import zero_grad_of
-from actorgrad.tensor import Tensor
+from actorgrad.tensor import Tensor, bump_version
 
 
 class Optimizer:
@@ -86,6 +87,7 @@ class Optimizer:
                 for param in group["params"]:
                     if param.grad is not None:
                         self._update(group, self._own_array(param), param.grad._data, self.state[param])
+                        bump_version(param)
         return loss
 
     def _update(self, group: dict, param: np.ndarray, grad: np.ndarray, state: dict) -> None:

@@ -1,0 +1,334 @@
+"""In-place ops (add_, sub_, mul_, div_, zero_, fill_, clamp_, copy_, `tensor[index] = value`, `+=` ...) and
+their autograd.
+
+An in-place op writes its result into the tensor's own array, so every view of that storage sees it, and bumps
+the storage's version counter, so a node that saved the old values refuses to run backward on the new ones.
+
+When the op needs a gradient it rebases the tensor's history, as PyTorch does: the op is recorded out of place on
+a stand-in for the tensor (its array, its grad_fn), and the node this makes becomes the tensor's grad_fn, with the
+tensor's previous grad_fn as its first edge. The stand-in gets a copy of the array when the node saves it, since
+the write would otherwise change what was saved. A leaf that requires grad, or a view of one, is refused (unless
+grad mode is off, as optimizers run).
+
+A write through a view changes its base too, so, as in PyTorch, the base's history becomes a CopySlices node (the
+base's old gradient path everywhere but the view's positions, the op's node there), and every live view of the
+base, the written one included, gets a fresh AsStridedBackward0 node reading its positions out of the base's new
+history. The same refresh follows a write to a base that has live views.
+
+What actorgrad treats as a view: an op's output whose array is a numpy view of an input's storage (reshape,
+transpose, basic indexing, expand, squeeze ...). It shares the input's version counter; so does `detach()`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from actorgrad.devices import cpu
+from actorgrad.grad_mode import _grad_enabled
+from actorgrad.node import InputMetadata
+from actorgrad.ops.arithmetic import add, div, mul, sub
+from actorgrad.ops.indexing import parse_index
+from actorgrad.ops.operands import as_operand, broadcast_error, category, data_as, result_type
+from actorgrad.ops.record import Rule, record
+from actorgrad.ops.selection import clamp
+from actorgrad.tensor import Tensor, as_array, bump_version
+
+__all__: list[str] = []
+
+LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+SHARED_MEMORY = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+    "Please clone() the tensor before performing the operation."
+)
+# PyTorch's names of scalar types, for its cast error.
+SCALAR_NAMES = {
+    np.dtype(t): name for t, name in (
+        (np.float64, "Double"), (np.float32, "Float"), (np.float16, "Half"), (np.int64, "Long"), (np.int32, "Int"),
+        (np.int16, "Short"), (np.int8, "Char"), (np.uint8, "Byte"), (np.bool_, "Bool"),
+    )
+}
+
+
+def _zeros(ops: Any, g: Any) -> Any:
+    return ops.zeros_like(g)
+
+
+def _written_grad(ops: Any, g: Any, basic: tuple, advanced: tuple | None, value_shape: tuple) -> Any:
+    """The gradient of the value written by `self[index] = value`: the output's gradient at the written
+    positions, summed back over the value's broadcasting."""
+    return ops.sum_to(ops.index(g, basic, advanced), value_shape)
+
+
+ADD_ALPHA = Rule("AddBackward0", ((), None), (("alpha",), lambda ops, g, alpha: g * alpha), broadcasts=True)
+SUB_ALPHA = Rule("SubBackward0", ((), None), (("alpha",), lambda ops, g, alpha: g * -alpha), broadcasts=True)
+ZERO = Rule("ZeroBackward0", ((), _zeros))
+FILL_NUMBER = Rule("FillBackward2", ((), _zeros))
+FILL_TENSOR = Rule("FillBackward3", ((), _zeros), ((), None), broadcasts=True)
+COPY = Rule("torch::autograd::CopyBackwards", ((), _zeros), ((), None), broadcasts=True)
+_SETITEM_GRADS = (
+    (("keep",), lambda ops, g, keep: g * keep),
+    (("basic", "advanced", "value_shape"), _written_grad),
+)
+COPY_SLICES = Rule("torch::autograd::CopySlices", *_SETITEM_GRADS)
+INDEX_PUT = Rule("IndexPutBackward0", *_SETITEM_GRADS)
+# A base's history after a write through its view at `positions` (flat indices into the base).
+VIEW_WRITE = Rule(
+    "torch::autograd::CopySlices",
+    (("keep",), lambda ops, g, keep: g * keep),
+    (("positions",), lambda ops, g, positions: ops.index(ops.reshape(g, (-1,)), (), (positions,))),
+)
+# A view's history read out of its base's: its gradient goes back to its positions in the base.
+AS_STRIDED = Rule(
+    "AsStridedBackward0",
+    (
+        ("positions", "base_shape"),
+        lambda ops, g, positions, base_shape: ops.reshape(
+            ops.index_put_zeros(g, (math.prod(base_shape),), (), (positions,)), base_shape
+        ),
+    ),
+)
+
+
+# -- the shared machinery ------------------------------------------------------------------------------------------
+def _requires_grad(value: Any) -> bool:
+    return isinstance(value, Tensor) and value.requires_grad
+
+
+def _check_rebase(self: Tensor) -> None:
+    """Refuse an in-place op that needs a gradient where PyTorch refuses it."""
+    if self._grad_fn is None and self._requires_grad:
+        raise RuntimeError(LEAF)
+    base = self._base
+    if base is not None and base._grad_fn is None and base._requires_grad:
+        raise RuntimeError(VIEW_OF_LEAF)
+
+
+def _stand_in(self: Tensor, copy: bool) -> Tensor:
+    """A tensor with `self`'s values and history, for recording the op out of place."""
+    return Tensor(self._data.copy() if copy else self._data, grad_fn=self._grad_fn, output_nr=self._output_nr)
+
+
+def _store(self: Tensor, index: Any, value: Any) -> None:
+    try:
+        self._data[index] = value
+    except ValueError:
+        if self._data.flags.writeable:
+            raise
+        if 0 in self._data.strides:
+            raise RuntimeError(SHARED_MEMORY) from None
+        raise RuntimeError("the tensor's array is read-only; clone() it before changing it in place") from None
+
+
+def _rebase(self: Tensor, result: Tensor) -> None:
+    """Make the node that recorded `result` the history of `self`, whose values it now holds; through a view,
+    the base's history takes the node in at the view's positions. Then every view of the base reads its own."""
+    node = result._grad_fn
+    if node is None:
+        return
+    node.input_metadata = (InputMetadata(self._data.shape, self._data.dtype, cpu),)
+    base = self._base
+    if base is None:
+        _move_history(self, node)
+        _refresh_views(self)
+        return
+    positions = _positions(self._data, base._data)
+    keep = np.ones(base._data.shape, np.bool_)
+    keep.reshape(-1)[positions.ravel()] = False
+    inputs = (_stand_in(base, False), Tensor(self._data, grad_fn=node))
+    merged = record(VIEW_WRITE, np.empty_like(base._data), inputs, keep=keep, positions=positions)
+    _move_history(base, merged._grad_fn)
+    _refresh_views(base)
+
+
+def _refresh_views(base: Tensor) -> None:
+    """Give every live view of `base` a history read out of the base's new one (PyTorch regenerates a view's
+    grad_fn when its base changed)."""
+    views = base._vc.views if base._vc is not None else None
+    for view in list(views or ()):
+        if view._base is base:
+            positions = _positions(view._data, base._data)
+            read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=positions, base_shape=base.shape)
+            _move_history(view, read._grad_fn)
+
+
+def _move_history(t: Tensor, node: Any) -> None:
+    """Make `node` (output 0) `t`'s grad_fn; a retained gradient is now taken from it."""
+    old = t._grad_fn
+    retained = old.retained if old is not None else None
+    if retained is not None and t._output_nr in retained:
+        node.retained = {0: retained.pop(t._output_nr)}
+    t._grad_fn, t._output_nr = node, 0
+
+
+def _addresses(array: np.ndarray) -> np.ndarray:
+    """The memory address of each element of `array`."""
+    out = np.full(array.shape, array.__array_interface__["data"][0], np.int64)
+    for d, (n, stride) in enumerate(zip(array.shape, array.strides)):
+        out += (np.arange(n, dtype=np.int64) * stride).reshape((-1,) + (1,) * (array.ndim - d - 1))
+    return out
+
+
+def _positions(view: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """The flat (row-major) index in `base` of each element of `view`, an array viewing base's memory."""
+    base_addresses = _addresses(base).ravel()
+    view_addresses = _addresses(view)
+    order = np.argsort(base_addresses)
+    found = order[np.searchsorted(base_addresses[order], view_addresses).clip(max=base.size - 1)]
+    if not np.array_equal(base_addresses[found], view_addresses):
+        raise RuntimeError(
+            "a view no longer lies in its base's memory (the base was given a new array since the view was made), "
+            "so its history cannot follow the base's in-place change; make the view again"
+        )
+    return found
+
+
+def _inplace(self: Tensor, compute: Callable[[Tensor], Tensor], operands: tuple, saves_self: bool) -> Tensor:
+    """Run `compute` (the op out of place) and write its result into `self`, rebasing `self`'s history when the
+    op needs a gradient. `saves_self`: the recorded node keeps `self`'s values, which must be copied first."""
+    records = _grad_enabled.get() and (self.requires_grad or any(_requires_grad(o) for o in operands))
+    if records:
+        _check_rebase(self)
+        result = compute(_stand_in(self, saves_self))
+    else:
+        result = compute(self)
+    data, target = result._data, self._data
+    if data.shape != target.shape:
+        raise RuntimeError(
+            f"output with shape {list(target.shape)} doesn't match the broadcast shape {list(data.shape)}"
+        )
+    if category(data.dtype) > category(target.dtype):
+        raise RuntimeError(
+            f"result type {SCALAR_NAMES[data.dtype]} can't be cast to the desired output type "
+            f"{SCALAR_NAMES[target.dtype]}"
+        )
+    _store(self, Ellipsis, data)
+    bump_version(self)
+    if records:
+        _rebase(self, result)
+    return self
+
+
+# -- arithmetic ----------------------------------------------------------------------------------------------------
+def _scaled(rule: Rule, kernel: Any, input: Tensor, other: Any, alpha: Any) -> Tensor:
+    """`input + alpha * other` (or minus) as one node, as PyTorch records add/sub with alpha."""
+    dtype = result_type(input, other)
+    if dtype.kind in "biu" and isinstance(alpha, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    other = as_operand(other, dtype)
+    x, y = data_as(input, dtype), data_as(other, dtype)
+    try:
+        data = kernel(x, y * np.asarray(alpha, dtype))
+    except ValueError:
+        raise broadcast_error(rule.name, x.shape, y.shape) from None
+    return record(rule, data, (input, other), alpha=alpha)
+
+
+def add_(self: Tensor, other: Any, alpha: Any = 1) -> Tensor:
+    if alpha == 1:
+        return _inplace(self, lambda s: add(s, other), (other,), False)
+    return _inplace(self, lambda s: _scaled(ADD_ALPHA, np.add, s, other, alpha), (other,), False)
+
+
+def sub_(self: Tensor, other: Any, alpha: Any = 1) -> Tensor:
+    if alpha == 1:
+        return _inplace(self, lambda s: sub(s, other), (other,), False)
+    return _inplace(self, lambda s: _scaled(SUB_ALPHA, np.subtract, s, other, alpha), (other,), False)
+
+
+def mul_(self: Tensor, other: Any) -> Tensor:
+    return _inplace(self, lambda s: mul(s, other), (other,), _requires_grad(other))
+
+
+def div_(self: Tensor, other: Any) -> Tensor:
+    return _inplace(self, lambda s: div(s, other), (other,), _requires_grad(other))
+
+
+def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    return _inplace(self, lambda s: clamp(s, min, max), (min, max), True)
+
+
+# -- filling and copying -------------------------------------------------------------------------------------------
+def zero_(self: Tensor) -> Tensor:
+    return _inplace(self, lambda s: record(ZERO, np.zeros_like(s._data), (s,)), (), False)
+
+
+def fill_(self: Tensor, value: Any) -> Tensor:
+    if not isinstance(value, Tensor):
+        return _inplace(self, lambda s: record(FILL_NUMBER, np.full_like(s._data, value), (s,)), (), False)
+    if value.ndim:
+        raise RuntimeError(
+            f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
+        )
+    return _inplace(
+        self, lambda s: record(FILL_TENSOR, np.full_like(s._data, value._data), (s, value)), (value,), False
+    )
+
+
+def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    """`src`'s values (broadcast to this tensor's shape, cast to its dtype) written into this tensor."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not {type(src).__name__}")
+
+    def compute(s: Tensor) -> Tensor:
+        try:
+            data = np.array(np.broadcast_to(src._data, s.shape), dtype=s.dtype)
+        except ValueError:
+            raise broadcast_error("copy_", s.shape, src.shape) from None
+        return record(COPY, data, (s, src))
+
+    return _inplace(self, compute, (src,), False)
+
+
+# -- tensor[index] = value -----------------------------------------------------------------------------------------
+def setitem(self: Tensor, index: Any, value: Any) -> None:
+    """Write `value` (a number or a tensor broadcasting to the indexed shape) at `index`, any index kind that
+    `tensor[index]` takes; with a gradient, the written positions get none from the old values."""
+    basic, advanced, _ = parse_index(index, self._data.shape)
+    region = self._data[basic]
+    shape = np.shape(region if advanced is None else region[advanced])
+    values = value._data if isinstance(value, Tensor) else as_array(value, self._data.dtype)
+    try:
+        np.broadcast_to(values, shape)
+    except ValueError:
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {list(values.shape)} cannot be broadcast to indexing result of "
+            f"shape {list(shape)}"
+        ) from None
+    records = _grad_enabled.get() and (self.requires_grad or _requires_grad(value))
+    if records:
+        _check_rebase(self)
+    if advanced is None:
+        _store(self, basic, values)
+    else:
+        _store_advanced(self, basic, advanced, values)
+    bump_version(self)
+    if not records:
+        return
+    keep = np.ones(self._data.shape, np.bool_)
+    if advanced is None:
+        keep[basic] = False
+    else:
+        keep[basic][advanced] = False
+    rule = COPY_SLICES if advanced is None else INDEX_PUT
+    inputs = (_stand_in(self, False), value if isinstance(value, Tensor) else Tensor(values))
+    params = dict(keep=keep, basic=basic, advanced=advanced, value_shape=values.shape)
+    _rebase(self, record(rule, np.empty_like(self._data), inputs, **params))
+
+
+def _store_advanced(self: Tensor, basic: tuple, advanced: tuple, values: np.ndarray) -> None:
+    region = self._data[basic]
+    if not region.flags.writeable:
+        _store(self, basic, region)  # raises the read-only error
+    region[advanced] = values
+
+
+METHODS = {
+    "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "clamp_": clamp_, "clip_": clamp_,
+    "zero_": zero_, "fill_": fill_, "copy_": copy_, "__setitem__": setitem,
+    "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_,
+}
