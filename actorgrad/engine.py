@@ -16,13 +16,17 @@ import numpy as np
 import trio
 
 from actorgrad.accumulate_grad import gradient_edge
+from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, note_forward_stack
+from actorgrad.autograd.graph import GradientEdge
 from actorgrad.grad_mode import enable_grad
+from actorgrad.hooks import has_post_accumulate_hooks, run_post_accumulate_hooks, run_post_accumulate_hooks_async
 from actorgrad.node import Edge, GraphRoot
 from actorgrad.scheduler import GraphTask, active_trace, get_num_workers, run_graph_task, run_graph_task_inline
 from actorgrad.tensor import Tensor
 from actorgrad.tensor_ops import tensor_ops
 
 TensorOrTensors = Tensor | Sequence[Tensor]
+Inputs = Tensor | GradientEdge | Sequence[Tensor | GradientEdge]
 
 # Sync calls from several threads commit into shared leaves; this makes each commit one atomic step.
 _commit_lock = threading.Lock()
@@ -37,6 +41,19 @@ def _as_tuple(value: Any, what: str) -> tuple:
     for i, v in enumerate(values):
         if not isinstance(v, Tensor):
             raise TypeError(f"{what}[{i}] must be a Tensor, got {type(v).__name__}")
+    return values
+
+
+def _as_inputs(value: Any, what: str) -> tuple:
+    """The tensors (or gradient edges) whose gradients a call asks for."""
+    if isinstance(value, Tensor | GradientEdge):
+        return (value,)
+    if value is None:
+        return ()
+    values = tuple(value)
+    for i, v in enumerate(values):
+        if not isinstance(v, Tensor | GradientEdge):
+            raise TypeError(f"{what}[{i}] must be a Tensor or a GradientEdge, got {type(v).__name__}")
     return values
 
 
@@ -86,6 +103,9 @@ def _root(outputs: tuple, seeds: list) -> GraphRoot:
 def _input_edges(inputs: tuple, what: str) -> list[Edge]:
     edges = []
     for i, t in enumerate(inputs):
+        if isinstance(t, GradientEdge):
+            edges.append((t.node, t.output_nr))
+            continue
         if not t.requires_grad:
             raise RuntimeError(f"One of the differentiated Tensors does not require grad ({what}[{i}])")
         edges.append(gradient_edge(t))
@@ -98,26 +118,29 @@ async def backward(
     *,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    inputs: TensorOrTensors | None = None,
+    inputs: Inputs | None = None,
 ) -> None:
     """Accumulate d(tensors)/d(leaf) into each leaf's `.grad`, leaves committed only if the pass succeeds."""
     task = _backward_task(tensors, grad_tensors, retain_graph, create_graph, inputs)
-    await run_graph_task(task)
+    await _run(task)
     _commit(task.staged, create_graph)
+    if has_post_accumulate_hooks(task.staged):
+        await run_post_accumulate_hooks_async(task.staged)
 
 
 async def grad(
     outputs: TensorOrTensors,
-    inputs: TensorOrTensors,
+    inputs: Inputs,
     grad_outputs: TensorOrTensors | None = None,
     *,
     retain_graph: bool | None = None,
     create_graph: bool = False,
     allow_unused: bool = False,
 ) -> tuple[Tensor | None, ...]:
-    """d(outputs)/d(inputs), returned as a tuple; `.grad` of every tensor is left alone."""
+    """d(outputs)/d(inputs), returned as a tuple; `.grad` of every tensor is left alone. An input may be a
+    GradientEdge (`actorgrad.autograd.graph.get_gradient_edge`): the gradient flowing into that edge."""
     task = _grad_task(outputs, inputs, grad_outputs, retain_graph, create_graph)
-    await run_graph_task(task)
+    await _run(task)
     return _captured_grads(task, create_graph, allow_unused)
 
 
@@ -126,18 +149,19 @@ def _backward_task(tensors: Any, grad_tensors: Any, retain_graph: Any, create_gr
     root = _root(outputs, _seed_grads(outputs, grad_tensors, create_graph))
     targets = None
     if inputs is not None:
-        chosen = _as_tuple(inputs, "inputs")
+        chosen = _as_inputs(inputs, "inputs")
         if not chosen:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
         targets = {node: [] for node, _ in _input_edges(chosen, "inputs")}
         for t in chosen:
-            t.retain_grad()
+            if isinstance(t, Tensor):  # an edge has no tensor: only a leaf's accumulator keeps its gradient
+                t.retain_grad()
     return _graph_task(root, retain_graph, create_graph, targets, accumulate=True)
 
 
 def _grad_task(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: Any, create_graph: bool) -> GraphTask:
     outs = _as_tuple(outputs, "outputs")
-    ins = _as_tuple(inputs, "inputs")
+    ins = _as_inputs(inputs, "inputs")
     if not ins:
         raise RuntimeError("grad requires non-empty inputs.")
     root = _root(outs, _seed_grads(outs, grad_outputs, create_graph))
@@ -170,7 +194,23 @@ def _graph_task(root: GraphRoot, retain_graph: bool | None, create_graph: bool, 
         captures=captures,
         accumulate=accumulate,
         trace=active_trace.get(),
+        check_nan=is_anomaly_check_nan_enabled(),
     )
+
+
+async def _run(task: GraphTask) -> None:
+    """Run a pass on the event loop."""
+    try:
+        await run_graph_task(task)
+    except Exception as error:
+        _explain(task, error)
+        raise
+
+
+def _explain(task: GraphTask, error: BaseException) -> None:
+    """Anomaly mode: the error of a node that kept its forward stack tells where that node was made."""
+    if error is task.error and task.error_node is not None:
+        note_forward_stack(error, task.error_node)
 
 
 def _owned(array: Any) -> np.ndarray:
@@ -239,10 +279,14 @@ def _refuse_inside_trio(name: str, async_name: str) -> None:
 def _run_sync(task: GraphTask) -> None:
     """Run a pass for a sync call: on this thread when it needs no worker thread (starting a trio run costs
     0.2 to 0.6 ms here, many times a small backward), else in a trio run of its own."""
-    if len(task.devices) == 1 and not (task.worker_devices and get_num_workers() > 1):
-        run_graph_task_inline(task)
-    else:
-        trio.run(run_graph_task, task)
+    try:
+        if len(task.devices) == 1 and not (task.worker_devices and get_num_workers() > 1):
+            run_graph_task_inline(task)
+        else:
+            trio.run(run_graph_task, task)
+    except Exception as error:
+        _explain(task, error)
+        raise
 
 
 def backward_sync(
@@ -251,18 +295,20 @@ def backward_sync(
     *,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    inputs: TensorOrTensors | None = None,
+    inputs: Inputs | None = None,
 ) -> None:
     """`actorgrad.autograd.backward`: the sync form of `await actorgrad.backward(...)`."""
     _refuse_inside_trio("backward", "actorgrad.backward")
     task = _backward_task(tensors, grad_tensors, retain_graph, create_graph, inputs)
     _run_sync(task)
     _commit(task.staged, create_graph)
+    if has_post_accumulate_hooks(task.staged):
+        run_post_accumulate_hooks(task.staged)
 
 
 def grad_sync(
     outputs: TensorOrTensors,
-    inputs: TensorOrTensors,
+    inputs: Inputs,
     grad_outputs: TensorOrTensors | None = None,
     *,
     retain_graph: bool | None = None,
@@ -281,7 +327,7 @@ def tensor_backward(
     gradient: Tensor | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    inputs: TensorOrTensors | None = None,
+    inputs: Inputs | None = None,
 ) -> None:
     """`Tensor.backward`: sync, for scripts; in a trio app use `await actorgrad.backward(t)`."""
     backward_sync(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)

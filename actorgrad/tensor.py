@@ -33,6 +33,7 @@ class Tensor:
         "_output_nr",
         "grad",
         "_accumulator",
+        "_hooks",
         "__weakref__",
     )
     # Make numpy defer to Tensor's reflected operators (`ndarray * tensor` -> Tensor.__rmul__).
@@ -44,6 +45,7 @@ class Tensor:
         self._output_nr = output_nr
         self.grad: Tensor | None = None
         self._accumulator: weakref.ref | None = None
+        self._hooks: Any = None  # a leaf's NodeHooks (actorgrad.hooks), once a hook is registered on it
         self._requires_grad = False
         if requires_grad:
             self.requires_grad = True

@@ -1,11 +1,22 @@
-"""`actorgrad.autograd`: the sync mirrors of the engine entry points, where PyTorch has them.
+"""`actorgrad.autograd`: the sync mirrors of the engine entry points, where PyTorch has them, and the tools to
+inspect, hook and debug the backward graph (`graph`, anomaly mode, gradcheck).
 
 For scripts. Inside a trio app, await `actorgrad.backward(...)` / `actorgrad.grad(...)` instead.
 """
 
+from actorgrad.autograd import graph
+from actorgrad.autograd.anomaly_mode import (
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
 from actorgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from actorgrad.engine import backward_sync as backward
 from actorgrad.engine import grad_sync as grad
 from actorgrad.node import GraphRoot, Node
 
-__all__ = ["GradcheckError", "GraphRoot", "Node", "backward", "grad", "gradcheck", "gradgradcheck"]
+__all__ = [
+    "GradcheckError", "GraphRoot", "Node", "backward", "detect_anomaly", "grad", "gradcheck", "gradgradcheck",
+    "graph", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "set_detect_anomaly",
+]

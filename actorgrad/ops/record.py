@@ -16,6 +16,7 @@ from actorgrad.devices import cpu
 from actorgrad.grad_mode import _grad_enabled, enable_grad
 from actorgrad.node import InputMetadata, Node
 from actorgrad.ops.operands import as_operand, result_type
+from actorgrad.saved_tensors import SavedOutput, _saved_tensors_hooks, pack_saved
 from actorgrad.tensor import Tensor
 
 SECOND_BACKWARD = (
@@ -57,23 +58,14 @@ class Rule:
         self.saves_result = any("result" in names for names, _ in grads)
 
 
-class SavedOutput:
-    """An op's own output, saved without a reference back to its Tensor (that would be a cycle through the
-    node). Unpacked for `create_graph` as a new Tensor whose grad_fn is the node that saved it."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: Any) -> None:
-        self._data = data
-
-
 class FormulaNode(Node):
     """A node whose backward is a Rule from the op tables.
 
     `saved` holds, for each input that needs a gradient, `(input index, formula, saved values, shape to sum
     the gradient back to or None, dtype to cast it to or None)`, with the values as raw arrays for the fast
     path; `saved_tensors` holds the same with the values as Tensors, for a recorded backward. Both refer to
-    the same arrays. A gradient always has its input's shape and dtype.
+    the same arrays (or, for a node recorded inside `saved_tensors_hooks`, both unpack the same packed values
+    on use). A gradient always has its input's shape and dtype.
     """
 
     __slots__ = ("rule", "saved", "saved_tensors")
@@ -165,7 +157,10 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
         saved_tensors.append((i, formula, tuple(values), reduce, cast))
         saved.append((i, formula, tuple([getattr(v, "_data", v) for v in values]), reduce, cast))
     metadata = (InputMetadata(data.shape, data.dtype, cpu),)
-    out._grad_fn = FormulaNode(rule, tuple(edges), metadata, tuple(saved), tuple(saved_tensors), cost)
+    node = out._grad_fn = FormulaNode(rule, tuple(edges), metadata, tuple(saved), tuple(saved_tensors), cost)
+    hooks = _saved_tensors_hooks.get()
+    if hooks is not None:
+        pack_saved(node, out, hooks)
     return out
 
 
