@@ -44,7 +44,7 @@ def _warn_enabled() -> None:
 
 
 class detect_anomaly:
-    """Context manager (and decorator) that turns anomaly mode on for the code inside it, in this task only.
+    """Context manager that turns anomaly mode on for the code inside it, in this task only.
 
     Nodes recorded inside keep the stack of the forward call that made them, and any error in their backward
     carries it; with `check_nan`, a pass started inside raises as soon as a node returns a NaN gradient.
