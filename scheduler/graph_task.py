@@ -82,7 +82,8 @@ class GraphTask:
     `captures` maps a node to the `(slot, output index)` pairs whose incoming gradient `grad()` returns.
     `accumulate` is False for `grad()`, whose captured nodes are visited but not run unless they lie on the
     way to another requested input. `ops` is None for a plain backward (each device's raw array helpers) or
-    the Tensor helpers when the backward is recorded.
+    the Tensor helpers when the backward is recorded. `check_nan` (anomaly mode) fails the pass at the first
+    node that returns a NaN gradient.
     """
 
     def __init__(
