@@ -37,6 +37,7 @@ def grad_accumulator(leaf: Tensor) -> AccumulateGrad:
     node = ref() if ref is not None else None
     if node is None:
         node = AccumulateGrad(leaf)
+        node.hooks = leaf._hooks
         leaf._accumulator = weakref.ref(node)
     return node
 

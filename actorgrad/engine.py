@@ -16,7 +16,10 @@ import numpy as np
 import trio
 
 from actorgrad.accumulate_grad import gradient_edge
+from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, note_forward_stack
+from actorgrad.autograd.graph import GradientEdge
 from actorgrad.grad_mode import enable_grad
+from actorgrad.hooks import has_post_accumulate_hooks, run_post_accumulate_hooks, run_post_accumulate_hooks_async
 from actorgrad.node import Edge, GraphRoot
 from actorgrad.scheduler import (
     GraphTask,
@@ -30,6 +33,7 @@ from actorgrad.tensor import Tensor, bump_version
 from actorgrad.tensor_ops import tensor_ops
 
 TensorOrTensors = Tensor | Sequence[Tensor]
+Inputs = Tensor | GradientEdge | Sequence[Tensor | GradientEdge]
 
 # Sync calls from several threads commit into shared leaves; this makes each commit one atomic step.
 _commit_lock = threading.Lock()
@@ -44,6 +48,19 @@ def _as_tuple(value: Any, what: str) -> tuple:
     for i, v in enumerate(values):
         if not isinstance(v, Tensor):
             raise TypeError(f"{what}[{i}] must be a Tensor, got {type(v).__name__}")
+    return values
+
+
+def _as_inputs(value: Any, what: str) -> tuple:
+    """The tensors (or gradient edges) whose gradients a call asks for."""
+    if isinstance(value, Tensor | GradientEdge):
+        return (value,)
+    if value is None:
+        return ()
+    values = tuple(value)
+    for i, v in enumerate(values):
+        if not isinstance(v, Tensor | GradientEdge):
+            raise TypeError(f"{what}[{i}] must be a Tensor or a GradientEdge, got {type(v).__name__}")
     return values
 
 
@@ -93,6 +110,9 @@ def _root(outputs: tuple, seeds: list) -> GraphRoot:
 def _input_edges(inputs: tuple, what: str) -> list[Edge]:
     edges = []
     for i, t in enumerate(inputs):
+        if isinstance(t, GradientEdge):
+            edges.append((t.node, t.output_nr))
+            continue
         if not t.requires_grad:
             raise RuntimeError(f"One of the differentiated Tensors does not require grad ({what}[{i}])")
         edges.append(gradient_edge(t))
@@ -105,26 +125,28 @@ async def backward(
     *,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    inputs: TensorOrTensors | None = None,
+    inputs: Inputs | None = None,
 ) -> None:
     """Accumulate d(tensors)/d(leaf) into each leaf's `.grad`, leaves committed only if the pass succeeds."""
     task = _backward_task(tensors, grad_tensors, retain_graph, create_graph, inputs)
-    await run_graph_task(task)
-    _commit_or_stage(task, create_graph)
+    await _run(task)
+    if _commit_or_stage(task, create_graph) and has_post_accumulate_hooks(task.staged):
+        await run_post_accumulate_hooks_async(task.staged)
 
 
 async def grad(
     outputs: TensorOrTensors,
-    inputs: TensorOrTensors,
+    inputs: Inputs,
     grad_outputs: TensorOrTensors | None = None,
     *,
     retain_graph: bool | None = None,
     create_graph: bool = False,
     allow_unused: bool = False,
 ) -> tuple[Tensor | None, ...]:
-    """d(outputs)/d(inputs), returned as a tuple; `.grad` of every tensor is left alone."""
+    """d(outputs)/d(inputs), returned as a tuple; `.grad` of every tensor is left alone. An input may be a
+    GradientEdge (`actorgrad.autograd.graph.get_gradient_edge`): the gradient flowing into that edge."""
     task = _grad_task(outputs, inputs, grad_outputs, retain_graph, create_graph)
-    await run_graph_task(task)
+    await _run(task)
     return _captured_grads(task, create_graph, allow_unused)
 
 
@@ -133,18 +155,19 @@ def _backward_task(tensors: Any, grad_tensors: Any, retain_graph: Any, create_gr
     root = _root(outputs, _seed_grads(outputs, grad_tensors, create_graph))
     targets = None
     if inputs is not None:
-        chosen = _as_tuple(inputs, "inputs")
+        chosen = _as_inputs(inputs, "inputs")
         if not chosen:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
         targets = {node: [] for node, _ in _input_edges(chosen, "inputs")}
         for t in chosen:
-            t.retain_grad()
+            if isinstance(t, Tensor):  # an edge has no tensor: only a leaf's accumulator keeps its gradient
+                t.retain_grad()
     return _graph_task(root, retain_graph, create_graph, targets, accumulate=True)
 
 
 def _grad_task(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: Any, create_graph: bool) -> GraphTask:
     outs = _as_tuple(outputs, "outputs")
-    ins = _as_tuple(inputs, "inputs")
+    ins = _as_inputs(inputs, "inputs")
     if not ins:
         raise RuntimeError("grad requires non-empty inputs.")
     root = _root(outs, _seed_grads(outs, grad_outputs, create_graph))
@@ -177,7 +200,23 @@ def _graph_task(root: GraphRoot, retain_graph: bool | None, create_graph: bool, 
         captures=captures,
         accumulate=accumulate,
         trace=active_trace.get(),
+        check_nan=is_anomaly_check_nan_enabled(),
     )
+
+
+async def _run(task: GraphTask) -> None:
+    """Run a pass on the event loop."""
+    try:
+        await run_graph_task(task)
+    except Exception as error:
+        _explain(task, error)
+        raise
+
+
+def _explain(task: GraphTask, error: BaseException) -> None:
+    """Anomaly mode: the error of a node that kept its forward stack tells where that node was made."""
+    if error is task.error and task.error_node is not None:
+        note_forward_stack(error, task.error_node)
 
 
 def _owned(array: Any) -> np.ndarray:
@@ -205,14 +244,15 @@ def _as_new_grad(grad: Any, dtype: Any) -> np.ndarray:
     return np.array(grad, dtype=dtype)
 
 
-def _commit_or_stage(task: GraphTask, create_graph: bool) -> None:
-    """Commit a finished pass's leaf gradients; a pass nested in a backward pass hands them to the outer pass
-    instead, so that the outermost pass commits the whole nest at once, or nothing if any part of it fails.
-    (Nested in a `grad()` pass, which commits nothing, they are committed now, as PyTorch does.)"""
+def _commit_or_stage(task: GraphTask, create_graph: bool) -> bool:
+    """Commit a finished pass's leaf gradients (True); a pass nested in a backward pass hands them to the outer
+    pass instead (False), so that the outermost pass commits the whole nest at once, or nothing if any part of
+    it fails, and runs the post-accumulate hooks then. (Nested in a `grad()` pass, which commits nothing, they
+    are committed now, as PyTorch does.)"""
     outer = task.outer
     if outer is None or not outer.accumulate:
         _commit(task.staged, create_graph)
-        return
+        return True
     recorded = outer.ops is not None
     for tensor, grad in task.staged.items():
         if recorded and not isinstance(grad, Tensor):
@@ -220,6 +260,7 @@ def _commit_or_stage(task: GraphTask, create_graph: bool) -> None:
         elif not recorded and isinstance(grad, Tensor):
             grad = grad._data
         outer.stage(tensor, grad)
+    return False
 
 
 def _commit(staged: dict, create_graph: bool) -> None:
@@ -267,10 +308,14 @@ def _run_sync(task: GraphTask) -> None:
     """Run a pass for a sync call: on this thread when it needs no worker thread (starting a trio run costs
     0.2 to 0.6 ms here, many times a small backward) or is nested in a node's backward (which may be running
     on an event loop that must not be waited on), else in a trio run of its own."""
-    if task.depth or (len(task.devices) == 1 and not (task.worker_devices and get_num_workers() > 1)):
-        run_graph_task_inline(task)
-    else:
-        trio.run(run_graph_task, task)
+    try:
+        if task.depth or (len(task.devices) == 1 and not (task.worker_devices and get_num_workers() > 1)):
+            run_graph_task_inline(task)
+        else:
+            trio.run(run_graph_task, task)
+    except Exception as error:
+        _explain(task, error)
+        raise
 
 
 def backward_sync(
@@ -279,13 +324,14 @@ def backward_sync(
     *,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    inputs: TensorOrTensors | None = None,
+    inputs: Inputs | None = None,
 ) -> None:
     """`actorgrad.autograd.backward`: the sync form of `await actorgrad.backward(...)`."""
     _refuse_inside_trio("backward", "actorgrad.backward")
     task = _backward_task(tensors, grad_tensors, retain_graph, create_graph, inputs)
     _run_sync(task)
-    _commit_or_stage(task, create_graph)
+    if _commit_or_stage(task, create_graph) and has_post_accumulate_hooks(task.staged):
+        run_post_accumulate_hooks(task.staged)
 
 
 def backward_collecting(tensors: TensorOrTensors, grad_tensors: Sequence[Tensor], collect: Sequence[Tensor]) -> list:
@@ -294,13 +340,14 @@ def backward_collecting(tensors: TensorOrTensors, grad_tensors: Sequence[Tensor]
     task = _backward_task(tensors, grad_tensors, None, False, None)
     _run_sync(task)
     collected = [task.staged.pop(t, None) for t in collect]
-    _commit_or_stage(task, False)
+    if _commit_or_stage(task, False) and has_post_accumulate_hooks(task.staged):
+        run_post_accumulate_hooks(task.staged)
     return collected
 
 
 def grad_sync(
     outputs: TensorOrTensors,
-    inputs: TensorOrTensors,
+    inputs: Inputs,
     grad_outputs: TensorOrTensors | None = None,
     *,
     retain_graph: bool | None = None,
@@ -319,7 +366,7 @@ def tensor_backward(
     gradient: Tensor | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    inputs: TensorOrTensors | None = None,
+    inputs: Inputs | None = None,
 ) -> None:
     """`Tensor.backward`: sync, for scripts; in a trio app use `await actorgrad.backward(t)`."""
     backward_sync(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)

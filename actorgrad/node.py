@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import itertools
 import sys
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from actorgrad.autograd.anomaly_mode import FORWARD_STACK_KEY, _anomaly_mode, forward_stack
 from actorgrad.devices import Device
+from actorgrad.hooks import POST, PRE, NodeHooks, RemovableHandle, node_hooks
 
 # Monotonically increasing across threads (next() on a count is atomic under the GIL): a later op gets a
 # larger number, and runs earlier in backward.
@@ -51,6 +54,8 @@ class Node:
         "cost",
         "multithreaded",
         "retained",
+        "hooks",
+        "_metadata",
         "__weakref__",
     )
 
@@ -74,9 +79,30 @@ class Node:
         self.cost = cost  # estimated nanoseconds of apply(): the scheduler sends costly nodes to worker threads
         self.multithreaded = False  # True when apply() spreads over cores itself (BLAS)
         self.retained: dict | None = None
+        self.hooks: NodeHooks | None = None  # None: the scheduler runs apply() alone (the fast path)
+        self._metadata: dict | None = None
+        if _anomaly_mode.get() is not None:
+            self.metadata[FORWARD_STACK_KEY] = forward_stack()
 
     def name(self) -> str:
         return type(self).__name__
+
+    @property
+    def metadata(self) -> dict:
+        """A dict for the user's notes about this node (and anomaly mode's forward stack), made on first use."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def register_hook(self, fn: Callable) -> RemovableHandle:
+        """`fn(grad_inputs, grad_outputs)` runs after this node has computed its gradients (`grad_inputs`, one
+        per edge) from the incoming ones (`grad_outputs`); it may return replacements for `grad_inputs`."""
+        return node_hooks(self).add(POST, fn)
+
+    def register_prehook(self, fn: Callable) -> RemovableHandle:
+        """`fn(grad_outputs)` runs before this node does, on the gradients it received; it may return
+        replacements for them."""
+        return node_hooks(self).add(PRE, fn)
 
     def apply(self, grads: list, task: Any) -> tuple:
         raise NotImplementedError

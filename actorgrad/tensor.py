@@ -48,6 +48,7 @@ class Tensor:
         "_accumulator",
         "_vc",
         "_base",
+        "_hooks",
         "__weakref__",
     )
     # Make numpy defer to Tensor's reflected operators (`ndarray * tensor` -> Tensor.__rmul__).
@@ -61,6 +62,7 @@ class Tensor:
         self._accumulator: weakref.ref | None = None
         self._vc: VersionCounter | None = None  # made on the first in-place change or view, until then version 0
         self._base: Tensor | None = None  # the tensor whose storage this view's array is a numpy view of
+        self._hooks: Any = None  # a leaf's NodeHooks (actorgrad.hooks), once a hook is registered on it
         self._requires_grad = False
         if requires_grad:
             self.requires_grad = True

@@ -15,12 +15,12 @@ from actorgrad.devices.array_ops import reduced_axes
 from actorgrad.ops import contraction, conv, embeddings, pooling
 from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, take_index
-from actorgrad.ops.record import SavedOutput
 from actorgrad.ops.reductions import prod_over_dims
 from actorgrad.ops.selection import where
 from actorgrad.ops.shape import broadcast_to, flip, pad, permute, roll, to_dtype
 from actorgrad.ops.special import erf
 from actorgrad.ops.unary import cos, sign, sin
+from actorgrad.saved_tensors import SavedOutput
 from actorgrad.tensor import Tensor
 
 

@@ -1,6 +1,7 @@
 """Runs backward graphs: graph tasks, actor mailboxes, per-device ready queues and dispatch, worker limits, and
 the execution trace. Knows nothing of individual ops: a node is anything with `next_functions`,
-`input_metadata`, `sequence_nr`, `device`, `cost`, `multithreaded`, `retained`, and `apply(grads, task)`.
+`input_metadata`, `sequence_nr`, `device`, `cost`, `multithreaded`, `retained`, `hooks` (None, or what
+`actorgrad.hooks` runs around the node) and `apply(grads, task)`.
 """
 
 from actorgrad.scheduler.dispatch import run_graph_task, run_graph_task_inline

@@ -119,47 +119,54 @@ async def _run_ready(task: GraphTask, device: Any, state: DeviceState) -> None:
             else:
                 owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
             continue
-        _run_chain(owner, node, grads, device, queue, next_checkpoint)
+        awaiting = _run_chain(owner, node, grads, device, queue, next_checkpoint)
         del grads
+        if awaiting is not None:
+            await _run_awaiting(owner, *awaiting, device)
         if now() >= next_checkpoint:
             await trio.lowlevel.checkpoint()
             next_checkpoint = now() + CHECKPOINT_INTERVAL_S
 
 
-def _run_chain(owner: GraphTask, node: Any, grads: list, device: Any, queue: Any, yield_at: float) -> None:
+def _run_chain(
+    owner: GraphTask, node: Any, grads: list, device: Any, queue: Any, yield_at: float
+) -> tuple[Any, list] | None:
     """Run a node on this thread, then each node it completes while that one is the best work here.
 
     Stops at a heavy node that may go to a worker, and, once the clock passes `yield_at`, so that the
-    dispatcher can checkpoint; either way the node goes back to the queue.
+    dispatcher can checkpoint; either way the node goes back to the queue. Stops too at a node whose hooks
+    await, and returns it with its gradients for the caller to run.
     """
     heap = queue.heap
     trace = owner.trace
-    plain = owner.captures is None  # apply_node only adds capture and retain_grad handling
+    plain = owner.plain  # apply_node only adds hooks, capture, retain_grad and NaN checks
     countdown = CHAIN_CLOCK_EVERY
     while True:
         try:
-            if trace is not None:
+            if trace is None and plain and node.retained is None and node.hooks is None:
+                outputs = node.apply(grads, owner)
+            elif node.hooks is not None and node.hooks.awaits:
+                return node, grads
+            elif trace is not None:
                 start = perf_counter_ns()
                 outputs = owner.apply_node(node, grads)
                 if outputs is not None:  # None: only visited to capture
                     _trace(owner, node, device, 0, start, perf_counter_ns())
-            elif plain and node.retained is None:
-                outputs = node.apply(grads, owner)
             else:
                 outputs = owner.apply_node(node, grads)
             held = owner.finish_node(node, outputs, heap)
         except Exception as error:
             owner.fail(node, error)
-            return
+            return None
         if held is None:
-            return
+            return None
         node, grads = held
         countdown -= 1
         if (node.cost >= HEAVY_NODE_NS and _may_use_worker(owner, node, device)) or (
             not countdown and perf_counter() >= yield_at
         ):
             queue.push(owner, node, grads)
-            return
+            return None
         if not countdown:
             countdown = CHAIN_CLOCK_EVERY
 
@@ -177,9 +184,18 @@ def run_graph_task_inline(task: GraphTask) -> None:
     queue.push(task, task.root, [])
     heap = queue.heap
     try:
-        while heap:
+        while heap and not task.finished:
             _, _, _, owner, node, grads = heappop(heap)
-            _run_chain(owner, node, grads, node.device, queue, math.inf)
+            awaiting = _run_chain(owner, node, grads, node.device, queue, math.inf)
+            if awaiting is not None:  # apply_node gives its async hooks trio runs of their own
+                node, grads = awaiting
+                start = perf_counter_ns()
+                try:
+                    outputs = owner.apply_node(node, grads)
+                except Exception as error:
+                    owner.fail(node, error)
+                    continue
+                _deliver(owner, node, outputs, node.device, 0, start, perf_counter_ns())
     finally:
         task.finished = True
     if task.error is not None:
@@ -188,12 +204,24 @@ def run_graph_task_inline(task: GraphTask) -> None:
 
 def _may_use_worker(owner: GraphTask, node: Any, device: Any) -> bool:
     """May this heavy node run on a worker thread? Not when its kernel already uses every core (BLAS with
-    several threads), and only for a pass with a nursery on the device to hold the worker."""
+    several threads) or its hooks await, and only for a pass with a nursery on the device to hold the worker."""
     return (
         (not node.multithreaded or owner.multithreaded_on_workers)
         and device in owner.nurseries
         and get_num_workers() > 1
+        and (node.hooks is None or not node.hooks.awaits)
     )
+
+
+async def _run_awaiting(owner: GraphTask, node: Any, grads: list, device: Any) -> None:
+    """On the event loop: run a node whose hooks await, then pass on its gradients."""
+    start = perf_counter_ns()
+    try:
+        outputs = await owner.apply_node_async(node, grads)
+    except Exception as error:
+        owner.fail(node, error)
+        return
+    _deliver(owner, node, outputs, device, 0, start, perf_counter_ns())
 
 
 async def _run_on_worker(owner: GraphTask, node: Any, grads: list, device: Any, state: DeviceState, slot: int):

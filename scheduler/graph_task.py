@@ -15,6 +15,7 @@ from typing import Any
 
 import trio
 
+from actorgrad.hooks import run_steps, run_steps_async
 from actorgrad.scheduler.input_buffer import InputBuffer
 from actorgrad.scheduler.workers import HEAVY_NODE_NS, blas_threads
 
@@ -90,7 +91,8 @@ class GraphTask:
     `captures` maps a node to the `(slot, output index)` pairs whose incoming gradient `grad()` returns.
     `accumulate` is False for `grad()`, whose captured nodes are visited but not run unless they lie on the
     way to another requested input. `ops` is None for a plain backward (each device's raw array helpers) or
-    the Tensor helpers when the backward is recorded.
+    the Tensor helpers when the backward is recorded. `check_nan` (anomaly mode) fails the pass at the first
+    node that returns a NaN gradient.
     """
 
     def __init__(
@@ -102,6 +104,7 @@ class GraphTask:
         captures: dict | None,
         accumulate: bool,
         trace: list | None,
+        check_nan: bool = False,
     ) -> None:
         self.id = next(_task_ids)
         self.root = root
@@ -126,6 +129,9 @@ class GraphTask:
             heavy_devices | multithreaded_devices if self.multithreaded_on_workers else heavy_devices
         )
         self.captures = captures
+        self.check_nan = check_nan
+        # Nodes without hooks or a retained gradient run by a bare `node.apply` in such a pass.
+        self.plain = captures is None and not check_nan
         if captures is None:
             self.captured: list = []
             self.visit = self.run = None
@@ -142,6 +148,7 @@ class GraphTask:
         self.nurseries: dict = {}
         self.sleeping: dict = {}  # device -> the event its dispatcher sleeps on, while it does
         self.error: BaseException | None = None
+        self.error_node: Any = None
         self.finished = False
         self.cancel_scope: Any = None
         self.inline = False  # run on the caller's thread without an event loop (run_graph_task_inline)
@@ -149,19 +156,44 @@ class GraphTask:
 
     # -- running one node (may run on a worker thread) ----------------------------------------------------
     def apply_node(self, node: Any, grads: list) -> Any:
-        """Run a node on its gathered gradients; None when the node is only visited to capture them."""
+        """Run a node on its gathered gradients, with its hooks; None when it is only visited to capture them.
+        Hooks that are async get a trio run of their own here: on the event loop, use `apply_node_async`."""
+        hooks = node.hooks
+        if hooks is not None:
+            outputs = run_steps(hooks.steps(self, node, grads), self)
+        elif self.receive(node, grads):
+            outputs = node.apply(grads, self)
+        else:
+            return None
+        if self.check_nan and outputs:
+            _check_nan(node, outputs)
+        return outputs
+
+    async def apply_node_async(self, node: Any, grads: list) -> Any:
+        """`apply_node` for a node whose hooks await, on the event loop."""
+        outputs = await run_steps_async(node.hooks.steps(self, node, grads), self)
+        if self.check_nan and outputs:
+            _check_nan(node, outputs)
+        return outputs
+
+    def receive(self, node: Any, grads: list) -> bool:
+        """Capture and retain the gradients a node receives; False when the node is only visited to capture."""
         captures = self.captures
         if captures is not None:
             for slot, index in captures.get(node, ()):
                 self.captured[index] = grads[slot]
             if node not in self.run:
-                return None
+                return False
         if node.retained is not None and self.accumulate:
             for slot, ref in node.retained.items():
                 tensor = ref()
                 if tensor is not None and grads[slot] is not None:
                     self.stage(tensor, grads[slot])
-        return node.apply(grads, self)
+        return True
+
+    def will_execute(self, node: Any) -> bool:
+        """Does this pass reach `node` (PyTorch's `_will_engine_execute_node`)?"""
+        return node in self.pending and (self.visit is None or node in self.visit)
 
     def stage(self, tensor: Any, grad: Any) -> None:
         """Hold a gradient for `tensor.grad` until the pass commits."""
@@ -267,7 +299,17 @@ class GraphTask:
         if self.error is None:
             error.add_note(f"raised by {node.name()} (sequence_nr={node.sequence_nr}) during backward")
             self.error = error
+            self.error_node = node
         self.finish()
         self.cancel_async()
         if self.cancel_scope is not None:  # None: no kernels on workers to stop, the dispatcher stops itself
             self.cancel_scope.cancel()
+
+
+def _check_nan(node: Any, outputs: Any) -> None:
+    """Anomaly mode's check of the gradients a node returned."""
+    for i, grad in enumerate(outputs):
+        if grad is not None:
+            data = getattr(grad, "_data", grad)
+            if (data != data).any():
+                raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")

@@ -1,5 +1,7 @@
 """gradcheck and gradgradcheck catch wrong first and second derivatives, and refuse input they cannot check."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -33,6 +35,22 @@ def test_a_wrong_first_derivative_is_caught_and_named():
     with pytest.raises(GradcheckError, match="Jacobian mismatch for output 0 with respect to input 0"):
         gradcheck(_square_with(WRONG_FIRST), (leaf(),))
     assert gradcheck(_square_with(WRONG_FIRST), (leaf(),), raise_exception=False) is False
+
+
+def test_the_report_names_the_worst_mismatching_entry():
+    # Right everywhere but at x[1, 2], which gets 3 x instead of 2 x.
+    wrong_at = np.zeros((2, 3))
+    wrong_at[1, 2] = 1.0
+    rule = Rule("SquareBackward", (("self",), lambda ops, g, self: g * (2 + wrong_at) * self))
+    x = leaf()
+    with pytest.raises(GradcheckError) as caught:
+        gradcheck(lambda t: record(rule, t._data * t._data, (t,)), (x,))
+    message = str(caught.value)
+    value = float(x.detach().numpy()[1, 2])
+    numerical, analytical = (float(v) for v in re.search(r"numerical (\S+), analytical (\S+) ", message).groups())
+    assert "worst mismatch: output 0 element (1, 2), input 0 element (1, 2):" in message
+    assert numerical == pytest.approx(2 * value) and analytical == pytest.approx(3 * value)
+    assert "numerical:[[" in message and "analytical:[[" in message  # the whole matrices follow
 
 
 def test_a_lost_second_derivative_is_caught_by_gradgradcheck_only():

@@ -1,9 +1,16 @@
-"""`actorgrad.autograd`: the sync mirrors of the engine entry points, where PyTorch has them.
+"""`actorgrad.autograd`: the sync mirrors of the engine entry points, where PyTorch has them, and the tools to
+inspect, hook and debug the backward graph (`graph`, anomaly mode, gradcheck).
 
 For scripts. Inside a trio app, await `actorgrad.backward(...)` / `actorgrad.grad(...)` instead.
 """
 
-from actorgrad.autograd import forward_ad, functional
+from actorgrad.autograd import forward_ad, functional, graph
+from actorgrad.autograd.anomaly_mode import (
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
 from actorgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from actorgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from actorgrad.engine import backward_sync as backward
@@ -11,6 +18,7 @@ from actorgrad.engine import grad_sync as grad
 from actorgrad.node import GraphRoot, Node
 
 __all__ = [
-    "Function", "FunctionCtx", "GradcheckError", "GraphRoot", "Node", "backward", "forward_ad", "functional", "grad",
-    "gradcheck", "gradgradcheck", "once_differentiable",
+    "Function", "FunctionCtx", "GradcheckError", "GraphRoot", "Node", "backward", "detect_anomaly", "forward_ad",
+    "functional", "grad", "gradcheck", "gradgradcheck", "graph", "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled", "once_differentiable", "set_detect_anomaly",
 ]

@@ -59,13 +59,15 @@ def _numerical_jacobians(func: Callable, inputs: tuple, wrt: list[int], eps: flo
     return jacobians
 
 
-def _analytical_jacobians(func: Callable, inputs: tuple, wrt: list[int]) -> dict:
+def _analytical_jacobians(func: Callable, inputs: tuple, wrt: list[int]) -> tuple[dict, dict]:
     """(output j, input i) -> the same matrices from the engine: row r is the gradient for the one-hot
-    output gradient at r."""
+    output gradient at r; and output j -> its shape."""
     outputs = _as_tuple(func(*inputs))
     targets = [inputs[i] for i in wrt]
     jacobians: dict = {}
+    shapes: dict = {}
     for j, out in _differentiable_outputs(outputs):
+        shapes[j] = out.shape
         rows = {i: np.zeros((out._data.size, inputs[i]._data.size)) for i in wrt}
         jacobians.update({(j, i): rows[i] for i in wrt})
         if not out.requires_grad:
@@ -84,7 +86,21 @@ def _analytical_jacobians(func: Callable, inputs: tuple, wrt: list[int]) -> dict
                         f"shape {x.shape} and dtype {x.dtype}"
                     )
                 rows[i][r] = g._data.ravel()
-    return jacobians
+    return jacobians, shapes
+
+
+def _worst_mismatch(analytical: np.ndarray, numerical: np.ndarray, j: int, output_shape: tuple, i: int,
+                    input_shape: tuple, atol: float, rtol: float) -> str:
+    """The entry of d out_j / d in_i that misses the tolerance by the most (a NaN first), in words."""
+    excess = np.abs(analytical - numerical) - (atol + rtol * np.abs(numerical))
+    r, k = np.unravel_index(np.argmax(excess), excess.shape)
+    out_index = tuple(int(v) for v in np.unravel_index(r, output_shape))
+    in_index = tuple(int(v) for v in np.unravel_index(k, input_shape))
+    n, a = float(numerical[r, k]), float(analytical[r, k])
+    return (
+        f"worst mismatch: output {j} element {out_index}, input {i} element {in_index}: numerical {n!r}, "
+        f"analytical {a!r} (difference {abs(a - n)!r}, allowed {atol + rtol * abs(n)!r})"
+    )
 
 
 def gradcheck(
@@ -110,15 +126,17 @@ def gradcheck(
                 f"Input #{i} requires gradient and is not a double precision floating point; the finite "
                 f"differences will be too coarse to check it", stacklevel=2,
             )
-    analytical = _analytical_jacobians(func, inputs, wrt)
+    analytical, output_shapes = _analytical_jacobians(func, inputs, wrt)
     numerical = _numerical_jacobians(func, inputs, wrt, eps)
     for (j, i), a in analytical.items():
         n = numerical[j, i]
         if not np.allclose(a, n, rtol=rtol, atol=atol):
             if not raise_exception:
                 return False
+            worst = _worst_mismatch(a, n, j, output_shapes[j], i, inputs[i].shape, atol, rtol)
             raise GradcheckError(
-                f"Jacobian mismatch for output {j} with respect to input {i},\nnumerical:{n}\nanalytical:{a}\n"
+                f"Jacobian mismatch for output {j} with respect to input {i},\n{worst}\nnumerical:{n}\n"
+                f"analytical:{a}\n"
             )
     return True
 

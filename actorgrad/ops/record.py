@@ -18,6 +18,7 @@ from actorgrad.devices import cpu
 from actorgrad.grad_mode import _grad_enabled, enable_grad
 from actorgrad.node import InputMetadata, Node
 from actorgrad.ops.operands import as_operand, result_type
+from actorgrad.saved_tensors import SavedOutput, _saved_tensors_hooks, pack_saved
 from actorgrad.tensor import Tensor, version_counter
 
 SECOND_BACKWARD = (
@@ -59,18 +60,6 @@ class Rule:
         self.saves_result = any("result" in names for names, _ in grads)
 
 
-class SavedOutput:
-    """An op's own output, saved without a reference back to its Tensor (that would be a cycle through the
-    node) but with its version counter. Unpacked for `create_graph` as a new Tensor whose grad_fn is the node
-    that saved it."""
-
-    __slots__ = ("_data", "_vc")
-
-    def __init__(self, data: Any, vc: Any) -> None:
-        self._data = data
-        self._vc = vc
-
-
 _VERSIONED = (Tensor, SavedOutput)  # the saved values whose version a node checks at backward
 MODIFIED = (
     "one of the variables needed for gradient computation has been modified by an inplace operation: "
@@ -100,7 +89,8 @@ class FormulaNode(Node):
     `saved` holds, for each input that needs a gradient, `(input index, formula, saved values, shape to sum
     the gradient back to or None, dtype to cast it to or None)`, with the values as raw arrays for the fast
     path; `saved_tensors` holds the same with the values as Tensors, for a recorded backward. Both refer to
-    the same arrays. A gradient always has its input's shape and dtype.
+    the same arrays (or, for a node recorded inside `saved_tensors_hooks`, both unpack the same packed values
+    on use). A gradient always has its input's shape and dtype.
     """
 
     __slots__ = ("rule", "saved", "saved_tensors", "versions")
@@ -206,9 +196,12 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
         saved_tensors.append((i, formula, tuple(values), reduce, cast))
         saved.append((i, formula, tuple([getattr(v, "_data", v) for v in values]), reduce, cast))
     metadata = (InputMetadata(data.shape, data.dtype, cpu),)
-    out._grad_fn = FormulaNode(
+    node = out._grad_fn = FormulaNode(
         rule, tuple(edges), metadata, tuple(saved), tuple(saved_tensors), cost, tuple(versions)
     )
+    hooks = _saved_tensors_hooks.get()
+    if hooks is not None:
+        pack_saved(node, out, hooks)
     return out
 
 

@@ -1,0 +1,118 @@
+"""What a node saves for its backward: its own output (SavedOutput), and values packed by saved-tensor hooks.
+
+Inside `actorgrad.autograd.graph.saved_tensors_hooks(pack, unpack)`, each op recorded hands every tensor it
+saves (its inputs, its output, and the arrays among its keywords, as tensors) to `pack`, and keeps only what
+`pack` returns. Each time a backward needs the value, `unpack` gives it back, and the value takes the place
+in the graph of the tensor that was packed, so that a recorded backward (`create_graph`) still reaches it.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Any
+
+import numpy as np
+
+from actorgrad.accumulate_grad import AccumulateGrad, gradient_edge
+from actorgrad.grad_mode import no_grad
+from actorgrad.tensor import Tensor
+
+# The innermost (pack, unpack) pair in force, or None.
+_saved_tensors_hooks: ContextVar[tuple[Callable, Callable] | None] = ContextVar(
+    "actorgrad_saved_tensors_hooks", default=None
+)
+
+
+class SavedOutput:
+    """An op's own output, saved without a reference back to its Tensor (that would be a cycle through the
+    node) but with its version counter (None: not versioned). Unpacked for `create_graph` as a new Tensor whose
+    grad_fn is the node that saved it."""
+
+    __slots__ = ("_data", "_vc")
+
+    def __init__(self, data: Any, vc: Any = None) -> None:
+        self._data = data
+        self._vc = vc
+
+
+INPUT, OUTPUT, ARRAY = "input", "output", "array"
+
+
+class Packed:
+    """One saved value as `pack` left it, with the `unpack` to bring it back and what it was: a tensor (with
+    its gradient edge), the node's output, or a raw array."""
+
+    __slots__ = ("packed", "unpack", "kind", "edge")
+
+    def __init__(self, packed: Any, unpack: Callable, kind: str, edge: tuple | None) -> None:
+        self.packed = packed
+        self.unpack = unpack
+        self.kind = kind
+        self.edge = edge
+
+    def value(self, raw: bool) -> Any:
+        """The value unpacked: as a raw array for a plain backward, else as the formulas saw it when saved."""
+        with no_grad():
+            tensor = self.unpack(self.packed)
+        if not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                f"{type(tensor).__name__}"
+            )
+        data = tensor._data
+        if raw or self.kind == ARRAY:
+            return data
+        if self.kind == OUTPUT:
+            return SavedOutput(data)
+        node, output_nr = self.edge
+        if node is None:
+            return Tensor(data)
+        if isinstance(node, AccumulateGrad):  # a leaf: a stand-in whose gradient goes to the leaf's accumulator
+            stand_in = Tensor(data)
+            stand_in._requires_grad = True
+            stand_in._accumulator = weakref.ref(node)
+            return stand_in
+        return Tensor(data, grad_fn=node, output_nr=output_nr)
+
+
+class UnpackOnUse:
+    """The saved values of one formula, some packed: each pass over them unpacks those afresh."""
+
+    __slots__ = ("values", "raw")
+
+    def __init__(self, values: tuple, raw: bool) -> None:
+        self.values = values
+        self.raw = raw
+
+    def __iter__(self) -> Iterator:
+        raw = self.raw
+        for v in self.values:
+            yield v.value(raw) if v.__class__ is Packed else v
+
+
+def pack_saved(node: Any, output: Tensor, hooks: tuple[Callable, Callable]) -> None:
+    """Replace what a just-recorded FormulaNode saved with values packed by `hooks`. Packing runs without
+    grad mode (as in PyTorch), so ops inside `pack` record nothing and pack nothing."""
+    pack, unpack = hooks
+    done: dict[int, Any] = {}  # id -> packed: a value named by several formulas is packed once
+
+    def packed(value: Any) -> Any:
+        key = id(value)
+        if key not in done:
+            if isinstance(value, Tensor):
+                done[key] = Packed(pack(value), unpack, INPUT, gradient_edge(value))
+            elif isinstance(value, SavedOutput):
+                done[key] = Packed(pack(output), unpack, OUTPUT, None)
+            elif isinstance(value, np.ndarray):
+                done[key] = Packed(pack(Tensor(value)), unpack, ARRAY, None)
+            else:
+                done[key] = value
+        return done[key]
+
+    with no_grad():
+        saved = [(i, formula, tuple(map(packed, values)), reduce, cast)
+                 for i, formula, values, reduce, cast in node.saved_tensors]
+    node.saved_tensors = tuple((i, f, UnpackOnUse(values, False), r, c) for i, f, values, r, c in saved)
+    node.saved = tuple((i, f, UnpackOnUse(values, True), r, c) for i, f, values, r, c in saved)
