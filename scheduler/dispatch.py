@@ -17,7 +17,7 @@ import trio
 
 from actorgrad.scheduler.graph_task import GraphTask
 from actorgrad.scheduler.ready_queue import DeviceState, ReadyQueue, device_state
-from actorgrad.scheduler.trace import TraceEvent
+from actorgrad.scheduler.trace import PassEvent, TraceEvent
 from actorgrad.scheduler.workers import HEAVY_NODE_NS, get_num_workers
 
 # A checkpoint costs about 10 µs here; every 0.5 ms of work keeps cancellation within a millisecond.
@@ -30,6 +30,7 @@ async def run_graph_task(task: GraphTask) -> None:
     """Run a pass to completion on every device it touches; re-raise the first node error as is."""
     states = {device: device_state(device) for device in task.devices}
     task.queues = {device: state.queue for device, state in states.items()}
+    start = perf_counter_ns()
     try:
         if len(states) == 1:
             ((device, state),) = states.items()
@@ -45,14 +46,25 @@ async def run_graph_task(task: GraphTask) -> None:
         if task.remaining:  # stopped early: drop what it still had queued
             for queue in task.queues.values():
                 queue.discard(task)
+        if task.trace is not None:
+            _trace_pass(task, start)
     if task.error is not None:
         raise task.error
 
 
 def _trace(owner: GraphTask, node: Any, device: Any, worker: int, start: int, end: int) -> None:
+    sends = ()
+    if len(owner.devices) > 1:
+        sends = tuple(id(next_node) for next_node, _ in node.next_functions
+                      if next_node is not None and next_node.device != device)
     owner.trace.append(
-        TraceEvent(node.name(), node.sequence_nr, str(device), owner.depth, owner.id, worker, start, end)
+        TraceEvent(node.name(), node.sequence_nr, str(device), owner.depth, owner.id, worker, start, end,
+                   id(node), sends)
     )
+
+
+def _trace_pass(task: GraphTask, start: int) -> None:
+    task.trace.passes.append(PassEvent(task.id, task.depth, start, perf_counter_ns()))
 
 
 async def _dispatch_device(
@@ -174,12 +186,15 @@ def run_graph_task_inline(task: GraphTask) -> None:
     task.queues = {device: queue}
     queue.push(task, task.root, [])
     heap = queue.heap
+    start = perf_counter_ns()
     try:
         while heap:
             _, _, _, owner, node, grads = heappop(heap)
             _run_chain(owner, node, grads, device, queue, math.inf)
     finally:
         task.finished = True
+        if task.trace is not None:
+            _trace_pass(task, start)
     if task.error is not None:
         raise task.error
 

@@ -1,7 +1,8 @@
 """The execution trace: which node ran when, where, and for which pass.
 
-`with actorgrad.profile() as prof:` records every node the engine runs inside the block. The recording list
-is picked up once per pass; with profiling off the engine pays one `is not None` check per node.
+`with actorgrad.profile() as prof:` records every node the engine runs inside the block, and each pass's span.
+The recording list is picked up once per pass; with profiling off the engine pays one `is not None` check per
+node. `prof.export_chrome_trace(path)` writes it for chrome://tracing and Perfetto.
 """
 
 from __future__ import annotations
@@ -19,16 +20,51 @@ class TraceEvent(NamedTuple):
     worker: int  # 0: run on the device's dispatcher (the event loop); 1..n: a worker thread slot
     start_ns: int
     end_ns: int
+    node_id: int = 0  # id() of the node: tells apart nodes with one sequence_nr (AccumulateGrad)
+    # node_id of each consumer on ANOTHER device this node sent a gradient to: drawn as flow arrows. Filled only
+    # for passes that span several devices, so single-device tracing pays nothing for it.
+    sends: tuple[int, ...] = ()
 
 
-active_trace: ContextVar[list | None] = ContextVar("actorgrad_active_trace", default=None)
+class PassEvent(NamedTuple):
+    """One backward pass (GraphTask) from the start of its dispatch to its end."""
+
+    graph_task: int
+    depth: int
+    start_ns: int
+    end_ns: int
+
+
+class WaitEvent(NamedTuple):
+    """A wait on a cross-device event (a stream or copy) on one track; exported as its own slice."""
+
+    what: str
+    device: str
+    worker: int
+    graph_task: int
+    start_ns: int
+    end_ns: int
+
+
+class TraceLog(list):
+    """The node events (the list itself) with the passes and event waits recorded beside them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passes: list[PassEvent] = []
+        self.waits: list[WaitEvent] = []
+
+
+active_trace: ContextVar[TraceLog | None] = ContextVar("actorgrad_active_trace", default=None)
 
 
 class profile:
     """Context manager that records the nodes the engine runs inside it into `events`."""
 
     def __init__(self) -> None:
-        self.events: list[TraceEvent] = []
+        self.events: TraceLog = TraceLog()
+        self.passes = self.events.passes
+        self.waits = self.events.waits
         self._token = None
 
     def __enter__(self) -> profile:
@@ -37,3 +73,9 @@ class profile:
 
     def __exit__(self, *exc_info: object) -> None:
         active_trace.reset(self._token)
+
+    def export_chrome_trace(self, path: str) -> None:
+        """Write the trace as Chrome trace / Perfetto JSON: one track per device and worker."""
+        from actorgrad.profiler.chrome import write_chrome_trace
+
+        write_chrome_trace(self, path)
