@@ -30,8 +30,8 @@ def save_timeline_png(prof: Any, path: str, title: str = "actorgrad backward") -
     for e in events:
         row = rows[(e.device, e.worker)]
         start, width = (e.start_ns - origin) / 1e6, max((e.end_ns - e.start_ns) / 1e6, span_ms * 1e-4)
-        ax.broken_barh([(start, width)], (row - 0.4, 0.8), facecolors=colours(keys.index(e.name if by_name else e.graph_task) % 10),
-                       edgecolors="black", linewidth=0.3)
+        colour = colours(keys.index(e.name if by_name else e.graph_task) % 10)
+        ax.broken_barh([(start, width)], (row - 0.4, 0.8), facecolors=colour, edgecolors="black", linewidth=0.3)
         if width >= span_ms * MIN_LABEL_FRACTION:
             ax.text(start + width / 2, row, e.name, ha="center", va="center", fontsize=7, clip_on=True)
     ax.set_yticks(range(len(tracks)), [f"{device} {track_name(worker)}" for device, worker in tracks])
