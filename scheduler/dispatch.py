@@ -17,7 +17,7 @@ import trio
 
 from actorgrad.scheduler.graph_task import GraphTask
 from actorgrad.scheduler.ready_queue import DeviceState, ReadyQueue, device_state
-from actorgrad.scheduler.trace import PassEvent, TraceEvent
+from actorgrad.scheduler.trace import PassEvent
 from actorgrad.scheduler.workers import HEAVY_NODE_NS, get_num_workers
 
 # A checkpoint costs about 10 µs here; every 0.5 ms of work keeps cancellation within a millisecond.
@@ -53,14 +53,14 @@ async def run_graph_task(task: GraphTask) -> None:
 
 
 def _trace(owner: GraphTask, node: Any, device: Any, worker: int, start: int, end: int) -> None:
-    sends = ()
-    if len(owner.devices) > 1:
-        sends = tuple(id(next_node) for next_node, _ in node.next_functions
-                      if next_node is not None and next_node.device != device)
-    owner.trace.append(
-        TraceEvent(node.name(), node.sequence_nr, str(device), owner.depth, owner.id, worker, start, end,
-                   id(node), sends)
-    )
+    """Record a TraceEvent's fields as a plain tuple (the device not yet a string): a named tuple costs more."""
+    owner.trace.append((node.name(), node.sequence_nr, device, owner.depth, owner.id, worker, start, end, id(node),
+                        _sends(node, device) if len(owner.devices) > 1 else ()))
+
+
+def _sends(node: Any, device: Any) -> tuple[int, ...]:
+    return tuple(id(next_node) for next_node, _ in node.next_functions
+                 if next_node is not None and next_node.device != device)
 
 
 def _trace_pass(task: GraphTask, start: int) -> None:
@@ -151,7 +151,7 @@ def _run_chain(owner: GraphTask, node: Any, grads: list, device: Any, queue: Any
         try:
             if trace is not None:
                 start = perf_counter_ns()
-                outputs = owner.apply_node(node, grads)
+                outputs = node.apply(grads, owner) if plain and node.retained is None else owner.apply_node(node, grads)
                 if outputs is not None:  # None: only visited to capture
                     _trace(owner, node, device, 0, start, perf_counter_ns())
             elif plain and node.retained is None:

@@ -47,7 +47,8 @@ class WaitEvent(NamedTuple):
 
 
 class TraceLog(list):
-    """The node events (the list itself) with the passes and event waits recorded beside them."""
+    """What the engine records: the node events (the list itself, as TraceEvent's fields in a plain tuple with the
+    device not yet a string), with the passes and event waits beside them."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -59,16 +60,20 @@ active_trace: ContextVar[TraceLog | None] = ContextVar("actorgrad_active_trace",
 
 
 class profile:
-    """Context manager that records the nodes the engine runs inside it into `events`."""
+    """Context manager that records the nodes the engine runs inside it; `events` lists them as TraceEvents."""
 
     def __init__(self) -> None:
-        self.events: TraceLog = TraceLog()
-        self.passes = self.events.passes
-        self.waits = self.events.waits
+        self._log = TraceLog()
+        self.passes = self._log.passes
+        self.waits = self._log.waits
         self._token = None
 
+    @property
+    def events(self) -> list[TraceEvent]:
+        return [TraceEvent(r[0], r[1], str(r[2]), *r[3:]) for r in self._log]
+
     def __enter__(self) -> profile:
-        self._token = active_trace.set(self.events)
+        self._token = active_trace.set(self._log)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
