@@ -1,8 +1,8 @@
 """`actorgrad bench` (and `python benchmarks/bench.py`): actorgrad's backward against a plain-numpy floor, torch
 and HIPS autograd, with the scaling runs.
 
-The workload modules are imported only once `--threads` has set actorgrad's worker count, since they read the
-default worker count when they load.
+The workload modules are imported only once `--threads` has set actorgrad's worker count and `--no-peers` its
+environment variable, since they read both when they load.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 import actorgrad as ag
 
 WORKLOADS = ("W1", "W2", "W3", "W4", "W5")
+TABLE_WIDTH = 130  # rich's width when writing to a file or pipe (it would wrap the table at 80 columns)
 
 
 def add_arguments(parser: argparse.ArgumentParser, scaling: bool) -> None:
@@ -32,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser, scaling: bool) -> None:
                         help="actorgrad workers and BLAS threads (default: actorgrad's default, BLAS's own)")
     parser.add_argument("--device", default="cpu", choices=["cpu"], help="device to run on")
     parser.add_argument("--plain", action="store_true", help="plain text even when rich is installed")
+    parser.add_argument("--no-peers", action="store_true", help="leave torch and HIPS autograd out")
     parser.add_argument("--size", choices=["full", "tiny"], default="full", help=argparse.SUPPRESS)
 
 
@@ -48,6 +50,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error(f"unknown workloads {unknown}; choose from {list(WORKLOADS)}")
     if args.threads is not None:
         ag.set_num_workers(args.threads)
+    if args.no_peers:
+        os.environ["ACTORGRAD_BENCH_PEERS"] = "0"
     if args.plot and not args.scaling:
         parser.error("--plot draws the scaling runs: drop --no-scaling")
     from threadpoolctl import threadpool_limits
@@ -63,7 +67,7 @@ def _run(args: argparse.Namespace, chosen: list[str], repeat: int) -> int:
     from actorgrad.bench.run import Progress, run_workload, scaling_runs
     from actorgrad.bench.timing import CORES, foreign_cpu
 
-    console, progress, say, table = _console(args.plain)
+    progress, say, table = _console(args.plain)
     tiny = args.size == "tiny"
     info = machine()
     say(f"machine: {CORES} cores, {info['platform']}, python {info['python']}, numpy {info['numpy']}")
@@ -99,8 +103,8 @@ def _run(args: argparse.Namespace, chosen: list[str], repeat: int) -> int:
     return 0
 
 
-def _console(plain: bool) -> tuple[Any, Any, Any, Any]:
-    """(console, progress, print, table printer): rich's when installed and wanted, else plain print."""
+def _console(plain: bool) -> tuple[Any, Any, Any]:
+    """(progress, print, table printer): rich's when installed and wanted, else plain print."""
     if not plain:
         try:
             from rich.console import Console
@@ -109,13 +113,13 @@ def _console(plain: bool) -> tuple[Any, Any, Any, Any]:
         except ImportError:
             pass
         else:
-            console = Console()
-            return console, RichProgress(console), console.print, lambda rows: print_rich_table(console, rows)
+            console = Console(width=None if sys.stdout.isatty() else TABLE_WIDTH)
+            return RichProgress(console), console.print, lambda rows: print_rich_table(console, rows)
 
     def say(text: str) -> None:
         print(text, flush=True)
 
-    return None, None, say, None
+    return None, say, None
 
 
 def _print_scaling(scaling: dict[str, Any], say: Any) -> None:
