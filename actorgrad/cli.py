@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import runpy
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,14 +95,21 @@ def graph(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_script(script: str, args: list[str]) -> dict[str, Any]:
-    """Run `script` as __main__ with `args` as its sys.argv[1:]; its globals afterwards."""
+@contextlib.contextmanager
+def _argv(script: str, args: list[str]) -> Iterator[None]:
+    """The script sees `args` as its sys.argv[1:], as when run by python."""
     saved_argv = sys.argv
     sys.argv = [script, *args]
     try:
-        return runpy.run_path(script, run_name="__main__")
+        yield
     finally:
         sys.argv = saved_argv
+
+
+def _run_script(script: str, args: list[str]) -> dict[str, Any]:
+    """Run `script` as __main__; its globals afterwards."""
+    with _argv(script, args):
+        return runpy.run_path(script, run_name="__main__")
 
 
 def _script_value(script: str, var: str | None) -> Any:
@@ -115,5 +124,6 @@ def _script_value(script: str, var: str | None) -> Any:
         raise SystemExit(f"{script} does not end with an expression: name the tensor to draw with --var")
     last = ast.Expression(tree.body.pop().value)
     namespace: dict[str, Any] = {"__name__": "__main__", "__file__": script}
-    exec(compile(tree, script, "exec"), namespace)
-    return eval(compile(last, script, "eval"), namespace)
+    with _argv(script, []):
+        exec(compile(tree, script, "exec"), namespace)
+        return eval(compile(last, script, "eval"), namespace)
