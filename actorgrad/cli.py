@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("-o", "--out", default="trace.json", help="Chrome trace / Perfetto JSON (default trace.json)")
     trace.add_argument("--png", metavar="PATH", help="also a PNG timeline (needs matplotlib)")
     trace.add_argument("script", help="the Python script to run")
-    trace.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    trace.add_argument("args", nargs=argparse.REMAINDER,
+                       help="the script's arguments (options for trace go before SCRIPT)")
     graph = commands.add_parser("graph", help="the backward graph of a script's result, as DOT, SVG or PNG")
     graph.add_argument("script", help="a Python script whose last expression (or --var) is a tensor")
     graph.add_argument("--var", help="the script's variable to draw instead of its last expression")

@@ -1,5 +1,5 @@
-"""A PNG Gantt chart of a profile: one row per device track, one bar per node, coloured by pass (by node name
-when there is a single pass)."""
+"""A PNG Gantt chart of a profile: one row per device track, one bar per node, coloured by pass and labelled with
+its node's name where it is wide enough; or, for a single pass, coloured by node name with a legend."""
 
 from __future__ import annotations
 
@@ -32,8 +32,13 @@ def save_timeline_png(prof: Any, path: str, title: str = "actorgrad backward") -
         start, width = (e.start_ns - origin) / 1e6, max((e.end_ns - e.start_ns) / 1e6, span_ms * 1e-4)
         colour = colours(keys.index(e.name if by_name else e.graph_task) % 10)
         ax.broken_barh([(start, width)], (row - 0.4, 0.8), facecolors=colour, edgecolors="black", linewidth=0.3)
-        if width >= span_ms * MIN_LABEL_FRACTION:
+        if not by_name and width >= span_ms * MIN_LABEL_FRACTION:  # by name, the legend says what a bar is
             ax.text(start + width / 2, row, e.name, ha="center", va="center", fontsize=7, clip_on=True)
+    if by_name:
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(facecolor=colours(i % 10), label=key) for i, key in enumerate(keys)], fontsize=7,
+                  loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
     ax.set_yticks(range(len(tracks)), [f"{device} {track_name(worker)}" for device, worker in tracks])
     ax.invert_yaxis()
     ax.set_xlabel("ms since the first node started")
