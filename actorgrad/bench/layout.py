@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from actorgrad.bench.chains import DEFAULT_WORKERS, w1, w2, w4
+from actorgrad.bench.branches import w2
+from actorgrad.bench.chains import w1, w4
 from actorgrad.bench.networks import w3, w5
 from actorgrad.bench.peers import hips, torch
-from actorgrad.bench.timing import CORES
+from actorgrad.bench.timing import CORES, DEFAULT_WORKERS
 
 # Rows: (key, label, floor key, torch key, target). A key "a/b" is the ratio of two medians (a speedup).
 # `tiny`: the workload's arguments for the hidden `--size tiny` (tests), which checks the plumbing, not speed.

@@ -62,10 +62,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def _run(args: argparse.Namespace, chosen: list[str], repeat: int) -> int:
-    from actorgrad.bench.chains import DEFAULT_WORKERS
     from actorgrad.bench.report import machine, print_table
     from actorgrad.bench.run import Progress, run_workload, scaling_runs
-    from actorgrad.bench.timing import CORES, foreign_cpu
+    from actorgrad.bench.timing import CORES, DEFAULT_WORKERS, foreign_cpu
 
     progress, say, table = _console(args.plain)
     tiny = args.size == "tiny"

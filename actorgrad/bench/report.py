@@ -10,9 +10,8 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_info
 
-from actorgrad.bench.chains import DEFAULT_WORKERS
 from actorgrad.bench.peers import hips, torch
-from actorgrad.bench.timing import CORES
+from actorgrad.bench.timing import CORES, DEFAULT_WORKERS
 
 
 def verdict(row: dict[str, Any]) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from actorgrad.bench.chains import w2, w4
+from actorgrad.bench.branches import w2
+from actorgrad.bench.chains import w4
 from actorgrad.bench.layout import LAYOUT, PEERS
 from actorgrad.bench.timing import Engines
 

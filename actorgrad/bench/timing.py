@@ -11,7 +11,10 @@ from typing import Any
 import numpy as np
 import trio
 
+import actorgrad as ag
+
 CORES = os.cpu_count() or 1
+DEFAULT_WORKERS = ag.get_num_workers()  # read when the workloads load: after `--threads` has set it
 Engines = dict[str, Callable[[], float]]
 Workload = tuple[Engines, Callable[[], float]]  # timed engines, and a gradient check returning its max error
 
