@@ -150,24 +150,28 @@ def _run_chain(owner: GraphTask, node: Any, grads: list, device: Any, queue: Any
     trace = owner.trace
     plain = owner.captures is None  # apply_node only adds capture and retain_grad handling
     countdown = CHAIN_CLOCK_EVERY
-    if trace is not None:  # the common single-device record is written inline: a call per node cost 7% more on W1
+    if trace is not None:
+        # A traced node's slice runs from the end of the one before it in the chain to the end of its own delivery:
+        # one clock read per node (a read costs 0.1 us here, 4% of a W1 node), and the common single-device record
+        # written inline (a call per node cost 7% more on W1).
         single, depth, task_id = len(owner.devices) == 1, owner.depth, owner.id
+        start = perf_counter_ns()
     while True:
         try:
             if trace is not None:
-                start = perf_counter_ns()
                 outputs = node.apply(grads, owner) if plain and node.retained is None else owner.apply_node(node, grads)
+                held = owner.finish_node(node, outputs, heap)
+                end = perf_counter_ns()
                 if outputs is not None:  # None: only visited to capture
                     if single:
-                        trace.append((node.name(), node.sequence_nr, device, depth, task_id, 0, start,
-                                      perf_counter_ns()))
+                        trace.append((node.name(), node.sequence_nr, device, depth, task_id, 0, start, end))
                     else:
-                        _trace(owner, node, device, 0, start, perf_counter_ns())
+                        _trace(owner, node, device, 0, start, end)
+                start = end
             elif plain and node.retained is None:
-                outputs = node.apply(grads, owner)
+                held = owner.finish_node(node, node.apply(grads, owner), heap)
             else:
-                outputs = owner.apply_node(node, grads)
-            held = owner.finish_node(node, outputs, heap)
+                held = owner.finish_node(node, owner.apply_node(node, grads), heap)
         except Exception as error:
             owner.fail(node, error)
             return

@@ -18,6 +18,8 @@ class TraceEvent(NamedTuple):
     depth: int
     graph_task: int
     worker: int  # 0: run on the device's dispatcher (the event loop); 1..n: a worker thread slot
+    # On the dispatcher a node's span covers its run and the delivery of its gradients to the next nodes' mailboxes,
+    # and starts where the node before it in the same chain ended; on a worker, the kernel alone.
     start_ns: int
     end_ns: int
     node_id: int = 0  # id() of the node: tells apart nodes with one sequence_nr (AccumulateGrad)
