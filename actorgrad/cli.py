@@ -56,8 +56,12 @@ def main(argv: list[str] | None = None) -> int:
 def trace(args: argparse.Namespace) -> int:
     import actorgrad as ag
 
+    status = 0
     with ag.profile() as prof:
-        _run_script(args.script, args.args)
+        try:
+            _run_script(args.script, args.args)
+        except SystemExit as exit_:  # a script that ends with sys.exit(main()) still gets its trace
+            status = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
     prof.export_chrome_trace(args.out)
     print(f"{len(prof.events)} nodes in {len(prof.passes)} backward pass(es): {args.out} "
           "(open it in https://ui.perfetto.dev or chrome://tracing)")
@@ -70,7 +74,7 @@ def trace(args: argparse.Namespace) -> int:
             print(f"no timeline written: {PLOT_HINT}", file=sys.stderr)
             return 1
         print(f"timeline: {args.png}")
-    return 0
+    return status
 
 
 def graph(args: argparse.Namespace) -> int:

@@ -95,3 +95,11 @@ def test_graph_without_graphviz_says_so_and_writes_dot(tmp_path):
     assert done.returncode == 1
     assert "Graphviz's `dot` is not installed" in done.stderr and "apt-get install graphviz" in done.stderr
     assert "digraph" in (tmp_path / "g.dot").read_text()
+
+
+def test_trace_keeps_the_trace_and_exit_status_of_a_script_that_calls_sys_exit(tmp_path):
+    (tmp_path / "script.py").write_text(SCRIPT.replace("loss\n", "sys.exit(3)\n"))
+    done = actorgrad("trace", "-o", "t.json", "script.py", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    trace = json.loads((tmp_path / "t.json").read_text())
+    assert sum(e.get("cat") == "node" for e in trace["traceEvents"]) == 4, "GraphRoot, Sum, Tanh, AccumulateGrad"
