@@ -154,7 +154,7 @@ def _run_chain(owner: GraphTask, node: Any, grads: list, device: Any, queue: Any
         # A traced node's slice runs from the end of the one before it in the chain to the end of its own delivery:
         # one clock read per node (a read costs 0.1 us here, 4% of a W1 node), and the common single-device record
         # written inline (a call per node cost 7% more on W1).
-        single, depth, task_id = len(owner.devices) == 1, owner.depth, owner.id
+        single, depth, task_id, record = len(owner.devices) == 1, owner.depth, owner.id, trace.append
         start = perf_counter_ns()
     while True:
         try:
@@ -164,7 +164,7 @@ def _run_chain(owner: GraphTask, node: Any, grads: list, device: Any, queue: Any
                 end = perf_counter_ns()
                 if outputs is not None:  # None: only visited to capture
                     if single:
-                        trace.append((node.name(), node.sequence_nr, device, depth, task_id, 0, start, end))
+                        record((node.name(), node.sequence_nr, device, depth, task_id, 0, start, end))
                     else:
                         _trace(owner, node, device, 0, start, end)
                 start = end
