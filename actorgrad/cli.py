@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from actorgrad.bench.environment import exec_with_blas_env
+from actorgrad.bench.main import DESCRIPTION
 from actorgrad.bench.main import add_arguments as add_bench_arguments
 from actorgrad.bench.main import run as run_bench
 
@@ -25,7 +26,8 @@ PLOT_HINT = "pictures need matplotlib: pip install 'actorgrad[cli]'"
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="actorgrad", description="actorgrad's benchmark, timelines and graphs")
     commands = parser.add_subparsers(dest="command", required=True)
-    bench = commands.add_parser("bench", help="the throughput suite W1-W5 and the scaling runs")
+    bench = commands.add_parser("bench", help="the throughput suite W1-W5 and the scaling runs",
+                                description=DESCRIPTION)
     add_bench_arguments(bench, scaling=True)
     trace = commands.add_parser("trace", help="run a script under actorgrad.profile() and write its trace")
     trace.add_argument("-o", "--out", default="trace.json", help="Chrome trace / Perfetto JSON (default trace.json)")
