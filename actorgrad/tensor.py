@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from typing import Any
 
@@ -200,9 +201,17 @@ def version_counter(t: Tensor) -> VersionCounter:
     return vc
 
 
+# The latest in-place change in this process, as a stamp from `_stamps`: a node whose saved values were recorded
+# under the stamp still current has nothing to check at backward (one comparison instead of one per saved value).
+# Stamps only grow and each is written once, so a change after a recording always leaves a different one.
+_stamps = itertools.count(1)
+last_change = [0]
+
+
 def bump_version(t: Tensor) -> None:
     """Record that `t`'s storage was changed in place."""
     version_counter(t).value += 1
+    last_change[0] = next(_stamps)
 
 
 def _format_values(data: np.ndarray) -> str:

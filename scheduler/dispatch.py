@@ -164,11 +164,12 @@ def _run_chain(
         start = perf_counter_ns()
     while True:
         try:
-            hooks = node.hooks
-            if hooks is not None and hooks.awaits:
+            direct = plain and node.hooks is None and node.retained is None  # apply_node would add nothing
+            if direct and trace is None:
+                held = owner.finish_node(node, node.apply(grads, owner), heap)
+            elif node.hooks is not None and node.hooks.awaits:
                 return node, grads
-            direct = plain and node.retained is None and hooks is None  # apply_node would add nothing
-            if trace is not None:
+            elif trace is not None:
                 outputs = node.apply(grads, owner) if direct else owner.apply_node(node, grads)
                 held = owner.finish_node(node, outputs, heap)
                 end = perf_counter_ns()
@@ -178,8 +179,6 @@ def _run_chain(
                     else:
                         _trace(owner, node, device, 0, start, end)
                 start = end
-            elif direct:
-                held = owner.finish_node(node, node.apply(grads, owner), heap)
             else:
                 held = owner.finish_node(node, owner.apply_node(node, grads), heap)
         except Exception as error:

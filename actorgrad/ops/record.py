@@ -19,7 +19,7 @@ from actorgrad.grad_mode import _grad_enabled, enable_grad
 from actorgrad.node import InputMetadata, Node
 from actorgrad.ops.operands import as_operand, result_type
 from actorgrad.saved_tensors import SavedOutput, _saved_tensors_hooks, pack_saved
-from actorgrad.tensor import Tensor, version_counter
+from actorgrad.tensor import Tensor, last_change, version_counter
 
 SECOND_BACKWARD = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -93,7 +93,7 @@ class FormulaNode(Node):
     on use). A gradient always has its input's shape and dtype.
     """
 
-    __slots__ = ("rule", "saved", "saved_tensors", "versions")
+    __slots__ = ("rule", "saved", "saved_tensors", "versions", "stamp")
 
     def __init__(
         self, rule: Rule, edges: tuple, metadata: tuple, saved: tuple, saved_tensors: tuple, cost: float,
@@ -105,6 +105,7 @@ class FormulaNode(Node):
         self.saved: tuple | None = saved
         self.saved_tensors: tuple | None = saved_tensors
         self.versions = versions  # (saved Tensor or SavedOutput, its version when saved), checked at backward
+        self.stamp = last_change[0] if versions else None  # None: nothing saved to check
 
     def name(self) -> str:
         return self.rule.name
@@ -113,10 +114,12 @@ class FormulaNode(Node):
         calls = self.saved
         if calls is None:
             raise RuntimeError(SECOND_BACKWARD)
-        for value, version in self.versions:
-            vc = value._vc
-            if vc is not None and vc.value != version:
-                raise _modified_error(self, value, version)
+        stamp = self.stamp
+        if stamp is not None and stamp != last_change[0]:  # something changed in place since this was recorded
+            for value, version in self.versions:
+                vc = value._vc
+                if vc is not None and vc.value != version:
+                    raise _modified_error(self, value, version)
         ops = task.ops
         if ops is not None:
             calls = self.saved_tensors
