@@ -12,15 +12,15 @@ import trio
 import actorgrad as ag
 from actorgrad.utils import checkpoint
 
-WIDTH, BATCH, LAYERS, SEGMENT = 256, 64, 16, 4
+WIDTH, LAYERS, SEGMENT = 256, 16, 4
 
 
-def mlp(seed=0, requires_grad=True, dropout=0.0):
+def mlp(seed=0, requires_grad=True, dropout=0.0, width=WIDTH):
     """A tanh MLP (with dropout after each layer when asked) as a function of the layer range to run."""
     rng = np.random.default_rng(seed)
-    weights = [ag.tensor(rng.standard_normal((WIDTH, WIDTH)) / 16, requires_grad=requires_grad)
+    weights = [ag.tensor(rng.standard_normal((width, width)) / 16, requires_grad=requires_grad)
                for _ in range(LAYERS)]
-    biases = [ag.tensor(rng.standard_normal(WIDTH) / 16, requires_grad=requires_grad) for _ in range(LAYERS)]
+    biases = [ag.tensor(rng.standard_normal(width) / 16, requires_grad=requires_grad) for _ in range(LAYERS)]
 
     def layers(lo, hi):
         def run(h):
@@ -99,10 +99,10 @@ def peak_bytes(model, layers, x):
 
 
 def test_checkpointing_every_four_layers_at_least_halves_the_peak_memory():
-    # Frozen weights, so activations are what the memory holds; dropout makes each layer keep two of them
-    # (tanh's result and the dropout mask), as a Linear+tanh with trained weights would.
-    layers, _ = mlp(requires_grad=False, dropout=0.1)
-    x = ag.tensor(np.random.default_rng(3).standard_normal((BATCH, WIDTH)), requires_grad=True)
+    # A batch large beside the width, as in training, so activations (tanh's result and dropout's mask, two
+    # per layer) hold the memory rather than the weights and their gradients.
+    layers, _ = mlp(dropout=0.1, width=64)
+    x = ag.tensor(np.random.default_rng(3).standard_normal((1024, 64)), requires_grad=True)
     plain_peak = peak_bytes(plain, layers, x)
     checkpointed_peak = peak_bytes(checkpointed, layers, x)
     assert checkpointed_peak <= plain_peak / 2, (checkpointed_peak, plain_peak)
