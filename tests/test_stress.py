@@ -1,0 +1,136 @@
+"""Stress: hundreds of backward and grad calls at once on random graphs that share leaves and a retained
+subgraph, in one trio app and from several Python threads. Every leaf's `.grad` must equal the sum of the
+same passes run one at a time, and every `grad()` call must return what it returns alone."""
+
+import threading
+
+import numpy as np
+import pytest
+import trio
+
+import actorgrad as ag
+
+MODES = ("backward", "backward_create_graph", "grad", "grad_create_graph")
+
+
+async def sequential_reference(losses, inputs):
+    """Each pass's gradients for its inputs, run one at a time."""
+    return [await ag.grad(loss, leaves, retain_graph=True, allow_unused=True) for loss, leaves in zip(losses, inputs)]
+
+
+def sync_reference(losses, inputs):
+    return [
+        ag.autograd.grad(loss, leaves, retain_graph=True, allow_unused=True) for loss, leaves in zip(losses, inputs)
+    ]
+
+
+def check_passes(graphs, modes, inputs, reference, results, assert_sums):
+    """Leaves' `.grad` hold exactly the backward passes' sums; grad() calls returned their own gradients."""
+    contributions = {}
+    for mode, leaves, expected, got in zip(modes, inputs, reference, results):
+        for leaf, g in zip(leaves, expected):
+            if mode.startswith("backward") and g is not None:
+                contributions.setdefault(leaf, []).append(g.numpy())
+        if mode.startswith("grad"):
+            for g, e in zip(got, expected):
+                assert (g is None) == (e is None)
+                if g is not None:
+                    assert_sums(g, [e.numpy()], f"grad() of a {mode} pass")
+    for leaf in graphs.shared + [leaf for leaves in inputs for leaf in leaves[len(graphs.shared) :]]:
+        parts = contributions.get(leaf)
+        if parts is None:
+            assert leaf.grad is None, "a leaf no backward pass reaches got a gradient"
+        else:
+            assert_sums(leaf.grad, parts, f"{'shared' if any(leaf is s for s in graphs.shared) else 'private'} leaf")
+
+
+async def stress_in_one_app(graphs, n_passes, rng, watchdog, assert_sums):
+    losses, inputs = [], []
+    for _ in range(n_passes):
+        loss, private = graphs.loss(n_private=int(rng.integers(1, 3)), n_steps=int(rng.integers(2, 8)))
+        losses.append(loss)
+        inputs.append(graphs.shared + private)
+    modes = [MODES[i] for i in rng.integers(len(MODES), size=n_passes)]
+    reference = await sequential_reference(losses, inputs)
+    results = [None] * n_passes
+
+    async def run(i):
+        create_graph = modes[i].endswith("create_graph")
+        if modes[i].startswith("backward"):
+            await ag.backward(losses[i], retain_graph=True, create_graph=create_graph)
+        else:
+            results[i] = await ag.grad(
+                losses[i], inputs[i], retain_graph=True, create_graph=create_graph, allow_unused=True
+            )
+
+    with watchdog(60, f"{n_passes} concurrent passes"):
+        async with trio.open_nursery() as nursery:
+            for i in range(n_passes):
+                nursery.start_soon(run, i)
+    check_passes(graphs, modes, inputs, reference, results, assert_sums)
+
+
+@pytest.mark.parametrize("seed", range(2))
+async def test_hundreds_of_concurrent_passes_sum_to_the_sequential_results(
+    seed, stress_graphs, watchdog, assert_sums
+):
+    rng = np.random.default_rng(seed)
+    await stress_in_one_app(stress_graphs(seed), 300, rng, watchdog, assert_sums)
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("seed", range(10))
+async def test_thousands_of_concurrent_passes_sum_to_the_sequential_results(
+    seed, stress_graphs, watchdog, assert_sums
+):
+    rng = np.random.default_rng(100 + seed)
+    await stress_in_one_app(stress_graphs(100 + seed, kernel_s=0.0002), 1000, rng, watchdog, assert_sums)
+
+
+def stress_from_threads(graphs, n_threads, per_thread, rng, assert_sums):
+    losses, inputs = [], []
+    for _ in range(n_threads * per_thread):
+        loss, private = graphs.loss(n_private=1, n_steps=int(rng.integers(2, 8)))
+        losses.append(loss)
+        inputs.append(graphs.shared + private)
+    modes = [("backward", "grad")[i] for i in rng.integers(2, size=len(losses))]
+    reference = sync_reference(losses, inputs)
+    results = [None] * len(losses)
+    errors = []
+    start = threading.Barrier(n_threads)
+
+    def worker(k):
+        try:
+            start.wait()
+            for i in range(k, len(losses), n_threads):
+                if modes[i] == "backward":
+                    losses[i].backward(retain_graph=True)
+                else:
+                    results[i] = ag.autograd.grad(losses[i], inputs[i], retain_graph=True, allow_unused=True)
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a sync backward from a thread hung"
+    assert not errors, errors
+    check_passes(graphs, modes, inputs, reference, results, assert_sums)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sync_passes_from_several_threads_sum_to_the_sequential_results(workers, stress_graphs, assert_sums):
+    """With 2 workers a thread's pass over heavy nodes runs in a trio run of its own; with 1, inline."""
+    before = ag.get_num_workers()
+    ag.set_num_workers(workers)
+    try:
+        stress_from_threads(stress_graphs(7 + workers), 4, 20, np.random.default_rng(workers), assert_sums)
+    finally:
+        ag.set_num_workers(before)
+
+
+@pytest.mark.heavy
+def test_many_sync_passes_from_many_threads_sum_to_the_sequential_results(stress_graphs, assert_sums):
+    stress_from_threads(stress_graphs(11, kernel_s=0.0002), 8, 100, np.random.default_rng(11), assert_sums)
