@@ -117,7 +117,10 @@ async def _run_ready(task: GraphTask, device: Any, state: DeviceState) -> None:
     while not task.finished:
         if queue.waiting_heavy and (slot := workers.try_acquire()) is not None:
             _, _, _, owner, node, grads = heappop(queue.waiting_heavy)
-            owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
+            if owner.finished:  # stopped: its nursery may be closed already, and its kernel is not wanted
+                workers.release(slot)
+            else:
+                owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
             continue
         if not heap:
             await queue.sleep(task, device)

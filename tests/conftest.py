@@ -34,7 +34,8 @@ class Trap:
     """A point in a node's backward where a test can inject a fault: does nothing until armed, then runs its
     action on the k-th call (counted from arming), on whichever thread runs the node."""
 
-    def __init__(self) -> None:
+    def __init__(self, heavy: bool = False) -> None:
+        self.heavy = heavy  # in a node that may run on a worker thread
         self.action = None
         self.at = 0
         self._calls = itertools.count(1)  # next() on a count is atomic: the node may run on several threads
@@ -114,8 +115,8 @@ class StressGraphs:
     def leaf(self):
         return ag.tensor(self.rng.uniform(-1, 1, size=self.size), requires_grad=True)
 
-    def trap(self) -> Trap:
-        trap = Trap()
+    def trap(self, heavy: bool = False) -> Trap:
+        trap = Trap(heavy)
         self.traps.append(trap)
         return trap
 
@@ -137,7 +138,7 @@ class StressGraphs:
         if kind == "trap":
             return record(self.trap_rule, pick._data.copy(), (pick,), trap=self.trap())
         if kind == "heavy":
-            return record(self.heavy_rule, pick._data.copy(), (pick,), trap=self.trap())
+            return record(self.heavy_rule, pick._data.copy(), (pick,), trap=self.trap(heavy=True))
         if kind == "cube":
             return self.cube.apply(pick.tanh(), self.trap())
         if kind == "async":
