@@ -43,10 +43,11 @@ async def run_graph_task(task: GraphTask) -> None:
                 task.queues[task.root.device].push(task, task.root, [])
     finally:
         task.finished = True
-        if task.remaining:  # stopped early: drop what it still had queued
+        if task.remaining:  # stopped early: drop what it still had queued, and end its async backwards
             task.cancel_async()
             for queue in task.queues.values():
                 queue.discard(task)
+            await task.wait_async_stopped()
         if task.trace is not None:
             _trace_pass(task, start)
     if task.error is not None:
