@@ -141,7 +141,7 @@ async def _run_ready(task: GraphTask, device: Any, state: DeviceState) -> None:
         awaiting = _run_chain(owner, node, grads, device, queue, next_checkpoint)
         del grads
         if awaiting is not None:
-            await _run_awaiting(owner, *awaiting, device)
+            _start_awaiting(owner, *awaiting, device)
         if now() >= next_checkpoint:
             await trio.lowlevel.checkpoint()
             next_checkpoint = now() + CHECKPOINT_INTERVAL_S
@@ -246,15 +246,20 @@ def _may_use_worker(owner: GraphTask, node: Any, device: Any) -> bool:
     )
 
 
-async def _run_awaiting(owner: GraphTask, node: Any, grads: list, device: Any) -> None:
-    """On the event loop: run a node whose hooks await, then pass on its gradients."""
-    start = perf_counter_ns()
-    try:
+def _start_awaiting(owner: GraphTask, node: Any, grads: list, device: Any) -> None:
+    """Start a node whose hooks await as a task of its own pass (as an async backward runs), not in this
+    dispatcher: the dispatcher may be another pass's, whose cancellation would drop the node and leave its pass
+    waiting forever; and the other ready actors need not wait for the hooks."""
+
+    async def run() -> Any:
+        start = perf_counter_ns()
         outputs = await owner.apply_node_async(node, grads)
-    except Exception as error:
-        owner.fail(node, error)
-        return
-    _deliver(owner, node, outputs, device, 0, start, perf_counter_ns())
+        if owner.trace is not None and not owner.finished:
+            _trace(owner, node, device, 0, start, perf_counter_ns())
+        return outputs
+
+    owner.run_async(node, run)
+    owner.finish_node(node, ())
 
 
 async def _run_on_worker(owner: GraphTask, node: Any, grads: list, device: Any, state: DeviceState, slot: int):
