@@ -60,13 +60,14 @@ class StressGraphs:
     """Random backward graphs for stress and fault tests, over leaves shared by all of them and a shared
     subgraph (so passes over them need `retain_graph=True`).
 
-    Nodes: tanh, sigmoid, scaling, add/mul/sub, custom Functions (sync and async backward), tensor hooks, and
+    Nodes: tanh, sigmoid, scaling, add/mul/sub, custom Functions (sync and async backward), tensor hooks (sync
+    and async), and
     "heavy" identity nodes whose cost estimate sends them to worker threads (each sleeping `kernel_s`, which
     releases the GIL as a real kernel does). Every node of user code (Functions, hooks, trap and heavy nodes)
     calls a Trap, so a test can make it raise, cancel or stall on its k-th call.
     """
 
-    KINDS = ("tanh", "sigmoid", "scale", "add", "mul", "sub", "trap", "heavy", "cube", "async", "hook")
+    KINDS = ("tanh", "sigmoid", "scale", "add", "mul", "sub", "trap", "heavy", "cube", "async", "hook", "async_hook")
 
     def __init__(self, seed: int, n_shared: int = 3, size: int = 4, kernel_s: float = 0.0, kinds=KINDS) -> None:
         self.rng = np.random.default_rng(seed)
@@ -143,14 +144,18 @@ class StressGraphs:
             return self.cube.apply(pick.tanh(), self.trap())
         if kind == "async":
             return self.async_half.apply(pick, self.trap())
-        trap = self.trap()  # "hook": a tensor hook on a fresh node, halving the gradient
+        trap = self.trap()  # "hook", "async_hook": a tensor hook on a fresh node, halving the gradient
         hooked = pick * 1.0
 
         def halve(g):
             trap()
             return g * 0.5
 
-        hooked.register_hook(halve)
+        async def halve_later(g):
+            await trio.sleep(0)
+            return halve(g)
+
+        hooked.register_hook(halve if kind == "hook" else halve_later)
         return hooked
 
     def program(self, values: list, n_steps: int) -> list:

@@ -127,7 +127,7 @@ async def faulty_stress(graphs, n_passes, rng, watchdog, assert_sums):
     ]
     plan_faults(passes, shared_traps, rng, trio.lowlevel.current_trio_token())
     tasks, threads = live_tasks(), threading.active_count()
-    with watchdog(60, f"{n_passes} passes with faults"):
+    with watchdog(10 + n_passes / 20, f"{n_passes} passes with faults"):
         async with trio.open_nursery() as nursery:
             for p in passes:
                 nursery.start_soon(p.run)
@@ -142,7 +142,7 @@ async def faulty_stress(graphs, n_passes, rng, watchdog, assert_sums):
     for p in passes:
         for leaf in p.inputs:
             leaf.grad = None
-    with watchdog(60, "the passes over the retained graphs"):
+    with watchdog(10 + n_passes / 20, "the passes over the retained graphs"):
         async with trio.open_nursery() as nursery:
             for p in passes:  # the shared subgraph must outlive every pass
                 nursery.start_soon(functools.partial(ag.backward, p.loss, retain_graph=True))

@@ -63,7 +63,7 @@ async def stress_in_one_app(graphs, n_passes, rng, watchdog, assert_sums):
                 losses[i], inputs[i], retain_graph=True, create_graph=create_graph, allow_unused=True
             )
 
-    with watchdog(60, f"{n_passes} concurrent passes"):
+    with watchdog(10 + n_passes / 20, f"{n_passes} concurrent passes"):
         async with trio.open_nursery() as nursery:
             for i in range(n_passes):
                 nursery.start_soon(run, i)
