@@ -68,6 +68,16 @@ class Pass:
         if scope.cancelled_caught:
             self.outcome = "cancelled"
 
+    def run_sync(self):
+        try:
+            if self.mode == "backward":
+                self.loss.backward(retain_graph=True)
+            else:
+                self.result = ag.autograd.grad(self.loss, self.inputs, retain_graph=True, allow_unused=True)
+            self.outcome = "completed"
+        except InjectedFault:
+            self.outcome = "failed"
+
 
 def plan_faults(passes, shared_traps, rng, token):
     """Arm the traps: random deadlines, a fault in one node of some passes, cancellations from inside a heavy
@@ -154,6 +164,56 @@ async def faulty_stress(graphs, n_passes, rng, watchdog, assert_sums):
 
 def tally(passes):
     return {outcome: sum(p.outcome == outcome for p in passes) for outcome in ("completed", "cancelled", "failed")}
+
+
+@pytest.mark.heavy
+async def test_thousands_of_faulty_passes_accumulate_no_threads_or_tasks(stress_graphs, watchdog, assert_sums):
+    """Ten rounds of 300 passes with faults, then 300 clean ones each; threads stay within trio's idle cache."""
+    threads = threading.active_count()
+    for seed in range(10):
+        graphs = stress_graphs(1000 + seed, kernel_s=0.0005)
+        counts = await faulty_stress(graphs, 300, np.random.default_rng(seed), watchdog, assert_sums)
+        assert counts["completed"] and counts["cancelled"] and counts["failed"], counts
+        assert threading.active_count() <= threads + ag.get_num_workers(), "worker threads accumulate"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_faults_in_sync_passes_from_several_threads_leave_whole_passes_or_none(workers, stress_graphs, assert_sums):
+    """With 2 workers a pass over heavy nodes runs in a trio run of its own on its thread; with 1, inline."""
+    rng = np.random.default_rng(workers)
+    graphs = stress_graphs(20 + workers)
+    shared_traps = list(graphs.traps)
+    passes = [Pass(graphs, rng, ("backward", "grad")[rng.integers(2)]) for _ in range(100)]
+    reference = [ag.autograd.grad(p.loss, p.inputs, retain_graph=True, allow_unused=True) for p in passes]
+    for p in passes:
+        if p.traps and rng.random() < 0.4:
+            p.traps[rng.integers(len(p.traps))].arm(raise_fault("a pass's own node"))
+    for trap in shared_traps:
+        trap.arm(raise_fault("a shared node"), at=int(rng.integers(1, len(passes))))
+    before, errors = ag.get_num_workers(), []
+
+    def run(k):
+        try:
+            for p in passes[k::4]:
+                p.run_sync()
+        except BaseException as error:
+            errors.append(error)
+
+    ag.set_num_workers(workers)
+    try:
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+    finally:
+        ag.set_num_workers(before)
+    assert not any(t.is_alive() for t in threads), "a sync pass from a thread hung"
+    assert not errors, errors
+    graphs.disarm()
+    counts = tally(passes)
+    assert counts["completed"] and counts["failed"], counts
+    check_outcomes(graphs, passes, reference, assert_sums)
 
 
 @pytest.mark.parametrize("seed", range(2))
