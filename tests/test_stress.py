@@ -134,3 +134,18 @@ def test_sync_passes_from_several_threads_sum_to_the_sequential_results(workers,
 @pytest.mark.heavy
 def test_many_sync_passes_from_many_threads_sum_to_the_sequential_results(stress_graphs, assert_sums):
     stress_from_threads(stress_graphs(11, kernel_s=0.0002), 8, 100, np.random.default_rng(11), assert_sums)
+
+
+def test_a_create_graph_gradient_kept_in_grad_is_the_leaf_s_own():
+    """Mixed create_graph passes into shared leaves: the first gradient a recorded pass leaves in `.grad` may
+    be one Tensor for several leaves (or the caller's grad_tensors); a later plain pass adds into `.grad` in
+    place, which must change only its own leaf."""
+    a = ag.tensor(np.ones(3), requires_grad=True)
+    b = ag.tensor(np.ones(3), requires_grad=True)
+    given = ag.tensor(np.ones(3))
+    (a + b).backward(given, create_graph=True)
+    assert a.grad is not b.grad and a.grad is not given
+    (a * 5).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [6.0, 6.0, 6.0])
+    np.testing.assert_array_equal(b.grad.numpy(), [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(given.numpy(), [1.0, 1.0, 1.0])
