@@ -136,6 +136,8 @@ async def faulty_stress(graphs, n_passes, rng, watchdog, assert_sums):
         await ag.grad(p.loss, p.inputs, retain_graph=True, allow_unused=True) for p in passes
     ]
     plan_faults(passes, shared_traps, rng, trio.lowlevel.current_trio_token())
+    planned = {plan: sum(p.plan == plan for p in passes) for plan in PLANS}
+    planned["shared faults"] = sum(trap.action is not None for trap in shared_traps)
     tasks, threads = live_tasks(), threading.active_count()
     with watchdog(10 + n_passes / 20, f"{n_passes} passes with faults"):
         async with trio.open_nursery() as nursery:
@@ -147,6 +149,7 @@ async def faulty_stress(graphs, n_passes, rng, watchdog, assert_sums):
     check_outcomes(graphs, passes, reference, assert_sums)
     counts = tally(passes)
     counts["cancelled_in_kernel"] = sum(p.cancelled_in_kernel for p in passes)
+    counts["planned"] = planned
 
     # The retained graphs are whole: every pass once more, with nothing injected, gives the full sums.
     for p in passes:
@@ -222,7 +225,6 @@ async def test_random_cancellations_and_faults_leave_whole_passes_or_none(seed, 
     counts = await faulty_stress(graphs, 200, np.random.default_rng(seed), watchdog, assert_sums)
     assert counts["completed"] and counts["cancelled"] and counts["failed"], counts
     assert counts["cancelled_in_kernel"], f"no pass was cancelled while its kernel ran on a worker: {counts}"
-    print(counts)
 
 
 class Sleepy(ag.autograd.Function):
