@@ -61,10 +61,10 @@ class StressGraphs:
     subgraph (so passes over them need `retain_graph=True`).
 
     Nodes: tanh, sigmoid, scaling, add/mul/sub, custom Functions (sync and async backward), tensor hooks (sync
-    and async), and
-    "heavy" identity nodes whose cost estimate sends them to worker threads (each sleeping `kernel_s`, which
-    releases the GIL as a real kernel does). Every node of user code (Functions, hooks, trap and heavy nodes)
-    calls a Trap, so a test can make it raise, cancel or stall on its k-th call.
+    and async), and "heavy" identity nodes whose cost estimate sends them to worker threads (each sleeping
+    `kernel_s`, which releases the GIL as a real kernel does). Every node of user code (Functions, hooks, trap
+    and heavy nodes, and a hook on the first shared leaf) calls a Trap, so a test can make it raise, cancel or
+    stall on its k-th call.
     """
 
     KINDS = ("tanh", "sigmoid", "scale", "add", "mul", "sub", "trap", "heavy", "cube", "async", "hook", "async_hook")
@@ -111,6 +111,8 @@ class StressGraphs:
 
         self.cube, self.async_half = TrappedCube, AsyncHalf
         self.shared = [self.leaf() for _ in range(n_shared)]
+        leaf_trap = self.trap()  # a hook on a shared leaf (its AccumulateGrad runs it in every pass)
+        self.shared[0].register_hook(lambda g: leaf_trap())
         self.trunk = self.program(list(self.shared), 4)
 
     def leaf(self):
