@@ -222,3 +222,20 @@ def assert_sums():
         assert not bad.any(), f"{what}: got {value}, expected {expected} (the sum of {len(parts)} passes)"
 
     return check
+
+
+@pytest.fixture
+def num_workers():
+    """`with num_workers(n):` runs passes with at most n kernels at once (so worker threads are used even on a
+    machine with one core), restoring the setting after."""
+
+    @contextlib.contextmanager
+    def setting(n: int):
+        before = ag.get_num_workers()
+        ag.set_num_workers(n)
+        try:
+            yield
+        finally:
+            ag.set_num_workers(before)
+
+    return setting

@@ -170,18 +170,23 @@ def tally(passes):
 
 
 @pytest.mark.heavy
-async def test_thousands_of_faulty_passes_accumulate_no_threads_or_tasks(stress_graphs, watchdog, assert_sums):
+async def test_thousands_of_faulty_passes_accumulate_no_threads_or_tasks(
+    stress_graphs, watchdog, assert_sums, num_workers
+):
     """Ten rounds of 300 passes with faults, then 300 clean ones each; threads stay within trio's idle cache."""
     threads = threading.active_count()
     for seed in range(10):
         graphs = stress_graphs(1000 + seed, kernel_s=0.0005)
-        counts = await faulty_stress(graphs, 300, np.random.default_rng(seed), watchdog, assert_sums)
+        with num_workers(2):
+            counts = await faulty_stress(graphs, 300, np.random.default_rng(seed), watchdog, assert_sums)
         assert counts["completed"] and counts["cancelled"] and counts["failed"], counts
         assert threading.active_count() <= threads + ag.get_num_workers(), "worker threads accumulate"
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_faults_in_sync_passes_from_several_threads_leave_whole_passes_or_none(workers, stress_graphs, assert_sums):
+def test_faults_in_sync_passes_from_several_threads_leave_whole_passes_or_none(
+    workers, stress_graphs, assert_sums, num_workers
+):
     """With 2 workers a pass over heavy nodes runs in a trio run of its own on its thread; with 1, inline."""
     rng = np.random.default_rng(workers)
     graphs = stress_graphs(20 + workers)
@@ -193,7 +198,7 @@ def test_faults_in_sync_passes_from_several_threads_leave_whole_passes_or_none(w
             p.traps[rng.integers(len(p.traps))].arm(raise_fault("a pass's own node"))
     for trap in shared_traps:
         trap.arm(raise_fault("a shared node"), at=int(rng.integers(1, len(passes))))
-    before, errors = ag.get_num_workers(), []
+    errors = []
 
     def run(k):
         try:
@@ -202,15 +207,12 @@ def test_faults_in_sync_passes_from_several_threads_leave_whole_passes_or_none(w
         except BaseException as error:
             errors.append(error)
 
-    ag.set_num_workers(workers)
-    try:
+    with num_workers(workers):
         threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
         for t in threads:
             t.start()
         for t in threads:
             t.join(timeout=30)
-    finally:
-        ag.set_num_workers(before)
     assert not any(t.is_alive() for t in threads), "a sync pass from a thread hung"
     assert not errors, errors
     graphs.disarm()
@@ -220,9 +222,12 @@ def test_faults_in_sync_passes_from_several_threads_leave_whole_passes_or_none(w
 
 
 @pytest.mark.parametrize("seed", range(2))
-async def test_random_cancellations_and_faults_leave_whole_passes_or_none(seed, stress_graphs, watchdog, assert_sums):
+async def test_random_cancellations_and_faults_leave_whole_passes_or_none(
+    seed, stress_graphs, watchdog, assert_sums, num_workers
+):
     graphs = stress_graphs(seed, kernel_s=0.0005)
-    counts = await faulty_stress(graphs, 200, np.random.default_rng(seed), watchdog, assert_sums)
+    with num_workers(2):
+        counts = await faulty_stress(graphs, 200, np.random.default_rng(seed), watchdog, assert_sums)
     assert counts["completed"] and counts["cancelled"] and counts["failed"], counts
     assert counts["cancelled_in_kernel"], f"no pass was cancelled while its kernel ran on a worker: {counts}"
 

@@ -72,10 +72,11 @@ async def stress_in_one_app(graphs, n_passes, rng, watchdog, assert_sums):
 
 @pytest.mark.parametrize("seed", range(2))
 async def test_hundreds_of_concurrent_passes_sum_to_the_sequential_results(
-    seed, stress_graphs, watchdog, assert_sums
+    seed, stress_graphs, watchdog, assert_sums, num_workers
 ):
     rng = np.random.default_rng(seed)
-    await stress_in_one_app(stress_graphs(seed), 300, rng, watchdog, assert_sums)
+    with num_workers(2):
+        await stress_in_one_app(stress_graphs(seed), 300, rng, watchdog, assert_sums)
 
 
 @pytest.mark.heavy
@@ -121,14 +122,12 @@ def stress_from_threads(graphs, n_threads, per_thread, rng, assert_sums):
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_sync_passes_from_several_threads_sum_to_the_sequential_results(workers, stress_graphs, assert_sums):
+def test_sync_passes_from_several_threads_sum_to_the_sequential_results(
+    workers, stress_graphs, assert_sums, num_workers
+):
     """With 2 workers a thread's pass over heavy nodes runs in a trio run of its own; with 1, inline."""
-    before = ag.get_num_workers()
-    ag.set_num_workers(workers)
-    try:
+    with num_workers(workers):
         stress_from_threads(stress_graphs(7 + workers), 4, 20, np.random.default_rng(workers), assert_sums)
-    finally:
-        ag.set_num_workers(before)
 
 
 @pytest.mark.heavy
