@@ -3,7 +3,8 @@
 A dispatcher pops the best entry of its device's ReadyQueue (whichever pass it belongs to) and runs it on
 the event loop, or, when the node is heavy and there is other work to overlap with, on a worker thread
 started in the owning pass's nursery for that device (a pass opens one on each device where it has heavy
-nodes). It checkpoints every `CHECKPOINT_INTERVAL_S` of work, never once per node.
+nodes). A node that awaits (an async backward, or hooks that await) runs as a task of its own pass, so that
+no dispatcher waits on it. It checkpoints every `CHECKPOINT_INTERVAL_S` of work, never once per node.
 """
 
 from __future__ import annotations
