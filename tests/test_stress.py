@@ -10,7 +10,7 @@ import trio
 
 import actorgrad as ag
 
-MODES = ("backward", "backward_create_graph", "grad", "grad_create_graph")
+MODES = ("backward", "backward_create_graph", "backward_inputs", "grad", "grad_create_graph")
 
 
 async def sequential_reference(losses, inputs):
@@ -24,12 +24,14 @@ def sync_reference(losses, inputs):
     ]
 
 
-def check_passes(graphs, modes, inputs, reference, results, assert_sums):
-    """Leaves' `.grad` hold exactly the backward passes' sums; grad() calls returned their own gradients."""
+def check_passes(graphs, modes, inputs, reference, results, assert_sums, chosen=None):
+    """Leaves' `.grad` hold exactly the backward passes' sums (a `backward(inputs=...)` pass's for its chosen
+    leaves only); grad() calls returned their own gradients."""
     contributions = {}
-    for mode, leaves, expected, got in zip(modes, inputs, reference, results):
-        for leaf, g in zip(leaves, expected):
-            if mode.startswith("backward") and g is not None:
+    chosen = chosen or [None] * len(modes)
+    for mode, leaves, expected, got, only in zip(modes, inputs, reference, results, chosen):
+        for k, (leaf, g) in enumerate(zip(leaves, expected)):
+            if mode.startswith("backward") and g is not None and (only is None or k in only):
                 contributions.setdefault(leaf, []).append(g.numpy())
         if mode.startswith("grad"):
             for g, e in zip(got, expected):
@@ -51,12 +53,15 @@ async def stress_in_one_app(graphs, n_passes, rng, watchdog, assert_sums):
         losses.append(loss)
         inputs.append(graphs.shared + private)
     modes = [MODES[i] for i in rng.integers(len(MODES), size=n_passes)]
+    chosen = [None if mode != "backward_inputs" else pick_some(rng, len(leaves)) for mode, leaves in zip(modes, inputs)]
     reference = await sequential_reference(losses, inputs)
     results = [None] * n_passes
 
     async def run(i):
         create_graph = modes[i].endswith("create_graph")
-        if modes[i].startswith("backward"):
+        if modes[i] == "backward_inputs":
+            await ag.backward(losses[i], retain_graph=True, inputs=[inputs[i][k] for k in sorted(chosen[i])])
+        elif modes[i].startswith("backward"):
             await ag.backward(losses[i], retain_graph=True, create_graph=create_graph)
         else:
             results[i] = await ag.grad(
@@ -67,7 +72,12 @@ async def stress_in_one_app(graphs, n_passes, rng, watchdog, assert_sums):
         async with trio.open_nursery() as nursery:
             for i in range(n_passes):
                 nursery.start_soon(run, i)
-    check_passes(graphs, modes, inputs, reference, results, assert_sums)
+    check_passes(graphs, modes, inputs, reference, results, assert_sums, chosen)
+
+
+def pick_some(rng, n):
+    """A random nonempty set of indices below n."""
+    return set(rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False).tolist())
 
 
 @pytest.mark.parametrize("seed", range(2))
