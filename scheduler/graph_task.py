@@ -207,9 +207,9 @@ class GraphTask:
         On an event loop it runs as a task of its own: the node counts as one more outstanding step, so the
         pass waits for it, and its outputs are delivered when it finishes; `()` is returned for now. A pass
         run inline (no event loop on this thread) has nothing to overlap it with and runs it to completion.
-        The task is a system task under a cancel scope the pass holds (cancelled when the pass stops early):
-        a pass has a nursery only on devices with heavy nodes, and opening one for every pass would cost all
-        passes for the few with async nodes.
+        The task is a system task under a cancel scope the pass holds (cancelled when the pass stops early, and
+        waited for then, so that it does not outlive the call): a pass has a nursery only on devices with heavy
+        nodes, and opening one for every pass would cost all passes for the few with async nodes.
         """
         if self.inline:
             try:
