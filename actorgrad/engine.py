@@ -275,9 +275,11 @@ def _commit(staged: dict, create_graph: bool) -> None:
             )
     with _commit_lock:
         if create_graph:
+            # A first gradient is cloned, as PyTorch does under grad mode: the staged Tensor may be the caller's
+            # grad_tensors or another leaf's gradient, which a later pass would otherwise add into in place.
             with enable_grad():
                 for tensor, grad in staged.items():
-                    tensor.grad = grad if tensor.grad is None else tensor.grad + grad
+                    tensor.grad = grad.clone() if tensor.grad is None else tensor.grad + grad
             return
         for tensor in staged:
             grad = staged[tensor]

@@ -3,7 +3,8 @@
 A dispatcher pops the best entry of its device's ReadyQueue (whichever pass it belongs to) and runs it on
 the event loop, or, when the node is heavy and there is other work to overlap with, on a worker thread
 started in the owning pass's nursery for that device (a pass opens one on each device where it has heavy
-nodes). It checkpoints every `CHECKPOINT_INTERVAL_S` of work, never once per node.
+nodes). A node that awaits (an async backward, or hooks that await) runs as a task of its own pass, so that
+no dispatcher waits on it. It checkpoints every `CHECKPOINT_INTERVAL_S` of work, never once per node.
 """
 
 from __future__ import annotations
@@ -43,10 +44,11 @@ async def run_graph_task(task: GraphTask) -> None:
                 task.queues[task.root.device].push(task, task.root, [])
     finally:
         task.finished = True
-        if task.remaining:  # stopped early: drop what it still had queued
+        if task.remaining:  # stopped early: drop what it still had queued, and end its async backwards
             task.cancel_async()
             for queue in task.queues.values():
                 queue.discard(task)
+            await task.wait_async_stopped()
         if task.trace is not None:
             _trace_pass(task, start)
     if task.error is not None:
@@ -117,7 +119,10 @@ async def _run_ready(task: GraphTask, device: Any, state: DeviceState) -> None:
     while not task.finished:
         if queue.waiting_heavy and (slot := workers.try_acquire()) is not None:
             _, _, _, owner, node, grads = heappop(queue.waiting_heavy)
-            owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
+            if owner.finished:  # stopped: its nursery may be closed already, and its kernel is not wanted
+                workers.release(slot)
+            else:
+                owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
             continue
         if not heap:
             await queue.sleep(task, device)
@@ -137,7 +142,7 @@ async def _run_ready(task: GraphTask, device: Any, state: DeviceState) -> None:
         awaiting = _run_chain(owner, node, grads, device, queue, next_checkpoint)
         del grads
         if awaiting is not None:
-            await _run_awaiting(owner, *awaiting, device)
+            _start_awaiting(owner, *awaiting, device)
         if now() >= next_checkpoint:
             await trio.lowlevel.checkpoint()
             next_checkpoint = now() + CHECKPOINT_INTERVAL_S
@@ -242,15 +247,20 @@ def _may_use_worker(owner: GraphTask, node: Any, device: Any) -> bool:
     )
 
 
-async def _run_awaiting(owner: GraphTask, node: Any, grads: list, device: Any) -> None:
-    """On the event loop: run a node whose hooks await, then pass on its gradients."""
-    start = perf_counter_ns()
-    try:
+def _start_awaiting(owner: GraphTask, node: Any, grads: list, device: Any) -> None:
+    """Start a node whose hooks await as a task of its own pass (as an async backward runs), not in this
+    dispatcher: the dispatcher may be another pass's, whose cancellation would drop the node and leave its pass
+    waiting forever; and the other ready actors need not wait for the hooks."""
+
+    async def run() -> Any:
+        start = perf_counter_ns()
         outputs = await owner.apply_node_async(node, grads)
-    except Exception as error:
-        owner.fail(node, error)
-        return
-    _deliver(owner, node, outputs, device, 0, start, perf_counter_ns())
+        if owner.trace is not None and not owner.finished:
+            _trace(owner, node, device, 0, start, perf_counter_ns())
+        return outputs
+
+    owner.run_async(node, run)
+    owner.finish_node(node, ())
 
 
 async def _run_on_worker(owner: GraphTask, node: Any, grads: list, device: Any, state: DeviceState, slot: int):

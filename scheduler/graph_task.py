@@ -153,6 +153,7 @@ class GraphTask:
         self.cancel_scope: Any = None
         self.inline = False  # run on the caller's thread without an event loop (run_graph_task_inline)
         self.async_scopes: set = set()  # the cancel scopes of this pass's async backwards still running
+        self.async_stopped: Any = None  # set when the last of them has ended, while a stopped pass waits for it
 
     # -- running one node (may run on a worker thread) ----------------------------------------------------
     def apply_node(self, node: Any, grads: list) -> Any:
@@ -206,9 +207,9 @@ class GraphTask:
         On an event loop it runs as a task of its own: the node counts as one more outstanding step, so the
         pass waits for it, and its outputs are delivered when it finishes; `()` is returned for now. A pass
         run inline (no event loop on this thread) has nothing to overlap it with and runs it to completion.
-        The task is a system task under a cancel scope the pass holds (cancelled when the pass stops early):
-        a pass has a nursery only on devices with heavy nodes, and opening one for every pass would cost all
-        passes for the few with async nodes.
+        The task is a system task under a cancel scope the pass holds (cancelled when the pass stops early, and
+        waited for then, so that it does not outlive the call): a pass has a nursery only on devices with heavy
+        nodes, and opening one for every pass would cost all passes for the few with async nodes.
         """
         if self.inline:
             try:
@@ -220,14 +221,14 @@ class GraphTask:
                 f"trio event loop; start the pass with `await actorgrad.backward(...)` instead"
             )
         self.remaining += 1
+        scope = trio.CancelScope()  # held from now, so that stopping the pass before the task starts cancels it
+        self.async_scopes.add(scope)
         trio.lowlevel.spawn_system_task(
-            self._run_async_node, node, backward, name=node.name(), context=contextvars.copy_context()
+            self._run_async_node, node, backward, scope, name=node.name(), context=contextvars.copy_context()
         )
         return ()
 
-    async def _run_async_node(self, node: Any, backward: Callable[[], Awaitable[Any]]) -> None:
-        scope = trio.CancelScope()
-        self.async_scopes.add(scope)
+    async def _run_async_node(self, node: Any, backward: Callable[[], Awaitable[Any]], scope: Any) -> None:
         try:
             with scope:
                 outputs = await backward()
@@ -237,11 +238,21 @@ class GraphTask:
             self.fail(node, error)
         finally:
             self.async_scopes.discard(scope)
+            if not self.async_scopes and self.async_stopped is not None:
+                self.async_stopped.set()
 
     def cancel_async(self) -> None:
         """Stop the async backwards still running for a pass that stopped early."""
         for scope in self.async_scopes:
             scope.cancel()
+
+    async def wait_async_stopped(self) -> None:
+        """Wait until the async backwards stopped by `cancel_async` have ended, so that none outlives the call.
+        Shielded: the pass may be stopping because its caller was cancelled."""
+        if self.async_scopes:
+            self.async_stopped = trio.Event()
+            with trio.CancelScope(shield=True):
+                await self.async_stopped.wait()
 
     # -- delivering its results (on the event loop) ------------------------------------------------------
     def finish_node(self, node: Any, outputs: Any, heap: list | None = None) -> tuple | None:

@@ -1,10 +1,16 @@
 """Shared test helpers (fixtures: tests run with --import-mode=importlib, so they cannot import each other)."""
 
+import contextlib
+import itertools
+import time
+
 import numpy as np
 import pytest
 import trio
 
 import actorgrad as ag
+from actorgrad.autograd.function import Function
+from actorgrad.ops.record import Rule, record
 
 
 @pytest.fixture
@@ -22,3 +28,214 @@ def concurrent_matches_sequential():
         np.testing.assert_allclose(leaf.grad.numpy(), expected, rtol=1e-12)
 
     return check
+
+
+class Trap:
+    """A point in a node's backward where a test can inject a fault: does nothing until armed, then runs its
+    action on the k-th call (counted from arming), on whichever thread runs the node."""
+
+    def __init__(self, heavy: bool = False) -> None:
+        self.heavy = heavy  # in a node that may run on a worker thread
+        self.action = None
+        self.at = 0
+        self._calls = itertools.count(1)  # next() on a count is atomic: the node may run on several threads
+
+    def arm(self, action, at: int = 1) -> None:
+        self._calls, self.action, self.at = itertools.count(1), action, at
+
+    def disarm(self) -> None:
+        self.action = None
+
+    def __call__(self) -> None:
+        if next(self._calls) == self.at and self.action is not None:
+            self.action()
+
+
+def _trap_formula(ops, g, trap):
+    trap()
+    return g
+
+
+class StressGraphs:
+    """Random backward graphs for stress and fault tests, over leaves shared by all of them and a shared
+    subgraph (so passes over them need `retain_graph=True`).
+
+    Nodes: tanh, sigmoid, scaling, add/mul/sub, custom Functions (sync and async backward), tensor hooks (sync
+    and async), and "heavy" identity nodes whose cost estimate sends them to worker threads (each sleeping
+    `kernel_s`, which releases the GIL as a real kernel does). Every node of user code (Functions, hooks, trap
+    and heavy nodes, and a hook on the first shared leaf) calls a Trap, so a test can make it raise, cancel or
+    stall on its k-th call.
+    """
+
+    KINDS = ("tanh", "sigmoid", "scale", "add", "mul", "sub", "trap", "heavy", "cube", "async", "hook", "async_hook")
+
+    def __init__(self, seed: int, n_shared: int = 3, size: int = 4, kernel_s: float = 0.0, kinds=KINDS) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.size = size
+        self.kernel_s = kernel_s
+        self.kinds = kinds
+        self.traps: list[Trap] = []
+        self.trap_rule = Rule("TrapBackward0", (("trap",), _trap_formula))
+
+        def heavy(ops, g, trap):
+            trap()
+            time.sleep(self.kernel_s)
+            return g
+
+        self.heavy_rule = Rule("HeavyTrapBackward0", (("trap",), heavy), cost=lambda data, params: 1e12)
+
+        class TrappedCube(Function):
+            @staticmethod
+            def forward(ctx, x, trap):
+                ctx.save_for_backward(x)
+                ctx.trap = trap
+                return ag.tensor(x._data**3)
+
+            @staticmethod
+            def backward(ctx, g):
+                ctx.trap()
+                (x,) = ctx.saved_tensors
+                return g * 3 * x * x, None
+
+        class AsyncHalf(Function):
+            @staticmethod
+            def forward(ctx, x, trap):
+                ctx.trap = trap
+                return ag.tensor(x._data * 0.5)
+
+            @staticmethod
+            async def backward(ctx, g):
+                await trio.sleep(0)
+                ctx.trap()
+                return g * 0.5, None
+
+        self.cube, self.async_half = TrappedCube, AsyncHalf
+        self.shared = [self.leaf() for _ in range(n_shared)]
+        leaf_trap = self.trap()  # a hook on a shared leaf (its AccumulateGrad runs it in every pass)
+        self.shared[0].register_hook(lambda g: leaf_trap())
+        self.trunk = self.program(list(self.shared), 4)
+
+    def leaf(self):
+        return ag.tensor(self.rng.uniform(-1, 1, size=self.size), requires_grad=True)
+
+    def trap(self, heavy: bool = False) -> Trap:
+        trap = Trap(heavy)
+        self.traps.append(trap)
+        return trap
+
+    def step(self, kind: str, values: list):
+        pick = values[self.rng.integers(len(values))]
+        other = values[self.rng.integers(len(values))]
+        if kind == "tanh":
+            return pick.tanh()
+        if kind == "sigmoid":
+            return pick.sigmoid()
+        if kind == "scale":
+            return pick * 0.7
+        if kind == "add":
+            return pick + other
+        if kind == "mul":
+            return pick * other
+        if kind == "sub":
+            return pick - other
+        if kind == "trap":
+            return record(self.trap_rule, pick._data.copy(), (pick,), trap=self.trap())
+        if kind == "heavy":
+            return record(self.heavy_rule, pick._data.copy(), (pick,), trap=self.trap(heavy=True))
+        if kind == "cube":
+            return self.cube.apply(pick.tanh(), self.trap())
+        if kind == "async":
+            return self.async_half.apply(pick, self.trap())
+        trap = self.trap()  # "hook", "async_hook": a tensor hook on a fresh node, halving the gradient
+        hooked = pick * 1.0
+
+        def halve(g):
+            trap()
+            return g * 0.5
+
+        async def halve_later(g):
+            await trio.sleep(0)
+            return halve(g)
+
+        hooked.register_hook(halve if kind == "hook" else halve_later)
+        return hooked
+
+    def program(self, values: list, n_steps: int) -> list:
+        """`n_steps` random nodes reading earlier values; returns the new values."""
+        start = len(values)
+        for _ in range(n_steps):
+            values.append(self.step(self.kinds[self.rng.integers(len(self.kinds))], values))
+        return values[start:]
+
+    def loss(self, n_private: int = 1, n_steps: int = 6):
+        """A scalar over the shared leaves, the shared subgraph and `n_private` leaves of its own."""
+        private = [self.leaf() for _ in range(n_private)]
+        inputs = list(self.shared) + list(self.trunk) + private
+        new = self.program(inputs, n_steps)
+        total = new[0]
+        for v in new[1:]:
+            total = total + v
+        return total.sum(), private
+
+    def disarm(self) -> None:
+        for trap in self.traps:
+            trap.disarm()
+
+
+@pytest.fixture
+def stress_graphs():
+    """StressGraphs(seed, ...): random graphs with shared leaves, a shared subgraph and fault injection points."""
+    return StressGraphs
+
+
+@pytest.fixture
+def watchdog():
+    """`with watchdog(seconds, what):` in an async test: a hang fails the test fast, saying what hung, instead
+    of waiting for pytest-timeout."""
+
+    @contextlib.contextmanager
+    def guard(seconds: float, what: str):
+        try:
+            with trio.fail_after(seconds):
+                yield
+        except trio.TooSlowError:
+            pytest.fail(f"{what} did not finish within {seconds} s: a deadlock or a lost wake-up", pytrace=False)
+
+    return guard
+
+
+def grad_value(t) -> np.ndarray:
+    """A gradient's values (a recorded one's too), or zeros for None."""
+    return np.asarray(t.detach().numpy())
+
+
+@pytest.fixture
+def assert_sums():
+    """`assert_sums(got, parts)`: `got` equals the sum of the gradient arrays `parts`, within 1e-12 relative to
+    the parts' magnitudes (concurrent passes add them in another order than a sequential sum)."""
+
+    def check(got, parts, what: str) -> None:
+        expected = np.sum(parts, axis=0)
+        scale = np.sum(np.abs(parts), axis=0)
+        value = grad_value(got)
+        bad = np.abs(value - expected) > 1e-12 * scale + 1e-300
+        assert not bad.any(), f"{what}: got {value}, expected {expected} (the sum of {len(parts)} passes)"
+
+    return check
+
+
+@pytest.fixture
+def num_workers():
+    """`with num_workers(n):` runs passes with at most n kernels at once (so worker threads are used even on a
+    machine with one core), restoring the setting after."""
+
+    @contextlib.contextmanager
+    def setting(n: int):
+        before = ag.get_num_workers()
+        ag.set_num_workers(n)
+        try:
+            yield
+        finally:
+            ag.set_num_workers(before)
+
+    return setting
