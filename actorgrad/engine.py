@@ -210,6 +210,7 @@ async def _run(task: GraphTask) -> None:
         await run_graph_task(task)
     except Exception as error:
         _explain(task, error)
+        _release_error(task)
         raise
 
 
@@ -217,6 +218,12 @@ def _explain(task: GraphTask, error: BaseException) -> None:
     """Anomaly mode: the error of a node that kept its forward stack tells where that node was made."""
     if error is task.error and task.error_node is not None:
         note_forward_stack(error, task.error_node)
+
+
+def _release_error(task: GraphTask) -> None:
+    """Let go of the pass's error: its traceback holds the frames that hold the task, a cycle that would keep
+    the whole graph (nodes, saved arrays, staged gradients) alive until the garbage collector runs."""
+    task.error = task.error_node = None
 
 
 def _owned(array: Any) -> np.ndarray:
@@ -315,6 +322,7 @@ def _run_sync(task: GraphTask) -> None:
             trio.run(run_graph_task, task)
     except Exception as error:
         _explain(task, error)
+        _release_error(task)
         raise
 
 
