@@ -30,10 +30,15 @@ DIV = Rule(
     (("self", "other"), lambda ops, g, self, other: -g * self / (other * other)),
     broadcasts=True,
 )
+def _exponent_grad(ops: Any, self: Any, other: Any, result: Any) -> Any:
+    """d(self ** other)/d(other): 0 where self is 0 and other >= 0 (not 0 * log(0), which is NaN), as in PyTorch."""
+    return ops.where(self == 0, ops.where(other >= 0, 0, result * ops.log(self)), result * ops.log(self))
+
+
 POW = Rule(
     "PowBackward1",
     (("self", "other"), lambda ops, g, self, other: g * other * self ** (other - 1)),
-    (("self", "result"), lambda ops, g, self, result: g * result * ops.log(self)),
+    (("self", "other", "result"), lambda ops, g, self, other, result: g * _exponent_grad(ops, self, other, result)),
     broadcasts=True,
 )
 _BINARY = {
