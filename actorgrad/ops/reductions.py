@@ -130,6 +130,11 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
 
 
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    if input._data.dtype.kind not in "fc":
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
+            f"Got: {input._data.dtype}"
+        )
     return _reduce(MEAN, MEAN_DIM, input, dim, keepdim, "mean")
 
 
@@ -191,7 +196,7 @@ def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     x = input._data if dtype is None else input._data.astype(dtype)
     dims = one_dim(dim, x.ndim, "log_softmax")
     with np.errstate(invalid="ignore"):  # a row of -inf gives nan, as in PyTorch
-        shifted = x - np.max(x, axis=dims, keepdims=True)
+        shifted = x - np.max(x, axis=dims, keepdims=True, initial=-np.inf)  # initial: a dim may be empty
         data = shifted - np.log(np.exp(shifted).sum(axis=dims, keepdims=True))
     return record(LOG_SOFTMAX, data, (input,), dim=dims)
 
@@ -200,7 +205,7 @@ def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     x = input._data if dtype is None else input._data.astype(dtype)
     dims = one_dim(dim, x.ndim, "softmax")
     with np.errstate(invalid="ignore"):  # a row of -inf gives nan, as in PyTorch
-        e = np.exp(x - np.max(x, axis=dims, keepdims=True))
+        e = np.exp(x - np.max(x, axis=dims, keepdims=True, initial=-np.inf))  # initial: a dim may be empty
         data = e / e.sum(axis=dims, keepdims=True)
     return record(SOFTMAX, data, (input,), dim=dims)
 
