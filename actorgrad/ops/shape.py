@@ -69,6 +69,11 @@ def _shape_arg(shape: tuple) -> tuple:
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     x = input._data
     target = _shape_arg(shape)
+    for i, n in enumerate(target):
+        if isinstance(n, int) and n < -1:
+            raise RuntimeError(f"invalid shape dimension {n} at index {i} of shape {list(target)}")
+    if target.count(-1) > 1:
+        raise RuntimeError(f"only one dimension can be inferred, got shape {list(target)}")
     try:
         data = x.reshape(target)
     except ValueError:
