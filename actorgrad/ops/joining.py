@@ -12,6 +12,7 @@ from functools import lru_cache
 import numpy as np
 
 from actorgrad.ops.indexing import INDEX_RULES, take_index
+from actorgrad.ops.operands import common_dtype
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
@@ -59,8 +60,8 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     ends = np.cumsum([a.shape[dim] for a in arrays]).tolist()
     lead = (slice(None),) * dim
     where = tuple(lead + (slice(end - a.shape[dim], end),) for a, end in zip(arrays, ends))
-    return record(_joining_rule("CatBackward0", len(arrays)), np.concatenate(arrays, dim), tuple(tensors),
-                  where=where)
+    data = np.concatenate(arrays, dim, dtype=common_dtype(*tensors))  # PyTorch's promotion, not numpy's
+    return record(_joining_rule("CatBackward0", len(arrays)), data, tuple(tensors), where=where)
 
 
 concat = concatenate = cat
@@ -77,8 +78,8 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             )
     dim = single_dim(dim, arrays[0].ndim + 1, "stack")
     where = tuple((slice(None),) * dim + (i,) for i in range(len(arrays)))
-    return record(_joining_rule("StackBackward0", len(arrays)), np.stack(arrays, dim), tuple(tensors),
-                  where=where)
+    data = np.stack(arrays, dim, dtype=common_dtype(*tensors))  # PyTorch's promotion, not numpy's
+    return record(_joining_rule("StackBackward0", len(arrays)), data, tuple(tensors), where=where)
 
 
 def _pieces(input: Tensor, dim: int, sizes: list[int], name: str) -> tuple[Tensor, ...]:
