@@ -77,7 +77,10 @@ def normalize_dims(dim: int | tuple[int, ...] | list[int], ndim: int, op: str) -
     """Dims as sorted non-negative ints, with PyTorch's error for one out of range."""
     if dim.__class__ is int and -ndim <= dim < ndim:
         return (dim % ndim,)
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    try:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    except TypeError:
+        raise TypeError(f"{op}(): dim must be an int or a tuple of ints, got {dim!r}") from None
     low, high = (-ndim, ndim - 1) if ndim else (-1, 0)
     out = []
     for d in dims:
