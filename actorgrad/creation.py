@@ -7,6 +7,7 @@ default one unless `generator=` is passed), so `actorgrad.manual_seed` makes the
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +43,8 @@ def _shape(op: str, size: tuple) -> tuple[int, ...]:
     negative = [dim for dim in shape if dim < 0]
     if negative:
         raise RuntimeError(f"Trying to create tensor with negative dimension {negative[0]}: {list(shape)}")
+    if math.prod(shape) > sys.maxsize // 8:  # its bytes overflow an index (numpy says "array is too big", a ValueError)
+        raise RuntimeError(f"{op}(): Storage size calculation overflowed with sizes={list(shape)}")
     return shape
 
 
