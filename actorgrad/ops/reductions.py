@@ -121,7 +121,7 @@ def _reduce(rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bo
     if dim is None:
         data = getattr(x, op)(keepdims=keepdim)  # the ndarray method of the same name
         return record(rule_all, data, (input,), kept_shape=(1,) * x.ndim, self_shape=x.shape, count=x.size)
-    dims = normalize_dims(dim, x.ndim, op)
+    dims = normalize_dims(dim, x.ndim, op) if x.ndim else one_dim(dim, 0, op)  # a 0-d tensor has no dim to reduce
     kept_shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
     data = getattr(x, op)(axis=dims, keepdims=keepdim)
     count = math.prod(x.shape[d] for d in dims)
@@ -143,12 +143,16 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
 
 def _extreme(rule: Rule, kernel: Any, op: str, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
     x = input._data
-    dims = reduced_dims(dim, x.ndim, op)
+    dims = reduced_dims(dim, x.ndim, op) if x.ndim else one_dim(dim or 0, 0, op)
     if x.size == 0:
-        raise RuntimeError(
-            f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
-            "with the 'dim' argument."
-        )
+        if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+            raise RuntimeError(
+                f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
+                "with the 'dim' argument."
+            )
+        for d in dims:
+            if x.shape[d] == 0:  # no element to pick; reducing only non-empty dims gives an empty result
+                raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     data = kernel(x, axis=dims, keepdims=keepdim)
     return record(rule, data, (input,), dim=dims, kept_shape=kept(x.shape, dims), self_shape=x.shape)
 
