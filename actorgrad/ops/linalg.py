@@ -54,6 +54,9 @@ MATMUL = _matmul_rule("MatmulBackward0")
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
+    for name, value in (("input", input), ("other", other)):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"matmul(): argument '{name}' must be Tensor, not {type(value).__name__}")
     a, b = input._data, other._data
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(
