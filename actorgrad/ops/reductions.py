@@ -188,7 +188,7 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype:
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     x = input._data
-    dims = reduced_dims(dim, x.ndim, "logsumexp")
+    dims = reduced_dims(dim, x.ndim, "logsumexp") if x.ndim else one_dim(dim, 0, "logsumexp")
     kept_shape = kept(x.shape, dims)
     shift = np.max(x, axis=dims, keepdims=True, initial=-np.inf)
     shift = np.where(np.isfinite(shift), shift, 0)  # a row of -inf (or an empty one) sums to 0: its log is -inf

@@ -9,7 +9,7 @@ import numpy as np
 
 from actorgrad.devices.array_ops import padded
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import normalize_dims
+from actorgrad.ops.reductions import normalize_dims, one_dim
 from actorgrad.tensor import Tensor
 
 __all__ = [
@@ -195,7 +195,7 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
 
 def flip(input: Tensor, *dims: Any) -> Tensor:
     x = input._data
-    dims = normalize_dims(_shape_arg(dims), max(x.ndim, 1), "flip") if x.ndim else ()
+    dims = normalize_dims(_shape_arg(dims), x.ndim, "flip") if x.ndim else one_dim(_shape_arg(dims), 0, "flip")
     # a copy, as PyTorch's flip is: numpy's flipped view would follow later in-place changes of the input
     return record(FLIP, np.flip(x, dims).copy(), (input,), dims=dims)
 
