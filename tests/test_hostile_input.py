@@ -13,7 +13,11 @@ from hypothesis.extra import numpy as hnp
 import actorgrad as ag
 from actorgrad.nn import functional as F
 
-pytestmark = pytest.mark.timeout(120)  # a hang fails here instead of stalling CI
+pytestmark = [
+    pytest.mark.timeout(120),  # a hang fails here instead of stalling CI
+    pytest.mark.filterwarnings("ignore::RuntimeWarning"),  # numpy's notes on NaN, inf and empty input, given on purpose
+    pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning"),
+]
 
 SETTINGS = settings(max_examples=40, deadline=None, database=None)
 NAN, INF = float("nan"), float("inf")
@@ -221,6 +225,74 @@ def test_double_backward_through_a_freed_create_graph_graph():
     np.testing.assert_allclose(x.grad.numpy(), 6 * x.detach().numpy())
 
 
+class WrongCount(ag.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        return a * b
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class WrongShape(ag.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        return a * b
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, ag.ones(3, dtype=ag.float64)
+
+
+class ReturnsAString(ag.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        return a * b
+
+    @staticmethod
+    def backward(ctx, g):
+        return "x", g
+
+
+def hooked(hook):
+    def make(x, w):
+        y = x * w
+        y.register_hook(hook)
+        return y.sum()
+    return make
+
+
+USER_CODE_MISTAKES = {  # user code in the backward pass that answers wrongly
+    "Function: too few gradients": (
+        lambda x, w: WrongCount.apply(x, w).sum(), RuntimeError, r"incorrect number of gradients \(expected 2, got 1\)",
+    ),
+    "Function: a gradient of the wrong shape": (
+        lambda x, w: WrongShape.apply(x, w).sum(), RuntimeError, r"invalid gradient at index 1 - got \[3\]",
+    ),
+    "Function: a str as gradient": (
+        lambda x, w: ReturnsAString.apply(x, w).sum(), RuntimeError, "type str at index 0",
+    ),
+    "hook: a gradient of the wrong shape": (
+        hooked(lambda g: ag.ones(3, dtype=ag.float64)), RuntimeError, "changed the size",
+    ),
+    "hook: a str": (hooked(lambda g: "x"), TypeError, "returned 'str'"),
+    "hook: raises": (hooked(lambda g: 1 / 0), ZeroDivisionError, "division by zero"),
+}
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("name", USER_CODE_MISTAKES)
+def test_user_code_mistakes_in_backward_raise_and_change_no_grad(name, create_graph):
+    make, error, match = USER_CODE_MISTAKES[name]
+    x, w = two_leaves_with_grads()
+    before = grads_of(x, w)
+    loss = make(x, w) + (x * w.exp()).sum()  # other paths run and stage gradients before the mistake surfaces
+    with pytest.raises(error, match=match):
+        loss.backward(create_graph=create_graph)
+    assert_grads_unchanged((x, w), before)
+
+
 # -- hypothesis: shapes, dims and operands -------------------------------------------------------------------------
 def sum_to(array: np.ndarray, shape: tuple) -> np.ndarray:
     """A broadcast gradient summed back to an input's shape."""
@@ -314,6 +386,59 @@ def test_matmul_of_any_shapes_matches_numpy_or_refuses(shape_a, shape_b):
     ones = np.ones(np.matmul(a2, b2).shape)
     np.testing.assert_allclose(a.grad.numpy(), sum_to(ones @ np.swapaxes(b2, -1, -2), a2.shape).reshape(shape_a))
     np.testing.assert_allclose(b.grad.numpy(), sum_to(np.swapaxes(a2, -1, -2) @ ones, b2.shape).reshape(shape_b))
+
+
+indices = st.one_of(
+    st.integers(-4, 4),
+    st.lists(st.integers(-4, 4), min_size=0, max_size=4),
+    st.tuples(st.integers(-3, 3), st.integers(-3, 3)),
+    st.tuples(st.integers(-3, 3), st.integers(-3, 3), st.integers(-3, 3), st.integers(-3, 3)),
+    st.tuples(st.slices(4), st.integers(-3, 3)),
+)
+
+
+@SETTINGS
+@given(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=3), indices)
+def test_indexing_with_any_index_matches_numpy_or_is_an_index_error(shape, index):
+    data = np.arange(math.prod(shape), dtype=np.float64).reshape(shape)
+    x = ag.tensor(data, requires_grad=True)
+    parts = index if isinstance(index, tuple) else (index,)
+    if len(parts) <= len(shape) and any(isinstance(p, slice) and (p.step or 1) < 0 for p in parts):
+        with pytest.raises(ValueError, match="step must be greater than zero"):  # PyTorch has no negative steps
+            x[index]
+        return
+    try:
+        expected = data[index]
+    except IndexError:
+        with pytest.raises(IndexError):
+            x[index]
+        return
+    out = x[index]
+    np.testing.assert_array_equal(out.detach().numpy(), expected)
+    out.sum().backward()
+    counts = np.zeros(shape)
+    np.add.at(counts, index, 1.0)  # a repeated index gets its gradient once per use
+    np.testing.assert_array_equal(x.grad.numpy(), counts)
+
+
+@SETTINGS
+@given(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4),
+       st.lists(st.integers(-3, 6), min_size=0, max_size=3))
+def test_reshape_to_any_shape_matches_numpy_or_refuses(shape, target):
+    x = ag.zeros(*shape, dtype=ag.float64, requires_grad=True)
+    valid = target.count(-1) <= 1 and all(n >= -1 for n in target)
+    try:
+        expected = np.zeros(shape).reshape(target).shape if valid else None
+    except ValueError:
+        expected = None
+    if expected is None:
+        with pytest.raises(RuntimeError, match="shape|dimension"):
+            x.reshape(target)
+        return
+    out = x.reshape(target)
+    assert out.shape == expected
+    (out * 2).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(shape, 2.0))
 
 
 NOT_OPERANDS = [None, "x", b"x", [1, 2], (1.0,), {"a": 1}, object(), {1}]
