@@ -112,7 +112,7 @@ AVG_POOL = Rule(
     "AvgPool2DBackward0",
     (("divisor", "kernel", "planes_shape", "self_shape", "geometry"),
      lambda ops, g, divisor, kernel, planes_shape, self_shape, geo: ops.reshape(
-         ops.convolution_input_grad(ops.reshape(g / divisor, (planes_shape[0], 1, -1, g.shape[-1])), kernel,
+         ops.convolution_input_grad(ops.reshape(g / divisor, (planes_shape[0], 1, *g.shape[-2:])), kernel,
                                     planes_shape, geo), self_shape)),
     cost=_input_size,
 )
