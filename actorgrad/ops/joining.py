@@ -115,7 +115,9 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     size = input._data.shape[single_dim(dim, input.ndim, "chunk")]
-    return split(input, -(-size // chunks) if size else 0, dim)
+    if not size:  # PyTorch gives `chunks` empty pieces
+        return split(input, [0] * chunks, dim)
+    return split(input, -(-size // chunks), dim)
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
