@@ -524,6 +524,50 @@ def test_elementwise_and_shape_ops_on_empty_tensors(shape, op):
     assert x.grad.shape == shape
 
 
+def empty_index():
+    return ag.tensor(np.zeros(0, dtype=np.int64))
+
+
+EMPTY_NN = {  # input shape, op, output shape (as PyTorch gives them)
+    "linear, zero batch": ((0, 3), lambda x: F.linear(x, ag.ones(2, 3, dtype=ag.float64)), (0, 2)),
+    "linear, zero features": ((4, 0), lambda x: F.linear(x, ag.ones(2, 0, dtype=ag.float64)), (4, 2)),
+    "conv2d, zero batch": ((0, 1, 5, 5), lambda x: F.conv2d(x, ag.ones(2, 1, 3, 3, dtype=ag.float64)), (0, 2, 3, 3)),
+    "max_pool2d, zero batch": ((0, 1, 4, 4), lambda x: F.max_pool2d(x, 2), (0, 1, 2, 2)),
+    "avg_pool2d, zero batch": ((0, 1, 4, 4), lambda x: F.avg_pool2d(x, 2), (0, 1, 2, 2)),
+    "layer_norm, zero batch": ((0, 3), lambda x: F.layer_norm(x, (3,)), (0, 3)),
+    "cross_entropy, zero batch": ((0, 3), lambda x: F.cross_entropy(x, empty_index(), reduction="sum"), ()),
+    "mse_loss of nothing": ((0,), lambda x: F.mse_loss(x, ag.zeros(0, dtype=ag.float64), reduction="sum"), ()),
+    "l1_loss of nothing": ((0,), lambda x: F.l1_loss(x, ag.zeros(0, dtype=ag.float64), reduction="sum"), ()),
+    "embedding of no index": ((3, 2), lambda w: F.embedding(empty_index(), w), (0, 2)),
+    "dropout, empty": ((0, 3), lambda x: F.dropout(x, 0.5), (0, 3)),
+    "pad, empty": ((0, 2), lambda x: F.pad(x, (1, 1)), (0, 4)),
+    "chunk of nothing": ((0, 2), lambda x: ag.cat(x.chunk(3, 0) + (x,)), (0, 2)),
+    "cumsum, empty": ((0, 2), lambda x: x.cumsum(0), (0, 2)),
+}
+
+
+@pytest.mark.parametrize("name", EMPTY_NN)
+def test_nn_ops_on_empty_batches_give_empty_results_and_gradients(name):
+    shape, op, out_shape = EMPTY_NN[name]
+    x = ag.zeros(*shape, dtype=ag.float64, requires_grad=True)
+    out = op(x)
+    assert out.shape == out_shape
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros(shape))
+
+
+def test_chunks_of_nothing_are_as_many_empty_pieces_as_asked():
+    assert [piece.shape for piece in ag.zeros(0, 2).chunk(3, 0)] == [(0, 2)] * 3
+
+
+def test_mean_losses_of_nothing_are_nan_as_in_pytorch():
+    x = ag.zeros(0, dtype=ag.float64, requires_grad=True)
+    loss = F.mse_loss(x, ag.zeros(0, dtype=ag.float64)) + F.l1_loss(x, ag.zeros(0, dtype=ag.float64))
+    assert math.isnan(loss.item())
+    loss.backward()
+    assert x.grad.shape == (0,)
+
+
 def test_matmul_with_a_zero_inner_dim_gives_zeros_and_empty_gradients():
     a, b = ag.zeros(2, 0, dtype=ag.float64, requires_grad=True), ag.zeros(0, 3, dtype=ag.float64, requires_grad=True)
     out = a @ b
