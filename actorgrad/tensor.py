@@ -265,13 +265,9 @@ def as_array(data: Any, dtype: Any = None) -> np.ndarray:
     """numpy array for `tensor()`: Python floats become float32 as in PyTorch; numpy arrays keep their dtype."""
     if isinstance(data, Tensor):
         data = data._data
-    if dtype is not None:
-        return np.array(data, dtype=np.dtype(dtype))
     if isinstance(data, np.ndarray | np.generic):
-        return np.array(data)
-    array = np.array(data)
-    if array.dtype == float64:
-        return array.astype(_DEFAULT_FLOAT)
+        return np.array(data, dtype=None if dtype is None else np.dtype(dtype))
+    array = np.array(data)  # read without `dtype` first: numpy would silently read None as nan for a float dtype
     if array.dtype.kind == "O":  # None or an object numpy cannot read as a number: PyTorch's RuntimeError
         raise RuntimeError(
             f"Could not infer dtype of {type(data).__name__}: tensor() takes numbers, bools and (nested) sequences "
@@ -279,7 +275,9 @@ def as_array(data: Any, dtype: Any = None) -> np.ndarray:
         )
     if array.dtype.kind not in "fiub":
         raise TypeError(f"can't make a tensor from {type(data).__name__} (numpy dtype {array.dtype})")
-    return array
+    if dtype is not None:
+        return array.astype(np.dtype(dtype))
+    return array.astype(_DEFAULT_FLOAT) if array.dtype == float64 else array
 
 
 def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
