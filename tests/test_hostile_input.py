@@ -71,6 +71,14 @@ INVALID = {
     "tensor of objects": (lambda: ag.tensor([object()]), RuntimeError, "Could not infer dtype"),
     "tensor of a str": (lambda: ag.tensor("abc"), TypeError, "str"),
     "ragged tensor": (lambda: ag.tensor([[1, 2], [3]]), ValueError, "inhomogeneous"),
+    "tensor of None with a dtype": (
+        lambda: ag.tensor([None, 1.0], dtype=ag.float64), RuntimeError, "Could not infer dtype",  # not a silent nan
+    ),
+    "None written into a tensor": (lambda: ag.ones(3).__setitem__(0, None), TypeError, "can't assign a NoneType"),
+    "a str written into a tensor": (lambda: ag.ones(3).__setitem__(0, "a"), TypeError, "can't assign a str"),
+    "in-place on a leaf": (lambda: leaf([1.0]).add_(1), RuntimeError, "leaf Variable that requires grad"),
+    "in-place broadcast": (lambda: ag.ones(3).add_(ag.ones(3, 3)), RuntimeError, r"doesn't match the broadcast"),
+    "in-place float into int": (lambda: ag.ones(3, dtype=ag.int64).mul_(0.5), RuntimeError, "can't be cast"),
     "cat of a number": (lambda: ag.cat([ag.ones(2), 3]), TypeError, "int at position 1"),
     "cat of nothing": (lambda: ag.cat([]), ValueError, "non-empty list"),
     "zeros(None)": (lambda: ag.zeros(None), TypeError, "NoneType"),
