@@ -66,6 +66,13 @@ INVALID = {
     "mean of int64": (lambda: ag.ones(2, dtype=ag.int64).mean(), RuntimeError, "could not infer output dtype"),
     "where on a float condition": (lambda: ag.where(ag.ones(2), ag.ones(2), ag.ones(2)), RuntimeError, "boolean"),
     "embedding float indices": (lambda: F.embedding(ag.tensor([0.0]), ag.ones(3, 2)), RuntimeError, "'indices'"),
+    "matmul of float64 and float32": (
+        lambda: ag.ones(2, 3, dtype=ag.float64) @ ag.ones(3), RuntimeError, "same dtype, but got: float64 != float32",
+    ),
+    "matmul of float and int": (lambda: ag.ones(2, 3) @ ag.ones(3, dtype=ag.int64), RuntimeError, "same dtype"),
+    "linear of float64 input, float32 weight": (
+        lambda: F.linear(ag.ones(2, 3, dtype=ag.float64), ag.ones(4, 3)), RuntimeError, "same dtype",
+    ),
     "int to a negative int power": (lambda: ag.tensor([2]) ** -1, RuntimeError, "negative integer powers"),
     # non-tensors and None
     "tensor(None)": (lambda: ag.tensor(None), RuntimeError, "Could not infer dtype of NoneType"),
