@@ -119,6 +119,8 @@ def arange(
         start, end = 0, start
     if step == 0:
         raise RuntimeError("arange(): step must be nonzero")
+    if not all(math.isfinite(v) for v in (start, end, step)):
+        raise RuntimeError(f"arange(): unsupported range: {start} -> {end} (step {step})")
     if (end - start) * step < 0:
         raise RuntimeError(
             f"arange(): upper bound and lower bound inconsistent with step sign (start={start}, end={end}, step={step})"
