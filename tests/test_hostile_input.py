@@ -60,6 +60,17 @@ INVALID = {
     "target 5 of 3 classes": (
         lambda: F.cross_entropy(ag.ones(2, 3), ag.tensor([0, 5])), IndexError, "Target 5 is out of bounds",
     ),
+    "max_pool2d of kernel 0": (lambda: F.max_pool2d(ag.ones(1, 1, 4, 4), 0), RuntimeError, "kernel size should be"),
+    "avg_pool2d of stride 0": (lambda: F.avg_pool2d(ag.ones(1, 1, 4, 4), 2, 0), RuntimeError, "stride should be"),
+    "max_pool2d of dilation 0": (
+        lambda: F.max_pool2d(ag.ones(1, 1, 4, 4), 2, dilation=0), RuntimeError, "dilation should be",
+    ),
+    "max_pool2d of padding -1": (
+        lambda: F.max_pool2d(ag.ones(1, 1, 4, 4), 2, padding=-1), RuntimeError, "pad must be non-negative",
+    ),
+    "repeat -1 times": (lambda: ag.ones(3).repeat(-1), RuntimeError, "negative dimension"),
+    "arange to nan": (lambda: ag.arange(0, NAN), RuntimeError, "unsupported range"),
+    "arange to inf": (lambda: ag.arange(0, INF), RuntimeError, "unsupported range"),
     "permute repeated dim": (lambda: ag.ones(2, 3).permute(0, 0), RuntimeError, "multiple times"),
     # wrong dtypes
     "requires_grad on int64": (lambda: ag.tensor([1, 2], requires_grad=True), RuntimeError, "floating point"),
