@@ -186,7 +186,11 @@ class ArrayOps:
         return self.xp.tanh(x)
 
     def sigmoid(self, x: Any) -> Any:
-        return 0.5 + 0.5 * self.xp.tanh(0.5 * x)
+        """1 / (1 + exp(-x)), from exp(-|x|) so that it never underflows to 0 far left (the tanh form rounds
+        sigmoid(-50) to 0, where PyTorch gives 2e-22, and log(sigmoid) to -inf)."""
+        xp = self.xp
+        e = xp.exp(-xp.abs(x))
+        return xp.where(x >= 0, 1, e) / (1 + e)
 
     def erf(self, x: Any) -> Any:
         return erf_kernel(self.xp, x).astype(x.dtype, copy=False)

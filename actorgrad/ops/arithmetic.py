@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices import cpu
 from actorgrad.ops.operands import as_operand, broadcast_error, data_as, floating, result_type
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor, bool_
@@ -71,7 +72,7 @@ UNARY = {
     "tanh": (Rule("TanhBackward0", (("result",), lambda ops, g, result: g * (1 - result * result))), np.tanh),
     "sigmoid": (
         Rule("SigmoidBackward0", (("result",), lambda ops, g, result: g * result * (1 - result))),
-        lambda x: 0.5 + 0.5 * np.tanh(0.5 * x),
+        cpu.ops.sigmoid,
     ),
     "relu": (
         Rule("ReluBackward0", (("result",), lambda ops, g, result: g * ops.positive_mask(result))),
