@@ -656,7 +656,7 @@ ELEMENTWISE = {  # op, numpy forward, numpy gradient (PyTorch's, at NaN and inf 
     "neg": (lambda t: -t, np.negative, lambda x: -np.ones_like(x)),
     "clamp": (lambda t: t.clamp(-1, 1), lambda x: np.clip(x, -1, 1), lambda x: ((x >= -1) & (x <= 1)).astype(float)),
 }
-special_floats = st.one_of(st.sampled_from([NAN, INF, -INF, 0.0, -0.0]), st.floats(-20, 20))
+special_floats = st.one_of(st.sampled_from([NAN, INF, -INF, 0.0, -0.0, -50.0, 800.0, -800.0]), st.floats(-60, 60))
 
 
 @SETTINGS
@@ -670,6 +670,15 @@ def test_nan_and_inf_give_pytorchs_values_and_gradients(values, name):
         np.testing.assert_allclose(out.detach().numpy(), forward(values), rtol=1e-12, atol=1e-15)
         out.sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), gradient(values), rtol=1e-9, atol=1e-12)
+
+
+def test_sigmoid_and_silu_keep_tiny_values_far_left():
+    """sigmoid(-50) is 2e-22, not 0 (as 0.5 + 0.5 tanh(x / 2) rounds it), so its log stays finite."""
+    x = ag.tensor([-50.0, -700.0], dtype=ag.float64)
+    np.testing.assert_allclose(x.sigmoid().numpy(), np.exp([-50.0, -700.0]), rtol=1e-12)
+    np.testing.assert_allclose(x.sigmoid().log().numpy(), [-50.0, -700.0], rtol=1e-12)
+    np.testing.assert_allclose(F.silu(x).numpy(), [-50.0, -700.0] * np.exp([-50.0, -700.0]), rtol=1e-12)
+    assert ag.tensor([-50.0]).sigmoid().item() > 0  # float32 too
 
 
 def test_nan_at_kinks_and_extremes_follows_pytorch():
