@@ -43,24 +43,32 @@ def _tensor_list(tensors: Sequence[Tensor], op: str) -> list[Tensor]:
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = _tensor_list(tensors, "cat")
     arrays = [t._data for t in tensors]
-    first = arrays[0]
+    # PyTorch's legacy rule: a 1-d empty tensor joins anything (`out = cat([empty(0), rows])`); its gradient is empty
+    joined = [a for a in arrays if a.shape != (0,)] or arrays
+    first = joined[0]
     for i, a in enumerate(arrays):
+        if a.shape == (0,) and len(joined) < len(arrays):
+            continue
         if a.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
         if a.ndim != first.ndim:
             raise RuntimeError(f"Tensors must have same number of dimensions: got {first.ndim} and {a.ndim}")
     dim = single_dim(dim, first.ndim, "cat")
     for i, a in enumerate(arrays):
+        if a.shape == (0,) and len(joined) < len(arrays):
+            continue
         for d, (want, got) in enumerate(zip(first.shape, a.shape)):
             if d != dim and want != got:
                 raise RuntimeError(
                     f"Sizes of tensors must match except in dimension {dim}. Expected size {want} but got size "
                     f"{got} for tensor number {i} in the list."
                 )
-    ends = np.cumsum([a.shape[dim] for a in arrays]).tolist()
+    skipped = (slice(0, 0),) + (0,) * (first.ndim - 1)  # where a skipped 1-d empty tensor's (empty) gradient is
+    ends = np.cumsum([a.shape[dim] if a.ndim == first.ndim else 0 for a in arrays]).tolist()
     lead = (slice(None),) * dim
-    where = tuple(lead + (slice(end - a.shape[dim], end),) for a, end in zip(arrays, ends))
-    data = np.concatenate(arrays, dim, dtype=common_dtype(*tensors))  # PyTorch's promotion, not numpy's
+    where = tuple(lead + (slice(end - a.shape[dim], end),) if a.ndim == first.ndim else skipped
+                  for a, end in zip(arrays, ends))
+    data = np.concatenate(joined, dim, dtype=common_dtype(*tensors))  # PyTorch's promotion, not numpy's
     return record(_joining_rule("CatBackward0", len(arrays)), data, tuple(tensors), where=where)
 
 
