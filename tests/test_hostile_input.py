@@ -627,6 +627,14 @@ def test_cat_and_stack_of_empties_and_dtype_promotion():
     assert a.grad.shape == (0, 3)
     np.testing.assert_array_equal(b.grad.numpy(), [[2.0, 2.0, 2.0]])
     assert ag.cat([ag.ones(0, 2), ag.ones(0, 2)]).shape == (0, 2)
+    start, rows = ag.zeros(0, dtype=ag.float64, requires_grad=True), leaf([[1.0, 2.0]])
+    out = ag.cat([start, rows, start])  # PyTorch's legacy rule: a 1-d empty tensor joins tensors of any rank
+    assert out.shape == (1, 2)
+    out.sum().backward()
+    assert start.grad.shape == (0,)
+    np.testing.assert_array_equal(rows.grad.numpy(), [[1.0, 1.0]])
+    with pytest.raises(RuntimeError, match="same number of dimensions: got 2 and 1"):
+        ag.cat([start, rows, ag.ones(2, dtype=ag.float64)])
     assert ag.stack([ag.ones(0), ag.ones(0)]).shape == (2, 0)
     assert ag.cat([ag.ones(2), ag.ones(2, dtype=ag.int64)]).dtype == ag.float32  # PyTorch's promotion, not numpy's
     assert ag.stack([ag.ones(2, dtype=ag.int64), ag.tensor([True, False])]).dtype == ag.int64
