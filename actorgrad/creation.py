@@ -43,9 +43,14 @@ def _shape(op: str, size: tuple) -> tuple[int, ...]:
     negative = [dim for dim in shape if dim < 0]
     if negative:
         raise RuntimeError(f"Trying to create tensor with negative dimension {negative[0]}: {list(shape)}")
-    if math.prod(shape) > sys.maxsize // 8:  # its bytes overflow an index (numpy says "array is too big", a ValueError)
-        raise RuntimeError(f"{op}(): Storage size calculation overflowed with sizes={list(shape)}")
+    _check_storage(op, shape)
     return shape
+
+
+def _check_storage(op: str, shape: tuple[int, ...]) -> None:
+    """Sizes whose bytes overflow an index get PyTorch's RuntimeError (numpy raises ValueError, "too big")."""
+    if math.prod(shape) > sys.maxsize // 8:
+        raise RuntimeError(f"{op}(): Storage size calculation overflowed with sizes={list(shape)}")
 
 
 def _dtype(dtype: Any, default: np.dtype) -> np.dtype:
@@ -127,6 +132,7 @@ def arange(
         )
     default = int64 if all(_is_int(v) for v in (start, end, step)) else _DEFAULT_FLOAT
     length = math.ceil((end - start) / step)
+    _check_storage("arange", (length,))
     values = start + step * np.arange(length, dtype=np.float64 if default.kind == "f" else np.int64)
     return _leaf(values.astype(_dtype(dtype, default)), requires_grad)
 
