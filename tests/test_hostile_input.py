@@ -113,6 +113,7 @@ INVALID = {
     "broadcast to 10**12": (lambda: ag.ones(10**6, 1) + ag.ones(1, 10**6), MemoryError, r"allocate .*TiB"),
     "outer product of 10**12": (lambda: ag.ones(10**6, 1) @ ag.ones(1, 10**6), MemoryError, r"allocate .*TiB"),
     "expand then compute": (lambda: ag.ones(1).expand(10**12) * 2, MemoryError, r"allocate .*TiB"),
+    "arange of 10**24 steps": (lambda: ag.arange(0, 1e12, 1e-12), RuntimeError, "Storage size calculation overflowed"),
     "bytes overflow": (lambda: ag.zeros(2**40, 2**40), RuntimeError, "Storage size calculation overflowed"),
 }
 
