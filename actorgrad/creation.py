@@ -7,6 +7,7 @@ default one unless `generator=` is passed), so `actorgrad.manual_seed` makes the
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,7 +43,14 @@ def _shape(op: str, size: tuple) -> tuple[int, ...]:
     negative = [dim for dim in shape if dim < 0]
     if negative:
         raise RuntimeError(f"Trying to create tensor with negative dimension {negative[0]}: {list(shape)}")
+    _check_storage(op, shape)
     return shape
+
+
+def _check_storage(op: str, shape: tuple[int, ...]) -> None:
+    """Sizes whose bytes overflow an index get PyTorch's RuntimeError (numpy raises ValueError, "too big")."""
+    if math.prod(shape) > sys.maxsize // 8:
+        raise RuntimeError(f"{op}(): Storage size calculation overflowed with sizes={list(shape)}")
 
 
 def _dtype(dtype: Any, default: np.dtype) -> np.dtype:
@@ -116,12 +124,15 @@ def arange(
         start, end = 0, start
     if step == 0:
         raise RuntimeError("arange(): step must be nonzero")
+    if not all(math.isfinite(v) for v in (start, end, step)):
+        raise RuntimeError(f"arange(): unsupported range: {start} -> {end} (step {step})")
     if (end - start) * step < 0:
         raise RuntimeError(
             f"arange(): upper bound and lower bound inconsistent with step sign (start={start}, end={end}, step={step})"
         )
     default = int64 if all(_is_int(v) for v in (start, end, step)) else _DEFAULT_FLOAT
     length = math.ceil((end - start) / step)
+    _check_storage("arange", (length,))
     values = start + step * np.arange(length, dtype=np.float64 if default.kind == "f" else np.int64)
     return _leaf(values.astype(_dtype(dtype, default)), requires_grad)
 

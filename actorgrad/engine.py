@@ -18,6 +18,7 @@ import trio
 from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, note_forward_stack
 from actorgrad.autograd.graph import GradientEdge
+from actorgrad.devices import cpu
 from actorgrad.grad_mode import enable_grad
 from actorgrad.hooks import has_post_accumulate_hooks, run_post_accumulate_hooks, run_post_accumulate_hooks_async
 from actorgrad.node import Edge, GraphRoot
@@ -39,12 +40,18 @@ Inputs = Tensor | GradientEdge | Sequence[Tensor | GradientEdge]
 _commit_lock = threading.Lock()
 
 
+def _sequence(value: Any, what: str, kinds: str) -> tuple:
+    """`value` as a tuple; None or a non-sequence is refused (PyTorch's TypeError) naming the argument."""
+    try:
+        return tuple(value)
+    except TypeError:
+        raise TypeError(f"{what} must be {kinds} or a sequence of them, got {type(value).__name__}") from None
+
+
 def _as_tuple(value: Any, what: str) -> tuple:
     if isinstance(value, Tensor):
         return (value,)
-    if value is None:
-        return ()
-    values = tuple(value)
+    values = _sequence(value, what, "a Tensor")
     for i, v in enumerate(values):
         if not isinstance(v, Tensor):
             raise TypeError(f"{what}[{i}] must be a Tensor, got {type(v).__name__}")
@@ -55,9 +62,7 @@ def _as_inputs(value: Any, what: str) -> tuple:
     """The tensors (or gradient edges) whose gradients a call asks for."""
     if isinstance(value, Tensor | GradientEdge):
         return (value,)
-    if value is None:
-        return ()
-    values = tuple(value)
+    values = _sequence(value, what, "a Tensor or a GradientEdge")
     for i, v in enumerate(values):
         if not isinstance(v, Tensor | GradientEdge):
             raise TypeError(f"{what}[{i}] must be a Tensor or a GradientEdge, got {type(v).__name__}")
@@ -69,7 +74,10 @@ def _seed_grads(outputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
     if grad_outputs is None or isinstance(grad_outputs, Tensor):
         given = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
     else:
-        given = list(grad_outputs)
+        given = list(_sequence(grad_outputs, "grad_tensors", "a Tensor or None"))
+    for i, grad in enumerate(given):
+        if grad is not None and not isinstance(grad, Tensor):
+            raise TypeError(f"grad_tensors[{i}] must be a Tensor or None, got {type(grad).__name__}")
     if len(given) != len(outputs):
         raise RuntimeError(
             f"grad_tensors should have the same length as tensors: got {len(given)} gradients for "
@@ -84,9 +92,7 @@ def _seed_grads(outputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
             ones.fill(1)
             seeds.append(Tensor(ones) if create_graph else ones)
             continue
-        if not isinstance(grad, Tensor):
-            raise TypeError(f"grad_tensors[{i}] must be a Tensor or None, got {type(grad).__name__}")
-        elif grad.shape != out.shape:
+        if grad.shape != out.shape:
             raise RuntimeError(
                 f"Mismatch in shape: grad_output[{i}] has a shape of {grad.shape} and output[{i}] has a shape of "
                 f"{out.shape}."
@@ -104,7 +110,7 @@ def _root(outputs: tuple, seeds: list) -> GraphRoot:
         if edge[0] is None:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         edges.append(edge)
-    return GraphRoot(tuple(edges), seeds, outputs[0].device)
+    return GraphRoot(tuple(edges), seeds, outputs[0].device if outputs else cpu)  # no outputs: nothing to do
 
 
 def _input_edges(inputs: tuple, what: str) -> list[Edge]:
@@ -210,6 +216,7 @@ async def _run(task: GraphTask) -> None:
         await run_graph_task(task)
     except Exception as error:
         _explain(task, error)
+        _release_error(task)
         raise
 
 
@@ -217,6 +224,12 @@ def _explain(task: GraphTask, error: BaseException) -> None:
     """Anomaly mode: the error of a node that kept its forward stack tells where that node was made."""
     if error is task.error and task.error_node is not None:
         note_forward_stack(error, task.error_node)
+
+
+def _release_error(task: GraphTask) -> None:
+    """Let go of the pass's error: its traceback holds the frames that hold the task, a cycle that would keep
+    the whole graph (nodes, saved arrays, staged gradients) alive until the garbage collector runs."""
+    task.error = task.error_node = None
 
 
 def _owned(array: Any) -> np.ndarray:
@@ -317,6 +330,7 @@ def _run_sync(task: GraphTask) -> None:
             trio.run(run_graph_task, task)
     except Exception as error:
         _explain(task, error)
+        _release_error(task)
         raise
 
 

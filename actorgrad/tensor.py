@@ -45,7 +45,7 @@ class Tensor:
         "_requires_grad",
         "_grad_fn",
         "_output_nr",
-        "grad",
+        "_grad",
         "_accumulator",
         "_vc",
         "_base",
@@ -59,7 +59,7 @@ class Tensor:
         self._data = data
         self._grad_fn = grad_fn
         self._output_nr = output_nr
-        self.grad: Tensor | None = None
+        self._grad: Tensor | None = None
         self._accumulator: weakref.ref | None = None
         self._vc: VersionCounter | None = None  # made on the first in-place change or view, until then version 0
         self._base: Tensor | None = None  # the tensor whose storage this view's array is a numpy view of
@@ -90,6 +90,30 @@ class Tensor:
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         self.requires_grad = requires_grad
         return self
+
+    @property
+    def grad(self) -> Tensor | None:
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        """Checked as PyTorch checks it, so that a later backward never meets a `.grad` it cannot add into."""
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
+                )
+            if value.shape != self.shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of size "
+                    f"'{list(self.shape)}'. Please ensure that the gradient and the tensor are the same size"
+                )
+            if value.dtype != self.dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor with dtype "
+                    f"'{self.dtype}'. The gradient must match the tensor's dtype"
+                )
+        self._grad = value
 
     @property
     def grad_fn(self) -> Any:
@@ -241,16 +265,19 @@ def as_array(data: Any, dtype: Any = None) -> np.ndarray:
     """numpy array for `tensor()`: Python floats become float32 as in PyTorch; numpy arrays keep their dtype."""
     if isinstance(data, Tensor):
         data = data._data
-    if dtype is not None:
-        return np.array(data, dtype=np.dtype(dtype))
     if isinstance(data, np.ndarray | np.generic):
-        return np.array(data)
-    array = np.array(data)
-    if array.dtype == float64:
-        return array.astype(_DEFAULT_FLOAT)
+        return np.array(data, dtype=None if dtype is None else np.dtype(dtype))
+    array = np.array(data)  # read without `dtype` first: numpy would silently read None as nan for a float dtype
+    if array.dtype.kind == "O":  # None or an object numpy cannot read as a number: PyTorch's RuntimeError
+        raise RuntimeError(
+            f"Could not infer dtype of {type(data).__name__}: tensor() takes numbers, bools and (nested) sequences "
+            f"of them"
+        )
     if array.dtype.kind not in "fiub":
         raise TypeError(f"can't make a tensor from {type(data).__name__} (numpy dtype {array.dtype})")
-    return array
+    if dtype is not None:
+        return array.astype(np.dtype(dtype))
+    return array.astype(_DEFAULT_FLOAT) if array.dtype == float64 else array
 
 
 def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:

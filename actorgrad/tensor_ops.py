@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices import cpu
 from actorgrad.devices.array_ops import reduced_axes
 from actorgrad.ops import contraction, conv, embeddings, pooling
 from actorgrad.ops.arithmetic import sigmoid, tanh
@@ -66,7 +67,7 @@ class TensorOps:
 
     @staticmethod
     def positive_mask(x: Tensor) -> Tensor:
-        return Tensor(np.asarray(x._data > 0, dtype=x.dtype))
+        return Tensor(np.asarray(~(x._data <= 0), dtype=x.dtype))
 
     @staticmethod
     def equal_mask(x: Tensor, y: Tensor) -> Tensor:
@@ -185,6 +186,10 @@ class TensorOps:
     @staticmethod
     def embedding_rows(weight: Tensor, indices: Any, padding_idx: int | None) -> Tensor:
         return embeddings.recorded_embedding_rows(weight, indices, padding_idx)
+
+    @staticmethod
+    def same_mask(x: Tensor, y: Tensor) -> Tensor:
+        return Tensor(cpu.ops.same_mask(x._data, y._data))
 
 
 tensor_ops = TensorOps()

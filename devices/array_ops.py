@@ -89,8 +89,9 @@ class ArrayOps:
 
     @staticmethod
     def positive_mask(x: Any) -> Any:
-        """Where x > 0, as booleans: multiplying a gradient by them keeps the gradient's dtype."""
-        return x > 0
+        """Where x > 0 or NaN (PyTorch's threshold_backward passes the gradient through NaN), as booleans:
+        multiplying a gradient by them keeps the gradient's dtype."""
+        return ~(x <= 0)
 
     @staticmethod
     def equal_mask(x: Any, y: Any) -> Any:
@@ -147,7 +148,8 @@ class ArrayOps:
         return convolution.convolution_weight_grad(x, g, weight_shape, geometry)
 
     def sign(self, x: Any) -> Any:
-        return self.xp.sign(x)
+        """NaN gives 0, as PyTorch's sgn does (so abs passes no NaN gradient)."""
+        return self.xp.nan_to_num(self.xp.sign(x))
 
     def index(self, g: Any, basic: tuple, advanced: tuple | None) -> Any:
         """`g[basic][advanced]`: basic indexing (ints, slices, None) first, then advanced, as PyTorch does."""
@@ -184,7 +186,11 @@ class ArrayOps:
         return self.xp.tanh(x)
 
     def sigmoid(self, x: Any) -> Any:
-        return 0.5 + 0.5 * self.xp.tanh(0.5 * x)
+        """1 / (1 + exp(-x)), from exp(-|x|) so that it never underflows to 0 far left (the tanh form rounds
+        sigmoid(-50) to 0, where PyTorch gives 2e-22, and log(sigmoid) to -inf)."""
+        xp = self.xp
+        e = xp.exp(-xp.abs(x))
+        return xp.where(x >= 0, 1, e) / (1 + e)
 
     def erf(self, x: Any) -> Any:
         return erf_kernel(self.xp, x).astype(x.dtype, copy=False)
@@ -223,3 +229,8 @@ class ArrayOps:
         if padding_idx is not None:
             rows[indices == padding_idx] = 0
         return rows
+
+    def same_mask(self, x: Any, y: Any) -> Any:
+        """1 where x equals y or both are NaN, else 0, in x's dtype: where a NaN extreme came from."""
+        xp = self.xp
+        return ((x == y) | (xp.isnan(x) & xp.isnan(y))).astype(x.dtype)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices import cpu
 from actorgrad.devices.erf import erf as erf_kernel
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
@@ -92,7 +93,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x)."""
     x = _floating_data("silu", input, inplace)
-    return record(SILU, x * (0.5 + 0.5 * np.tanh(0.5 * x)), (input,))
+    return record(SILU, x * cpu.ops.sigmoid(x), (input,))
 
 
 METHODS: dict[str, Any] = {}

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices import cpu
 from actorgrad.ops.operands import as_operand, broadcast_error, data_as, floating, result_type
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor, bool_
@@ -30,10 +31,15 @@ DIV = Rule(
     (("self", "other"), lambda ops, g, self, other: -g * self / (other * other)),
     broadcasts=True,
 )
+def _exponent_grad(ops: Any, self: Any, other: Any, result: Any) -> Any:
+    """d(self ** other)/d(other): 0 where self is 0 and other >= 0 (not 0 * log(0), which is NaN), as in PyTorch."""
+    return ops.where(self == 0, ops.where(other >= 0, 0, result * ops.log(self)), result * ops.log(self))
+
+
 POW = Rule(
     "PowBackward1",
     (("self", "other"), lambda ops, g, self, other: g * other * self ** (other - 1)),
-    (("self", "result"), lambda ops, g, self, result: g * result * ops.log(self)),
+    (("self", "other", "result"), lambda ops, g, self, other, result: g * _exponent_grad(ops, self, other, result)),
     broadcasts=True,
 )
 _BINARY = {
@@ -66,7 +72,7 @@ UNARY = {
     "tanh": (Rule("TanhBackward0", (("result",), lambda ops, g, result: g * (1 - result * result))), np.tanh),
     "sigmoid": (
         Rule("SigmoidBackward0", (("result",), lambda ops, g, result: g * result * (1 - result))),
-        lambda x: 0.5 + 0.5 * np.tanh(0.5 * x),
+        cpu.ops.sigmoid,
     ),
     "relu": (
         Rule("ReluBackward0", (("result",), lambda ops, g, result: g * ops.positive_mask(result))),

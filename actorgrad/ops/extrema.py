@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import AMAX, input_size, kept, normalize_dims
+from actorgrad.ops.reductions import input_size, kept, normalize_dims
 from actorgrad.ops.selection import maximum, minimum
 from actorgrad.tensor import Tensor
 
@@ -28,8 +28,16 @@ def _select_grad(ops: Any, g: Any, indices: Any, dim: int, rows_shape: tuple, se
     return ops.reshape(ops.scatter_along(g, indices, dim, rows_shape), self_shape)
 
 
-MAX_ALL = Rule("MaxBackward1", *AMAX.grads, cost=input_size)
-MIN_ALL = Rule("MinBackward1", *AMAX.grads, cost=input_size)
+def _extreme_all_grad(ops: Any, g: Any, self: Any, result: Any, dim: tuple[int, ...], kept_shape: tuple) -> Any:
+    """Ties share the gradient evenly; a NaN extreme shares it among the NaNs (PyTorch's evenly_distribute_backward;
+    amax instead gives NaN gradients there)."""
+    mask = ops.same_mask(self, ops.reshape(result, kept_shape))
+    return ops.reshape(g, kept_shape) * mask / ops.sum(mask, dim, keepdim=True)
+
+
+_EXTREME_ALL = (("self", "result", "dim", "kept_shape"), _extreme_all_grad)
+MAX_ALL = Rule("MaxBackward1", _EXTREME_ALL, cost=input_size)
+MIN_ALL = Rule("MinBackward1", _EXTREME_ALL, cost=input_size)
 _SELECT = (("indices", "dim", "rows_shape", "self_shape"), _select_grad)
 MAX_DIM = Rule("MaxBackward0", _SELECT, cost=input_size)
 MIN_DIM = Rule("MinBackward0", _SELECT, cost=input_size)

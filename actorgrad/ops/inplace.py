@@ -291,6 +291,8 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     basic, advanced, _ = parse_index(index, self._data.shape)
     region = self._data[basic]
     shape = np.shape(region if advanced is None else region[advanced])
+    if value is None or isinstance(value, str | bytes):  # numpy would write None as nan
+        raise TypeError(f"can't assign a {type(value).__name__} to a actorgrad.{self._data.dtype} tensor")
     values = value._data if isinstance(value, Tensor) else as_array(value, self._data.dtype)
     try:
         np.broadcast_to(values, shape)

@@ -12,6 +12,7 @@ from functools import lru_cache
 import numpy as np
 
 from actorgrad.ops.indexing import INDEX_RULES, take_index
+from actorgrad.ops.operands import common_dtype
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
@@ -42,25 +43,33 @@ def _tensor_list(tensors: Sequence[Tensor], op: str) -> list[Tensor]:
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = _tensor_list(tensors, "cat")
     arrays = [t._data for t in tensors]
-    first = arrays[0]
+    # PyTorch's legacy rule: a 1-d empty tensor joins anything (`out = cat([empty(0), rows])`); its gradient is empty
+    joined = [a for a in arrays if a.shape != (0,)] or arrays
+    first = joined[0]
     for i, a in enumerate(arrays):
+        if a.shape == (0,) and len(joined) < len(arrays):
+            continue
         if a.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
         if a.ndim != first.ndim:
             raise RuntimeError(f"Tensors must have same number of dimensions: got {first.ndim} and {a.ndim}")
     dim = single_dim(dim, first.ndim, "cat")
     for i, a in enumerate(arrays):
+        if a.shape == (0,) and len(joined) < len(arrays):
+            continue
         for d, (want, got) in enumerate(zip(first.shape, a.shape)):
             if d != dim and want != got:
                 raise RuntimeError(
                     f"Sizes of tensors must match except in dimension {dim}. Expected size {want} but got size "
                     f"{got} for tensor number {i} in the list."
                 )
-    ends = np.cumsum([a.shape[dim] for a in arrays]).tolist()
+    skipped = (slice(0, 0),) + (0,) * (first.ndim - 1)  # where a skipped 1-d empty tensor's (empty) gradient is
+    ends = np.cumsum([a.shape[dim] if a.ndim == first.ndim else 0 for a in arrays]).tolist()
     lead = (slice(None),) * dim
-    where = tuple(lead + (slice(end - a.shape[dim], end),) for a, end in zip(arrays, ends))
-    return record(_joining_rule("CatBackward0", len(arrays)), np.concatenate(arrays, dim), tuple(tensors),
-                  where=where)
+    where = tuple(lead + (slice(end - a.shape[dim], end),) if a.ndim == first.ndim else skipped
+                  for a, end in zip(arrays, ends))
+    data = np.concatenate(joined, dim, dtype=common_dtype(*tensors))  # PyTorch's promotion, not numpy's
+    return record(_joining_rule("CatBackward0", len(arrays)), data, tuple(tensors), where=where)
 
 
 concat = concatenate = cat
@@ -77,8 +86,8 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             )
     dim = single_dim(dim, arrays[0].ndim + 1, "stack")
     where = tuple((slice(None),) * dim + (i,) for i in range(len(arrays)))
-    return record(_joining_rule("StackBackward0", len(arrays)), np.stack(arrays, dim), tuple(tensors),
-                  where=where)
+    data = np.stack(arrays, dim, dtype=common_dtype(*tensors))  # PyTorch's promotion, not numpy's
+    return record(_joining_rule("StackBackward0", len(arrays)), data, tuple(tensors), where=where)
 
 
 def _pieces(input: Tensor, dim: int, sizes: list[int], name: str) -> tuple[Tensor, ...]:
@@ -114,7 +123,9 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     size = input._data.shape[single_dim(dim, input.ndim, "chunk")]
-    return split(input, -(-size // chunks) if size else 0, dim)
+    if not size:  # PyTorch gives `chunks` empty pieces
+        return split(input, [0] * chunks, dim)
+    return split(input, -(-size // chunks), dim)
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:

@@ -53,7 +53,16 @@ RULES = {
 MATMUL = _matmul_rule("MatmulBackward0")
 
 
+def _check_same_dtype(a: np.ndarray, b: np.ndarray) -> None:
+    """PyTorch multiplies matrices of one dtype only: numpy would promote float32 with float64 silently."""
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}")
+
+
 def matmul(input: Tensor, other: Tensor) -> Tensor:
+    for name, value in (("input", input), ("other", other)):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"matmul(): argument '{name}' must be Tensor, not {type(value).__name__}")
     a, b = input._data, other._data
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(
@@ -72,6 +81,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         raise RuntimeError(
             f"matmul: the batch dimensions of {a.shape} and {b.shape} do not broadcast"
         ) from None
+    _check_same_dtype(a, b)
     data = np.matmul(a, b)
     rule = RULES.get((a.ndim, b.ndim), MATMUL)
     if rule.name == "BmmBackward0" and a.shape[0] != b.shape[0]:
@@ -114,6 +124,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if x.ndim == 0 or x.shape[-1] != w.shape[1]:
         rows = f"{math.prod(x.shape[:-1])}x{x.shape[-1]}" if x.ndim else "0-d"
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows} and {w.shape[1]}x{w.shape[0]})")
+    _check_same_dtype(x, w)
     if x.ndim != 2:
         out = linear(input.reshape(-1, x.shape[-1]), weight, bias)
         return out.reshape(*x.shape[:-1], w.shape[0])

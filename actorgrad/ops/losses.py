@@ -146,7 +146,8 @@ def _cross_entropy_probabilities(logp: Tensor, target: Tensor, weight: Tensor | 
 
 # -- pointwise regression losses --------------------------------------------------------------------------------
 def _count(shape: tuple, reduction: str) -> int:
-    return int(np.prod(shape)) if reduction == "mean" else 1
+    """What a mean divides by; an empty input (whose gradient is empty too) takes 1, not a division by zero."""
+    return max(int(np.prod(shape)), 1) if reduction == "mean" else 1
 
 
 MSE_LOSS = Rule(

@@ -63,6 +63,11 @@ def _geometry(op: str, x: np.ndarray, kernel_size: Any, stride: Any, padding: An
     kernel = _pair(kernel_size, "kernel_size")
     stride2 = kernel if stride is None or stride == [] else _pair(stride, "stride")
     pad, dil = _pair(padding, "padding"), _pair(dilation, "dilation")
+    for what, pair in (("kernel size", kernel), ("stride", stride2), ("dilation", dil)):
+        if min(pair) <= 0:  # numpy would divide by zero or index backwards
+            raise RuntimeError(f"{op}: {what} should be greater than zero, but got {pair[0]} x {pair[1]}")
+    if min(pad) < 0:
+        raise RuntimeError(f"{op}: pad must be non-negative, but got pad: {min(pad)}")
     for p, k, d in zip(pad, kernel, dil):
         if p > (d * (k - 1) + 1) // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
@@ -112,7 +117,7 @@ AVG_POOL = Rule(
     "AvgPool2DBackward0",
     (("divisor", "kernel", "planes_shape", "self_shape", "geometry"),
      lambda ops, g, divisor, kernel, planes_shape, self_shape, geo: ops.reshape(
-         ops.convolution_input_grad(ops.reshape(g / divisor, (planes_shape[0], 1, -1, g.shape[-1])), kernel,
+         ops.convolution_input_grad(ops.reshape(g / divisor, (planes_shape[0], 1, *g.shape[-2:])), kernel,
                                     planes_shape, geo), self_shape)),
     cost=_input_size,
 )

@@ -77,7 +77,10 @@ def normalize_dims(dim: int | tuple[int, ...] | list[int], ndim: int, op: str) -
     """Dims as sorted non-negative ints, with PyTorch's error for one out of range."""
     if dim.__class__ is int and -ndim <= dim < ndim:
         return (dim % ndim,)
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    try:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    except TypeError:
+        raise TypeError(f"{op}(): dim must be an int or a tuple of ints, got {dim!r}") from None
     low, high = (-ndim, ndim - 1) if ndim else (-1, 0)
     out = []
     for d in dims:
@@ -118,7 +121,7 @@ def _reduce(rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bo
     if dim is None:
         data = getattr(x, op)(keepdims=keepdim)  # the ndarray method of the same name
         return record(rule_all, data, (input,), kept_shape=(1,) * x.ndim, self_shape=x.shape, count=x.size)
-    dims = normalize_dims(dim, x.ndim, op)
+    dims = normalize_dims(dim, x.ndim, op) if x.ndim else one_dim(dim, 0, op)  # a 0-d tensor has no dim to reduce
     kept_shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
     data = getattr(x, op)(axis=dims, keepdims=keepdim)
     count = math.prod(x.shape[d] for d in dims)
@@ -130,17 +133,26 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
 
 
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    if input._data.dtype.kind not in "fc":
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
+            f"Got: {input._data.dtype}"
+        )
     return _reduce(MEAN, MEAN_DIM, input, dim, keepdim, "mean")
 
 
 def _extreme(rule: Rule, kernel: Any, op: str, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
     x = input._data
-    dims = reduced_dims(dim, x.ndim, op)
+    dims = reduced_dims(dim, x.ndim, op) if x.ndim else one_dim(dim or 0, 0, op)
     if x.size == 0:
-        raise RuntimeError(
-            f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
-            "with the 'dim' argument."
-        )
+        if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+            raise RuntimeError(
+                f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
+                "with the 'dim' argument."
+            )
+        for d in dims:
+            if x.shape[d] == 0:  # no element to pick; reducing only non-empty dims gives an empty result
+                raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     data = kernel(x, axis=dims, keepdims=keepdim)
     return record(rule, data, (input,), dim=dims, kept_shape=kept(x.shape, dims), self_shape=x.shape)
 
@@ -176,7 +188,7 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype:
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     x = input._data
-    dims = reduced_dims(dim, x.ndim, "logsumexp")
+    dims = reduced_dims(dim, x.ndim, "logsumexp") if x.ndim else one_dim(dim, 0, "logsumexp")
     kept_shape = kept(x.shape, dims)
     shift = np.max(x, axis=dims, keepdims=True, initial=-np.inf)
     shift = np.where(np.isfinite(shift), shift, 0)  # a row of -inf (or an empty one) sums to 0: its log is -inf
@@ -191,7 +203,7 @@ def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     x = input._data if dtype is None else input._data.astype(dtype)
     dims = one_dim(dim, x.ndim, "log_softmax")
     with np.errstate(invalid="ignore"):  # a row of -inf gives nan, as in PyTorch
-        shifted = x - np.max(x, axis=dims, keepdims=True)
+        shifted = x - np.max(x, axis=dims, keepdims=True, initial=-np.inf)  # initial: a dim may be empty
         data = shifted - np.log(np.exp(shifted).sum(axis=dims, keepdims=True))
     return record(LOG_SOFTMAX, data, (input,), dim=dims)
 
@@ -200,7 +212,7 @@ def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     x = input._data if dtype is None else input._data.astype(dtype)
     dims = one_dim(dim, x.ndim, "softmax")
     with np.errstate(invalid="ignore"):  # a row of -inf gives nan, as in PyTorch
-        e = np.exp(x - np.max(x, axis=dims, keepdims=True))
+        e = np.exp(x - np.max(x, axis=dims, keepdims=True, initial=-np.inf))  # initial: a dim may be empty
         data = e / e.sum(axis=dims, keepdims=True)
     return record(SOFTMAX, data, (input,), dim=dims)
 

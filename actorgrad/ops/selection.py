@@ -45,12 +45,13 @@ CLAMP_TENSORS = Rule("ClampBackward0", (BOUNDS, _inside), (BOUNDS, _grad_min), (
 
 
 def _maximum_grad(ops: Any, g: Any, self: Any, other: Any) -> Any:
-    """All of the gradient where self won, half where self and other tie."""
-    return ops.where(self == other, g / 2, ops.where(self > other, g, 0))
+    """All of the gradient unless self lost, half where self and other tie: where either is NaN (the result),
+    both get all of it, as in PyTorch."""
+    return ops.where(self == other, g / 2, ops.where(self < other, 0, g))
 
 
 def _minimum_grad(ops: Any, g: Any, self: Any, other: Any) -> Any:
-    return ops.where(self == other, g / 2, ops.where(self < other, g, 0))
+    return ops.where(self == other, g / 2, ops.where(self > other, 0, g))
 
 
 MAXIMUM = Rule(

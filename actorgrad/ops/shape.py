@@ -9,7 +9,7 @@ import numpy as np
 
 from actorgrad.devices.array_ops import padded
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import normalize_dims
+from actorgrad.ops.reductions import normalize_dims, one_dim
 from actorgrad.tensor import Tensor
 
 __all__ = [
@@ -69,6 +69,11 @@ def _shape_arg(shape: tuple) -> tuple:
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     x = input._data
     target = _shape_arg(shape)
+    for i, n in enumerate(target):
+        if isinstance(n, int) and n < -1:
+            raise RuntimeError(f"invalid shape dimension {n} at index {i} of shape {list(target)}")
+    if target.count(-1) > 1:
+        raise RuntimeError(f"only one dimension can be inferred, got shape {list(target)}")
     try:
         data = x.reshape(target)
     except ValueError:
@@ -179,6 +184,8 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
             f"Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor: "
             f"repeat{tuple(sizes)} on a tensor of shape {list(x.shape)}"
         )
+    if any(n < 0 for n in sizes):
+        raise RuntimeError(f"repeat: Trying to create tensor with negative dimension, got repeats {list(sizes)}")
     padded_shape = (1,) * (len(sizes) - x.ndim) + x.shape
     interleaved = tuple(n for pair in zip(sizes, padded_shape) for n in pair)
     data = np.tile(x.reshape(padded_shape), sizes)
@@ -190,7 +197,7 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
 
 def flip(input: Tensor, *dims: Any) -> Tensor:
     x = input._data
-    dims = normalize_dims(_shape_arg(dims), max(x.ndim, 1), "flip") if x.ndim else ()
+    dims = normalize_dims(_shape_arg(dims), x.ndim, "flip") if x.ndim else one_dim(_shape_arg(dims), 0, "flip")
     # a copy, as PyTorch's flip is: numpy's flipped view would follow later in-place changes of the input
     return record(FLIP, np.flip(x, dims).copy(), (input,), dims=dims)
 

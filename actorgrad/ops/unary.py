@@ -72,8 +72,9 @@ def abs(input: Tensor) -> Tensor:
 
 
 def sign(input: Tensor) -> Tensor:
+    """-1, 0 or 1; NaN gives 0, as in PyTorch."""
     x = input._data
-    return record(SIGN, x.copy() if x.dtype == bool_ else np.sign(x), (input,))
+    return record(SIGN, x.copy() if x.dtype == bool_ else np.nan_to_num(np.sign(x)), (input,))
 
 
 def square(input: Tensor) -> Tensor:
