@@ -14,6 +14,7 @@ import numpy as np
 from actorgrad.devices.array_ops import reduced_axes
 from actorgrad.ops import contraction, conv, embeddings, pooling
 from actorgrad.ops.arithmetic import sigmoid, tanh
+from actorgrad.ops.casts import to_device
 from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, take_index
 from actorgrad.ops.reductions import prod_over_dims
 from actorgrad.ops.selection import where
@@ -185,6 +186,10 @@ class TensorOps:
     @staticmethod
     def embedding_rows(weight: Tensor, indices: Any, padding_idx: int | None) -> Tensor:
         return embeddings.recorded_embedding_rows(weight, indices, padding_idx)
+
+    @staticmethod
+    def to_device(g: Tensor, device: Any) -> Tensor:
+        return g if g._device is device else to_device(g, device)
 
 
 tensor_ops = TensorOps()

@@ -223,3 +223,7 @@ class ArrayOps:
         if padding_idx is not None:
             rows[indices == padding_idx] = 0
         return rows
+
+    def to_device(self, g: Any, device: Any) -> Any:
+        """g on `device`: host devices share numpy arrays, so only a move to or from a GPU copies."""
+        return g if device.xp is self.xp else device.asarray(g)
