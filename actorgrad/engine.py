@@ -309,7 +309,9 @@ def _run_sync(task: GraphTask) -> None:
     0.2 to 0.6 ms here, many times a small backward) or is nested in a node's backward (which may be running
     on an event loop that must not be waited on), else in a trio run of its own."""
     try:
-        if task.depth or (len(task.devices) == 1 and not (task.worker_devices and get_num_workers() > 1)):
+        if task.depth or (
+            len(task.devices) == 1 and task.streamed is None and not (task.worker_devices and get_num_workers() > 1)
+        ):
             run_graph_task_inline(task)
         else:
             trio.run(run_graph_task, task)
