@@ -67,11 +67,11 @@ class TensorOps:
 
     @staticmethod
     def positive_mask(x: Tensor) -> Tensor:
-        return Tensor(np.asarray(x._data > 0, dtype=x.dtype))
+        return Tensor((x._data > 0).astype(x.dtype), device=x._device)
 
     @staticmethod
     def equal_mask(x: Tensor, y: Tensor) -> Tensor:
-        return Tensor(np.asarray(x._data == y._data, dtype=x.dtype))
+        return Tensor((x._data == y._data).astype(x.dtype), device=x._device)
 
     @staticmethod
     def cast(g: Tensor, dtype: Any) -> Tensor:
@@ -79,7 +79,7 @@ class TensorOps:
 
     @staticmethod
     def zeros_like(x: Tensor) -> Tensor:
-        return Tensor(np.zeros_like(x._data))
+        return Tensor(x._device.xp.zeros_like(x._data), device=x._device)
 
     @staticmethod
     def prod_others(x: Tensor, dims: tuple[int, ...]) -> Tensor:

@@ -5,7 +5,7 @@ devices are numpy with asynchronous streams, for testing the stream and event pa
 """
 
 from actorgrad.devices.array_ops import ArrayOps
-from actorgrad.devices.device import Device, cpu, device
+from actorgrad.devices.device import Device, cpu, device, stream
 from actorgrad.devices.events import wait_async
 
-__all__ = ["ArrayOps", "Device", "cpu", "device", "wait_async"]
+__all__ = ["ArrayOps", "Device", "cpu", "device", "stream", "wait_async"]

@@ -7,6 +7,8 @@ which is when CuPy is imported).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -35,10 +37,11 @@ class Device:
             self.current = self.streams(self)
         return self.current
 
-    def new_stream(self) -> Any:
+    def new_stream(self, **options: Any) -> Any:
+        """A new stream of this device (for async_cpu, `delay_s=` injects a delay before each kernel)."""
         if self.streams is None:
             raise RuntimeError(f"device {self} has no streams: its kernels run synchronously")
-        return self.streams(self)
+        return self.streams(self, **options)
 
     def asarray(self, array: Any) -> Any:
         """An array on this device holding a copy of `array`'s values (from any device)."""
@@ -101,3 +104,19 @@ def _build(kind: str, index: int) -> Device:
     from actorgrad.devices.cuda import cuda_device
 
     return cuda_device(index)
+
+
+@contextmanager
+def stream(s: Any) -> Iterator[Any]:
+    """`with actorgrad.stream(s):` makes `s` its device's current stream inside the block (as
+    `torch.cuda.stream`): backward kernels of nodes on that device queue on it. None changes nothing."""
+    if s is None:
+        yield s
+        return
+    where = s.device
+    before = where.current
+    where.current = s
+    try:
+        yield s
+    finally:
+        where.current = before

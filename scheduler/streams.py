@@ -136,7 +136,7 @@ def _launch(task: Any, node: Any, grads: list, device: Any) -> list | None:
     def kernel() -> None:
         if task.finished and task.error is not None:
             return
-        began = perf_counter_ns()
+        began = getattr(stream, "started_ns", None) or perf_counter_ns()  # an injected delay counts as work
         try:
             results = task.apply_node(node, resolved(grads))
             for out, result in zip(outputs, results or ()):
@@ -149,6 +149,7 @@ def _launch(task: Any, node: Any, grads: list, device: Any) -> list | None:
             from actorgrad.scheduler.dispatch import _trace
 
             _trace(task, node, device, 0, began, perf_counter_ns())
+        stream.started_ns = None
 
     stream.launch(kernel)
     event = stream.record_event()
