@@ -1,7 +1,8 @@
 """The part of a pass that runs on streamed devices (CUDA, async_cpu): kernels queued on streams, events that
 travel with the gradients they make, and the waits that keep a consumer from reading a gradient early.
 
-A node on a streamed device is not run by its dispatcher: its kernel is queued on the device's current stream,
+A node on a streamed device is not run by its dispatcher: its kernel is queued on the stream its forward ran on
+(the device's current stream when it was recorded; for other nodes, the current stream at backward),
 and the dispatcher gets back at once the arrays the kernel will fill (allocated now, as CUDA's caching allocator
 does), with an event recorded after the kernel. Each of those arrays carries the event (`task.events`, keyed by
 the array's id) until a consumer takes it: a consumer on another stream waits for it device-side
@@ -121,7 +122,7 @@ async def _await_events(task: Any, events: list, device: Any) -> None:
 def _launch(task: Any, node: Any, grads: list, device: Any) -> list | None:
     """Queue `node`'s kernel on the device's current stream; return the arrays it will fill, each carrying the
     event recorded after it."""
-    stream = device.current_stream()
+    stream = getattr(node, "stream", None) or device.current_stream()  # the forward's stream, where recorded
     task.streams_used.add(stream)
     if waits_enabled[0]:
         for event in _carried(task, grads):

@@ -212,3 +212,23 @@ async def test_kernels_run_off_the_event_loop(slow_streams):
         await ag.backward(((x.to(A0) * 2.0).exp() * 3.0).sum().to("cpu"))
         done = True
     assert ticks >= 5
+
+
+async def test_nodes_queue_on_the_stream_their_forward_ran_on():
+    dev = ag.device(A0)
+    slow, fast = dev.new_stream(delay_s=0.03), dev.new_stream()
+    (x0,) = leaves(14, (3,))
+    x = x0.to(A0)
+    with ag.stream(slow):
+        y = x * 2.0
+    assert y.grad_fn.stream is slow
+    with ag.stream(fast):
+        loss = (y * 3.0).sum()
+        with waits_disabled():
+            await ag.backward(loss, retain_graph=True)
+        assert not np.allclose(x0.grad.numpy(), 6.0)  # the fast stream read the slow one's gradient too early
+        x0.grad = None
+        with ag.profile() as prof:
+            await ag.backward(loss)
+    np.testing.assert_array_equal(x0.grad.numpy(), [6.0, 6.0, 6.0])
+    assert any(w.device == A0 for w in prof.waits)  # a device-side wait between two streams of one device

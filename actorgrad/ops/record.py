@@ -93,7 +93,7 @@ class FormulaNode(Node):
     on use). A gradient always has its input's shape and dtype.
     """
 
-    __slots__ = ("rule", "saved", "saved_tensors", "versions", "stamp")
+    __slots__ = ("rule", "saved", "saved_tensors", "versions", "stamp", "stream")
 
     def __init__(
         self, rule: Rule, edges: tuple, metadata: tuple, saved: tuple, saved_tensors: tuple, cost: float,
@@ -231,6 +231,8 @@ def record(
     node = out._grad_fn = FormulaNode(
         rule, tuple(edges), metadata, tuple(saved), tuple(saved_tensors), cost, tuple(versions), device
     )
+    if device.streams is not None:  # its backward kernel queues on the stream its forward ran on
+        node.stream = device.current_stream()
     hooks = _saved_tensors_hooks.get()
     if hooks is not None:
         pack_saved(node, out, hooks)
