@@ -190,3 +190,21 @@ def test_stream_context_sets_the_current_stream():
     with ag.stream(s):
         assert dev.current_stream() is s
     assert dev.current_stream() is default
+
+
+def test_outputs_without_gradient_stay_on_their_inputs_device():
+    y = ag.tensor([1.0, -2.0, 3.0], device=ASYNC0)
+    for out in (y > 0, y == y, ag.isnan(y), ~(y > 0), y.argmax(), y.max(0).indices):
+        assert out.device is y.device
+    with pytest.raises(RuntimeError, match="found at least two devices"):
+        ag.lt(y, ag.ones(3))
+    dropped = ag.nn.functional.dropout(y.requires_grad_(), 0.5)
+    assert dropped.device is y.device
+
+
+def test_in_place_ops_keep_the_device():
+    y = ag.ones(3, device=ASYNC0, requires_grad=True) * 2.0
+    y.add_(1.0)
+    y[0] = 5.0
+    assert y.device is ag.device(ASYNC0)
+    assert y.grad_fn.next_functions[0][0] is not None
