@@ -58,7 +58,7 @@ class AsyncEvent:
 class AsyncStream:
     """An in-order kernel queue run by a daemon thread of its own."""
 
-    def __init__(self, device: Any, delay_s: float = 0.0) -> None:
+    def __init__(self, device: Any, delay_s: float = 0.0, default: bool = False) -> None:
         self.device = device
         self.delay_s = delay_s
         self._queue: queue.SimpleQueue = queue.SimpleQueue()

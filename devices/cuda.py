@@ -43,11 +43,18 @@ class CudaEvent:
 
 
 class CudaStream:
-    def __init__(self, device: Device, stream: Any = None) -> None:
+    """The default stream wraps CUDA's legacy default stream, which orders itself with every blocking stream, so
+    backward kernels on it follow the forward's kernels; new streams are non-blocking."""
+
+    def __init__(self, device: Device, default: bool = False) -> None:
         self.device = device
         self.cupy = device.xp
         with self.cupy.cuda.Device(device.index):
-            self.stream = stream if stream is not None else self.cupy.cuda.Stream(non_blocking=True)
+            self.stream = self.cupy.cuda.Stream.null if default else self.cupy.cuda.Stream(non_blocking=True)
+
+    def context(self) -> Any:
+        """Make this CuPy's current stream (forward ops inside `actorgrad.stream(s)` queue on it)."""
+        return self.stream
 
     def launch(self, kernel: Callable[[], None]) -> None:
         with self.cupy.cuda.Device(self.device.index), self.stream:

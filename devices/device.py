@@ -8,7 +8,7 @@ which is when CuPy is imported).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from types import ModuleType
 from typing import Any
 
@@ -34,7 +34,7 @@ class Device:
     def current_stream(self) -> Any:
         """The stream kernels queue on now (the default stream until `actorgrad.stream(s)` says otherwise)."""
         if self.current is None:
-            self.current = self.streams(self)
+            self.current = self.streams(self, default=True)
         return self.current
 
     def new_stream(self, **options: Any) -> Any:
@@ -116,7 +116,9 @@ def stream(s: Any) -> Iterator[Any]:
     where = s.device
     before = where.current
     where.current = s
+    context = getattr(s, "context", None)
     try:
-        yield s
+        with context() if context is not None else nullcontext():
+            yield s
     finally:
         where.current = before

@@ -166,7 +166,10 @@ def _empty_for(target: Any, slot: int) -> Any:
     if target is None:
         return None
     meta = target.input_metadata[slot]
-    return meta.device.xp.zeros(meta.shape, meta.dtype)
+    where = meta.device
+    if where.type == "cuda":  # no fill: a memset queued on the host's stream could land after the kernel's write
+        return where.xp.empty(meta.shape, meta.dtype)
+    return where.xp.zeros(meta.shape, meta.dtype)  # host memory: zeros make an early read plain to see
 
 
 def _traced_wait(task: Any, stream: Any, event: Any) -> None:
