@@ -208,3 +208,18 @@ def test_in_place_ops_keep_the_device():
     y[0] = 5.0
     assert y.device is ag.device(ASYNC0)
     assert y.grad_fn.next_functions[0][0] is not None
+
+
+def test_a_module_moves_to_a_device_and_trains_there():
+    model = ag.nn.Linear(3, 2).double()
+    x = ag.randn(4, 3, dtype=ag.float64)
+    expected = model(x).sum()
+    model.to(ASYNC0)
+    assert all(p.device is ag.device(ASYNC0) for p in model.parameters())
+    out = model(x.to(ASYNC0)).sum()
+    assert out.item() == pytest.approx(expected.item(), rel=1e-12)
+    out.backward()
+    assert all(p.grad.device is ag.device(ASYNC0) for p in model.parameters())
+    assert ag.nn.Parameter(ag.ones(2, device=ASYNC0)).device is ag.device(ASYNC0)
+    model.cpu()
+    assert all(p.device is ag.device("cpu") and p.grad.device is ag.device("cpu") for p in model.parameters())
