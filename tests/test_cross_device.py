@@ -232,3 +232,13 @@ async def test_nodes_queue_on_the_stream_their_forward_ran_on():
             await ag.backward(loss)
     np.testing.assert_array_equal(x0.grad.numpy(), [6.0, 6.0, 6.0])
     assert any(w.device == A0 for w in prof.waits)  # a device-side wait between two streams of one device
+
+
+def test_the_device_copy_passes_gradcheck_and_gradgradcheck():
+    (x,) = leaves(15, (2, 3))
+
+    def f(t):
+        return ((t.to(A0) ** 2).to(A1).sin() * t.to(A1)).to("cpu")
+
+    assert ag.autograd.gradcheck(f, (x,), eps=1e-6, atol=1e-7, rtol=1e-5)
+    assert ag.autograd.gradgradcheck(f, (x,), eps=1e-6, atol=1e-7, rtol=1e-5)
