@@ -95,9 +95,7 @@ async def run_streamed(task: Any, node: Any, grads: list, device: Any) -> None:
             else:
                 outputs = task.apply_node(node, grads)
             if task.trace is not None and outputs is not None:
-                from actorgrad.scheduler.dispatch import _trace
-
-                _trace(task, node, device, 0, start, perf_counter_ns())
+                _record_node(task, node, device, start)
         else:
             outputs = _launch(task, node, grads, device)
         task.finish_node(node, outputs)
@@ -120,8 +118,8 @@ async def _await_events(task: Any, events: list, device: Any) -> None:
 
 
 def _launch(task: Any, node: Any, grads: list, device: Any) -> list | None:
-    """Queue `node`'s kernel on the device's current stream; return the arrays it will fill, each carrying the
-    event recorded after it."""
+    """Queue `node`'s kernel on its stream (the forward's, else the device's current one); return the arrays it
+    will fill, each carrying the event recorded after it."""
     stream = getattr(node, "stream", None) or device.current_stream()  # the forward's stream, where recorded
     task.streams_used.add(stream)
     if waits_enabled[0]:
@@ -146,11 +144,10 @@ def _launch(task: Any, node: Any, grads: list, device: Any) -> list | None:
         except Exception as error:  # noqa: BLE001 - reported to the pass, on the event loop
             token.run_sync_soon(task.fail, node, error)
             return
+        finally:
+            stream.started_ns = None
         if task.trace is not None and results is not None:
-            from actorgrad.scheduler.dispatch import _trace
-
-            _trace(task, node, device, 0, began, perf_counter_ns())
-        stream.started_ns = None
+            _record_node(task, node, device, began)
 
     stream.launch(kernel)
     event = stream.record_event()
@@ -159,6 +156,12 @@ def _launch(task: Any, node: Any, grads: list, device: Any) -> list | None:
         if out is not None:
             events[id(out)] = (out, event)
     return outputs if runs else None
+
+
+def _record_node(task: Any, node: Any, device: Any, start: int) -> None:
+    from actorgrad.scheduler.dispatch import _trace  # dispatch imports this module
+
+    _trace(task, node, device, 0, start, perf_counter_ns())
 
 
 def _empty_for(target: Any, slot: int) -> Any:
