@@ -223,3 +223,13 @@ def test_a_module_moves_to_a_device_and_trains_there():
     assert ag.nn.Parameter(ag.ones(2, device=ASYNC0)).device is ag.device(ASYNC0)
     model.cpu()
     assert all(p.device is ag.device("cpu") and p.grad.device is ag.device("cpu") for p in model.parameters())
+
+
+def test_cupy_is_imported_only_when_a_cuda_device_is_used():
+    import subprocess
+    import sys
+
+    code = ("import sys, actorgrad as ag; x = ag.ones(2, device='async_cpu:0', requires_grad=True); "
+            "(x * 2).sum().backward(); print('cupy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
