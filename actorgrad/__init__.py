@@ -8,6 +8,7 @@ The entry points that run the engine are awaitable (`await actorgrad.backward(..
 from actorgrad import autograd, creation, ops
 from actorgrad.accumulate_grad import AccumulateGrad
 from actorgrad.creation import *  # noqa: F403
+from actorgrad.devices import Device, device, stream
 from actorgrad.engine import backward, grad
 from actorgrad.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from actorgrad.node import Node
@@ -17,10 +18,10 @@ from actorgrad.scheduler import get_num_workers, profile, set_num_workers
 from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, int64, tensor
 
 __all__ = [
-    "AccumulateGrad", "Generator", "Node", "Tensor", "autograd", "backward", "bool_", "enable_grad", "float16",
-    "float32", "float64", "functional", "get_num_workers", "grad", "initial_seed", "int32", "int64",
-    "is_grad_enabled", "manual_seed", "nn", "no_grad", "ops", "optim", "profile", "set_grad_enabled",
-    "set_num_workers", "tensor", "utils",
+    "AccumulateGrad", "Device", "Generator", "Node", "Tensor", "autograd", "backward", "bool_", "device",
+    "enable_grad", "float16", "float32", "float64", "functional", "get_num_workers", "grad", "initial_seed", "int32",
+    "int64",    "is_grad_enabled", "manual_seed", "nn", "no_grad", "ops", "optim", "profile", "set_grad_enabled",
+    "set_num_workers", "stream", "tensor", "utils",
     *ops.__all__, *creation.__all__,
 ]
 

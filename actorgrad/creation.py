@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices import cpu
+from actorgrad.devices import device as as_device
 from actorgrad.random import Generator, numpy_generator
 from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, int64
 
@@ -24,8 +26,9 @@ __all__ = [
 
 # -- argument handling -------------------------------------------------------------------------------------------
 def _check_device(op: str, device: Any) -> None:
-    if device is not None and str(device) != "cpu":
-        raise RuntimeError(f"{op}: device {str(device)!r} is not supported; actorgrad creates tensors on 'cpu' only")
+    """Fail before any work on a device name that does not parse."""
+    if device is not None:
+        as_device(device)
 
 
 def _is_int(value: Any) -> bool:
@@ -64,24 +67,28 @@ def _float_dtype(op: str, dtype: Any) -> np.dtype:
     return resolved
 
 
-def _leaf(data: np.ndarray, requires_grad: bool) -> Tensor:
-    return Tensor(data, requires_grad=requires_grad)
+def _leaf(data: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:
+    """The leaf holding `data` (made on the host) on `device`."""
+    if device is None:
+        return Tensor(data, requires_grad=requires_grad)
+    where = as_device(device)
+    return Tensor(data if where is cpu else where.asarray(data), requires_grad=requires_grad, device=where)
 
 
 # -- constants ---------------------------------------------------------------------------------------------------
 def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     _check_device("zeros", device)
-    return _leaf(np.zeros(_shape("zeros", size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad)
+    return _leaf(np.zeros(_shape("zeros", size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
 
 
 def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     _check_device("ones", device)
-    return _leaf(np.ones(_shape("ones", size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad)
+    return _leaf(np.ones(_shape("ones", size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
 
 
 def empty(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     _check_device("empty", device)
-    return _leaf(np.empty(_shape("empty", size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad)
+    return _leaf(np.empty(_shape("empty", size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
 
 
 def _fill_dtype(fill_value: Any) -> np.dtype:
@@ -100,7 +107,7 @@ def full(
 ) -> Tensor:
     _check_device("full", device)
     resolved = _dtype(dtype, _fill_dtype(fill_value))
-    return _leaf(np.full(_shape("full", (size,)), fill_value, resolved), requires_grad)
+    return _leaf(np.full(_shape("full", (size,)), fill_value, resolved), requires_grad, device)
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
@@ -111,7 +118,7 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool 
             raise TypeError(f"eye(): {name} must be an int, got {type(value).__name__}")
         if value < 0:
             raise RuntimeError(f"eye(): {name} must be greater or equal to 0, got {value}")
-    return _leaf(np.eye(n, m, dtype=_dtype(dtype, _DEFAULT_FLOAT)), requires_grad)
+    return _leaf(np.eye(n, m, dtype=_dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
 
 
 # -- ranges ------------------------------------------------------------------------------------------------------
@@ -134,7 +141,7 @@ def arange(
     length = math.ceil((end - start) / step)
     _check_storage("arange", (length,))
     values = start + step * np.arange(length, dtype=np.float64 if default.kind == "f" else np.int64)
-    return _leaf(values.astype(_dtype(dtype, default)), requires_grad)
+    return _leaf(values.astype(_dtype(dtype, default)), requires_grad, device)
 
 
 def linspace(
@@ -146,7 +153,7 @@ def linspace(
     if steps < 0:
         raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
     values = np.linspace(start, end, steps, dtype=np.float64)
-    return _leaf(values.astype(_dtype(dtype, _DEFAULT_FLOAT)), requires_grad)
+    return _leaf(values.astype(_dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
 
 
 # -- *_like ------------------------------------------------------------------------------------------------------
@@ -158,19 +165,19 @@ def _like_dtype(input: Tensor, dtype: Any) -> np.dtype:
 
 def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     _check_device("zeros_like", device)
-    return _leaf(np.zeros(input.shape, _like_dtype(input, dtype)), requires_grad)
+    return _leaf(np.zeros(input.shape, _like_dtype(input, dtype)), requires_grad, device or input.device)
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     _check_device("ones_like", device)
-    return _leaf(np.ones(input.shape, _like_dtype(input, dtype)), requires_grad)
+    return _leaf(np.ones(input.shape, _like_dtype(input, dtype)), requires_grad, device or input.device)
 
 
 def full_like(
     input: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
     _check_device("full_like", device)
-    return _leaf(np.full(input.shape, fill_value, _like_dtype(input, dtype)), requires_grad)
+    return _leaf(np.full(input.shape, fill_value, _like_dtype(input, dtype)), requires_grad, device or input.device)
 
 
 # -- random ------------------------------------------------------------------------------------------------------
@@ -187,7 +194,7 @@ def rand(
     """Uniform samples from [0, 1)."""
     _check_device("rand", device)
     rng = numpy_generator(generator)
-    return _leaf(_draw(rng.random, _shape("rand", size), _float_dtype("rand", dtype)), requires_grad)
+    return _leaf(_draw(rng.random, _shape("rand", size), _float_dtype("rand", dtype)), requires_grad, device)
 
 
 def randn(
@@ -196,7 +203,7 @@ def randn(
     """Samples from the standard normal distribution."""
     _check_device("randn", device)
     rng = numpy_generator(generator)
-    return _leaf(_draw(rng.standard_normal, _shape("randn", size), _float_dtype("randn", dtype)), requires_grad)
+    return _leaf(_draw(rng.standard_normal, _shape("randn", size), _float_dtype("randn", dtype)), requires_grad, device)
 
 
 def randint(
@@ -223,7 +230,7 @@ def randint(
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     shape = _shape("randint", (size,))
     values = numpy_generator(generator).integers(low, high, shape, dtype=np.int64)
-    return _leaf(values.astype(_dtype(dtype, int64), copy=False), requires_grad)
+    return _leaf(values.astype(_dtype(dtype, int64), copy=False), requires_grad, device)
 
 
 def rand_like(
@@ -232,7 +239,7 @@ def rand_like(
 ) -> Tensor:
     _check_device("rand_like", device)
     resolved = _float_dtype("rand_like", _like_dtype(input, dtype))
-    return _leaf(_draw(numpy_generator(generator).random, input.shape, resolved), requires_grad)
+    return _leaf(_draw(numpy_generator(generator).random, input.shape, resolved), requires_grad, device or input.device)
 
 
 def randn_like(
@@ -241,4 +248,5 @@ def randn_like(
 ) -> Tensor:
     _check_device("randn_like", device)
     resolved = _float_dtype("randn_like", _like_dtype(input, dtype))
-    return _leaf(_draw(numpy_generator(generator).standard_normal, input.shape, resolved), requires_grad)
+    draws = _draw(numpy_generator(generator).standard_normal, input.shape, resolved)
+    return _leaf(draws, requires_grad, device or input.device)

@@ -88,17 +88,25 @@ def _seed_grads(outputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
         if grad is None:
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            ones = np.empty(out.shape, out.dtype)
-            ones.fill(1)
-            seeds.append(Tensor(ones) if create_graph else ones)
+            where = out._device
+            if where is cpu:
+                ones = np.empty(out.shape, out.dtype)
+                ones.fill(1)
+            else:
+                ones = where.xp.ones(out.shape, out.dtype)
+            seeds.append(Tensor(ones, device=where) if create_graph else ones)
             continue
         if grad.shape != out.shape:
             raise RuntimeError(
                 f"Mismatch in shape: grad_output[{i}] has a shape of {grad.shape} and output[{i}] has a shape of "
                 f"{out.shape}."
             )
+        if grad._device is not out._device:
+            raise RuntimeError(
+                f"invalid gradient at index {i} - expected device {out._device} but got {grad._device}"
+            )
         if grad.dtype != out.dtype:
-            grad = Tensor(grad._data.astype(out.dtype))
+            grad = Tensor(grad._data.astype(out.dtype), device=grad._device)
         seeds.append(grad if create_graph else grad._data)
     return seeds
 
@@ -153,7 +161,7 @@ async def grad(
     GradientEdge (`actorgrad.autograd.graph.get_gradient_edge`): the gradient flowing into that edge."""
     task = _grad_task(outputs, inputs, grad_outputs, retain_graph, create_graph)
     await _run(task)
-    return _captured_grads(task, create_graph, allow_unused)
+    return _placed(_captured_grads(task, create_graph, allow_unused), inputs)
 
 
 def _backward_task(tensors: Any, grad_tensors: Any, retain_graph: Any, create_graph: bool, inputs: Any) -> GraphTask:
@@ -198,6 +206,14 @@ def _captured_grads(task: GraphTask, create_graph: bool, allow_unused: bool) -> 
     return tuple(results)
 
 
+def _placed(grads: tuple, inputs: Any) -> tuple:
+    """Each returned gradient on its input's device (a gradient edge's: the device of its node)."""
+    for g, t in zip(grads, _as_inputs(inputs, "inputs")):
+        if g is not None and g._grad_fn is None:
+            g._device = t._device if isinstance(t, Tensor) else t.node.input_metadata[t.output_nr].device
+    return grads
+
+
 def _graph_task(root: GraphRoot, retain_graph: bool | None, create_graph: bool, captures: Any, accumulate: bool):
     return GraphTask(
         root,
@@ -232,8 +248,10 @@ def _release_error(task: GraphTask) -> None:
     task.error = task.error_node = None
 
 
-def _owned(array: Any) -> np.ndarray:
+def _owned(array: Any) -> Any:
     """A gradient array the caller may write to (rules may hand out broadcast views or shared arrays)."""
+    if not isinstance(array, np.ndarray | np.generic):
+        return array.copy()  # a GPU array: its own copy
     array = np.asarray(array)
     return array if array.flags.writeable and array.base is None else array.copy()
 
@@ -243,7 +261,7 @@ def _owned(array: Any) -> np.ndarray:
 _UNSHARED_REFS = 4
 
 
-def _as_new_grad(grad: Any, dtype: Any) -> np.ndarray:
+def _as_new_grad(grad: Any, dtype: Any, device: Any) -> Any:
     """The staged array itself when nothing else refers to it (PyTorch steals an unshared gradient buffer too),
     else a copy: a formula may pass one array to several leaves, or hand out a view."""
     if (
@@ -254,7 +272,7 @@ def _as_new_grad(grad: Any, dtype: Any) -> np.ndarray:
         and sys.getrefcount(grad) <= _UNSHARED_REFS
     ):
         return grad
-    return np.array(grad, dtype=dtype)
+    return device.xp.array(grad, dtype=dtype)
 
 
 def _commit_or_stage(task: GraphTask, create_graph: bool) -> bool:
@@ -298,12 +316,12 @@ def _commit(staged: dict, create_graph: bool) -> None:
             grad = staged[tensor]
             held = tensor.grad
             if held is None:
-                tensor.grad = Tensor(_as_new_grad(grad, tensor.dtype))
-            elif held._grad_fn is None and not held._requires_grad and held._data.flags.writeable:
+                tensor.grad = Tensor(_as_new_grad(grad, tensor.dtype, tensor._device), device=tensor._device)
+            elif held._grad_fn is None and not held._requires_grad and getattr(held._data.flags, "writeable", True):
                 held._data += grad
                 bump_version(held)
             else:
-                tensor.grad = Tensor(held._data + grad)
+                tensor.grad = Tensor(held._data + grad, device=tensor._device)
 
 
 def _refuse_inside_trio(name: str, async_name: str) -> None:
@@ -324,7 +342,9 @@ def _run_sync(task: GraphTask) -> None:
     0.2 to 0.6 ms here, many times a small backward) or is nested in a node's backward (which may be running
     on an event loop that must not be waited on), else in a trio run of its own."""
     try:
-        if task.depth or (len(task.devices) == 1 and not (task.worker_devices and get_num_workers() > 1)):
+        if task.depth or (
+            len(task.devices) == 1 and task.streamed is None and not (task.worker_devices and get_num_workers() > 1)
+        ):
             run_graph_task_inline(task)
         else:
             trio.run(run_graph_task, task)
@@ -374,7 +394,7 @@ def grad_sync(
     _refuse_inside_trio("grad", "actorgrad.grad")
     task = _grad_task(outputs, inputs, grad_outputs, retain_graph, create_graph)
     _run_sync(task)
-    return _captured_grads(task, create_graph, allow_unused)
+    return _placed(_captured_grads(task, create_graph, allow_unused), inputs)
 
 
 def tensor_backward(

@@ -50,13 +50,17 @@ class Tensor:
         "_vc",
         "_base",
         "_hooks",
+        "_device",
         "__weakref__",
     )
     # Make numpy defer to Tensor's reflected operators (`ndarray * tensor` -> Tensor.__rmul__).
     __array_ufunc__ = None
 
-    def __init__(self, data: Any, requires_grad: bool = False, grad_fn: Any = None, output_nr: int = 0):
+    def __init__(
+        self, data: Any, requires_grad: bool = False, grad_fn: Any = None, output_nr: int = 0, device: Device = cpu
+    ):
         self._data = data
+        self._device = device
         self._grad_fn = grad_fn
         self._output_nr = output_nr
         self._grad: Tensor | None = None
@@ -142,7 +146,7 @@ class Tensor:
     def detach(self) -> Tensor:
         """The same data, cut from the graph; it shares the version counter, so changing it in place is caught
         by a backward that saved this tensor (`.data` does not share it, as in PyTorch)."""
-        out = Tensor(self._data)
+        out = Tensor(self._data, device=self._device)
         out._vc = version_counter(self)
         return out
 
@@ -157,7 +161,7 @@ class Tensor:
     # -- data access -----------------------------------------------------------------------------------------
     @property
     def data(self) -> Tensor:
-        return Tensor(self._data)
+        return Tensor(self._data, device=self._device)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -182,11 +186,20 @@ class Tensor:
 
     @property
     def device(self) -> Device:
-        return cpu
+        return self._device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
 
     def numpy(self) -> np.ndarray:
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self._device.type == "cuda":
+            raise TypeError(
+                f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
+                f"host memory first."
+            )
         return self._data
 
     def item(self) -> float | int | bool:
@@ -252,6 +265,9 @@ def _format_values(data: np.ndarray) -> str:
 def _format_tensor(t: Tensor) -> str:
     data = t._data
     extras = []
+    if t._device is not cpu:
+        extras.append(f"device='{t._device}'")
+        data = cpu.asarray(data)
     if data.dtype not in (_DEFAULT_FLOAT, int64, bool_):
         extras.append(f"dtype=actorgrad.{data.dtype}")
     if t._grad_fn is not None:
@@ -280,6 +296,12 @@ def as_array(data: Any, dtype: Any = None) -> np.ndarray:
     return array.astype(_DEFAULT_FLOAT) if array.dtype == float64 else array
 
 
-def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """A new leaf tensor holding a copy of `data`."""
-    return Tensor(as_array(data, dtype), requires_grad=requires_grad)
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A new leaf tensor holding a copy of `data`, on `device` (default: the cpu)."""
+    array = as_array(data, dtype)
+    if device is None:
+        return Tensor(array, requires_grad=requires_grad)
+    from actorgrad.devices import device as as_device
+
+    where = as_device(device)
+    return Tensor(array if where is cpu else where.asarray(array), requires_grad=requires_grad, device=where)

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.devices import cpu
 from actorgrad.devices.array_ops import reduced_axes
 from actorgrad.ops import contraction, conv, embeddings, pooling
 from actorgrad.ops.arithmetic import sigmoid, tanh
+from actorgrad.ops.casts import to_device
 from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, take_index
 from actorgrad.ops.reductions import prod_over_dims
 from actorgrad.ops.selection import where
@@ -67,11 +67,11 @@ class TensorOps:
 
     @staticmethod
     def positive_mask(x: Tensor) -> Tensor:
-        return Tensor(np.asarray(~(x._data <= 0), dtype=x.dtype))
+        return Tensor((~(x._data <= 0)).astype(x.dtype), device=x._device)
 
     @staticmethod
     def equal_mask(x: Tensor, y: Tensor) -> Tensor:
-        return Tensor(np.asarray(x._data == y._data, dtype=x.dtype))
+        return Tensor((x._data == y._data).astype(x.dtype), device=x._device)
 
     @staticmethod
     def cast(g: Tensor, dtype: Any) -> Tensor:
@@ -79,7 +79,7 @@ class TensorOps:
 
     @staticmethod
     def zeros_like(x: Tensor) -> Tensor:
-        return Tensor(np.zeros_like(x._data))
+        return Tensor(x._device.xp.zeros_like(x._data), device=x._device)
 
     @staticmethod
     def prod_others(x: Tensor, dims: tuple[int, ...]) -> Tensor:
@@ -189,7 +189,11 @@ class TensorOps:
 
     @staticmethod
     def same_mask(x: Tensor, y: Tensor) -> Tensor:
-        return Tensor(cpu.ops.same_mask(x._data, y._data))
+        return Tensor(x._device.ops.same_mask(x._data, y._data), device=x._device)
+
+    @staticmethod
+    def to_device(g: Tensor, device: Any) -> Tensor:
+        return g if g._device is device else to_device(g, device)
 
 
 tensor_ops = TensorOps()

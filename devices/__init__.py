@@ -1,9 +1,11 @@
-"""What a device is: its array module and the raw array helpers gradient rules run on.
+"""What a device is: its array module, the raw array helpers gradient rules run on, and its streams and events.
 
-Knows nothing of graphs. The CPU device is numpy; CUDA devices come with the devices issue.
+Knows nothing of graphs. The CPU device is numpy; CUDA devices are CuPy (imported on first use); `async_cpu`
+devices are numpy with asynchronous streams, for testing the stream and event path without a GPU.
 """
 
 from actorgrad.devices.array_ops import ArrayOps
-from actorgrad.devices.device import Device, cpu
+from actorgrad.devices.device import Device, cpu, device, stream
+from actorgrad.devices.events import wait_async
 
-__all__ = ["ArrayOps", "Device", "cpu"]
+__all__ = ["ArrayOps", "Device", "cpu", "device", "stream", "wait_async"]

@@ -234,3 +234,7 @@ class ArrayOps:
         """1 where x equals y or both are NaN, else 0, in x's dtype: where a NaN extreme came from."""
         xp = self.xp
         return ((x == y) | (xp.isnan(x) & xp.isnan(y))).astype(x.dtype)
+
+    def to_device(self, g: Any, device: Any) -> Any:
+        """g on `device`: host devices share numpy arrays, so only a move to or from a GPU copies."""
+        return g if device.xp is self.xp else device.asarray(g)

@@ -18,6 +18,7 @@ import trio
 
 from actorgrad.scheduler.graph_task import GraphTask
 from actorgrad.scheduler.ready_queue import DeviceState, ReadyQueue, device_state
+from actorgrad.scheduler.streams import run_streamed, synchronize_streams
 from actorgrad.scheduler.trace import PassEvent
 from actorgrad.scheduler.workers import HEAVY_NODE_NS, get_num_workers
 
@@ -44,6 +45,9 @@ async def run_graph_task(task: GraphTask) -> None:
                 task.queues[task.root.device].push(task, task.root, [])
     finally:
         task.finished = True
+        if task.streamed is not None:  # every kernel queued must have written its gradients before we return
+            with trio.CancelScope(shield=True):
+                await synchronize_streams(task)
         if task.remaining:  # stopped early: drop what it still had queued, and end its async backwards
             task.cancel_async()
             for queue in task.queues.values():
@@ -132,17 +136,22 @@ async def _run_ready(task: GraphTask, device: Any, state: DeviceState) -> None:
         _, _, _, owner, node, grads = entry
         if owner.finished:
             continue
-        if node.cost >= heavy and _may_use_worker(owner, node, device) and queue.can_overlap(workers):
-            slot = workers.try_acquire()
-            if slot is None:
-                heappush(queue.waiting_heavy, entry)
-            else:
-                owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
-            continue
-        awaiting = _run_chain(owner, node, grads, device, queue, next_checkpoint)
-        del grads
-        if awaiting is not None:
-            _start_awaiting(owner, *awaiting, device)
+        if owner.streamed is not None:
+            del entry
+            await run_streamed(owner, node, grads, device)
+            del grads
+        else:
+            if node.cost >= heavy and _may_use_worker(owner, node, device) and queue.can_overlap(workers):
+                slot = workers.try_acquire()
+                if slot is None:
+                    heappush(queue.waiting_heavy, entry)
+                else:
+                    owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
+                continue
+            awaiting = _run_chain(owner, node, grads, device, queue, next_checkpoint)
+            del grads
+            if awaiting is not None:
+                _start_awaiting(owner, *awaiting, device)
         if now() >= next_checkpoint:
             await trio.lowlevel.checkpoint()
             next_checkpoint = now() + CHECKPOINT_INTERVAL_S

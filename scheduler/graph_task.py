@@ -17,6 +17,7 @@ import trio
 
 from actorgrad.hooks import run_steps, run_steps_async
 from actorgrad.scheduler.input_buffer import InputBuffer
+from actorgrad.scheduler.streams import DeferredInputBuffer
 from actorgrad.scheduler.workers import HEAVY_NODE_NS, blas_threads
 
 _task_ids = itertools.count(1)
@@ -128,6 +129,12 @@ class GraphTask:
         self.worker_devices = (
             heavy_devices | multithreaded_devices if self.multithreaded_on_workers else heavy_devices
         )
+        # Devices that queue kernels on streams (None: none, the pass runs as a CPU pass): their gradients carry
+        # events until consumed, mailboxes sum on the consumer's side, and the pass ends by syncing the streams.
+        self.streamed = [device for device in self.devices if device.streams is not None] or None
+        self.buffer_type = InputBuffer if self.streamed is None else DeferredInputBuffer
+        self.events: dict = {}  # id(gradient array) -> (the array, the event after the kernel that writes it)
+        self.streams_used: set = set()
         self.captures = captures
         self.check_nan = check_nan
         # Nodes without hooks or a retained gradient run by a bare `node.apply` in such a pass.
@@ -271,7 +278,7 @@ class GraphTask:
                 waiting = pending[target]
                 if waiting.__class__ is int:
                     if waiting > 1:
-                        buffer = pending[target] = InputBuffer(len(target.input_metadata), waiting - 1)
+                        buffer = pending[target] = self.buffer_type(len(target.input_metadata), waiting - 1)
                         if grad is not None:
                             buffer.add(slot, grad, node.sequence_nr)
                         continue

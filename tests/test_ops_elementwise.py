@@ -338,8 +338,8 @@ def test_bad_input_raises_pytorchs_errors():
         ag.gelu(ag.tensor([1, 2]))
     with pytest.raises(NotImplementedError, match="no in-place ops"):
         ag.silu(x, inplace=True)
-    with pytest.raises(RuntimeError, match="device 'cuda' is not available"):
-        x.to("cuda")
+    with pytest.raises(RuntimeError, match="Invalid device string: 'cuda:x'"):
+        x.to("cuda:x")
     with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor is not supported"):
         -ag.tensor([True])
     with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool tensor is not supported"):

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices.device import DEVICE_TYPES, Device, device
 from actorgrad.nn.parameter import Parameter
 from actorgrad.tensor import Tensor, bump_version
 
@@ -237,10 +238,10 @@ class Module:
         return self
 
     def to(self, target: Any) -> Module:
-        """`to(dtype)` casts floating parameters and buffers (and their gradients); `to("cpu")` is a no-op.
-        The Parameter objects stay the same, so cast a model before building its optimizer."""
-        if str(target) == "cpu":
-            return self
+        """`to(dtype)` casts floating parameters and buffers (and their gradients); `to(device)` moves them.
+        The Parameter objects stay the same, so cast or move a model before building its optimizer."""
+        if isinstance(target, Device) or (isinstance(target, str) and target.split(":")[0] in DEVICE_TYPES):
+            return self._move(device(target))
         dtype = np.dtype(target)
         if dtype.kind != "f":
             raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
@@ -250,6 +251,21 @@ class Module:
                 if tensor.grad is not None:
                     tensor.grad = Tensor(tensor.grad._data.astype(dtype))
         return self
+
+    def _move(self, where: Device) -> Module:
+        for tensor in [*self.parameters(), *self.buffers()]:
+            if tensor._device is not where:
+                tensor._data = where.asarray(tensor._data)
+                tensor._device = where
+                if tensor.grad is not None:
+                    tensor.grad = Tensor(where.asarray(tensor.grad._data), device=where)
+        return self
+
+    def cpu(self) -> Module:
+        return self._move(device("cpu"))
+
+    def cuda(self, index: int = 0) -> Module:
+        return self._move(device("cuda", index))
 
     def double(self) -> Module:
         return self.to(np.float64)

@@ -20,7 +20,7 @@ class Parameter(Tensor):
             data = Tensor(np.empty(0, np.float32))
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): data must be a Tensor, got {type(data).__name__}")
-        super().__init__(data._data, requires_grad=requires_grad)
+        super().__init__(data._data, requires_grad=requires_grad, device=data._device)
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()

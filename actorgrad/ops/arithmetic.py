@@ -100,6 +100,8 @@ def _binary(name: str, a: Any, b: Any) -> Tensor:
     y = b._data if b.__class__ is Tensor else None
     if x is None or y is None or x.dtype != y.dtype or x.dtype.kind != "f":  # else nothing to promote
         a, b, x, y = _promoted(name, a, b)
+    if x.__class__ is not y.__class__:  # a GPU array beside a zero-dim host array: pass that as a scalar
+        x, y = (x[()] if x.ndim == 0 else x), (y[()] if y.ndim == 0 else y)
     try:
         data = kernel(x, y)
     except ValueError:

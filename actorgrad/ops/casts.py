@@ -1,6 +1,6 @@
-"""Dtype conversions as Tensor methods (to, double, float, half, type, ...), all through the differentiable
-`to_dtype` (ToCopyBackward0). As in PyTorch, a conversion that changes nothing returns the tensor itself, and one
-to a non-floating dtype gives a tensor outside the graph."""
+"""Dtype and device conversions as Tensor methods (to, double, float, half, type, cpu, cuda, ...), all through
+the differentiable `to_dtype` and `to_device` (both ToCopyBackward0). As in PyTorch, a conversion that changes
+nothing returns the tensor itself, and one to a non-floating dtype gives a tensor outside the graph."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices import Device
+from actorgrad.devices import device as as_device
+from actorgrad.ops.record import Rule, record
 from actorgrad.ops.shape import to_dtype
 from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, int64
 
@@ -23,24 +25,34 @@ TYPE_NAMES = {
 
 
 def _is_device(value: Any) -> bool:
-    return isinstance(value, Device) or (isinstance(value, str) and value.split(":")[0] in ("cpu", "cuda", "mps"))
+    return isinstance(value, Device) or (
+        isinstance(value, str) and value.split(":")[0] in ("cpu", "cuda", "async_cpu", "mps")
+    )
 
 
-def _check_device(device: Any) -> None:
-    if device is None:
-        return
-    name = str(device)
-    if name not in ("cpu", "cpu:0"):
-        raise RuntimeError(f"to(): device {name!r} is not available; actorgrad computes on the cpu only for now")
+TO_DEVICE = Rule(
+    "ToCopyBackward0", (("self_device",), lambda ops, g, self_device: ops.to_device(g, self_device))
+)
 
 
-def _convert(input: Tensor, dtype: Any, copy: bool) -> Tensor:
+def to_device(input: Tensor, device: Device) -> Tensor:
+    """A differentiable copy to another device: its backward copies the gradient back to the input's device."""
+    return record(
+        TO_DEVICE, device.asarray(input._data), (input,), on_device=device, self_device=input._device
+    )
+
+
+def _convert(input: Tensor, dtype: Any, copy: bool, device: Any = None) -> Tensor:
     dtype = input._data.dtype if dtype is None else np.dtype(dtype)
-    if dtype == input._data.dtype and not copy:
+    target = input._device if device is None else as_device(device)
+    moves = target is not input._device
+    if dtype == input._data.dtype and not copy and not moves:
         return input
-    if dtype.kind != "f":
-        return Tensor(input._data.astype(dtype))  # integers and bools carry no gradient
-    return to_dtype(input, dtype)
+    if dtype.kind != "f" or (dtype == input._data.dtype and not input.requires_grad):
+        data = input._data.astype(dtype)  # integers and bools carry no gradient
+        return Tensor(target.asarray(data) if moves else data, device=target)
+    out = input if dtype == input._data.dtype and moves else to_dtype(input, dtype)
+    return to_device(out, target) if moves else out
 
 
 def to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False,
@@ -61,8 +73,7 @@ def to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, non_bloc
         if len(args) == 2:
             raise TypeError(f"to(): expected a device before the dtype, got {args[0]!r}")
         dtype = args[0]
-    _check_device(device)
-    return _convert(self, dtype, copy)
+    return _convert(self, dtype, copy, device)
 
 
 def legacy_type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:
@@ -79,8 +90,19 @@ def _to_fixed(dtype: np.dtype) -> Any:
     return lambda self: _convert(self, dtype, False)
 
 
+def cpu(self: Tensor) -> Tensor:
+    return _convert(self, None, False, "cpu")
+
+
+def cuda(self: Tensor, device: Any = None, non_blocking: bool = False) -> Tensor:
+    """A copy on `cuda:device` (an index, a name or a Device; default cuda:0)."""
+    if device is None:
+        device = 0
+    return _convert(self, None, False, f"cuda:{device}" if isinstance(device, int) else device)
+
+
 METHODS: dict[str, Any] = {
-    "to": to, "type": legacy_type,
+    "to": to, "type": legacy_type, "cpu": cpu, "cuda": cuda,
     "double": _to_fixed(float64), "float": _to_fixed(float32), "half": _to_fixed(float16),
     "long": _to_fixed(int64), "int": _to_fixed(int32), "bool": _to_fixed(bool_),
 }

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.operands import as_operand, broadcast_error, data_as, result_type
+from actorgrad.ops.record import common_device
 from actorgrad.tensor import Tensor, bool_
 
 __all__ = [
@@ -26,7 +27,8 @@ def _elementwise(op: str, kernel: Any, input: Any, other: Any, *, promote: bool 
     a, b = as_operand(input, dtype), as_operand(other, dtype)
     x, y = (data_as(a, dtype), data_as(b, dtype)) if promote else (a._data, b._data)
     try:
-        return Tensor(np.asarray(kernel(x, y)))
+        where = a._device if a._device is b._device else common_device((a, b))
+        return Tensor(where.xp.asarray(kernel(x, y)), device=where)
     except ValueError:
         raise broadcast_error(op, x.shape, y.shape) from None
 
@@ -69,7 +71,7 @@ def logical_xor(input: Any, other: Any) -> Tensor:
 
 
 def logical_not(input: Tensor) -> Tensor:
-    return Tensor(np.logical_not(input._data))
+    return Tensor(np.logical_not(input._data), device=input._device)
 
 
 def _integral(op: str, dtype: np.dtype) -> None:
@@ -97,22 +99,22 @@ def bitwise_xor(input: Any, other: Any) -> Tensor:
 def bitwise_not(input: Tensor) -> Tensor:
     """`~`: logical not of a bool tensor, two's complement not of an integer one."""
     _integral("bitwise_not", input._data.dtype)
-    return Tensor(np.invert(input._data))
+    return Tensor(np.invert(input._data), device=input._device)
 
 
 def isnan(input: Tensor) -> Tensor:
     x = input._data
-    return Tensor(np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool_))
+    return Tensor(np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool_), device=input._device)
 
 
 def isinf(input: Tensor) -> Tensor:
     x = input._data
-    return Tensor(np.isinf(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool_))
+    return Tensor(np.isinf(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool_), device=input._device)
 
 
 def isfinite(input: Tensor) -> Tensor:
     x = input._data
-    return Tensor(np.isfinite(x) if x.dtype.kind == "f" else np.ones(x.shape, bool_))
+    return Tensor(np.isfinite(x) if x.dtype.kind == "f" else np.ones(x.shape, bool_), device=input._device)
 
 
 def _operator(op: Any) -> Any:

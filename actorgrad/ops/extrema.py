@@ -77,7 +77,7 @@ def _extreme(op: str, rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, k
     rows, values, indices, d = _along_dim(op, input, dim, keepdim)
     out = record(rule_dim, values, (input,), indices=indices, dim=d, rows_shape=rows.shape, self_shape=x.shape)
     result = MaxResult if op == "max" else MinResult
-    return result(out, Tensor(indices.reshape(values.shape).astype(np.int64, copy=False)))
+    return result(out, Tensor(indices.reshape(values.shape).astype(np.int64, copy=False), device=input._device))
 
 
 def max(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -> Any:
@@ -98,9 +98,9 @@ def _arg(op: str, input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
         if x.size == 0:
             raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
         index = getattr(np, op)(x)  # into the flattened tensor, as in PyTorch
-        return Tensor(np.asarray(index, dtype=np.int64).reshape((1,) * x.ndim if keepdim else ()))
+        return Tensor(np.asarray(index, dtype=np.int64).reshape((1,) * x.ndim if keepdim else ()), device=input._device)
     _, values, indices, _ = _along_dim(op, input, dim, keepdim)
-    return Tensor(indices.reshape(values.shape).astype(np.int64, copy=False))
+    return Tensor(indices.reshape(values.shape).astype(np.int64, copy=False), device=input._device)
 
 
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:

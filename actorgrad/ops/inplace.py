@@ -110,7 +110,8 @@ def _check_rebase(self: Tensor) -> None:
 
 def _stand_in(self: Tensor, copy: bool) -> Tensor:
     """A tensor with `self`'s values and history, for recording the op out of place."""
-    return Tensor(self._data.copy() if copy else self._data, grad_fn=self._grad_fn, output_nr=self._output_nr)
+    data = self._data.copy() if copy else self._data
+    return Tensor(data, grad_fn=self._grad_fn, output_nr=self._output_nr, device=self._device)
 
 
 def _store(self: Tensor, index: Any, value: Any) -> None:
@@ -139,7 +140,7 @@ def _rebase(self: Tensor, result: Tensor) -> None:
     positions = _positions(self._data, base._data)
     keep = np.ones(base._data.shape, np.bool_)
     keep.reshape(-1)[positions.ravel()] = False
-    inputs = (_stand_in(base, False), Tensor(self._data, grad_fn=node))
+    inputs = (_stand_in(base, False), Tensor(self._data, grad_fn=node, device=self._device))
     merged = record(VIEW_WRITE, np.empty_like(base._data), inputs, keep=keep, positions=positions)
     _move_history(base, merged._grad_fn)
     _refresh_views(base)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.accumulate_grad import grad_accumulator
-from actorgrad.devices import cpu
+from actorgrad.devices import Device, cpu
 from actorgrad.grad_mode import _grad_enabled, enable_grad
 from actorgrad.node import InputMetadata, Node
 from actorgrad.ops.operands import as_operand, result_type
@@ -93,13 +93,13 @@ class FormulaNode(Node):
     on use). A gradient always has its input's shape and dtype.
     """
 
-    __slots__ = ("rule", "saved", "saved_tensors", "versions", "stamp")
+    __slots__ = ("rule", "saved", "saved_tensors", "versions", "stamp", "stream")
 
     def __init__(
         self, rule: Rule, edges: tuple, metadata: tuple, saved: tuple, saved_tensors: tuple, cost: float,
-        versions: tuple = (),
+        versions: tuple = (), device: Device = cpu,
     ) -> None:
-        super().__init__(edges, metadata, cpu, cost=cost)
+        super().__init__(edges, metadata, device, cost=cost)
         self.multithreaded = rule.multithreaded
         self.rule = rule
         self.saved: tuple | None = saved
@@ -149,11 +149,40 @@ class FormulaNode(Node):
         return out
 
 
-def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> Tensor:
-    """Wrap the forward result `data` of an op on `inputs`, attaching the op's backward node if needed."""
-    if data.__class__ is not np.ndarray:
-        data = np.asarray(data)
-    out = Tensor(data)
+MIXED_DEVICES = "Expected all tensors to be on the same device, but found at least two devices, {} and {}!"
+
+
+def common_device(inputs: tuple[Tensor, ...]) -> Device:
+    """The device every input is on; a zero-dim cpu tensor (a number) may meet tensors of any device, as in
+    PyTorch. Raises PyTorch's error for tensors on two devices."""
+    placed = dict.fromkeys(t._device for t in inputs if t._device is not cpu or t._data.ndim)
+    if len(placed) > 1:
+        first, second = list(placed)[:2]
+        raise RuntimeError(MIXED_DEVICES.format(first, second))
+    return next(iter(placed), cpu)
+
+
+def record(
+    rule: Rule, data: Any, inputs: tuple[Tensor, ...], *, on_device: Device | None = None, **params: Any
+) -> Tensor:
+    """Wrap the forward result `data` of an op on `inputs`, attaching the op's backward node if needed.
+
+    The output and its node are on the inputs' device (they must share one), or on `on_device` for an op that
+    moves its input (a copy to another device)."""
+    device = inputs[0]._device if on_device is None else on_device
+    for t in inputs:
+        if t._device is not device:
+            if on_device is None:
+                device = common_device(inputs)
+            break
+    if device is cpu:
+        if data.__class__ is not np.ndarray:
+            data = np.asarray(data)
+        out = Tensor(data)
+    else:
+        if not isinstance(data, device.xp.ndarray):
+            data = device.xp.asarray(data)
+        out = Tensor(data, device=device)
     if data.base is not None:
         share_if_view(out, inputs)
     if not _grad_enabled.get():
@@ -198,10 +227,12 @@ def record(rule: Rule, data: Any, inputs: tuple[Tensor, ...], **params: Any) -> 
                 versions.append((v, 0 if vc is None else vc.value))
         saved_tensors.append((i, formula, tuple(values), reduce, cast))
         saved.append((i, formula, tuple([getattr(v, "_data", v) for v in values]), reduce, cast))
-    metadata = (InputMetadata(data.shape, data.dtype, cpu),)
+    metadata = (InputMetadata(data.shape, data.dtype, device),)
     node = out._grad_fn = FormulaNode(
-        rule, tuple(edges), metadata, tuple(saved), tuple(saved_tensors), cost, tuple(versions)
+        rule, tuple(edges), metadata, tuple(saved), tuple(saved_tensors), cost, tuple(versions), device
     )
+    if device.streams is not None:  # its backward kernel queues on the stream its forward ran on
+        node.stream = device.current_stream()
     hooks = _saved_tensors_hooks.get()
     if hooks is not None:
         pack_saved(node, out, hooks)

@@ -27,7 +27,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     else:
         keep = numpy_generator(None).random(x.shape, dtype=dtype) >= p
         mask = (keep * (1.0 / (1.0 - p))).astype(x.dtype)
-    return mul(input, Tensor(mask))
+    where = input._device
+    return mul(input, Tensor(mask if where.type != "cuda" else where.asarray(mask), device=where))
 
 
 METHODS: dict[str, Any] = {}

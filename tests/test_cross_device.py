@@ -1,0 +1,244 @@
+"""Backward passes that cross devices (the cpu and async_cpu devices, whose streams are worker threads): values
+and gradients equal the single-device pass, gradients cross in both directions, branches on two devices overlap,
+and the event waits matter (with them switched off, a consumer reads a gradient before it is written)."""
+
+import json
+
+import numpy as np
+import pytest
+import trio
+
+import actorgrad as ag
+from actorgrad.profiler.chrome import chrome_trace
+from actorgrad.scheduler.streams import waits_disabled
+
+A0, A1 = "async_cpu:0", "async_cpu:1"
+
+
+def leaves(seed, *shapes, device=None):
+    rng = np.random.default_rng(seed)
+    return [ag.tensor(rng.standard_normal(s), dtype=ag.float64, device=device, requires_grad=True) for s in shapes]
+
+
+def chain_crossing_in_the_middle(x, w, d):
+    h = (x @ w).tanh()  # cpu
+    h = (h.to(d) * 2.0).sigmoid() + 1  # the middle of the chain on d
+    return ((h.to("cpu") * x.sum()) ** 2).sum()
+
+
+def branches_on_two_devices(x, w, d0, d1):
+    a = (x.to(d0) @ w.to(d0)).tanh().sum(1)
+    b = (x.to(d1) * 3.0).exp().mean(1)
+    return (a.to("cpu") * b.to("cpu")).sum() + x.sum()  # x's gradient sums messages from three devices
+
+
+def leaf_on_the_device(x, w, d):
+    wd = w.detach().to(d).requires_grad_()
+    y = (x.to(d) @ wd).relu().to("cpu")
+    return (y * y).sum(), wd
+
+
+def gradients(loss, inputs):
+    return [g.numpy() for g in ag.autograd.grad(loss, inputs, retain_graph=True)]
+
+
+@pytest.mark.parametrize("d", [A0, "cpu"])
+def test_a_crossing_in_the_middle_of_a_chain_matches_the_cpu(d):
+    x, w = leaves(0, (3, 4), (4, 4))
+    loss = chain_crossing_in_the_middle(x, w, d)
+    expected_loss = chain_crossing_in_the_middle(x, w, "cpu")
+    assert loss.item() == pytest.approx(expected_loss.item(), rel=1e-12)
+    loss.backward()
+    np.testing.assert_allclose(x.grad.numpy(), gradients(expected_loss, [x])[0], rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), gradients(expected_loss, [w])[0], rtol=1e-12)
+
+
+def test_branches_on_two_devices_match_the_cpu():
+    x, w = leaves(1, (5, 3), (3, 2))
+    loss = branches_on_two_devices(x, w, A0, A1)
+    expected = branches_on_two_devices(x, w, "cpu", "cpu")
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-12)
+    loss.backward()
+    for leaf, g in zip((x, w), gradients(expected, [x, w])):
+        np.testing.assert_allclose(leaf.grad.numpy(), g, rtol=1e-12)
+
+
+def test_gradients_cross_in_both_directions_to_a_leaf_on_the_device():
+    x, w = leaves(2, (4, 3), (3, 5))
+    loss, wd = leaf_on_the_device(x, w, A0)
+    expected, w_cpu = leaf_on_the_device(x, w, "cpu")
+    loss.backward()
+    assert wd.grad.device is ag.device(A0) and x.grad.device is ag.device("cpu")
+    gx, gw = gradients(expected, [x, w_cpu])
+    np.testing.assert_allclose(x.grad.numpy(), gx, rtol=1e-12)
+    np.testing.assert_allclose(wd.grad.numpy(), gw, rtol=1e-12)
+
+
+async def test_grad_returns_gradients_on_their_inputs_devices():
+    (x,) = leaves(3, (6,), device=A0)
+    y = x.to("cpu").sin().to(A1).exp().to(A0)
+    (g,) = await ag.grad(y.sum(), x)
+    assert g.device is ag.device(A0)
+    xs = x.detach().numpy()
+    np.testing.assert_allclose(g.numpy(), np.exp(np.sin(xs)) * np.cos(xs), rtol=1e-12)
+
+
+async def test_the_device_nodes_run_on_their_devices_and_accumulate_across_passes():
+    (x,) = leaves(4, (3,))
+    for _ in range(2):
+        await ag.backward((x.to(A0) * 2.0).sum())
+    np.testing.assert_array_equal(x.grad.numpy(), [4.0, 4.0, 4.0])
+
+
+@pytest.fixture
+def slow_streams():
+    """A fresh stream with an injected delay as the current stream of each async device."""
+    streams = [ag.device(A0).new_stream(delay_s=0.03), ag.device(A1).new_stream(delay_s=0.03)]
+    with ag.stream(streams[0]), ag.stream(streams[1]):
+        yield streams
+
+
+def intervals(prof, device):
+    return [(e.start_ns, e.end_ns) for e in prof.events if e.device == device]
+
+
+async def test_branches_on_two_devices_overlap(slow_streams):
+    x, w = leaves(5, (4, 3), (3, 3))
+    loss = branches_on_two_devices(x, w, A0, A1)
+    with ag.profile() as prof:
+        await ag.backward(loss)
+    on0, on1 = intervals(prof, A0), intervals(prof, A1)
+    assert len(on0) >= 3 and len(on1) >= 3
+    assert any(s0 < e1 and s1 < e0 for s0, e0 in on0 for s1, e1 in on1)
+    busy = sum(e - s for s, e in on0 + on1)
+    span = max(e for _, e in on0 + on1) - min(s for s, _ in on0 + on1)
+    assert span < 0.8 * busy  # most of the work ran side by side
+
+
+async def test_the_host_waits_for_a_gradient_from_a_stream(slow_streams):
+    (x0,) = leaves(6, (3,))
+    x = x0 * 2.0  # a cpu node that computes with the gradient the device sends
+    loss = ((x.to(A0) * 3.0).to("cpu")).sum()
+    with ag.profile() as prof:
+        await ag.backward(loss)
+    np.testing.assert_array_equal(x0.grad.numpy(), [6.0, 6.0, 6.0])
+    assert any(w.device == "cpu" and w.what == "event of async_cpu:0" for w in prof.waits)
+
+
+async def test_without_the_wait_the_host_reads_an_unwritten_gradient(slow_streams):
+    (x0,) = leaves(6, (3,))
+    x = x0 * 2.0
+    loss = ((x.to(A0) * 3.0).to("cpu")).sum()
+    with waits_disabled():
+        await ag.backward(loss)
+    assert not np.allclose(x0.grad.numpy(), 6.0)  # read before the stream wrote it: still the zeros allocated
+
+
+async def test_without_the_wait_another_stream_reads_an_unwritten_gradient(slow_streams):
+    (x0,) = leaves(7, (3,))
+    loss = ((x0.to(A1) * 2.0).to(A0) * 3.0).sum()  # async_cpu:0 -> async_cpu:1 is a device-side wait
+    with waits_disabled():
+        await ag.backward(loss)
+    assert not np.allclose(x0.grad.numpy(), 6.0)
+    x0.grad = None
+    with ag.profile() as prof:
+        await ag.backward(((x0.to(A1) * 2.0).to(A0) * 3.0).sum())
+    np.testing.assert_array_equal(x0.grad.numpy(), [6.0, 6.0, 6.0])
+    assert any(w.device == A1 for w in prof.waits)  # the stream of async_cpu:1 waited, not the host
+
+
+async def test_the_trace_shows_waits_and_cross_device_arrows(slow_streams, tmp_path):
+    x, w = leaves(8, (4, 3), (3, 3))
+    with ag.profile() as prof:
+        await ag.backward(branches_on_two_devices(x, w, A0, A1))
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    assert any(e.get("cat") == "wait" for e in events)
+    assert any(e.get("ph") == "s" for e in events) and any(e.get("ph") == "f" for e in events)
+    assert chrome_trace(prof)["traceEvents"] == events
+
+
+async def test_an_error_in_a_kernel_reaches_the_caller():
+    (x,) = leaves(9, (3,))
+    y = x.to(A0) * 2.0
+
+    def broken(g):
+        raise ValueError("hook failed on the stream")
+
+    y.register_hook(broken)
+    with pytest.raises(ValueError, match="hook failed on the stream"):
+        await ag.backward(y.sum())
+    assert x.grad is None
+
+
+def test_a_sync_backward_through_a_device_runs_its_own_trio_loop():
+    x, w = leaves(10, (2, 3), (3, 3))
+    loss = chain_crossing_in_the_middle(x, w, A1)
+    expected = gradients(chain_crossing_in_the_middle(x, w, "cpu"), [x, w])
+    loss.backward()
+    np.testing.assert_allclose(x.grad.numpy(), expected[0], rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), expected[1], rtol=1e-12)
+
+
+async def test_concurrent_passes_through_devices_match_sequential(concurrent_matches_sequential):
+    (x,) = leaves(11, (4,))
+    losses = [((x.to(A0) * float(k)).to("cpu").sin() * x).sum() for k in range(1, 5)]
+    await concurrent_matches_sequential(losses, x)
+
+
+def test_create_graph_through_a_device_gives_second_derivatives():
+    (x,) = leaves(12, (3,))
+    y = (x.to(A0) ** 3).sum()
+    (g,) = ag.autograd.grad(y, x, create_graph=True)
+    assert g.device is ag.device("cpu")
+    (gg,) = ag.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), 6 * x.detach().numpy(), rtol=1e-12)
+
+
+async def test_kernels_run_off_the_event_loop(slow_streams):
+    (x,) = leaves(13, (3,))
+    ticks = 0
+    done = False
+
+    async def tick():
+        nonlocal ticks
+        while not done:
+            ticks += 1
+            await trio.sleep(0.005)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tick)
+        await ag.backward(((x.to(A0) * 2.0).exp() * 3.0).sum().to("cpu"))
+        done = True
+    assert ticks >= 5
+
+
+async def test_nodes_queue_on_the_stream_their_forward_ran_on():
+    dev = ag.device(A0)
+    slow, fast = dev.new_stream(delay_s=0.03), dev.new_stream()
+    (x0,) = leaves(14, (3,))
+    x = x0.to(A0)
+    with ag.stream(slow):
+        y = x * 2.0
+    assert y.grad_fn.stream is slow
+    with ag.stream(fast):
+        loss = (y * 3.0).sum()
+        with waits_disabled():
+            await ag.backward(loss, retain_graph=True)
+        assert not np.allclose(x0.grad.numpy(), 6.0)  # the fast stream read the slow one's gradient too early
+        x0.grad = None
+        with ag.profile() as prof:
+            await ag.backward(loss)
+    np.testing.assert_array_equal(x0.grad.numpy(), [6.0, 6.0, 6.0])
+    assert any(w.device == A0 for w in prof.waits)  # a device-side wait between two streams of one device
+
+
+def test_the_device_copy_passes_gradcheck_and_gradgradcheck():
+    (x,) = leaves(15, (2, 3))
+
+    def f(t):
+        return ((t.to(A0) ** 2).to(A1).sin() * t.to(A1)).to("cpu")
+
+    assert ag.autograd.gradcheck(f, (x,), eps=1e-6, atol=1e-7, rtol=1e-5)
+    assert ag.autograd.gradgradcheck(f, (x,), eps=1e-6, atol=1e-7, rtol=1e-5)

@@ -1,0 +1,88 @@
+"""CUDA through CuPy: placement, copies, cross-device backward (cpu and cuda:0), several streams on cuda:0.
+Skipped when cupy or a CUDA device is missing."""
+
+import numpy as np
+import pytest
+
+import actorgrad as ag
+
+pytestmark = pytest.mark.gpu
+cupy = pytest.importorskip("cupy")
+if not cupy.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+
+def leaves(seed, *shapes, device=None):
+    rng = np.random.default_rng(seed)
+    return [ag.tensor(rng.standard_normal(s), dtype=ag.float64, device=device, requires_grad=True) for s in shapes]
+
+
+def test_tensors_on_cuda_hold_cupy_arrays():
+    x = ag.ones(2, 3, device="cuda")
+    assert x.device is ag.device("cuda:0") and x.is_cuda
+    assert isinstance(x._data, cupy.ndarray)
+    np.testing.assert_array_equal(x.cpu().numpy(), np.ones((2, 3), np.float32))
+    assert "device='cuda:0'" in repr(x)
+    with pytest.raises(TypeError, match="can't convert cuda:0 device type tensor to numpy"):
+        x.numpy()
+
+
+def test_mixed_devices_raise_pytorchs_error():
+    with pytest.raises(RuntimeError, match="found at least two devices, cuda:0 and cpu!"):
+        ag.ones(3, device="cuda") + ag.ones(3)
+
+
+def test_an_mlp_on_cuda_matches_the_cpu():
+    x, w1, w2 = leaves(0, (16, 8), (8, 32), (32, 4))
+
+    def loss(x, w1, w2):
+        return ((x @ w1).relu() @ w2).tanh().sum()
+
+    expected = loss(x, w1, w2)
+    gx, g1, g2 = ag.autograd.grad(expected, (x, w1, w2))
+    on = [t.detach().cuda().requires_grad_() for t in (x, w1, w2)]
+    got = loss(*on)
+    assert got.item() == pytest.approx(expected.item(), rel=1e-10)
+    got.backward()
+    for t, g in zip(on, (gx, g1, g2)):
+        assert t.grad.device is ag.device("cuda:0")
+        np.testing.assert_allclose(t.grad.cpu().numpy(), g.numpy(), rtol=1e-10)
+
+
+def test_gradients_cross_between_cpu_and_cuda_both_ways():
+    x, w = leaves(1, (4, 3), (3, 3))
+
+    def loss(d):
+        h = (x.to(d) @ w.to(d)).sin()
+        return (h.to("cpu") * x.sum()).exp().sum()
+
+    expected = ag.autograd.grad(loss("cpu"), (x, w))
+    got = ag.autograd.grad(loss("cuda:0"), (x, w))
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-10)
+
+
+async def test_two_streams_on_cuda_give_the_same_gradients():
+    x, w = leaves(2, (64, 64), (64, 64))
+    xd, wd = x.detach().cuda().requires_grad_(), w.detach().cuda().requires_grad_()
+    dev = ag.device("cuda:0")
+    s1 = dev.new_stream()
+    a = (xd @ wd).tanh().sum()
+    with ag.stream(s1):
+        await ag.backward(a)
+    expected = await ag.grad((x @ w).tanh().sum(), (x, w))
+    np.testing.assert_allclose(xd.grad.cpu().numpy(), expected[0].numpy(), rtol=1e-10)
+    np.testing.assert_allclose(wd.grad.cpu().numpy(), expected[1].numpy(), rtol=1e-10)
+
+
+def test_events_wait_across_cuda_streams():
+    dev = ag.device("cuda:0")
+    producer, consumer = dev.new_stream(), dev.new_stream()
+    with producer.stream:
+        a = cupy.ones((2048, 2048))
+        for _ in range(10):
+            a = a @ a / 2048
+    consumer.wait_event(producer.record_event())
+    with consumer.stream:
+        total = float(a.sum())
+    assert total == pytest.approx(2048 * 2048)
