@@ -298,8 +298,9 @@ def _commit(staged: dict, create_graph: bool) -> None:
     """Add every staged gradient into its tensor's `.grad`, all in one step."""
     if not staged:
         return
+    # `_grad` directly: staged gradients have their tensor's shape and dtype, the checks of `.grad =` are done.
     for tensor, grad in staged.items():
-        held = tensor.grad
+        held = tensor._grad
         if held is not None and held.shape != tensor.shape:
             raise RuntimeError(
                 f"can't accumulate a gradient of shape {tuple(grad.shape)} into .grad of shape {held.shape}"
@@ -310,18 +311,18 @@ def _commit(staged: dict, create_graph: bool) -> None:
             # grad_tensors or another leaf's gradient, which a later pass would otherwise add into in place.
             with enable_grad():
                 for tensor, grad in staged.items():
-                    tensor.grad = grad.clone() if tensor.grad is None else tensor.grad + grad
+                    tensor._grad = grad.clone() if tensor._grad is None else tensor._grad + grad
             return
         for tensor in staged:
             grad = staged[tensor]
-            held = tensor.grad
+            held = tensor._grad
             if held is None:
-                tensor.grad = Tensor(_as_new_grad(grad, tensor.dtype, tensor._device), device=tensor._device)
+                tensor._grad = Tensor(_as_new_grad(grad, tensor.dtype, tensor._device), device=tensor._device)
             elif held._grad_fn is None and not held._requires_grad and getattr(held._data.flags, "writeable", True):
                 held._data += grad
                 bump_version(held)
             else:
-                tensor.grad = Tensor(held._data + grad, device=tensor._device)
+                tensor._grad = Tensor(held._data + grad, device=tensor._device)
 
 
 def _refuse_inside_trio(name: str, async_name: str) -> None:

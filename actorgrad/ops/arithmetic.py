@@ -166,13 +166,14 @@ def rtruediv(input: Tensor, other: Any) -> Tensor:
 def _unary(name: str, input: Tensor) -> Tensor:
     rule, kernel = UNARY[name]
     x = input._data
-    if name not in ("neg", "relu"):
-        x = x.astype(floating(x.dtype), copy=False)  # exp of an int tensor is float32, as in PyTorch
-    elif name == "neg" and x.dtype == bool_:
-        raise RuntimeError(
-            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
-            "use the `~` or `logical_not()` operator instead."
-        )
+    if x.dtype.kind != "f":  # float inputs, the common case, need nothing here
+        if name == "neg" and x.dtype == bool_:
+            raise RuntimeError(
+                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
+                "mask, use the `~` or `logical_not()` operator instead."
+            )
+        if name not in ("neg", "relu"):
+            x = x.astype(floating(x.dtype), copy=False)  # exp of an int tensor is float32, as in PyTorch
     return record(rule, kernel(x), (input,))
 
 
