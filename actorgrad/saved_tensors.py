@@ -68,13 +68,13 @@ class Packed:
             return SavedOutput(data)
         node, output_nr = self.edge
         if node is None:
-            return Tensor(data)
+            return Tensor(data, device=tensor._device)
         if isinstance(node, AccumulateGrad):  # a leaf: a stand-in whose gradient goes to the leaf's accumulator
-            stand_in = Tensor(data)
+            stand_in = Tensor(data, device=tensor._device)
             stand_in._requires_grad = True
             stand_in._accumulator = weakref.ref(node)
             return stand_in
-        return Tensor(data, grad_fn=node, output_nr=output_nr)
+        return Tensor(data, grad_fn=node, output_nr=output_nr, device=tensor._device)
 
 
 class UnpackOnUse:

@@ -29,7 +29,7 @@ class TensorOps:
     @staticmethod
     def unpack(values: tuple, node: Any) -> list:
         """Saved values as Tensors; a node's saved output comes back as a tensor whose grad_fn is the node."""
-        return [Tensor(v._data, grad_fn=node) if isinstance(v, SavedOutput) else v for v in values]
+        return [Tensor(v._data, grad_fn=node, device=node.device) if isinstance(v, SavedOutput) else v for v in values]
 
     @staticmethod
     def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:

@@ -61,7 +61,7 @@ class StressGraphs:
     subgraph (so passes over them need `retain_graph=True`).
 
     Nodes: tanh, sigmoid, scaling, add/mul/sub, custom Functions (sync and async backward), tensor hooks (sync
-    and async), and "heavy" identity nodes whose cost estimate sends them to worker threads (each sleeping
+    and async), trips through the async_cpu test devices (kind "cross", when asked for), and "heavy" identity nodes whose cost estimate sends them to worker threads (each sleeping
     `kernel_s`, which releases the GIL as a real kernel does). Every node of user code (Functions, hooks, trap
     and heavy nodes, and a hook on the first shared leaf) calls a Trap, so a test can make it raise, cancel or
     stall on its k-th call.
@@ -142,6 +142,9 @@ class StressGraphs:
             return record(self.trap_rule, pick._data.copy(), (pick,), trap=self.trap())
         if kind == "heavy":
             return record(self.heavy_rule, pick._data.copy(), (pick,), trap=self.trap(heavy=True))
+        if kind == "cross":  # through an async_cpu device and back: the gradient crosses devices both ways
+            device = f"async_cpu:{self.rng.integers(2)}"
+            return ((pick.to(device) * 0.9).tanh() + other.to(device)).to("cpu")
         if kind == "cube":
             return self.cube.apply(pick.tanh(), self.trap())
         if kind == "async":

@@ -242,3 +242,12 @@ def test_the_device_copy_passes_gradcheck_and_gradgradcheck():
 
     assert ag.autograd.gradcheck(f, (x,), eps=1e-6, atol=1e-7, rtol=1e-5)
     assert ag.autograd.gradgradcheck(f, (x,), eps=1e-6, atol=1e-7, rtol=1e-5)
+
+
+async def test_a_recorded_backward_on_a_device_keeps_saved_outputs_on_it():
+    """create_graph through a node on async_cpu: its saved output comes back as a tensor on that device."""
+    (x,) = leaves(10, (3,))
+    (g,) = await ag.grad(x.to(A0).tanh().sum(), x, create_graph=True)
+    (h,) = await ag.grad(g.sum(), x)
+    t = np.tanh(x.detach().numpy())
+    np.testing.assert_allclose(h.numpy(), -2 * t * (1 - t * t), rtol=1e-12)

@@ -89,6 +89,18 @@ async def test_hundreds_of_concurrent_passes_sum_to_the_sequential_results(
         await stress_in_one_app(stress_graphs(seed), 300, rng, watchdog, assert_sums)
 
 
+async def test_concurrent_passes_through_other_devices_sum_to_the_sequential_results(
+    stress_graphs, watchdog, assert_sums, num_workers
+):
+    """The same, with a third of the nodes on two async_cpu devices: each gradient crossing a device carries
+    an event its consumer waits for, while hundreds of passes share those devices' streams."""
+    rng = np.random.default_rng(7)
+    graphs = stress_graphs(7)
+    graphs.kinds = graphs.KINDS + ("cross",) * 6
+    with num_workers(2):
+        await stress_in_one_app(graphs, 200, rng, watchdog, assert_sums)
+
+
 @pytest.mark.heavy
 @pytest.mark.parametrize("seed", range(10))
 async def test_thousands_of_concurrent_passes_sum_to_the_sequential_results(
