@@ -61,8 +61,9 @@ class StressGraphs:
     subgraph (so passes over them need `retain_graph=True`).
 
     Nodes: tanh, sigmoid, scaling, add/mul/sub, custom Functions (sync and async backward), tensor hooks (sync
-    and async), trips through the async_cpu test devices (kind "cross", when asked for), and "heavy" identity nodes whose cost estimate sends them to worker threads (each sleeping
-    `kernel_s`, which releases the GIL as a real kernel does). Every node of user code (Functions, hooks, trap
+    and async), trips through the async_cpu test devices (kind "cross", when asked for), and "heavy" identity
+    nodes whose cost estimate sends them to worker threads (each sleeping `kernel_s`, which releases the GIL as
+    a real kernel does). Every node of user code (Functions, hooks, trap
     and heavy nodes, and a hook on the first shared leaf) calls a Trap, so a test can make it raise, cancel or
     stall on its k-th call.
     """
