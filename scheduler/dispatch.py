@@ -9,6 +9,7 @@ no dispatcher waits on it. It checkpoints every `CHECKPOINT_INTERVAL_S` of work,
 
 from __future__ import annotations
 
+import functools
 import math
 from heapq import heappop, heappush
 from time import perf_counter, perf_counter_ns
@@ -18,7 +19,7 @@ import trio
 
 from actorgrad.scheduler.graph_task import GraphTask
 from actorgrad.scheduler.ready_queue import DeviceState, ReadyQueue, device_state
-from actorgrad.scheduler.streams import run_streamed, synchronize_streams
+from actorgrad.scheduler.streams import run_streamed, streamed_outputs, synchronize_streams
 from actorgrad.scheduler.trace import PassEvent
 from actorgrad.scheduler.workers import HEAVY_NODE_NS, get_num_workers
 
@@ -138,7 +139,11 @@ async def _run_ready(task: GraphTask, device: Any, state: DeviceState) -> None:
             continue
         if owner.streamed is not None:
             del entry
-            await run_streamed(owner, node, grads, device)
+            if owner is task:
+                await run_streamed(owner, node, grads, device)
+            else:  # another pass's node may await its events: in a task of its own pass, as for awaiting hooks
+                owner.run_async(node, functools.partial(streamed_outputs, owner, node, grads, device))
+                owner.finish_node(node, ())
             del grads
         else:
             if node.cost >= heavy and _may_use_worker(owner, node, device) and queue.can_overlap(workers):

@@ -84,23 +84,29 @@ def _carried(task: Any, grads: list) -> list:
 
 async def run_streamed(task: Any, node: Any, grads: list, device: Any) -> None:
     """Run (or, on a streamed device, queue) one node of a pass that uses streams, and pass on its gradients."""
-    start = perf_counter_ns()
     try:
-        if device.streams is None or task.ops is not None:  # the host (a recorded backward runs there too)
-            await _await_events(task, _carried(task, grads), device)
-            grads = resolved(grads)
-            hooks = node.hooks
-            if hooks is not None and hooks.awaits:
-                outputs = await task.apply_node_async(node, grads)
-            else:
-                outputs = task.apply_node(node, grads)
-            if task.trace is not None and outputs is not None:
-                _record_node(task, node, device, start)
-        else:
-            outputs = _launch(task, node, grads, device)
+        outputs = await streamed_outputs(task, node, grads, device)
         task.finish_node(node, outputs)
     except Exception as error:
         task.fail(node, error)
+
+
+async def streamed_outputs(task: Any, node: Any, grads: list, device: Any) -> Any:
+    """Run one node of a pass that uses streams, after awaiting the events its gradients carry; on a streamed
+    device, queue its kernel instead. Its outputs: on a stream, the arrays the kernel will fill."""
+    if device.streams is not None and task.ops is None:
+        return _launch(task, node, grads, device)
+    start = perf_counter_ns()  # the host (a recorded backward runs there too)
+    await _await_events(task, _carried(task, grads), device)
+    grads = resolved(grads)
+    hooks = node.hooks
+    if hooks is not None and hooks.awaits:
+        outputs = await task.apply_node_async(node, grads)
+    else:
+        outputs = task.apply_node(node, grads)
+    if task.trace is not None and outputs is not None:
+        _record_node(task, node, device, start)
+    return outputs
 
 
 async def _await_events(task: Any, events: list, device: Any) -> None:

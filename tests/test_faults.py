@@ -232,6 +232,18 @@ async def test_random_cancellations_and_faults_leave_whole_passes_or_none(
     assert counts["cancelled_in_kernel"], f"no pass was cancelled while its kernel ran on a worker: {counts}"
 
 
+async def test_cancellations_and_faults_in_passes_through_other_devices_leave_whole_passes_or_none(
+    stress_graphs, watchdog, assert_sums, num_workers
+):
+    """The same with a third of the nodes on two async_cpu devices, whose kernels run on stream threads: a
+    stopped pass still waits for what it queued there, and its events, before it returns."""
+    graphs = stress_graphs(5, kernel_s=0.0005)
+    graphs.kinds = graphs.KINDS + ("cross",) * 6
+    with num_workers(2):
+        counts = await faulty_stress(graphs, 200, np.random.default_rng(5), watchdog, assert_sums)
+    assert counts["completed"] and counts["cancelled"] and counts["failed"], counts
+
+
 class Sleepy(ag.autograd.Function):
     """Identity whose async backward sleeps `seconds`, as one awaiting I/O does."""
 
