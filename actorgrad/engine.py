@@ -48,25 +48,20 @@ def _sequence(value: Any, what: str, kinds: str) -> tuple:
         raise TypeError(f"{what} must be {kinds} or a sequence of them, got {type(value).__name__}") from None
 
 
-def _as_tuple(value: Any, what: str) -> tuple:
-    if isinstance(value, Tensor):
+def _as_tuple(value: Any, what: str, kinds: type | tuple = Tensor, named: str = "a Tensor") -> tuple:
+    """`value` (one of `kinds`, or a sequence of them) as a tuple, each checked, naming the argument."""
+    if isinstance(value, kinds):
         return (value,)
-    values = _sequence(value, what, "a Tensor")
+    values = _sequence(value, what, named)
     for i, v in enumerate(values):
-        if not isinstance(v, Tensor):
-            raise TypeError(f"{what}[{i}] must be a Tensor, got {type(v).__name__}")
+        if not isinstance(v, kinds):
+            raise TypeError(f"{what}[{i}] must be {named}, got {type(v).__name__}")
     return values
 
 
 def _as_inputs(value: Any, what: str) -> tuple:
     """The tensors (or gradient edges) whose gradients a call asks for."""
-    if isinstance(value, Tensor | GradientEdge):
-        return (value,)
-    values = _sequence(value, what, "a Tensor or a GradientEdge")
-    for i, v in enumerate(values):
-        if not isinstance(v, Tensor | GradientEdge):
-            raise TypeError(f"{what}[{i}] must be a Tensor or a GradientEdge, got {type(v).__name__}")
-    return values
+    return _as_tuple(value, what, (Tensor, GradientEdge), "a Tensor or a GradientEdge")
 
 
 def _seed_grads(outputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
@@ -159,9 +154,10 @@ async def grad(
 ) -> tuple[Tensor | None, ...]:
     """d(outputs)/d(inputs), returned as a tuple; `.grad` of every tensor is left alone. An input may be a
     GradientEdge (`actorgrad.autograd.graph.get_gradient_edge`): the gradient flowing into that edge."""
-    task = _grad_task(outputs, inputs, grad_outputs, retain_graph, create_graph)
+    ins = _as_inputs(inputs, "inputs")
+    task = _grad_task(outputs, ins, grad_outputs, retain_graph, create_graph)
     await _run(task)
-    return _placed(_captured_grads(task, create_graph, allow_unused), inputs)
+    return _placed(_captured_grads(task, create_graph, allow_unused), ins)
 
 
 def _backward_task(tensors: Any, grad_tensors: Any, retain_graph: Any, create_graph: bool, inputs: Any) -> GraphTask:
@@ -179,9 +175,8 @@ def _backward_task(tensors: Any, grad_tensors: Any, retain_graph: Any, create_gr
     return _graph_task(root, retain_graph, create_graph, targets, accumulate=True)
 
 
-def _grad_task(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: Any, create_graph: bool) -> GraphTask:
+def _grad_task(outputs: Any, ins: tuple, grad_outputs: Any, retain_graph: Any, create_graph: bool) -> GraphTask:
     outs = _as_tuple(outputs, "outputs")
-    ins = _as_inputs(inputs, "inputs")
     if not ins:
         raise RuntimeError("grad requires non-empty inputs.")
     root = _root(outs, _seed_grads(outs, grad_outputs, create_graph))
@@ -206,9 +201,9 @@ def _captured_grads(task: GraphTask, create_graph: bool, allow_unused: bool) -> 
     return tuple(results)
 
 
-def _placed(grads: tuple, inputs: Any) -> tuple:
+def _placed(grads: tuple, inputs: tuple) -> tuple:
     """Each returned gradient on its input's device (a gradient edge's: the device of its node)."""
-    for g, t in zip(grads, _as_inputs(inputs, "inputs")):
+    for g, t in zip(grads, inputs):
         if g is not None and g._grad_fn is None:
             g._device = t._device if isinstance(t, Tensor) else t.node.input_metadata[t.output_nr].device
     return grads
@@ -294,17 +289,18 @@ def _commit_or_stage(task: GraphTask, create_graph: bool) -> bool:
     return False
 
 
+def _commit_sync(task: GraphTask, create_graph: bool) -> None:
+    """`_commit_or_stage`, then the post-accumulate hooks when this pass committed (a sync call's)."""
+    if _commit_or_stage(task, create_graph) and has_post_accumulate_hooks(task.staged):
+        run_post_accumulate_hooks(task.staged)
+
+
 def _commit(staged: dict, create_graph: bool) -> None:
     """Add every staged gradient into its tensor's `.grad`, all in one step."""
     if not staged:
         return
-    # `_grad` directly: staged gradients have their tensor's shape and dtype, the checks of `.grad =` are done.
-    for tensor, grad in staged.items():
-        held = tensor._grad
-        if held is not None and held.shape != tensor.shape:
-            raise RuntimeError(
-                f"can't accumulate a gradient of shape {tuple(grad.shape)} into .grad of shape {held.shape}"
-            )
+    # `_grad` directly: staged gradients have their tensor's shape and dtype, and `.grad =` refuses any other
+    # shape, so a held gradient always matches too.
     with _commit_lock:
         if create_graph:
             # A first gradient is cloned, as PyTorch does under grad mode: the staged Tensor may be the caller's
@@ -367,8 +363,7 @@ def backward_sync(
     _refuse_inside_trio("backward", "actorgrad.backward")
     task = _backward_task(tensors, grad_tensors, retain_graph, create_graph, inputs)
     _run_sync(task)
-    if _commit_or_stage(task, create_graph) and has_post_accumulate_hooks(task.staged):
-        run_post_accumulate_hooks(task.staged)
+    _commit_sync(task, create_graph)
 
 
 def backward_collecting(tensors: TensorOrTensors, grad_tensors: Sequence[Tensor], collect: Sequence[Tensor]) -> list:
@@ -377,8 +372,7 @@ def backward_collecting(tensors: TensorOrTensors, grad_tensors: Sequence[Tensor]
     task = _backward_task(tensors, grad_tensors, None, False, None)
     _run_sync(task)
     collected = [task.staged.pop(t, None) for t in collect]
-    if _commit_or_stage(task, False) and has_post_accumulate_hooks(task.staged):
-        run_post_accumulate_hooks(task.staged)
+    _commit_sync(task, False)
     return collected
 
 
@@ -393,9 +387,10 @@ def grad_sync(
 ) -> tuple[Tensor | None, ...]:
     """`actorgrad.autograd.grad`: the sync form of `await actorgrad.grad(...)`."""
     _refuse_inside_trio("grad", "actorgrad.grad")
-    task = _grad_task(outputs, inputs, grad_outputs, retain_graph, create_graph)
+    ins = _as_inputs(inputs, "inputs")
+    task = _grad_task(outputs, ins, grad_outputs, retain_graph, create_graph)
     _run_sync(task)
-    return _placed(_captured_grads(task, create_graph, allow_unused), inputs)
+    return _placed(_captured_grads(task, create_graph, allow_unused), ins)
 
 
 def tensor_backward(

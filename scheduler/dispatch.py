@@ -141,9 +141,8 @@ async def _run_ready(task: GraphTask, device: Any, state: DeviceState) -> None:
             del entry
             if owner is task:
                 await run_streamed(owner, node, grads, device)
-            else:  # another pass's node may await its events: in a task of its own pass, as for awaiting hooks
-                owner.run_async(node, functools.partial(streamed_outputs, owner, node, grads, device))
-                owner.finish_node(node, ())
+            else:  # another pass's node may await its events
+                _start_in_own_task(owner, node, functools.partial(streamed_outputs, owner, node, grads, device))
             del grads
         else:
             if node.cost >= heavy and _may_use_worker(owner, node, device) and queue.can_overlap(workers):
@@ -262,9 +261,7 @@ def _may_use_worker(owner: GraphTask, node: Any, device: Any) -> bool:
 
 
 def _start_awaiting(owner: GraphTask, node: Any, grads: list, device: Any) -> None:
-    """Start a node whose hooks await as a task of its own pass (as an async backward runs), not in this
-    dispatcher: the dispatcher may be another pass's, whose cancellation would drop the node and leave its pass
-    waiting forever; and the other ready actors need not wait for the hooks."""
+    """Start a node whose hooks await (the other ready actors need not wait for them)."""
 
     async def run() -> Any:
         start = perf_counter_ns()
@@ -273,6 +270,13 @@ def _start_awaiting(owner: GraphTask, node: Any, grads: list, device: Any) -> No
             _trace(owner, node, device, 0, start, perf_counter_ns())
         return outputs
 
+    _start_in_own_task(owner, node, run)
+
+
+def _start_in_own_task(owner: GraphTask, node: Any, run: Any) -> None:
+    """Run a node that awaits as a task of its own pass (as an async backward runs), not in this dispatcher:
+    the dispatcher may be another pass's, whose cancellation would drop the node mid-await and leave its pass
+    waiting forever. `run()` returns the node's outputs."""
     owner.run_async(node, run)
     owner.finish_node(node, ())
 
