@@ -208,6 +208,18 @@ def watchdog():
     return guard
 
 
+@pytest.fixture
+def random_leaves():
+    """`random_leaves(seed, *shapes, device=None)`: float64 leaves of standard normal values, one per shape."""
+
+    def make(seed, *shapes, device=None):
+        rng = np.random.default_rng(seed)
+        return [ag.tensor(rng.standard_normal(s), dtype=ag.float64, device=device, requires_grad=True)
+                for s in shapes]
+
+    return make
+
+
 def grad_value(t) -> np.ndarray:
     """A gradient's values (a recorded one's too), or zeros for None."""
     return np.asarray(t.detach().numpy())

@@ -15,11 +15,6 @@ from actorgrad.scheduler.streams import waits_disabled
 A0, A1 = "async_cpu:0", "async_cpu:1"
 
 
-def leaves(seed, *shapes, device=None):
-    rng = np.random.default_rng(seed)
-    return [ag.tensor(rng.standard_normal(s), dtype=ag.float64, device=device, requires_grad=True) for s in shapes]
-
-
 def chain_crossing_in_the_middle(x, w, d):
     h = (x @ w).tanh()  # cpu
     h = (h.to(d) * 2.0).sigmoid() + 1  # the middle of the chain on d
@@ -43,8 +38,8 @@ def gradients(loss, inputs):
 
 
 @pytest.mark.parametrize("d", [A0, "cpu"])
-def test_a_crossing_in_the_middle_of_a_chain_matches_the_cpu(d):
-    x, w = leaves(0, (3, 4), (4, 4))
+def test_a_crossing_in_the_middle_of_a_chain_matches_the_cpu(d, random_leaves):
+    x, w = random_leaves(0, (3, 4), (4, 4))
     loss = chain_crossing_in_the_middle(x, w, d)
     expected_loss = chain_crossing_in_the_middle(x, w, "cpu")
     assert loss.item() == pytest.approx(expected_loss.item(), rel=1e-12)
@@ -53,8 +48,8 @@ def test_a_crossing_in_the_middle_of_a_chain_matches_the_cpu(d):
     np.testing.assert_allclose(w.grad.numpy(), gradients(expected_loss, [w])[0], rtol=1e-12)
 
 
-def test_branches_on_two_devices_match_the_cpu():
-    x, w = leaves(1, (5, 3), (3, 2))
+def test_branches_on_two_devices_match_the_cpu(random_leaves):
+    x, w = random_leaves(1, (5, 3), (3, 2))
     loss = branches_on_two_devices(x, w, A0, A1)
     expected = branches_on_two_devices(x, w, "cpu", "cpu")
     assert loss.item() == pytest.approx(expected.item(), rel=1e-12)
@@ -63,8 +58,8 @@ def test_branches_on_two_devices_match_the_cpu():
         np.testing.assert_allclose(leaf.grad.numpy(), g, rtol=1e-12)
 
 
-def test_gradients_cross_in_both_directions_to_a_leaf_on_the_device():
-    x, w = leaves(2, (4, 3), (3, 5))
+def test_gradients_cross_in_both_directions_to_a_leaf_on_the_device(random_leaves):
+    x, w = random_leaves(2, (4, 3), (3, 5))
     loss, wd = leaf_on_the_device(x, w, A0)
     expected, w_cpu = leaf_on_the_device(x, w, "cpu")
     loss.backward()
@@ -74,8 +69,8 @@ def test_gradients_cross_in_both_directions_to_a_leaf_on_the_device():
     np.testing.assert_allclose(wd.grad.numpy(), gw, rtol=1e-12)
 
 
-async def test_grad_returns_gradients_on_their_inputs_devices():
-    (x,) = leaves(3, (6,), device=A0)
+async def test_grad_returns_gradients_on_their_inputs_devices(random_leaves):
+    (x,) = random_leaves(3, (6,), device=A0)
     y = x.to("cpu").sin().to(A1).exp().to(A0)
     (g,) = await ag.grad(y.sum(), x)
     assert g.device is ag.device(A0)
@@ -83,8 +78,8 @@ async def test_grad_returns_gradients_on_their_inputs_devices():
     np.testing.assert_allclose(g.numpy(), np.exp(np.sin(xs)) * np.cos(xs), rtol=1e-12)
 
 
-async def test_the_device_nodes_run_on_their_devices_and_accumulate_across_passes():
-    (x,) = leaves(4, (3,))
+async def test_the_device_nodes_run_on_their_devices_and_accumulate_across_passes(random_leaves):
+    (x,) = random_leaves(4, (3,))
     for _ in range(2):
         await ag.backward((x.to(A0) * 2.0).sum())
     np.testing.assert_array_equal(x.grad.numpy(), [4.0, 4.0, 4.0])
@@ -102,8 +97,8 @@ def intervals(prof, device):
     return [(e.start_ns, e.end_ns) for e in prof.events if e.device == device]
 
 
-async def test_branches_on_two_devices_overlap(slow_streams):
-    x, w = leaves(5, (4, 3), (3, 3))
+async def test_branches_on_two_devices_overlap(slow_streams, random_leaves):
+    x, w = random_leaves(5, (4, 3), (3, 3))
     loss = branches_on_two_devices(x, w, A0, A1)
     with ag.profile() as prof:
         await ag.backward(loss)
@@ -115,8 +110,8 @@ async def test_branches_on_two_devices_overlap(slow_streams):
     assert span < 0.8 * busy  # most of the work ran side by side
 
 
-async def test_the_host_waits_for_a_gradient_from_a_stream(slow_streams):
-    (x0,) = leaves(6, (3,))
+async def test_the_host_waits_for_a_gradient_from_a_stream(slow_streams, random_leaves):
+    (x0,) = random_leaves(6, (3,))
     x = x0 * 2.0  # a cpu node that computes with the gradient the device sends
     loss = ((x.to(A0) * 3.0).to("cpu")).sum()
     with ag.profile() as prof:
@@ -125,8 +120,8 @@ async def test_the_host_waits_for_a_gradient_from_a_stream(slow_streams):
     assert any(w.device == "cpu" and w.what == "event of async_cpu:0" for w in prof.waits)
 
 
-async def test_without_the_wait_the_host_reads_an_unwritten_gradient(slow_streams):
-    (x0,) = leaves(6, (3,))
+async def test_without_the_wait_the_host_reads_an_unwritten_gradient(slow_streams, random_leaves):
+    (x0,) = random_leaves(6, (3,))
     x = x0 * 2.0
     loss = ((x.to(A0) * 3.0).to("cpu")).sum()
     with waits_disabled():
@@ -134,8 +129,8 @@ async def test_without_the_wait_the_host_reads_an_unwritten_gradient(slow_stream
     assert not np.allclose(x0.grad.numpy(), 6.0)  # read before the stream wrote it: still the zeros allocated
 
 
-async def test_without_the_wait_another_stream_reads_an_unwritten_gradient(slow_streams):
-    (x0,) = leaves(7, (3,))
+async def test_without_the_wait_another_stream_reads_an_unwritten_gradient(slow_streams, random_leaves):
+    (x0,) = random_leaves(7, (3,))
     loss = ((x0.to(A1) * 2.0).to(A0) * 3.0).sum()  # async_cpu:0 -> async_cpu:1 is a device-side wait
     with waits_disabled():
         await ag.backward(loss)
@@ -147,8 +142,8 @@ async def test_without_the_wait_another_stream_reads_an_unwritten_gradient(slow_
     assert any(w.device == A1 for w in prof.waits)  # the stream of async_cpu:1 waited, not the host
 
 
-async def test_the_trace_shows_waits_and_cross_device_arrows(slow_streams, tmp_path):
-    x, w = leaves(8, (4, 3), (3, 3))
+async def test_the_trace_shows_waits_and_cross_device_arrows(slow_streams, tmp_path, random_leaves):
+    x, w = random_leaves(8, (4, 3), (3, 3))
     with ag.profile() as prof:
         await ag.backward(branches_on_two_devices(x, w, A0, A1))
     path = tmp_path / "trace.json"
@@ -159,8 +154,8 @@ async def test_the_trace_shows_waits_and_cross_device_arrows(slow_streams, tmp_p
     assert chrome_trace(prof)["traceEvents"] == events
 
 
-async def test_an_error_in_a_kernel_reaches_the_caller():
-    (x,) = leaves(9, (3,))
+async def test_an_error_in_a_kernel_reaches_the_caller(random_leaves):
+    (x,) = random_leaves(9, (3,))
     y = x.to(A0) * 2.0
 
     def broken(g):
@@ -172,8 +167,8 @@ async def test_an_error_in_a_kernel_reaches_the_caller():
     assert x.grad is None
 
 
-def test_a_sync_backward_through_a_device_runs_its_own_trio_loop():
-    x, w = leaves(10, (2, 3), (3, 3))
+def test_a_sync_backward_through_a_device_runs_its_own_trio_loop(random_leaves):
+    x, w = random_leaves(10, (2, 3), (3, 3))
     loss = chain_crossing_in_the_middle(x, w, A1)
     expected = gradients(chain_crossing_in_the_middle(x, w, "cpu"), [x, w])
     loss.backward()
@@ -181,14 +176,14 @@ def test_a_sync_backward_through_a_device_runs_its_own_trio_loop():
     np.testing.assert_allclose(w.grad.numpy(), expected[1], rtol=1e-12)
 
 
-async def test_concurrent_passes_through_devices_match_sequential(concurrent_matches_sequential):
-    (x,) = leaves(11, (4,))
+async def test_concurrent_passes_through_devices_match_sequential(concurrent_matches_sequential, random_leaves):
+    (x,) = random_leaves(11, (4,))
     losses = [((x.to(A0) * float(k)).to("cpu").sin() * x).sum() for k in range(1, 5)]
     await concurrent_matches_sequential(losses, x)
 
 
-def test_create_graph_through_a_device_gives_second_derivatives():
-    (x,) = leaves(12, (3,))
+def test_create_graph_through_a_device_gives_second_derivatives(random_leaves):
+    (x,) = random_leaves(12, (3,))
     y = (x.to(A0) ** 3).sum()
     (g,) = ag.autograd.grad(y, x, create_graph=True)
     assert g.device is ag.device("cpu")
@@ -196,8 +191,8 @@ def test_create_graph_through_a_device_gives_second_derivatives():
     np.testing.assert_allclose(gg.numpy(), 6 * x.detach().numpy(), rtol=1e-12)
 
 
-async def test_kernels_run_off_the_event_loop(slow_streams):
-    (x,) = leaves(13, (3,))
+async def test_kernels_run_off_the_event_loop(slow_streams, random_leaves):
+    (x,) = random_leaves(13, (3,))
     ticks = 0
     done = False
 
@@ -214,10 +209,10 @@ async def test_kernels_run_off_the_event_loop(slow_streams):
     assert ticks >= 5
 
 
-async def test_nodes_queue_on_the_stream_their_forward_ran_on():
+async def test_nodes_queue_on_the_stream_their_forward_ran_on(random_leaves):
     dev = ag.device(A0)
     slow, fast = dev.new_stream(delay_s=0.03), dev.new_stream()
-    (x0,) = leaves(14, (3,))
+    (x0,) = random_leaves(14, (3,))
     x = x0.to(A0)
     with ag.stream(slow):
         y = x * 2.0
@@ -234,8 +229,8 @@ async def test_nodes_queue_on_the_stream_their_forward_ran_on():
     assert any(w.device == A0 for w in prof.waits)  # a device-side wait between two streams of one device
 
 
-def test_the_device_copy_passes_gradcheck_and_gradgradcheck():
-    (x,) = leaves(15, (2, 3))
+def test_the_device_copy_passes_gradcheck_and_gradgradcheck(random_leaves):
+    (x,) = random_leaves(15, (2, 3))
 
     def f(t):
         return ((t.to(A0) ** 2).to(A1).sin() * t.to(A1)).to("cpu")
@@ -244,9 +239,9 @@ def test_the_device_copy_passes_gradcheck_and_gradgradcheck():
     assert ag.autograd.gradgradcheck(f, (x,), eps=1e-6, atol=1e-7, rtol=1e-5)
 
 
-async def test_a_recorded_backward_on_a_device_keeps_saved_outputs_on_it():
+async def test_a_recorded_backward_on_a_device_keeps_saved_outputs_on_it(random_leaves):
     """create_graph through a node on async_cpu: its saved output comes back as a tensor on that device."""
-    (x,) = leaves(10, (3,))
+    (x,) = random_leaves(10, (3,))
     (g,) = await ag.grad(x.to(A0).tanh().sum(), x, create_graph=True)
     (h,) = await ag.grad(g.sum(), x)
     t = np.tanh(x.detach().numpy())

@@ -12,11 +12,6 @@ if not cupy.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
 
-def leaves(seed, *shapes, device=None):
-    rng = np.random.default_rng(seed)
-    return [ag.tensor(rng.standard_normal(s), dtype=ag.float64, device=device, requires_grad=True) for s in shapes]
-
-
 def test_tensors_on_cuda_hold_cupy_arrays():
     x = ag.ones(2, 3, device="cuda")
     assert x.device is ag.device("cuda:0") and x.is_cuda
@@ -32,8 +27,8 @@ def test_mixed_devices_raise_pytorchs_error():
         ag.ones(3, device="cuda") + ag.ones(3)
 
 
-def test_an_mlp_on_cuda_matches_the_cpu():
-    x, w1, w2 = leaves(0, (16, 8), (8, 32), (32, 4))
+def test_an_mlp_on_cuda_matches_the_cpu(random_leaves):
+    x, w1, w2 = random_leaves(0, (16, 8), (8, 32), (32, 4))
 
     def loss(x, w1, w2):
         return ((x @ w1).relu() @ w2).tanh().sum()
@@ -49,8 +44,8 @@ def test_an_mlp_on_cuda_matches_the_cpu():
         np.testing.assert_allclose(t.grad.cpu().numpy(), g.numpy(), rtol=1e-10)
 
 
-def test_gradients_cross_between_cpu_and_cuda_both_ways():
-    x, w = leaves(1, (4, 3), (3, 3))
+def test_gradients_cross_between_cpu_and_cuda_both_ways(random_leaves):
+    x, w = random_leaves(1, (4, 3), (3, 3))
 
     def loss(d):
         h = (x.to(d) @ w.to(d)).sin()
@@ -62,8 +57,8 @@ def test_gradients_cross_between_cpu_and_cuda_both_ways():
         np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-10)
 
 
-async def test_two_streams_on_cuda_give_the_same_gradients():
-    x, w = leaves(2, (64, 64), (64, 64))
+async def test_two_streams_on_cuda_give_the_same_gradients(random_leaves):
+    x, w = random_leaves(2, (64, 64), (64, 64))
     xd, wd = x.detach().cuda().requires_grad_(), w.detach().cuda().requires_grad_()
     dev = ag.device("cuda:0")
     s1 = dev.new_stream()

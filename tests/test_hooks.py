@@ -345,10 +345,8 @@ async def test_an_async_multi_grad_hook_is_awaited():
     assert len(calls) == 1 and all(g is not None for g in calls[0])
 
 
-async def test_a_heavy_node_whose_hooks_await_stays_on_the_event_loop():
-    before = ag.get_num_workers()
-    ag.set_num_workers(2)
-    try:
+async def test_a_heavy_node_whose_hooks_await_stays_on_the_event_loop(num_workers):
+    with num_workers(2):
         heavy = Rule("HeavyBackward0", ((), lambda ops, g: g), cost=lambda data, params: 1e12)
         x = leaf()
         awaiting, plain = (record(heavy, (x * c)._data, (x * c,)) for c in (1.0, 2.0))
@@ -359,8 +357,6 @@ async def test_a_heavy_node_whose_hooks_await_stays_on_the_event_loop():
         (event,) = [e for e in prof.events if e.sequence_nr == awaiting.grad_fn.sequence_nr]
         assert event.worker == 0
         np.testing.assert_array_equal(grad_of(x), [6, 6, 6])
-    finally:
-        ag.set_num_workers(before)
 
 
 # -- a hook that raises -----------------------------------------------------------------------------------------

@@ -269,34 +269,19 @@ def test_double_backward_through_a_freed_create_graph_graph():
     np.testing.assert_allclose(x.grad.numpy(), 6 * x.detach().numpy())
 
 
-class WrongCount(ag.autograd.Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        return a * b
+def answered_by(answer):
+    """x * w through a Function whose backward returns `answer(g)`."""
 
-    @staticmethod
-    def backward(ctx, g):
-        return g
+    class Product(ag.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * b
 
+        @staticmethod
+        def backward(ctx, g):
+            return answer(g)
 
-class WrongShape(ag.autograd.Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        return a * b
-
-    @staticmethod
-    def backward(ctx, g):
-        return g, ag.ones(3, dtype=ag.float64)
-
-
-class ReturnsAString(ag.autograd.Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        return a * b
-
-    @staticmethod
-    def backward(ctx, g):
-        return "x", g
+    return lambda x, w: Product.apply(x, w).sum()
 
 
 def hooked(hook):
@@ -309,13 +294,14 @@ def hooked(hook):
 
 USER_CODE_MISTAKES = {  # user code in the backward pass that answers wrongly
     "Function: too few gradients": (
-        lambda x, w: WrongCount.apply(x, w).sum(), RuntimeError, r"incorrect number of gradients \(expected 2, got 1\)",
+        answered_by(lambda g: g), RuntimeError, r"incorrect number of gradients \(expected 2, got 1\)",
     ),
     "Function: a gradient of the wrong shape": (
-        lambda x, w: WrongShape.apply(x, w).sum(), RuntimeError, r"invalid gradient at index 1 - got \[3\]",
+        answered_by(lambda g: (g, ag.ones(3, dtype=ag.float64))), RuntimeError,
+        r"invalid gradient at index 1 - got \[3\]",
     ),
     "Function: a str as gradient": (
-        lambda x, w: ReturnsAString.apply(x, w).sum(), RuntimeError, "type str at index 0",
+        answered_by(lambda g: ("x", g)), RuntimeError, "type str at index 0",
     ),
     "hook: a gradient of the wrong shape": (
         hooked(lambda g: ag.ones(3, dtype=ag.float64)), RuntimeError, "changed the size",

@@ -40,8 +40,7 @@ def test_summing_leaves_every_message_unchanged():
     assert all(total is not m for m in messages)
 
 
-def wide_fan_in_grads(workers):
-    ag.set_num_workers(workers)
+def wide_fan_in_grads():
     rng = np.random.default_rng(1)
     x = ag.tensor(rng.normal(size=(192, 192)), requires_grad=True)
     total = None
@@ -54,10 +53,9 @@ def wide_fan_in_grads(workers):
 
 
 @pytest.mark.parametrize("repeat", range(3))
-def test_gradients_are_bitwise_identical_for_one_and_two_workers(repeat):
-    before = ag.get_num_workers()
-    try:
-        one, two = wide_fan_in_grads(1), wide_fan_in_grads(2)
-    finally:
-        ag.set_num_workers(before)
+def test_gradients_are_bitwise_identical_for_one_and_two_workers(repeat, num_workers):
+    with num_workers(1):
+        one = wide_fan_in_grads()
+    with num_workers(2):
+        two = wide_fan_in_grads()
     assert np.array_equal(one, two)

@@ -60,17 +60,14 @@ def leaves_from(seed):
     return [rng.uniform(-1, 1, size=3) for _ in range(3)]
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # num_workers: stateless
 @given(program=program, seed=st.integers(0, 2**16), workers=st.sampled_from([1, 2]))
-def test_backward_matches_finite_differences(program, seed, workers):
+def test_backward_matches_finite_differences(program, seed, workers, num_workers):
     arrays = leaves_from(seed)
-    before = ag.get_num_workers()
-    ag.set_num_workers(workers)
-    try:
+    with num_workers(workers):
         leaves = [ag.tensor(a, requires_grad=True) for a in arrays]
         evaluate(program, leaves).backward()
-    finally:
-        ag.set_num_workers(before)
     for leaf, expected in zip(leaves, finite_differences(program, arrays)):
         got = np.zeros(3) if leaf.grad is None else leaf.grad.numpy()
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)

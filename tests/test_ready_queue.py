@@ -9,11 +9,9 @@ from actorgrad.scheduler import reentrant_depth
 
 
 @pytest.fixture
-def one_worker():
-    before = ag.get_num_workers()
-    ag.set_num_workers(1)
-    yield
-    ag.set_num_workers(before)
+def one_worker(num_workers):
+    with num_workers(1):
+        yield
 
 
 def order(events, *names):

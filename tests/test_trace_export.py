@@ -15,11 +15,9 @@ from actorgrad.scheduler.trace import TraceLog, WaitEvent
 
 
 @pytest.fixture
-def two_workers():
-    before = ag.get_num_workers()
-    ag.set_num_workers(2)
-    yield
-    ag.set_num_workers(before)
+def two_workers(num_workers):
+    with num_workers(2):
+        yield
 
 
 def heavy_branches(n):

@@ -88,9 +88,8 @@ async def test_backward_with_create_graph_leaves_a_differentiable_grad():
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-async def test_mlp_gradient_matches_hand_written_numpy(workers):
-    ag.set_num_workers(workers)
-    try:
+async def test_mlp_gradient_matches_hand_written_numpy(workers, num_workers):
+    with num_workers(workers):
         rng = np.random.default_rng(0)
         xs, w1, w2 = rng.normal(size=(4, 5)), rng.normal(size=(5, 6)), rng.normal(size=(6, 3))
         onehot = np.eye(3)[[0, 2, 1, 0]]
@@ -104,8 +103,6 @@ async def test_mlp_gradient_matches_hand_written_numpy(workers):
         dlogits = (p - onehot) / 4
         np.testing.assert_allclose(b.grad.numpy(), h.T @ dlogits, rtol=1e-10)
         np.testing.assert_allclose(a.grad.numpy(), xs.T @ ((dlogits @ w2.T) * (h > 0)), rtol=1e-10)
-    finally:
-        ag.set_num_workers(2)
 
 
 async def test_leaves_given_one_shared_gradient_array_get_independent_grads():
