@@ -23,11 +23,7 @@ async def _run(algorithm: steps.Steps) -> Any:
     try:
         request = algorithm.send(None)
         while True:
-            grads = await grad(
-                request.outputs, request.inputs, request.grad_outputs,
-                retain_graph=request.retain_graph, create_graph=request.create_graph, allow_unused=True,
-            )
-            request = algorithm.send(grads)
+            request = algorithm.send(await request.answer(grad))
     except StopIteration as done:
         return done.value
     finally:

@@ -32,6 +32,11 @@ class GradRequest(NamedTuple):
     create_graph: bool
     retain_graph: bool | None
 
+    def answer(self, grad_fn: Callable) -> Any:
+        """`grad_fn` (the sync `grad_sync` or the awaitable `grad`) called for this pass."""
+        return grad_fn(self.outputs, self.inputs, self.grad_outputs, retain_graph=self.retain_graph,
+                       create_graph=self.create_graph, allow_unused=True)
+
 
 Steps = Generator[GradRequest, tuple, Any]
 
@@ -41,10 +46,7 @@ def run_steps(steps: Steps) -> Any:
     try:
         request = steps.send(None)
         while True:
-            request = steps.send(grad_sync(
-                request.outputs, request.inputs, request.grad_outputs,
-                retain_graph=request.retain_graph, create_graph=request.create_graph, allow_unused=True,
-            ))
+            request = steps.send(request.answer(grad_sync))
     except StopIteration as done:
         return done.value
     finally:

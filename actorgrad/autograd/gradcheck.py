@@ -30,6 +30,11 @@ def _differentiable_outputs(outputs: tuple) -> list[tuple[int, Tensor]]:
     return [(j, o) for j, o in enumerate(outputs) if isinstance(o, Tensor) and o.dtype.kind in "fc"]
 
 
+def _outputs_requiring_grad(func: Callable, args: tuple) -> list[Tensor]:
+    """The floating outputs of `func(*args)` that a backward can start from."""
+    return [o for _, o in _differentiable_outputs(_as_tuple(func(*args))) if o.requires_grad]
+
+
 def _numerical_jacobians(func: Callable, inputs: tuple, wrt: list[int], eps: float) -> dict:
     """(output j, input i) -> d out_j / d in_i as an (out_j.size, in_i.size) matrix, by central differences.
     `func` runs with grad mode on and the inputs requiring grad as given, as it may take gradients itself."""
@@ -156,7 +161,7 @@ def gradgradcheck(
     `create_graph=True`) with respect to the inputs and to random output gradients drawn with `seed`."""
     inputs = _as_tuple(inputs)
     wrt = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
-    outputs = [o for _, o in _differentiable_outputs(_as_tuple(func(*inputs))) if o.requires_grad]
+    outputs = _outputs_requiring_grad(func, inputs)
     if grad_outputs is None:
         rng = np.random.default_rng(seed)
         grad_outputs = tuple(
@@ -166,7 +171,7 @@ def gradgradcheck(
     n = len(inputs)
 
     def first_gradients(*args: Any) -> tuple:
-        outs = [o for _, o in _differentiable_outputs(_as_tuple(func(*args[:n]))) if o.requires_grad]
+        outs = _outputs_requiring_grad(func, args[:n])
         if not outs:
             return ()
         grads = grad_sync(outs, [args[i] for i in wrt], list(args[n:]), create_graph=True, allow_unused=True)

@@ -12,13 +12,64 @@ import actorgrad.nn.functional as agF
 from actorgrad.bench.peers import anp, hips, torch
 from actorgrad.bench.timing import CORES, Workload, check, timed, timed_trio
 
-# --- W3: MLP 784-512-512-10, float32, batch 128, forward + backward ----------------------------------------
 # A sample times a training loop of STEPS steps, as training runs; one step alone after a gc.collect() and a fresh
 # trio.run measured mostly cold caches and page faults (actorgrad's first backward in a trio run took 2.6 ms here,
 # its second 1.7 ms).
 STEPS = 10
 
 
+def per_step(step: Callable[[], Any]) -> Callable[[], float]:
+    """An engine timing STEPS calls of `step`, in seconds per call."""
+    def steps() -> None:
+        for _ in range(STEPS):
+            step()
+
+    return lambda: timed(steps) / STEPS
+
+
+def ag_training(loss: Callable[..., ag.Tensor], params: list, *inputs: np.ndarray) -> Callable[[], float]:
+    """An engine timing STEPS actorgrad steps (clear the gradients, `await ag.backward(loss(leaves, *inputs))`)."""
+    def run() -> float:
+        leaves, tensors = [ag.tensor(p, requires_grad=True) for p in params], [ag.tensor(v) for v in inputs]
+
+        async def steps() -> None:
+            for _ in range(STEPS):
+                for leaf in leaves:
+                    leaf.grad = None
+                await ag.backward(loss(leaves, *tensors))
+
+        return timed_trio(steps) / STEPS
+
+    return run
+
+
+def torch_training(loss: Callable[..., Any], params: list, *inputs: np.ndarray) -> Callable[[], float]:
+    """An engine timing STEPS torch steps (clear the gradients, `loss(leaves, *inputs).backward()`)."""
+    def run() -> float:
+        torch.set_num_threads(CORES)
+        leaves, tensors = [torch.tensor(p, requires_grad=True) for p in params], [torch.from_numpy(v) for v in inputs]
+
+        def steps() -> None:
+            for _ in range(STEPS):
+                for leaf in leaves:
+                    leaf.grad = None
+                loss(leaves, *tensors).backward()
+
+        return timed(steps) / STEPS
+
+    return run
+
+
+def grad_error(what: str, loss: Callable[..., ag.Tensor], params: list, refs: list, *inputs: np.ndarray,
+               tol: float = 1e-6) -> float:
+    """The largest `check` error of actorgrad's gradients of `loss(leaves, *inputs)` against `refs`."""
+    leaves = [ag.tensor(p, requires_grad=True) for p in params]
+    loss(leaves, *[ag.tensor(v) for v in inputs]).backward()
+    return max(check(f"{what} grad param {i}", leaf.grad.numpy(), ref, tol=tol)
+               for i, (leaf, ref) in enumerate(zip(leaves, refs)))
+
+
+# --- W3: MLP 784-512-512-10, float32, batch 128, forward + backward ----------------------------------------
 def w3(batch: int = 128) -> Workload:
     rng = np.random.default_rng(3)
     f32 = np.float32
@@ -51,49 +102,19 @@ def w3(batch: int = 128) -> Workload:
         ga1 = (ga2 @ W2.T) * (a1 > 0)
         return [X.T @ ga1, ga1.sum(0), a1.T @ ga2, ga2.sum(0), a2.T @ gz, gz.sum(0)]
 
-    def ag_run() -> float:
-        leaves, x, y = [ag.tensor(p, requires_grad=True) for p in params], ag.tensor(X), ag.tensor(Y)
-
-        async def steps() -> None:
-            for _ in range(STEPS):
-                for leaf in leaves:
-                    leaf.grad = None
-                await ag.backward(ag_loss(leaves, x, y))
-
-        return timed_trio(steps) / STEPS
-
-    def torch_run() -> float:
-        torch.set_num_threads(CORES)
-        leaves = [torch.tensor(p, requires_grad=True) for p in params]
-        x, y = torch.from_numpy(X), torch.from_numpy(Y)
-
-        def steps() -> None:
-            for _ in range(STEPS):
-                for leaf in leaves:
-                    leaf.grad = None
-                mlp(x, y, leaves, torch.relu, lambda v: torch.log_softmax(v, 1)).backward()
-
-        return timed(steps) / STEPS
-
     def hips_loss(p: list) -> Any:
         z = anp.maximum(anp.maximum(X @ p[0] + p[1], 0) @ p[2] + p[3], 0) @ p[4] + p[5]
         shifted = z - anp.max(z, 1, keepdims=True)
         return -anp.sum((shifted - anp.log(anp.sum(anp.exp(shifted), 1, keepdims=True))) * Y) / batch
 
+    def torch_loss(leaves: list, x: Any, y: Any) -> Any:
+        return mlp(x, y, leaves, torch.relu, lambda v: torch.log_softmax(v, 1))
+
     def verify() -> float:
-        leaves = [ag.tensor(p, requires_grad=True) for p in params]
-        ag_loss(leaves, ag.tensor(X), ag.tensor(Y)).backward()
-        return max(check(f"W3 grad param {i}", leaf.grad.numpy(), ref)
-                   for i, (leaf, ref) in enumerate(zip(leaves, floor_grads())))
+        return grad_error("W3", ag_loss, params, floor_grads(), X, Y)
 
-    def per_step(step: Callable[[], Any]) -> Callable[[], float]:
-        def steps() -> None:
-            for _ in range(STEPS):
-                step()
-
-        return lambda: timed(steps) / STEPS
-
-    engines = {"ag": ag_run, "floor": per_step(floor_grads), "torch": torch_run,
+    engines = {"ag": ag_training(ag_loss, params, X, Y), "floor": per_step(floor_grads),
+               "torch": torch_training(torch_loss, params, X, Y),
                "hips": per_step(lambda: hips.grad(hips_loss)(params))}
     return engines, verify
 
@@ -183,42 +204,15 @@ def w5(batch: int = 32) -> Workload:
         _, gW1, gb1 = floor_conv3x3_backward(floor_unpool2(gp1, arg1) * (c1 > 0), cols1, W1, False)
         return [gW1, gb1, gW2, gb2, gz.T @ flat, gz.sum(0)]
 
-    def ag_run() -> float:
-        leaves, x, y = [ag.tensor(p, requires_grad=True) for p in params], ag.tensor(X), ag.tensor(labels)
+    def ag_loss(leaves: list, x: ag.Tensor, y: ag.Tensor) -> ag.Tensor:
+        return cnn(x, y, leaves, agF)
 
-        async def steps() -> None:
-            for _ in range(STEPS):
-                for leaf in leaves:
-                    leaf.grad = None
-                await ag.backward(cnn(x, y, leaves, agF))
-
-        return timed_trio(steps) / STEPS
-
-    def torch_run() -> float:
-        torch.set_num_threads(CORES)
-        leaves = [torch.tensor(p, requires_grad=True) for p in params]
-        x, y = torch.from_numpy(X), torch.from_numpy(labels)
-
-        def steps() -> None:
-            for _ in range(STEPS):
-                for leaf in leaves:
-                    leaf.grad = None
-                cnn(x, y, leaves, torch.nn.functional).backward()
-
-        return timed(steps) / STEPS
+    def torch_loss(leaves: list, x: Any, y: Any) -> Any:
+        return cnn(x, y, leaves, torch.nn.functional)
 
     def verify() -> float:
-        leaves = [ag.tensor(p, requires_grad=True) for p in params]
-        cnn(ag.tensor(X), ag.tensor(labels), leaves, agF).backward()
-        return max(check(f"W5 grad param {i}", leaf.grad.numpy(), ref, tol=1e-4)
-                   for i, (leaf, ref) in enumerate(zip(leaves, floor_grads())))
+        return grad_error("W5", ag_loss, params, floor_grads(), X, labels, tol=1e-4)
 
-    def floor_run() -> float:
-        def steps() -> None:
-            for _ in range(STEPS):
-                floor_grads()
-
-        return timed(steps) / STEPS
-
-    return {"ag": ag_run, "floor": floor_run, "torch": torch_run}, verify
-
+    engines = {"ag": ag_training(ag_loss, params, X, labels), "floor": per_step(floor_grads),
+               "torch": torch_training(torch_loss, params, X, labels)}
+    return engines, verify

@@ -43,7 +43,7 @@ def run_workload(name: str, repeat: int, progress: Progress | None = None,
     engines = {k: fn for k, fn in engines.items() if PEERS.get(k, True) is not None}
     err = verify()
     samples = measure(engines, repeat, progress or Progress(), name)
-    med = {key: statistics.median(values) for key, values in samples.items()}
+    med = _medians(samples, scale=1)
     rows = []
     for key, label, floor_key, torch_key, target in spec["rows"]:
         row: dict[str, Any] = {"workload": name, "engine": label, "unit": spec["unit"], "median": None,
@@ -99,5 +99,6 @@ def scaling_runs(repeat: int, cores: int, progress: Progress | None = None,
     return result
 
 
-def _medians(samples: dict[str, list[float]]) -> dict[str, float]:
-    return {key: statistics.median(values) * 1e3 for key, values in samples.items()}
+def _medians(samples: dict[str, list[float]], scale: float = 1e3) -> dict[str, float]:
+    """Each engine's median sample times `scale` (seconds to ms by default)."""
+    return {key: statistics.median(values) * scale for key, values in samples.items()}
