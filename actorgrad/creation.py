@@ -25,7 +25,7 @@ __all__ = [
 
 
 # -- argument handling -------------------------------------------------------------------------------------------
-def _check_device(op: str, device: Any) -> None:
+def _check_device(device: Any) -> None:
     """Fail before any work on a device name that does not parse."""
     if device is not None:
         as_device(device)
@@ -77,17 +77,17 @@ def _leaf(data: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:
 
 # -- constants ---------------------------------------------------------------------------------------------------
 def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
-    _check_device("zeros", device)
+    _check_device(device)
     return _leaf(np.zeros(_shape("zeros", size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
 
 
 def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
-    _check_device("ones", device)
+    _check_device(device)
     return _leaf(np.ones(_shape("ones", size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
 
 
 def empty(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
-    _check_device("empty", device)
+    _check_device(device)
     return _leaf(np.empty(_shape("empty", size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
 
 
@@ -105,13 +105,13 @@ def _fill_dtype(fill_value: Any) -> np.dtype:
 def full(
     size: Sequence[int], fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
-    _check_device("full", device)
+    _check_device(device)
     resolved = _dtype(dtype, _fill_dtype(fill_value))
     return _leaf(np.full(_shape("full", (size,)), fill_value, resolved), requires_grad, device)
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
-    _check_device("eye", device)
+    _check_device(device)
     m = n if m is None else m
     for name, value in (("n", n), ("m", m)):
         if not _is_int(value):
@@ -126,7 +126,7 @@ def arange(
     start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
     """`arange(end)` or `arange(start, end, step)`: int64 when every bound is an int, else the default float."""
-    _check_device("arange", device)
+    _check_device(device)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -147,7 +147,7 @@ def arange(
 def linspace(
     start: float, end: float, steps: int, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
-    _check_device("linspace", device)
+    _check_device(device)
     if not _is_int(steps):
         raise TypeError(f"linspace(): steps must be an int, got {type(steps).__name__}")
     if steps < 0:
@@ -164,19 +164,19 @@ def _like_dtype(input: Tensor, dtype: Any) -> np.dtype:
 
 
 def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
-    _check_device("zeros_like", device)
+    _check_device(device)
     return _leaf(np.zeros(input.shape, _like_dtype(input, dtype)), requires_grad, device or input.device)
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
-    _check_device("ones_like", device)
+    _check_device(device)
     return _leaf(np.ones(input.shape, _like_dtype(input, dtype)), requires_grad, device or input.device)
 
 
 def full_like(
     input: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
-    _check_device("full_like", device)
+    _check_device(device)
     return _leaf(np.full(input.shape, fill_value, _like_dtype(input, dtype)), requires_grad, device or input.device)
 
 
@@ -192,7 +192,7 @@ def rand(
     *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
     """Uniform samples from [0, 1)."""
-    _check_device("rand", device)
+    _check_device(device)
     rng = numpy_generator(generator)
     return _leaf(_draw(rng.random, _shape("rand", size), _float_dtype("rand", dtype)), requires_grad, device)
 
@@ -201,7 +201,7 @@ def randn(
     *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
     """Samples from the standard normal distribution."""
-    _check_device("randn", device)
+    _check_device(device)
     rng = numpy_generator(generator)
     return _leaf(_draw(rng.standard_normal, _shape("randn", size), _float_dtype("randn", dtype)), requires_grad, device)
 
@@ -217,7 +217,7 @@ def randint(
     device: Any = None,
 ) -> Tensor:
     """Integers drawn uniformly from [low, high): `randint(high, size)` or `randint(low, high, size)`."""
-    _check_device("randint", device)
+    _check_device(device)
     if size is None and isinstance(high, Sequence):
         low, high, size = 0, low, high
     if low is None:
@@ -233,20 +233,24 @@ def randint(
     return _leaf(values.astype(_dtype(dtype, int64), copy=False), requires_grad, device)
 
 
+def _random_like(op: str, sample: str, input: Tensor, generator: Generator | None, dtype: Any, requires_grad: bool,
+                 device: Any) -> Tensor:
+    """A tensor of `input`'s shape drawn by the numpy Generator method `sample`."""
+    _check_device(device)
+    resolved = _float_dtype(op, _like_dtype(input, dtype))
+    draws = _draw(getattr(numpy_generator(generator), sample), input.shape, resolved)
+    return _leaf(draws, requires_grad, device or input.device)
+
+
 def rand_like(
     input: Tensor, *, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False,
     device: Any = None,
 ) -> Tensor:
-    _check_device("rand_like", device)
-    resolved = _float_dtype("rand_like", _like_dtype(input, dtype))
-    return _leaf(_draw(numpy_generator(generator).random, input.shape, resolved), requires_grad, device or input.device)
+    return _random_like("rand_like", "random", input, generator, dtype, requires_grad, device)
 
 
 def randn_like(
     input: Tensor, *, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False,
     device: Any = None,
 ) -> Tensor:
-    _check_device("randn_like", device)
-    resolved = _float_dtype("randn_like", _like_dtype(input, dtype))
-    draws = _draw(numpy_generator(generator).standard_normal, input.shape, resolved)
-    return _leaf(draws, requires_grad, device or input.device)
+    return _random_like("randn_like", "standard_normal", input, generator, dtype, requires_grad, device)

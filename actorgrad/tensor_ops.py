@@ -24,6 +24,8 @@ from actorgrad.ops.unary import cos, sign, sin
 from actorgrad.saved_tensors import SavedOutput
 from actorgrad.tensor import Tensor
 
+INDEX = INDEX_RULES["IndexBackward0"]
+
 
 class TensorOps:
     @staticmethod
@@ -108,7 +110,7 @@ class TensorOps:
 
     @staticmethod
     def index(g: Tensor, basic: tuple, advanced: tuple | None) -> Tensor:
-        return take_index(g, basic, advanced, INDEX_RULES["IndexBackward0"])
+        return take_index(g, basic, advanced, INDEX)
 
     @staticmethod
     def index_put_zeros(g: Tensor, shape: tuple[int, ...], basic: tuple, advanced: tuple | None) -> Tensor:

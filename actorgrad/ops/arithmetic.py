@@ -64,6 +64,7 @@ BOOL_SUBTRACTION = (
     "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use "
     "the `~` or `logical_not()` operator instead."
 )
+NEGATIVE_INTEGER_POWER = "Integers to negative integer powers are not allowed."
 
 UNARY = {
     "neg": (Rule("NegBackward0", ((), lambda ops, g: -g)), np.negative),
@@ -90,7 +91,7 @@ def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
     elif name == "sub" and dtype == bool_:
         raise RuntimeError(BOOL_SUBTRACTION)
     elif name == "pow" and dtype.kind in "iu" and np.any(b._data < 0):
-        raise RuntimeError("Integers to negative integer powers are not allowed.")
+        raise RuntimeError(NEGATIVE_INTEGER_POWER)
     return a, b, data_as(a, dtype), data_as(b, dtype)
 
 
@@ -143,7 +144,7 @@ def pow(input: Any, exponent: Any) -> Tensor:
     if isinstance(input, Tensor) and _is_number(exponent):
         dtype = result_type(input, exponent)
         if dtype.kind in "iu" and exponent < 0:
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
+            raise RuntimeError(NEGATIVE_INTEGER_POWER)
         data = np.power(data_as(input, dtype), as_operand(exponent, dtype)._data)
         return record(POW_SCALAR, data, (input,), exponent=exponent)
     if isinstance(exponent, Tensor) and _is_number(input):

@@ -10,6 +10,8 @@ import numpy as np
 
 from actorgrad.devices import Device
 from actorgrad.devices import device as as_device
+from actorgrad.devices.device import DEVICE_TYPES
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.shape import to_dtype
 from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, int64
@@ -17,17 +19,15 @@ from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, in
 __all__: list[str] = []
 
 # PyTorch's legacy type names, for `.type()`.
-TYPE_NAMES = {
-    float64: "DoubleTensor", float32: "FloatTensor", float16: "HalfTensor", int64: "LongTensor", int32: "IntTensor",
-    np.dtype(np.int16): "ShortTensor", np.dtype(np.int8): "CharTensor", np.dtype(np.uint8): "ByteTensor",
-    bool_: "BoolTensor",
-}
+TYPE_NAMES = {dtype: f"{name}Tensor" for dtype, name in SCALAR_NAMES.items()}
+TYPE_BY_NAME = {name: dtype for dtype, name in TYPE_NAMES.items()}
+
+
+DEVICE_NAMES = (*DEVICE_TYPES, "mps")  # mps parses as a device here, so that device() names what it lacks
 
 
 def _is_device(value: Any) -> bool:
-    return isinstance(value, Device) or (
-        isinstance(value, str) and value.split(":")[0] in ("cpu", "cuda", "async_cpu", "mps")
-    )
+    return isinstance(value, Device) or (isinstance(value, str) and value.split(":")[0] in DEVICE_NAMES)
 
 
 TO_DEVICE = Rule(
@@ -81,8 +81,7 @@ def legacy_type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> 
     if dtype is None:
         return f"actorgrad.{TYPE_NAMES.get(self._data.dtype, str(self._data.dtype))}"
     if isinstance(dtype, str) and dtype.startswith("actorgrad."):
-        names = {name: d for d, name in TYPE_NAMES.items()}
-        dtype = names[dtype.removeprefix("actorgrad.")]
+        dtype = TYPE_BY_NAME[dtype.removeprefix("actorgrad.")]
     return _convert(self, dtype, False)
 
 

@@ -102,19 +102,22 @@ def bitwise_not(input: Tensor) -> Tensor:
     return Tensor(np.invert(input._data), device=input._device)
 
 
-def isnan(input: Tensor) -> Tensor:
+def _value_test(kernel: Any, otherwise: Any, input: Tensor) -> Tensor:
+    """`kernel` on a floating tensor; a bool or integer one holds no NaN or inf, so `otherwise(shape, bool)`."""
     x = input._data
-    return Tensor(np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool_), device=input._device)
+    return Tensor(kernel(x) if x.dtype.kind == "f" else otherwise(x.shape, bool_), device=input._device)
+
+
+def isnan(input: Tensor) -> Tensor:
+    return _value_test(np.isnan, np.zeros, input)
 
 
 def isinf(input: Tensor) -> Tensor:
-    x = input._data
-    return Tensor(np.isinf(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool_), device=input._device)
+    return _value_test(np.isinf, np.zeros, input)
 
 
 def isfinite(input: Tensor) -> Tensor:
-    x = input._data
-    return Tensor(np.isfinite(x) if x.dtype.kind == "f" else np.ones(x.shape, bool_), device=input._device)
+    return _value_test(np.isfinite, np.ones, input)
 
 
 def _operator(op: Any) -> Any:

@@ -48,7 +48,8 @@ def _rule(count: int) -> Rule:
     return _RULES[count]
 
 
-def _parse(equation: str, arrays: list[np.ndarray]) -> tuple[list[str], str]:
+def _parse(equation: str, arrays: list[np.ndarray]) -> tuple[list[str], str, dict[str, int]]:
+    """The operands' subscripts, the output's, and each letter's size."""
     equation = equation.replace(" ", "")
     if "." in equation:
         raise RuntimeError("einsum(): '...' (ellipsis) is not supported by actorgrad; name every dimension")
@@ -76,7 +77,7 @@ def _parse(equation: str, arrays: list[np.ndarray]) -> tuple[list[str], str]:
         out = "".join(sorted(c for c in sizes if lhs.count(c) == 1))
     elif len(set(out)) != len(out) or any(c not in sizes for c in out):
         raise RuntimeError(f"einsum(): output subscripts '{out}' must be distinct letters of the inputs")
-    return subs, out
+    return subs, out, sizes
 
 
 def einsum(equation: str, *operands: Any) -> Tensor:
@@ -85,12 +86,11 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     if not operands:
         raise RuntimeError("einsum(): must provide at least one operand")
     arrays = [t._data for t in operands]
-    subs, out = _parse(equation, arrays)
+    subs, out, sizes = _parse(equation, arrays)
     data = np.einsum(f"{','.join(subs)}->{out}", *arrays, optimize=len(arrays) > 2)
-    letters = {c: n for s, a in zip(subs, arrays) for c, n in zip(s, a.shape)}
     spec = (tuple(subs), out, tuple(a.shape for a in arrays))
     saved = {f"operand{k}": t for k, t in enumerate(operands)}
-    return record(_rule(len(operands)), data, tuple(operands), spec=spec, macs=int(np.prod(list(letters.values()))),
+    return record(_rule(len(operands)), data, tuple(operands), spec=spec, macs=int(np.prod(list(sizes.values()))),
                   **saved)
 
 

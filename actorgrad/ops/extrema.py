@@ -61,6 +61,11 @@ def _along_dim(op: str, input: Tensor, dim: int, keepdim: bool) -> tuple[np.ndar
     return rows, values.reshape(out_shape), indices, d
 
 
+def _index_tensor(indices: np.ndarray, values: np.ndarray, input: Tensor) -> Tensor:
+    """The int64 indices of `_along_dim`, shaped as its values, on the input's device."""
+    return Tensor(indices.reshape(values.shape).astype(np.int64, copy=False), device=input._device)
+
+
 def _extreme(op: str, rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bool) -> Any:
     x = input._data
     if isinstance(dim, Tensor):  # max(input, other): the elementwise form, as in PyTorch
@@ -77,7 +82,7 @@ def _extreme(op: str, rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, k
     rows, values, indices, d = _along_dim(op, input, dim, keepdim)
     out = record(rule_dim, values, (input,), indices=indices, dim=d, rows_shape=rows.shape, self_shape=x.shape)
     result = MaxResult if op == "max" else MinResult
-    return result(out, Tensor(indices.reshape(values.shape).astype(np.int64, copy=False), device=input._device))
+    return result(out, _index_tensor(indices, values, input))
 
 
 def max(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -> Any:
@@ -100,7 +105,7 @@ def _arg(op: str, input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
         index = getattr(np, op)(x)  # into the flattened tensor, as in PyTorch
         return Tensor(np.asarray(index, dtype=np.int64).reshape((1,) * x.ndim if keepdim else ()), device=input._device)
     _, values, indices, _ = _along_dim(op, input, dim, keepdim)
-    return Tensor(indices.reshape(values.shape).astype(np.int64, copy=False), device=input._device)
+    return _index_tensor(indices, values, input)
 
 
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:

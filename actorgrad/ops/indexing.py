@@ -8,12 +8,12 @@ same index into zeros (`ops.index_put_zeros`), whose own gradient is the indexin
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from actorgrad.ops.record import Rule, record
+from actorgrad.ops.reductions import input_size
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
 
@@ -26,7 +26,7 @@ def _put_back(ops: Any, g: Any, self_shape: tuple, basic: tuple, advanced: tuple
 
 _PUT_BACK = (("self_shape", "basic", "advanced"), _put_back)
 INDEX_RULES = {
-    name: Rule(name, _PUT_BACK, cost=lambda data, params: math.prod(params["self_shape"]))
+    name: Rule(name, _PUT_BACK, cost=input_size)
     for name in ("SelectBackward0", "SliceBackward0", "UnsqueezeBackward0", "AliasBackward0", "IndexBackward0",
                  "SplitBackward0", "SplitWithSizesBackward0", "UnbindBackward0", "IndexSelectBackward0",
                  "GatherBackward0")
@@ -47,13 +47,9 @@ SCATTER_ADD = Rule(
     ((), None),
     (("where", "src_pad"), lambda ops, g, where, src_pad: _padded(ops, ops.index(g, (), where), src_pad)),
 )
-MASKED_FILL = Rule("MaskedFillBackward0", (("keep",), lambda ops, g, keep: g * keep), broadcasts=True)
-MASKED_FILL_TENSOR = Rule(
-    "MaskedFillBackward1",
-    (("keep",), lambda ops, g, keep: g * keep),
-    (("mask",), lambda ops, g, mask: g * mask),
-    broadcasts=True,
-)
+KEPT_GRAD = (("keep",), lambda ops, g, keep: g * keep)  # the gradient where the input's values were kept
+MASKED_FILL = Rule("MaskedFillBackward0", KEPT_GRAD, broadcasts=True)
+MASKED_FILL_TENSOR = Rule("MaskedFillBackward1", KEPT_GRAD, (("mask",), lambda ops, g, mask: g * mask), broadcasts=True)
 FLOAT_INDEX = "tensors used as indices must be long, int, byte or bool tensors"
 
 
@@ -69,11 +65,7 @@ def take_index(input: Tensor, basic: tuple, advanced: tuple | None, rule: Rule) 
 
 def index_put_zeros(g: Tensor, shape: tuple[int, ...], basic: tuple, advanced: tuple | None) -> Tensor:
     """Zeros of `shape` with `g` written (added, for advanced indexes) through `[basic][advanced]`."""
-    out = np.zeros(shape, g._data.dtype)
-    if advanced is None:
-        out[basic] = g._data
-    else:
-        np.add.at(out[basic], advanced, g._data)
+    out = g._device.ops.index_put_zeros(g._data, shape, basic, advanced)
     return record(INDEX_PUT, out, (g,), basic=basic, advanced=advanced)
 
 

@@ -31,8 +31,8 @@ from actorgrad.devices import cpu
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.node import InputMetadata
 from actorgrad.ops.arithmetic import add, div, mul, sub
-from actorgrad.ops.indexing import parse_index
-from actorgrad.ops.operands import as_operand, broadcast_error, category, data_as, result_type
+from actorgrad.ops.indexing import KEPT_GRAD, parse_index
+from actorgrad.ops.operands import SCALAR_NAMES, as_operand, broadcast_error, category, data_as, result_type
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.selection import clamp
 from actorgrad.tensor import Tensor, as_array, bump_version
@@ -45,13 +45,6 @@ SHARED_MEMORY = (
     "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
     "Please clone() the tensor before performing the operation."
 )
-# PyTorch's names of scalar types, for its cast error.
-SCALAR_NAMES = {
-    np.dtype(t): name for t, name in (
-        (np.float64, "Double"), (np.float32, "Float"), (np.float16, "Half"), (np.int64, "Long"), (np.int32, "Int"),
-        (np.int16, "Short"), (np.int8, "Char"), (np.uint8, "Byte"), (np.bool_, "Bool"),
-    )
-}
 
 
 def _zeros(ops: Any, g: Any) -> Any:
@@ -70,16 +63,13 @@ ZERO = Rule("ZeroBackward0", ((), _zeros))
 FILL_NUMBER = Rule("FillBackward2", ((), _zeros))
 FILL_TENSOR = Rule("FillBackward3", ((), _zeros), ((), None), broadcasts=True)
 COPY = Rule("torch::autograd::CopyBackwards", ((), _zeros), ((), None), broadcasts=True)
-_SETITEM_GRADS = (
-    (("keep",), lambda ops, g, keep: g * keep),
-    (("basic", "advanced", "value_shape"), _written_grad),
-)
+_SETITEM_GRADS = (KEPT_GRAD, (("basic", "advanced", "value_shape"), _written_grad))
 COPY_SLICES = Rule("torch::autograd::CopySlices", *_SETITEM_GRADS)
 INDEX_PUT = Rule("IndexPutBackward0", *_SETITEM_GRADS)
 # A base's history after a write through its view at `positions` (flat indices into the base).
 VIEW_WRITE = Rule(
     "torch::autograd::CopySlices",
-    (("keep",), lambda ops, g, keep: g * keep),
+    KEPT_GRAD,
     (("positions",), lambda ops, g, positions: ops.index(ops.reshape(g, (-1,)), (), (positions,))),
 )
 # A view's history read out of its base's: its gradient goes back to its positions in the base.

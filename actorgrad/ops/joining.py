@@ -46,17 +46,15 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     # PyTorch's legacy rule: a 1-d empty tensor joins anything (`out = cat([empty(0), rows])`); its gradient is empty
     joined = [a for a in arrays if a.shape != (0,)] or arrays
     first = joined[0]
-    for i, a in enumerate(arrays):
-        if a.shape == (0,) and len(joined) < len(arrays):
-            continue
+    skips = len(joined) < len(arrays)
+    checked = [(i, a) for i, a in enumerate(arrays) if not (skips and a.shape == (0,))]
+    for i, a in checked:
         if a.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
         if a.ndim != first.ndim:
             raise RuntimeError(f"Tensors must have same number of dimensions: got {first.ndim} and {a.ndim}")
     dim = single_dim(dim, first.ndim, "cat")
-    for i, a in enumerate(arrays):
-        if a.shape == (0,) and len(joined) < len(arrays):
-            continue
+    for i, a in checked:
         for d, (want, got) in enumerate(zip(first.shape, a.shape)):
             if d != dim and want != got:
                 raise RuntimeError(

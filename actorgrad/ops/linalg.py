@@ -97,22 +97,16 @@ def _linear_weight_grad(ops: Any, g: Any, self: Any) -> Any:
     return ops.swapaxes(g, 0, 1) @ self
 
 
+_LINEAR_GRADS = ((("other",), lambda ops, g, weight: g @ weight), (("self",), _linear_weight_grad))
 LINEAR = {
     True: Rule(
         "AddmmBackward0",
-        (("other",), lambda ops, g, weight: g @ weight),
-        (("self",), _linear_weight_grad),
+        *_LINEAR_GRADS,
         (("bias_shape",), lambda ops, g, bias_shape: ops.sum_to(g, bias_shape)),
         cost=_cost,
         multithreaded=True,
     ),
-    False: Rule(
-        "MmBackward0",
-        (("other",), lambda ops, g, weight: g @ weight),
-        (("self",), _linear_weight_grad),
-        cost=_cost,
-        multithreaded=True,
-    ),
+    False: Rule("MmBackward0", *_LINEAR_GRADS, cost=_cost, multithreaded=True),
 }
 
 

@@ -29,7 +29,7 @@ def _scaled(ops: Any, g: Any, coef: Any, kept_shape: tuple) -> Any:
 
 
 NLL_LOSS = Rule("NllLossBackward0", (("coef", "kept_shape"), _scaled))
-NLL_LOSS_2D = Rule("NllLoss2DBackward0", (("coef", "kept_shape"), _scaled))
+NLL_LOSS_2D = Rule("NllLoss2DBackward0", *NLL_LOSS.grads)
 
 
 def _check_reduction(reduction: str) -> None:
@@ -64,6 +64,18 @@ def _class_targets(x: np.ndarray, target: Tensor, weight: Tensor | None, ignore_
                                f"but got weight tensor of shape: {list(weight.shape)}")
         picked = weight._data.astype(x.dtype)[safe] * valid
     return safe, valid, picked
+
+
+def _reduced(elementwise: np.ndarray, reduction: str) -> np.ndarray:
+    """Unweighted losses reduced as `reduction` says."""
+    return elementwise if reduction == "none" else elementwise.sum() if reduction == "sum" else elementwise.mean()
+
+
+def _class_shape(ndim: int, axis: int, classes: int) -> list[int]:
+    """The shape that lays a per-class vector along the class axis of an ndim-dim input."""
+    shape = [1] * ndim
+    shape[axis] = classes
+    return shape
 
 
 def _reduce_weighted(losses: np.ndarray, picked: np.ndarray, reduction: str) -> tuple[np.ndarray, Any]:
@@ -115,9 +127,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     classes = x.shape[axis]
     # Each kept row's smoothing term: -sum over classes of weight[c] * logp[c], ignored rows zero.
     class_weight = np.ones(classes, x.dtype) if weight is None else weight._data.astype(x.dtype)
-    shape = [1] * x.ndim
-    shape[axis] = classes
-    smooth = mul(logp, -class_weight.reshape(shape)).sum(axis) * valid.astype(x.dtype)
+    smooth = mul(logp, -class_weight.reshape(_class_shape(x.ndim, axis, classes))).sum(axis) * valid.astype(x.dtype)
     if reduction == "sum":
         smooth = smooth.sum()
     elif reduction == "mean":
@@ -136,9 +146,7 @@ def _cross_entropy_probabilities(logp: Tensor, target: Tensor, weight: Tensor | 
         target = target * (1 - label_smoothing) + label_smoothing / classes
     products = logp * target
     if weight is not None:
-        shape = [1] * logp.ndim
-        shape[axis] = classes
-        products = products * weight.reshape(shape)
+        products = products * weight.reshape(_class_shape(logp.ndim, axis, classes))
     if reduction == "mean":
         return -products.sum() / (logp.numel() // classes)
     return -(products.sum() if reduction == "sum" else products.sum(axis))
@@ -188,7 +196,7 @@ def _pointwise(rule: Rule, kernel: Any, input: Tensor, target: Tensor, reduction
             f"Using a target size ({t.shape}) that is different to the input size ({x.shape}). This will likely "
             f"lead to incorrect results due to broadcasting. Please ensure they have the same size.", stacklevel=3)
     elementwise = kernel(x - t)
-    data = elementwise if reduction == "none" else elementwise.sum() if reduction == "sum" else elementwise.mean()
+    data = _reduced(elementwise, reduction)
     kept_shape = shape if reduction == "none" else ()
     return record(rule, np.asarray(data), (input, target), count=_count(shape, reduction), kept_shape=kept_shape)
 
@@ -233,7 +241,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     softplus_neg = np.logaddexp(0, -x)
     elementwise = w * ((1 - t) * x + log_weight * softplus_neg)
     elementwise = np.broadcast_to(elementwise, x.shape)
-    data = elementwise if reduction == "none" else elementwise.sum() if reduction == "sum" else elementwise.mean()
+    data = _reduced(elementwise, reduction)
     kept_shape = x.shape if reduction == "none" else ()
     return record(BCE_WITH_LOGITS, np.asarray(data, x.dtype), (input, target), weight=w, pos_weight=pw,
                   count=_count(x.shape, reduction), kept_shape=kept_shape)

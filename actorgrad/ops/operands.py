@@ -22,6 +22,13 @@ _CATEGORY = {np.dtype(t): c for c, types in enumerate((
     ("bool",), ("uint8", "int8", "int16", "int32", "int64"), ("float16", "float32", "float64"),
 )) for t in types}
 DIMENSIONED, ZERO_DIM, NUMBER = 0, 1, 2
+# PyTorch's names of scalar types, for its errors and legacy type names.
+SCALAR_NAMES = {
+    np.dtype(t): name for t, name in (
+        (np.float64, "Double"), (np.float32, "Float"), (np.float16, "Half"), (np.int64, "Long"), (np.int32, "Int"),
+        (np.int16, "Short"), (np.int8, "Char"), (np.uint8, "Byte"), (np.bool_, "Bool"),
+    )
+}
 
 
 def category(dtype: np.dtype) -> int:

@@ -17,6 +17,7 @@ from numpy.lib.stride_tricks import as_strided
 from actorgrad.devices.array_ops import ArrayOps
 from actorgrad.devices.convolution import ConvGeometry, convolution
 from actorgrad.ops.record import Rule, record
+from actorgrad.ops.reductions import input_size
 from actorgrad.tensor import Tensor
 
 __all__ = ["max_pool2d"]  # avg_pool2d lives in nn.functional only, as in PyTorch
@@ -27,12 +28,7 @@ def _unpool(ops: Any, g: Any, index: Any, self_shape: tuple) -> Any:
     return ops.reshape(ops.scatter_add_last(flat, index, self_shape[-2] * self_shape[-1]), self_shape)
 
 
-def _input_size(data: Any, params: dict) -> int:
-    """The backward writes the whole input-shaped gradient: a nanosecond or so per input element."""
-    return math.prod(params["self_shape"])
-
-
-MAX_POOL = Rule("MaxPool2DWithIndicesBackward0", (("index", "self_shape"), _unpool), cost=_input_size)
+MAX_POOL = Rule("MaxPool2DWithIndicesBackward0", (("index", "self_shape"), _unpool), cost=input_size)
 GATHER = Rule(
     "GatherBackward0", (("index", "size"), lambda ops, g, index, size: ops.scatter_add_last(g, index, size))
 )
@@ -119,7 +115,7 @@ AVG_POOL = Rule(
      lambda ops, g, divisor, kernel, planes_shape, self_shape, geo: ops.reshape(
          ops.convolution_input_grad(ops.reshape(g / divisor, (planes_shape[0], 1, *g.shape[-2:])), kernel,
                                     planes_shape, geo), self_shape)),
-    cost=_input_size,
+    cost=input_size,
 )
 
 
@@ -150,7 +146,7 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 
 # -- the gather / scatter-add pair behind max_pool2d's gradients, recorded for TensorOps ------------------------
 def recorded_gather_last(x: Tensor, index: np.ndarray) -> Tensor:
-    return record(GATHER, np.take_along_axis(x._data, index, -1), (x,), index=index, size=x.shape[-1])
+    return record(GATHER, ArrayOps.gather_last(x._data, index), (x,), index=index, size=x.shape[-1])
 
 
 def recorded_scatter_add_last(g: Tensor, index: np.ndarray, size: int) -> Tensor:

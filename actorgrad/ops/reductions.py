@@ -122,7 +122,7 @@ def _reduce(rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bo
         data = getattr(x, op)(keepdims=keepdim)  # the ndarray method of the same name
         return record(rule_all, data, (input,), kept_shape=(1,) * x.ndim, self_shape=x.shape, count=x.size)
     dims = normalize_dims(dim, x.ndim, op) if x.ndim else one_dim(dim, 0, op)  # a 0-d tensor has no dim to reduce
-    kept_shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
+    kept_shape = kept(x.shape, dims)
     data = getattr(x, op)(axis=dims, keepdims=keepdim)
     count = math.prod(x.shape[d] for d in dims)
     return record(rule_dim, data, (input,), kept_shape=kept_shape, self_shape=x.shape, count=count)

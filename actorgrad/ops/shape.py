@@ -17,7 +17,14 @@ __all__ = [
     "transpose", "tril", "triu", "unsqueeze",
 ]
 
-VIEW = Rule("ViewBackward0", (("self_shape",), lambda ops, g, self_shape: ops.reshape(g, self_shape)))
+
+def _reshape_back(ops: Any, g: Any, self_shape: tuple[int, ...]) -> Any:
+    return ops.reshape(g, self_shape)
+
+
+_RESHAPE_BACK = (("self_shape",), _reshape_back)
+_MASKED = (("mask",), lambda ops, g, mask: g * mask)
+VIEW = Rule("ViewBackward0", _RESHAPE_BACK)
 TRANSPOSE = Rule(
     "TransposeBackward0", (("dim0", "dim1"), lambda ops, g, dim0, dim1: ops.swapaxes(g, dim0, dim1))
 )
@@ -30,16 +37,10 @@ EXPAND = Rule(
     (("self_shape",), lambda ops, g, self_shape: ops.sum_to(g, self_shape)),
     cost=lambda data, params: data.size,
 )
-
-
-def _reshape_back(ops: Any, g: Any, self_shape: tuple[int, ...]) -> Any:
-    return ops.reshape(g, self_shape)
-
-
-SQUEEZE = Rule("SqueezeBackward0", (("self_shape",), _reshape_back))
-SQUEEZE_DIM = Rule("SqueezeBackward1", (("self_shape",), _reshape_back))
-SQUEEZE_DIMS = Rule("SqueezeBackward2", (("self_shape",), _reshape_back))
-UNSQUEEZE = Rule("UnsqueezeBackward0", (("self_shape",), _reshape_back))
+SQUEEZE = Rule("SqueezeBackward0", _RESHAPE_BACK)
+SQUEEZE_DIM = Rule("SqueezeBackward1", _RESHAPE_BACK)
+SQUEEZE_DIMS = Rule("SqueezeBackward2", _RESHAPE_BACK)
+UNSQUEEZE = Rule("UnsqueezeBackward0", _RESHAPE_BACK)
 REPEAT = Rule(
     "RepeatBackward0",
     (
@@ -55,8 +56,8 @@ ROLL = Rule(
     (("shifts", "dims"), lambda ops, g, shifts, dims: ops.roll(g, tuple(-s for s in shifts), dims)),
 )
 CONSTANT_PAD = Rule("ConstantPadNdBackward0", (("pad",), lambda ops, g, pad: ops.pad(g, tuple(-p for p in pad))))
-TRIL = Rule("TrilBackward0", (("mask",), lambda ops, g, mask: g * mask))
-TRIU = Rule("TriuBackward0", (("mask",), lambda ops, g, mask: g * mask))
+TRIL = Rule("TrilBackward0", _MASKED)
+TRIU = Rule("TriuBackward0", _MASKED)
 CLONE = Rule("CloneBackward0", ((), None))
 
 

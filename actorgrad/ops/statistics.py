@@ -75,16 +75,18 @@ def std(
 def _pnorm_grad(ops: Any, g: Any, self: Any, result: Any, p: float, kept_shape: tuple) -> Any:
     # g * sign(x) |x|^(p-1) / norm^(p-1); zeros of x and of the norm give 0 (PyTorch's rule), never 0/0.
     # (A norm is 0 only where all its x are, except for p < 0, where one zero is enough.)
-    sign = ops.sign(self)
-    result = ops.reshape(result, kept_shape)
-    magnitude = self * sign + ops.equal_mask(self, ops.zeros_like(self))
-    scale = result + ops.equal_mask(result, ops.zeros_like(result))
+    g = ops.reshape(g, kept_shape)
     if p == 1:
-        return ops.reshape(g, kept_shape) * sign
+        return g * ops.sign(self)
+    result = ops.reshape(result, kept_shape)
+    zero_norm = ops.equal_mask(result, ops.zeros_like(result))
+    scale = result + zero_norm
     if p == 2:
-        return ops.reshape(g, kept_shape) * self / scale
-    grad = ops.reshape(g, kept_shape) * sign * magnitude ** (p - 1) / scale ** (p - 1)
-    return grad * (1 - ops.equal_mask(result, ops.zeros_like(result))) if p < 0 else grad
+        return g * self / scale
+    sign = ops.sign(self)
+    magnitude = self * sign + ops.equal_mask(self, ops.zeros_like(self))
+    grad = g * sign * magnitude ** (p - 1) / scale ** (p - 1)
+    return grad * (1 - zero_norm) if p < 0 else grad
 
 
 def _inf_norm_grad(ops: Any, g: Any, self: Any, result: Any, dims: tuple, kept_shape: tuple) -> Any:
