@@ -5,35 +5,49 @@ machine after `pip install --no-deps -e .`.
 - W3 MLP (784-512-512-10) at batch 4096, float32, forward + backward on cuda:0, against torch CUDA (<= 1.5x).
 - A heavy CPU branch and a heavy GPU branch in one backward, against the longer branch alone (<= 1.15x).
 - W2 (eight tanh(h @ W) branches) on cuda:0 with each branch on a stream of its own, against one stream.
+- Awaiting a CUDA event from trio, each way actorgrad.devices.events offers: wake-up latency (the await's time
+  beyond a blocking `synchronize()` of the same tiny kernel) and the CPU the loop spends while a GPU works.
 
 Each time is the median of several runs after a warm-up (CuPy compiles a kernel on first use), taken after
-synchronizing the device.
+synchronizing the device. Everything runs inside one trio run, as in a trio app. A stage that fails prints its
+traceback and shows as an error row; the rest still run.
 """
 
 from __future__ import annotations
 
+import inspect
 import statistics
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import trio
 
 import actorgrad as ag
+from actorgrad.devices.events import WAIT_MODES, wait_async
 
 REPEAT = 7
 
 
-def median_time(run: Callable[[], None], sync: Callable[[], None], repeat: int = REPEAT) -> float:
-    run()
+async def median_time(step: Callable[[], Any], sync: Callable[[], None], repeat: int = REPEAT) -> float:
+    """The median wall time of `step()` (sync, or async and awaited), from a synchronized device to one."""
+
+    async def once() -> None:
+        result = step()
+        if inspect.isawaitable(result):
+            await result
+
+    await once()
     sync()
     times = []
     for _ in range(repeat):
         sync()
         start = time.perf_counter()
-        run()
+        await once()
         sync()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
@@ -42,6 +56,8 @@ def median_time(run: Callable[[], None], sync: Callable[[], None], repeat: int =
 def gpu_tests() -> str:
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/test_cuda.py", "-p", "no:cacheprovider"],
                           capture_output=True, text=True)
+    if done.returncode:
+        print(done.stdout[-3000:], done.stderr[-2000:], file=sys.stderr)
     return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-200:]
 
 
@@ -53,8 +69,13 @@ def mlp_params(rng: np.random.Generator) -> list[np.ndarray]:
     return params
 
 
-def w3_cuda(batch: int = 4096) -> tuple[float, float]:
+def synchronize_cuda() -> None:
     import cupy
+
+    cupy.cuda.Device(0).synchronize()
+
+
+async def w3_cuda(batch: int = 4096) -> tuple[float, float]:
     import torch
 
     rng = np.random.default_rng(3)
@@ -69,10 +90,10 @@ def w3_cuda(batch: int = 4096) -> tuple[float, float]:
     leaves = [ag.tensor(p, device="cuda", requires_grad=True) for p in params]
     x, y = ag.tensor(X, device="cuda"), ag.tensor(Y, device="cuda")
 
-    def ag_step() -> None:
+    async def ag_step() -> None:
         for leaf in leaves:
             leaf.grad = None
-        trio.run(ag.backward, mlp(x, y, leaves, lambda v: v.log_softmax(1)))
+        await ag.backward(mlp(x, y, leaves, lambda v: v.log_softmax(1)))
 
     t_leaves = [torch.tensor(p, device="cuda", requires_grad=True) for p in params]
     tx, ty = torch.tensor(X, device="cuda"), torch.tensor(Y, device="cuda")
@@ -82,47 +103,46 @@ def w3_cuda(batch: int = 4096) -> tuple[float, float]:
             leaf.grad = None
         mlp(tx, ty, t_leaves, lambda v: v.log_softmax(1)).backward()
 
-    ag_time = median_time(ag_step, cupy.cuda.Device(0).synchronize)
-    torch_time = median_time(torch_step, torch.cuda.synchronize)
+    ag_time = await median_time(ag_step, synchronize_cuda, 21)
+    torch_time = await median_time(torch_step, torch.cuda.synchronize, 21)
+    for leaf, t_leaf in zip(leaves, t_leaves):  # the same gradients, to float32 rounding
+        np.testing.assert_allclose(leaf.grad.cpu().numpy(), t_leaf.grad.cpu().numpy(), rtol=1e-3, atol=1e-5)
     return ag_time, torch_time
 
 
-def heavy_branches() -> tuple[float, float, float]:
-    """(both, cpu alone, gpu alone): a CPU branch and a GPU branch of a few large matmuls each."""
-    import cupy
-
+async def heavy_branches(cpu_n: int = 1024, gpu_n: int = 4096) -> tuple[float, float, float]:
+    """(both, cpu alone, gpu alone): a CPU branch and a GPU branch of several large matmuls each. The GPU branch
+    is recorded first, so its forward kernels queue while the CPU computes its own forward."""
     rng = np.random.default_rng(4)
-    a = ag.tensor(rng.normal(size=(1024, 1024)), dtype=ag.float32, requires_grad=True)
-    b = ag.tensor(rng.normal(size=(4096, 4096)) / 64, dtype=ag.float32, device="cuda", requires_grad=True)
+    a = ag.tensor(rng.normal(size=(cpu_n, cpu_n)) / np.sqrt(cpu_n), dtype=ag.float32, requires_grad=True)
+    b = ag.tensor(rng.normal(size=(gpu_n, gpu_n)) / np.sqrt(gpu_n), dtype=ag.float32, device="cuda",
+                  requires_grad=True)
 
-    def cpu_branch():
-        h = a
-        for _ in range(4):
-            h = (h @ a).tanh()
+    def chain(w: ag.Tensor, depth: int) -> ag.Tensor:
+        h = w
+        for _ in range(depth):
+            h = (h @ w).tanh()
         return h.sum()
 
-    def gpu_branch():
-        h = b
-        for _ in range(24):
-            h = (h @ b).tanh()
-        return h.sum().cpu()
+    async def both() -> None:
+        a.grad = b.grad = None
+        on_gpu = chain(b, 24)
+        await ag.backward(chain(a, 4) + on_gpu.cpu())
 
-    def run(*branches: Callable) -> Callable[[], None]:
-        def go() -> None:
-            a.grad = b.grad = None
-            trio.run(ag.backward, sum(branch() for branch in branches))
+    async def cpu_alone() -> None:
+        a.grad = None
+        await ag.backward(chain(a, 4))
 
-        return go
+    async def gpu_alone() -> None:
+        b.grad = None
+        await ag.backward(chain(b, 24).cpu())
 
-    sync = cupy.cuda.Device(0).synchronize
-    return (median_time(run(cpu_branch, gpu_branch), sync), median_time(run(cpu_branch), sync),
-            median_time(run(gpu_branch), sync))
+    return (await median_time(both, synchronize_cuda), await median_time(cpu_alone, synchronize_cuda),
+            await median_time(gpu_alone, synchronize_cuda))
 
 
-def w2_streams(branches: int = 8, depth: int = 4, n: int = 1024) -> tuple[float, float]:
+async def w2_streams(branches: int = 8, depth: int = 4, n: int = 1024) -> tuple[float, float]:
     """(one stream, a stream per branch) for W2's eight independent branches on cuda:0."""
-    import cupy
-
     rng = np.random.default_rng(5)
     dev = ag.device("cuda:0")
     ws = [ag.tensor(rng.normal(size=(n, n)) / np.sqrt(n), dtype=ag.float32, device="cuda", requires_grad=True)
@@ -130,8 +150,8 @@ def w2_streams(branches: int = 8, depth: int = 4, n: int = 1024) -> tuple[float,
     x = ag.tensor(rng.normal(size=(n, n)), dtype=ag.float32, device="cuda")
     streams = [dev.new_stream() for _ in ws]
 
-    def run(separate: bool) -> Callable[[], None]:
-        def go() -> None:
+    def run(separate: bool) -> Callable[[], Any]:
+        async def go() -> None:
             total = None
             for w, s in zip(ws, streams):
                 w.grad = None
@@ -140,29 +160,91 @@ def w2_streams(branches: int = 8, depth: int = 4, n: int = 1024) -> tuple[float,
                     for _ in range(depth):
                         h = (h @ w).tanh()
                     total = h.sum() if total is None else total + h.sum()
-            trio.run(ag.backward, total)
+            await ag.backward(total)
 
         return go
 
-    sync = cupy.cuda.Device(0).synchronize
-    return median_time(run(False), sync), median_time(run(True), sync)
+    return await median_time(run(False), synchronize_cuda), await median_time(run(True), synchronize_cuda)
+
+
+async def event_waits(events: int = 200, work_n: int = 4096) -> list[tuple[str, float, float]]:
+    """(mode, median wake-up latency in µs beyond a blocking synchronize, loop CPU share while a GPU works)."""
+    import cupy
+
+    stream = ag.device("cuda:0").new_stream()
+    small = cupy.ones(16, cupy.float32)
+
+    def tiny() -> Any:
+        stream.launch(lambda: small + 1)
+        return stream.record_event()
+
+    base = []
+    for _ in range(events):
+        start = time.perf_counter()
+        tiny().synchronize()
+        base.append(time.perf_counter() - start)
+    big = cupy.ones((work_n, work_n), cupy.float32)
+    out = []
+    for mode in WAIT_MODES:
+        times = []
+        for _ in range(events):
+            start = time.perf_counter()
+            await wait_async(tiny(), mode)
+            times.append(time.perf_counter() - start)
+
+        def long_work() -> None:
+            for _ in range(200):
+                big @ big
+
+        stream.launch(long_work)
+        event = stream.record_event()
+        cpu, wall = time.process_time(), time.perf_counter()
+        await wait_async(event, mode)
+        share = (time.process_time() - cpu) / (time.perf_counter() - wall)
+        out.append((mode, (statistics.median(times) - statistics.median(base)) * 1e6, share))
+    return out
+
+
+async def rows() -> list[tuple[str, str, str, str]]:
+    table = [("gpu tests", gpu_tests(), "", "all pass")]
+    try:
+        ag_t, torch_t = await w3_cuda()
+        table.append(("W3 MLP b4096 f32 cuda", f"{ag_t * 1e3:.2f} ms", f"torch {torch_t * 1e3:.2f} ms, "
+                      f"{ag_t / torch_t:.2f}x", "<= 1.5x: " + ("PASS" if ag_t <= 1.5 * torch_t else "FAIL")))
+    except Exception as error:
+        table.append(failed("W3 MLP b4096 f32 cuda", error))
+    try:
+        both, cpu_alone, gpu_alone = await heavy_branches()
+        longer = max(cpu_alone, gpu_alone)
+        table.append(("cpu + gpu branches", f"{both * 1e3:.1f} ms", f"cpu {cpu_alone * 1e3:.1f} ms, gpu "
+                      f"{gpu_alone * 1e3:.1f} ms, {both / longer:.2f}x",
+                      "<= 1.15x: " + ("PASS" if both <= 1.15 * longer else "FAIL")))
+    except Exception as error:
+        table.append(failed("cpu + gpu branches", error))
+    try:
+        one, separate = await w2_streams()
+        table.append(("W2 cuda, streams", f"{separate * 1e3:.1f} ms", f"one stream {one * 1e3:.1f} ms, "
+                      f"ratio {separate / one:.2f}", "report"))
+    except Exception as error:
+        table.append(failed("W2 cuda, streams", error))
+    try:
+        for mode, latency, share in await event_waits():
+            table.append((f"event wait: {mode}", f"{latency:.0f} us", f"loop CPU {share:.0%} while GPU works",
+                          "report"))
+    except Exception as error:
+        table.append(failed("event waits", error))
+    return table
+
+
+def failed(name: str, error: Exception) -> tuple[str, str, str, str]:
+    traceback.print_exception(error)
+    return (name, "ERROR", f"{type(error).__name__}: {error}"[:160], "FAIL")
 
 
 def main() -> None:
-    rows = [("gpu tests", gpu_tests(), "", "all pass")]
-    ag_t, torch_t = w3_cuda()
-    rows.append(("W3 MLP b4096 f32 cuda", f"{ag_t * 1e3:.2f} ms", f"torch {torch_t * 1e3:.2f} ms, "
-                 f"{ag_t / torch_t:.2f}x", "<= 1.5x: " + ("PASS" if ag_t <= 1.5 * torch_t else "FAIL")))
-    both, cpu_alone, gpu_alone = heavy_branches()
-    longer = max(cpu_alone, gpu_alone)
-    rows.append(("cpu + gpu branches", f"{both * 1e3:.1f} ms", f"cpu {cpu_alone * 1e3:.1f} ms, gpu "
-                 f"{gpu_alone * 1e3:.1f} ms, {both / longer:.2f}x", "<= 1.15x: " + ("PASS" if both <= 1.15 * longer
-                                                                                  else "FAIL")))
-    one, separate = w2_streams()
-    rows.append(("W2 cuda, streams", f"{separate * 1e3:.1f} ms", f"one stream {one * 1e3:.1f} ms, "
-                 f"ratio {separate / one:.2f}", "report"))
-    width = [max(len(r[i]) for r in rows) for i in range(4)]
-    for row in rows:
+    table = trio.run(rows)
+    width = [max(len(r[i]) for r in table) for i in range(4)]
+    for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, width)))
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from actorgrad.devices import cpu
 from actorgrad.ops.operands import as_operand, broadcast_error, data_as, floating, result_type
-from actorgrad.ops.record import Rule, record
+from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor, bool_
 
 __all__ = ["add", "div", "exp", "log", "mul", "neg", "pow", "reciprocal", "relu", "sigmoid", "sub", "tanh"]
@@ -102,6 +102,7 @@ def _binary(name: str, a: Any, b: Any) -> Tensor:
     if x is None or y is None or x.dtype != y.dtype or x.dtype.kind != "f":  # else nothing to promote
         a, b, x, y = _promoted(name, a, b)
     if x.__class__ is not y.__class__:  # a GPU array beside a zero-dim host array: pass that as a scalar
+        common_device((a, b))  # tensors on two devices get PyTorch's error before a kernel mixes them
         x, y = (x[()] if x.ndim == 0 else x), (y[()] if y.ndim == 0 else y)
     try:
         data = kernel(x, y)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.record import Rule, record
+from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
 
 __all__ = ["bmm", "matmul", "mm", "outer"]
@@ -82,6 +82,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             f"matmul: the batch dimensions of {a.shape} and {b.shape} do not broadcast"
         ) from None
     _check_same_dtype(a, b)
+    if a.__class__ is not b.__class__:
+        common_device((input, other))
     data = np.matmul(a, b)
     rule = RULES.get((a.ndim, b.ndim), MATMUL)
     if rule.name == "BmmBackward0" and a.shape[0] != b.shape[0]:
