@@ -260,10 +260,10 @@ def _as_new_grad(grad: Any, dtype: Any, device: Any) -> Any:
     """The staged array itself when nothing else refers to it (PyTorch steals an unshared gradient buffer too),
     else a copy: a formula may pass one array to several leaves, or hand out a view."""
     if (
-        type(grad) is np.ndarray
+        type(grad) is device.xp.ndarray
         and grad.dtype == dtype
         and grad.base is None
-        and grad.flags.writeable
+        and (device.xp is not np or grad.flags.writeable)  # a CuPy array is always writeable
         and sys.getrefcount(grad) <= _UNSHARED_REFS
     ):
         return grad

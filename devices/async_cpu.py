@@ -58,6 +58,8 @@ class AsyncEvent:
 class AsyncStream:
     """An in-order kernel queue run by a daemon thread of its own."""
 
+    issues_inline = False  # launch() returns before the kernel runs: its outputs must be allocated up front
+
     def __init__(self, device: Any, delay_s: float = 0.0, default: bool = False) -> None:
         self.device = device
         self.delay_s = delay_s

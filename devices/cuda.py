@@ -46,6 +46,8 @@ class CudaStream:
     """The default stream wraps CUDA's legacy default stream, which orders itself with every blocking stream, so
     backward kernels on it follow the forward's kernels; new streams are non-blocking."""
 
+    issues_inline = True  # launch() runs the kernel's Python now: the arrays it returns are its outputs
+
     def __init__(self, device: Device, default: bool = False) -> None:
         self.device = device
         self.cupy = device.xp

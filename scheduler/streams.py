@@ -2,12 +2,16 @@
 travel with the gradients they make, and the waits that keep a consumer from reading a gradient early.
 
 A node on a streamed device is not run by its dispatcher: its kernel is queued on the stream its forward ran on
-(the device's current stream when it was recorded; for other nodes, the current stream at backward),
-and the dispatcher gets back at once the arrays the kernel will fill (allocated now, as CUDA's caching allocator
-does), with an event recorded after the kernel. Each of those arrays carries the event (`task.events`, keyed by
-the array's id) until a consumer takes it: a consumer on another stream waits for it device-side
-(`stream.wait_event`), a host consumer awaits it from trio. A gradient that several producers send to one slot is
-summed by its consumer after the waits (a `PendingSum`), never on the host while its parts may be unwritten.
+(the device's current stream when it was recorded; for other nodes, the current stream at backward). On CUDA the
+node's Python runs at once and its CuPy kernels queue on the stream, so the arrays it returns are its outputs, to
+be written in stream order, as in PyTorch. On a stream with its own thread (async_cpu) the dispatcher gets back at
+once arrays the kernel will fill. Each output carries its producer's stream (`task.events`, keyed by the array's
+id) until a consumer takes it, and an event recorded after the kernel when a consumer on another stream or the
+host is expected: a consumer on another stream waits for it device-side (`stream.wait_event`), a host consumer
+awaits it from trio; one on the same stream needs nothing, stream order keeps it right. A consumer that meets an
+output with no event but is not on its stream records one on the producer's stream then (later than needed, never
+too early). A gradient that several producers send to one slot is summed by its consumer after the waits (a
+`PendingSum`), never on the host while its parts may be unwritten.
 
 Passes on the CPU alone never come here: the dispatcher tests `task.streamed` once per node it pops.
 """
@@ -70,15 +74,16 @@ def resolved(grads: list) -> list:
     return [g.total() if g.__class__ is PendingSum else g for g in grads]
 
 
-def _carried(task: Any, grads: list) -> list:
-    """The events of the gradients in `grads` that still carry one (each given out once)."""
+def _carried(task: Any, grads: list, consumer: Any) -> list:
+    """The events `consumer` (a stream, or None for the host) must wait for before reading `grads`: one per
+    gradient still carried from another stream (each given out once)."""
     events = task.events
     found = []
     for g in grads:
         for part in (g if g.__class__ is PendingSum else (g,)):
             entry = events.pop(id(part), None)
-            if entry is not None:
-                found.append(entry[1])
+            if entry is not None and entry[1] is not consumer:
+                found.append(entry[2] or entry[1].record_event())
     return found
 
 
@@ -97,7 +102,7 @@ async def streamed_outputs(task: Any, node: Any, grads: list, device: Any) -> An
     if device.streams is not None and task.ops is None:
         return _launch(task, node, grads, device)
     start = perf_counter_ns()  # the host (a recorded backward runs there too)
-    await _await_events(task, _carried(task, grads), device)
+    await _await_events(task, _carried(task, grads, None), device)
     grads = resolved(grads)
     hooks = node.hooks
     if hooks is not None and hooks.awaits:
@@ -124,17 +129,52 @@ async def _await_events(task: Any, events: list, device: Any) -> None:
 
 
 def _launch(task: Any, node: Any, grads: list, device: Any) -> list | None:
-    """Queue `node`'s kernel on its stream (the forward's, else the device's current one); return the arrays it
-    will fill, each carrying the event recorded after it."""
-    stream = getattr(node, "stream", None) or device.current_stream()  # the forward's stream, where recorded
+    """Queue `node`'s kernel on its stream (the forward's, else the device's current one); return its outputs,
+    each carrying the stream that writes it."""
+    stream = _stream_of(node, device)
     task.streams_used.add(stream)
+    carried = _carried(task, grads, stream)
     if waits_enabled[0]:
-        for event in _carried(task, grads):
-            if event.stream is not stream:
-                stream.wait_event(event) if task.trace is None else _traced_wait(task, stream, event)
+        for event in carried:
+            stream.wait_event(event) if task.trace is None else _traced_wait(task, stream, event)
+    runs = task.run is None or node in task.run  # else it is only visited, to capture a gradient
+    if stream.issues_inline:
+        outputs = _issue(task, node, grads, stream, device)
     else:
-        _carried(task, grads)
-    runs = task.run is None or node in task.run
+        outputs = _queue(task, node, grads, stream, device, runs)
+    if not runs or outputs is None:
+        return None
+    event = None
+    events = task.events
+    for out, (target, _) in zip(outputs, node.next_functions):
+        if out is not None:
+            if event is None and _crosses(target, stream):
+                event = stream.record_event()
+            events[id(out)] = (out, stream, event)
+    return outputs
+
+
+def _stream_of(node: Any, device: Any) -> Any:
+    return getattr(node, "stream", None) or device.current_stream()
+
+
+def _crosses(target: Any, stream: Any) -> bool:
+    """Will `target` read this gradient anywhere but on `stream` (another stream, or the host)?"""
+    return target is not None and (target.device.streams is None or _stream_of(target, target.device) is not stream)
+
+
+def _issue(task: Any, node: Any, grads: list, stream: Any, device: Any) -> list | None:
+    """Run the node's Python now with `stream` current (CUDA): its kernels queue there, its outputs are its results."""
+    start = perf_counter_ns()
+    results = []
+    stream.launch(lambda: results.append(task.apply_node(node, resolved(grads))))
+    if task.trace is not None and results[0] is not None:
+        _record_node(task, node, device, start)
+    return results[0]
+
+
+def _queue(task: Any, node: Any, grads: list, stream: Any, device: Any, runs: bool) -> list:
+    """Queue the node on a stream with a thread of its own; return the arrays its kernel will fill."""
     outputs = [_empty_for(target, slot) if runs else None for target, slot in node.next_functions]
     token = trio.lowlevel.current_trio_token()
 
@@ -156,12 +196,7 @@ def _launch(task: Any, node: Any, grads: list, device: Any) -> list | None:
             _record_node(task, node, device, began)
 
     stream.launch(kernel)
-    event = stream.record_event()
-    events = task.events
-    for out in outputs:
-        if out is not None:
-            events[id(out)] = (out, event)
-    return outputs if runs else None
+    return outputs
 
 
 def _record_node(task: Any, node: Any, device: Any, start: int) -> None:
@@ -171,14 +206,12 @@ def _record_node(task: Any, node: Any, device: Any, start: int) -> None:
 
 
 def _empty_for(target: Any, slot: int) -> Any:
-    """The array a kernel fills with its gradient for `target`'s `slot`, on the target's device."""
+    """The array a queued kernel fills with its gradient for `target`'s `slot` (zeros: an early read is plain to
+    see)."""
     if target is None:
         return None
     meta = target.input_metadata[slot]
-    where = meta.device
-    if where.type == "cuda":  # no fill: a memset queued on the host's stream could land after the kernel's write
-        return where.xp.empty(meta.shape, meta.dtype)
-    return where.xp.zeros(meta.shape, meta.dtype)  # host memory: zeros make an early read plain to see
+    return meta.device.xp.zeros(meta.shape, meta.dtype)
 
 
 def _traced_wait(task: Any, stream: Any, event: Any) -> None:
@@ -195,6 +228,13 @@ def _traced_wait(task: Any, stream: Any, event: Any) -> None:
 
 
 async def synchronize_streams(task: Any) -> None:
-    """Wait (from trio) until every stream this pass queued kernels on has run them: its gradients are written."""
+    """Make the pass's gradients complete from the caller's point of view. On CUDA, as in PyTorch, the caller's
+    current stream waits device-side for every stream the pass queued kernels on (the host runs ahead; a read
+    on the host syncs). A stream with a thread of its own writes host memory: trio waits until it is done."""
     for stream in task.streams_used:
-        await wait_async(stream.record_event())
+        if not stream.issues_inline:
+            await wait_async(stream.record_event())
+            continue
+        current = stream.device.current_stream()
+        if current is not stream:
+            current.wait_event(stream.record_event())

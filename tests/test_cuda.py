@@ -41,7 +41,7 @@ def test_an_mlp_on_cuda_matches_the_cpu(random_leaves):
     got.backward()
     for t, g in zip(on, (gx, g1, g2)):
         assert t.grad.device is ag.device("cuda:0")
-        np.testing.assert_allclose(t.grad.cpu().numpy(), g.numpy(), rtol=1e-10)
+        np.testing.assert_allclose(t.grad.cpu().numpy(), g.numpy(), rtol=1e-10, atol=1e-13)  # BLAS rounding
 
 
 def test_gradients_cross_between_cpu_and_cuda_both_ways(random_leaves):
@@ -81,3 +81,16 @@ def test_events_wait_across_cuda_streams():
     with consumer.stream:
         total = float(a.sum())
     assert total == pytest.approx(2048 * 2048)
+
+
+def test_numbers_beside_cuda_tensors_reach_the_backward_kernels_as_scalars(random_leaves):
+    (x,) = random_leaves(3, (5, 7))
+
+    def loss(t):
+        return -((t / 4 - 1).log_softmax(1) * 2).sum() / 5
+
+    expected = ag.autograd.grad(loss(x), x)[0]
+    on = x.detach().cuda().requires_grad_()
+    (got,) = ag.autograd.grad(loss(on), on)
+    assert got.device is ag.device("cuda:0")
+    np.testing.assert_allclose(got.cpu().numpy(), expected.numpy(), rtol=1e-10, atol=1e-13)

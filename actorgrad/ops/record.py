@@ -226,7 +226,10 @@ def record(
                 vc = v._vc
                 versions.append((v, 0 if vc is None else vc.value))
         saved_tensors.append((i, formula, tuple(values), reduce, cast))
-        saved.append((i, formula, tuple([getattr(v, "_data", v) for v in values]), reduce, cast))
+        raw = [getattr(v, "_data", v) for v in values]
+        if device is not cpu:  # a zero-dim host array (a number beside a GPU tensor) goes to kernels as a scalar
+            raw = [v[()] if v.__class__ is np.ndarray and not v.ndim else v for v in raw]
+        saved.append((i, formula, tuple(raw), reduce, cast))
     metadata = (InputMetadata(data.shape, data.dtype, device),)
     node = out._grad_fn = FormulaNode(
         rule, tuple(edges), metadata, tuple(saved), tuple(saved_tensors), cost, tuple(versions), device
