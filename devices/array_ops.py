@@ -54,7 +54,10 @@ class ArrayOps:
     def sum_to(g: Any, shape: tuple[int, ...]) -> Any:
         if g.shape == shape:
             return g
-        return g.sum(axis=reduced_axes(g.shape, shape), keepdims=True).reshape(shape)
+        axes = reduced_axes(g.shape, shape)
+        if len(axes) == g.ndim - len(shape):  # leading dims only (a bias): the sum has the shape, and no base
+            return g.sum(axis=axes)
+        return g.sum(axis=axes, keepdims=True).reshape(shape)
 
     def broadcast_to(self, g: Any, shape: tuple[int, ...]) -> Any:
         if g.shape == shape:

@@ -56,6 +56,19 @@ def count_dependencies(root: Any) -> tuple[dict, set, set, set]:
     return dependencies, devices, heavy_devices, multithreaded_devices
 
 
+def on_the_callers_stream(devices: set, nodes: dict) -> bool:
+    """Does a pass run on one CUDA device, every node's forward on the stream current now? Then it needs no
+    events: its kernels queue from the host thread, on that one stream, in the order the engine runs the nodes,
+    and the caller's later kernels on the stream follow them, as PyTorch's do."""
+    if len(devices) != 1:
+        return False
+    (device,) = devices
+    if not device.streams.issues_inline:
+        return False
+    current = device.current_stream()
+    return all(getattr(node, "stream", current) is current for node in nodes)
+
+
 def nodes_on_paths(root: Any, targets: set) -> set:
     """Nodes with a path of at least one edge to a target (PyTorch's init_to_execute).
 
@@ -132,6 +145,10 @@ class GraphTask:
         # Devices that queue kernels on streams (None: none, the pass runs as a CPU pass): their gradients carry
         # events until consumed, mailboxes sum on the consumer's side, and the pass ends by syncing the streams.
         self.streamed = [device for device in self.devices if device.streams is not None] or None
+        if self.streamed is not None:
+            self.worker_devices = {device for device in self.worker_devices if device.streams is None}
+            if on_the_callers_stream(self.devices, self.pending):
+                self.streamed = None  # one CUDA stream, the caller's: stream order alone keeps every gradient right
         self.buffer_type = InputBuffer if self.streamed is None else DeferredInputBuffer
         self.events: dict = {}  # id(gradient array) -> (the array, the event after the kernel that writes it)
         self.streams_used: set = set()

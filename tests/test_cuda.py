@@ -94,3 +94,17 @@ def test_numbers_beside_cuda_tensors_reach_the_backward_kernels_as_scalars(rando
     (got,) = ag.autograd.grad(loss(on), on)
     assert got.device is ag.device("cuda:0")
     np.testing.assert_allclose(got.cpu().numpy(), expected.numpy(), rtol=1e-10, atol=1e-13)
+
+
+def test_a_pass_on_the_callers_stream_needs_no_events(monkeypatch, random_leaves):
+    from actorgrad.devices import cuda
+
+    recorded = []
+    record = cuda.CudaStream.record_event
+    monkeypatch.setattr(cuda.CudaStream, "record_event", lambda self: recorded.append(self) or record(self))
+    x, w = (t.detach().cuda().requires_grad_() for t in random_leaves(4, (8, 8), (8, 8)))
+    (x @ w).tanh().sum().backward()
+    assert recorded == []
+    with ag.stream(ag.device("cuda:0").new_stream()):  # the forward's stream is not the caller's: events again
+        ag.autograd.grad((x @ w).sum(), w)
+    assert recorded
