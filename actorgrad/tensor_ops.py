@@ -16,7 +16,7 @@ from actorgrad.ops import contraction, conv, embeddings, pooling
 from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.casts import to_device
 from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, take_index
-from actorgrad.ops.reductions import prod_over_dims
+from actorgrad.ops.reductions import log_softmax, prod_over_dims
 from actorgrad.ops.selection import where
 from actorgrad.ops.shape import broadcast_to, flip, pad, permute, roll, to_dtype
 from actorgrad.ops.special import erf
@@ -68,8 +68,16 @@ class TensorOps:
         return x.log()
 
     @staticmethod
-    def positive_mask(x: Tensor) -> Tensor:
-        return Tensor((~(x._data <= 0)).astype(x.dtype), device=x._device)
+    def where_positive(g: Tensor, x: Tensor) -> Tensor:
+        return g * Tensor((~(x._data <= 0)).astype(x.dtype), device=x._device)
+
+    @staticmethod
+    def log_softmax(x: Tensor, dims: tuple[int, ...]) -> Tensor:
+        return log_softmax(x, dims[0])
+
+    @staticmethod
+    def log_softmax_grad(g: Tensor, result: Tensor, dims: tuple[int, ...]) -> Tensor:
+        return g - result.exp() * g.sum(dims, keepdim=True)
 
     @staticmethod
     def equal_mask(x: Tensor, y: Tensor) -> Tensor:

@@ -39,6 +39,13 @@ def padded(xp: ModuleType, x: Any, pad: tuple[int, ...], value: Any) -> Any:
     return xp.pad(x[tuple(crop)], widths, constant_values=value)
 
 
+def kept_max(x: Any, dims: tuple[int, ...]) -> Any:
+    """The max over `dims`, kept as size-1 dims; -inf where a dim is empty (CuPy's max takes no `initial=`)."""
+    if all(x.shape[d] for d in dims):
+        return x.max(axis=dims, keepdims=True)
+    return x.sum(axis=dims, keepdims=True) - np.inf
+
+
 class ArrayOps:
     """Gradient-rule helpers on raw arrays of one array module (numpy; cupy for CUDA devices)."""
 
@@ -91,10 +98,18 @@ class ArrayOps:
         return self.xp.log(x)
 
     @staticmethod
-    def positive_mask(x: Any) -> Any:
-        """Where x > 0 or NaN (PyTorch's threshold_backward passes the gradient through NaN), as booleans:
-        multiplying a gradient by them keeps the gradient's dtype."""
-        return ~(x <= 0)
+    def where_positive(g: Any, x: Any) -> Any:
+        """`g` where x > 0 or NaN (PyTorch's threshold_backward passes the gradient through NaN), else 0."""
+        return g * ~(x <= 0)
+
+    def log_softmax(self, x: Any, dims: tuple[int, ...]) -> Any:
+        """log(softmax(x)) over `dims`, shifted by the max; a row of -inf gives nan, as in PyTorch."""
+        with np.errstate(invalid="ignore"):
+            shifted = x - kept_max(x, dims)
+            return shifted - self.xp.log(self.xp.exp(shifted).sum(axis=dims, keepdims=True))
+
+    def log_softmax_grad(self, g: Any, result: Any, dims: tuple[int, ...]) -> Any:
+        return g - self.xp.exp(result) * g.sum(axis=dims, keepdims=True)
 
     @staticmethod
     def equal_mask(x: Any, y: Any) -> Any:

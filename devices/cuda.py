@@ -1,5 +1,8 @@
 """CUDA devices through CuPy, imported only when a CUDA device is first used.
 
+CudaArrayOps fuses the rule helpers that numpy spells in several kernels into one CUDA kernel each: a launch
+costs more host time than most small kernels take on the GPU.
+
 A CudaStream wraps a `cupy.cuda.Stream`: `launch(kernel)` runs the kernel's Python on the calling thread with
 the stream current, so the CuPy kernels it issues queue on that stream. Events are `cupy.cuda.Event`s; one is
 awaited from trio by a host function queued after it on its stream (`launch_host_func`), which wakes the loop.
@@ -10,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from actorgrad.devices.array_ops import ArrayOps
 from actorgrad.devices.device import Device
+
+FUSED_DTYPES = ("float32", "float64")
 
 
 def _cupy() -> Any:
@@ -75,9 +81,46 @@ class CudaStream:
         self.stream.synchronize()
 
 
+class CudaArrayOps(ArrayOps):
+    """ArrayOps on CuPy arrays, with fused kernels where numpy needs several (other dtypes take the generic
+    path)."""
+
+    def __init__(self, cupy: Any) -> None:
+        super().__init__(cupy)
+        self._where_positive = cupy.ElementwiseKernel(
+            "T g, T x", "T y", "y = x <= 0 ? (T)0 : g", "actorgrad_where_positive"
+        )
+        self._exp_sum = cupy.ReductionKernel(
+            "T x, T m", "T s", "exp(x - m)", "a + b", "s = a", "0", "actorgrad_exp_sum"
+        )
+        self._shift_log = cupy.ElementwiseKernel(
+            "T x, T m, T s", "T y", "y = x - m - log(s)", "actorgrad_log_softmax"
+        )
+        self._log_softmax_grad = cupy.ElementwiseKernel(
+            "T g, T r, T s", "T y", "y = g - exp(r) * s", "actorgrad_log_softmax_grad"
+        )
+
+    def where_positive(self, g: Any, x: Any) -> Any:
+        if g.dtype != x.dtype or g.dtype.name not in FUSED_DTYPES:
+            return super().where_positive(g, x)
+        return self._where_positive(g, x)
+
+    def log_softmax(self, x: Any, dims: tuple[int, ...]) -> Any:
+        if x.dtype.name not in FUSED_DTYPES or not all(x.shape[d] for d in dims):
+            return super().log_softmax(x, dims)
+        shift = x.max(axis=dims, keepdims=True)
+        total = self._exp_sum(x, self.xp.broadcast_to(shift, x.shape), axis=dims, keepdims=True)
+        return self._shift_log(x, shift, total)
+
+    def log_softmax_grad(self, g: Any, result: Any, dims: tuple[int, ...]) -> Any:
+        if g.dtype != result.dtype or g.dtype.name not in FUSED_DTYPES:
+            return super().log_softmax_grad(g, result, dims)
+        return self._log_softmax_grad(g, result, g.sum(axis=dims, keepdims=True))
+
+
 def cuda_device(index: int) -> Device:
     cupy = _cupy()
     count = cupy.cuda.runtime.getDeviceCount()
     if index >= count:
         raise RuntimeError(f"CUDA error: invalid device ordinal (cuda:{index}, {count} device(s) present)")
-    return Device("cuda", index, cupy, CudaStream)
+    return Device("cuda", index, cupy, CudaStream, CudaArrayOps(cupy))

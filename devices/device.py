@@ -23,11 +23,13 @@ class Device:
 
     __slots__ = ("type", "index", "xp", "ops", "streams", "current")
 
-    def __init__(self, type: str, index: int | None, xp: ModuleType, streams: Any = None) -> None:
+    def __init__(
+        self, type: str, index: int | None, xp: ModuleType, streams: Any = None, ops: ArrayOps | None = None
+    ) -> None:
         self.type = type
         self.index = index
         self.xp = xp
-        self.ops = ArrayOps(xp)
+        self.ops = ArrayOps(xp) if ops is None else ops  # a device may fuse some helpers into kernels of its own
         self.streams = streams  # a factory of new streams, or None
         self.current: Any = None  # the current stream, made on first use
 

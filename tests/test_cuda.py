@@ -109,3 +109,20 @@ def test_a_pass_on_the_callers_stream_needs_no_events(monkeypatch, random_leaves
     with ag.stream(ag.device("cuda:0").new_stream()):  # the forward's stream is not the caller's: events again
         ag.autograd.grad(y, w)
     assert recorded
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dims", [(0,), (1,)])
+def test_the_fused_cuda_helpers_match_the_generic_ones(dtype, dims):
+    rng = np.random.default_rng(5)
+    x, g = rng.normal(size=(2, 6, 5)).astype(dtype)
+    x[0, 0] = 0
+    x[1, 1] = np.nan
+    host, gpu = ag.device("cpu").ops, ag.device("cuda:0").ops
+    assert type(gpu).__name__ == "CudaArrayOps"
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    for name, args in [("where_positive", (g, x)), ("log_softmax", (g, dims)), ("log_softmax_grad", (g, x, dims))]:
+        expected = getattr(host, name)(*args)
+        got = getattr(gpu, name)(*(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args))
+        assert got.dtype == expected.dtype
+        np.testing.assert_allclose(got.get(), expected, rtol=rtol, atol=1e-6, err_msg=name)

@@ -66,18 +66,21 @@ BOOL_SUBTRACTION = (
 )
 NEGATIVE_INTEGER_POWER = "Integers to negative integer powers are not allowed."
 
-UNARY = {
-    "neg": (Rule("NegBackward0", ((), lambda ops, g: -g)), np.negative),
-    "exp": (Rule("ExpBackward0", (("result",), lambda ops, g, result: g * result)), np.exp),
-    "log": (Rule("LogBackward0", (("self",), lambda ops, g, self: g / self)), np.log),
-    "tanh": (Rule("TanhBackward0", (("result",), lambda ops, g, result: g * (1 - result * result))), np.tanh),
+UNARY = {  # each kernel takes the device's ArrayOps, for its array module
+    "neg": (Rule("NegBackward0", ((), lambda ops, g: -g)), lambda ops, x: ops.xp.negative(x)),
+    "exp": (Rule("ExpBackward0", (("result",), lambda ops, g, result: g * result)), lambda ops, x: ops.xp.exp(x)),
+    "log": (Rule("LogBackward0", (("self",), lambda ops, g, self: g / self)), lambda ops, x: ops.xp.log(x)),
+    "tanh": (
+        Rule("TanhBackward0", (("result",), lambda ops, g, result: g * (1 - result * result))),
+        lambda ops, x: ops.xp.tanh(x),
+    ),
     "sigmoid": (
         Rule("SigmoidBackward0", (("result",), lambda ops, g, result: g * result * (1 - result))),
-        cpu.ops.sigmoid,
+        lambda ops, x: ops.sigmoid(x),
     ),
     "relu": (
-        Rule("ReluBackward0", (("result",), lambda ops, g, result: g * ops.positive_mask(result))),
-        lambda x: np.maximum(x, 0),
+        Rule("ReluBackward0", (("result",), lambda ops, g, result: ops.where_positive(g, result))),
+        lambda ops, x: ops.xp.maximum(x, 0),
     ),
 }
 
@@ -104,6 +107,9 @@ def _binary(name: str, a: Any, b: Any) -> Tensor:
     if x.__class__ is not y.__class__:  # a GPU array beside a zero-dim host array: pass that as a scalar
         common_device((a, b))  # tensors on two devices get PyTorch's error before a kernel mixes them
         x, y = (x[()] if x.ndim == 0 else x), (y[()] if y.ndim == 0 else y)
+    where = a._device if a._device is not cpu else b._device
+    if where is not cpu:  # the device's own ufunc: numpy's would reach it only through __array_ufunc__
+        kernel = getattr(where.xp, kernel.__name__)
     try:
         data = kernel(x, y)
     except ValueError:
@@ -176,7 +182,7 @@ def _unary(name: str, input: Tensor) -> Tensor:
             )
         if name not in ("neg", "relu"):
             x = x.astype(floating(x.dtype), copy=False)  # exp of an int tensor is float32, as in PyTorch
-    return record(rule, kernel(x), (input,))
+    return record(rule, kernel(input._device.ops, x), (input,))
 
 
 def neg(input: Tensor) -> Tensor:

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices.array_ops import kept_max
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
@@ -63,7 +64,7 @@ LOGSUMEXP = Rule(
 )
 LOG_SOFTMAX = Rule(
     "LogSoftmaxBackward0",
-    (("result", "dim"), lambda ops, g, result, dim: g - ops.exp(result) * ops.sum(g, dim, keepdim=True)),
+    (("result", "dim"), lambda ops, g, result, dim: ops.log_softmax_grad(g, result, dim)),
 )
 SOFTMAX = Rule(
     "SoftmaxBackward0",
@@ -186,18 +187,11 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype:
     return prod_over_dims(input, dims, keepdim, dtype=dtype)
 
 
-def _kept_max(x: Any, dims: tuple[int, ...]) -> Any:
-    """The max over `dims`, kept as size-1 dims; -inf where a dim is empty (CuPy's max takes no `initial=`)."""
-    if all(x.shape[d] for d in dims):
-        return x.max(axis=dims, keepdims=True)
-    return x.sum(axis=dims, keepdims=True) - np.inf
-
-
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     x = input._data
     dims = reduced_dims(dim, x.ndim, "logsumexp") if x.ndim else one_dim(dim, 0, "logsumexp")
     kept_shape = kept(x.shape, dims)
-    shift = _kept_max(x, dims)
+    shift = kept_max(x, dims)
     shift = np.where(np.isfinite(shift), shift, 0)  # a row of -inf (or an empty one) sums to 0: its log is -inf
     with np.errstate(divide="ignore"):
         data = np.log(np.exp(x - shift).sum(axis=dims, keepdims=True)) + shift
@@ -209,17 +203,14 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
 def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     x = input._data if dtype is None else input._data.astype(dtype)
     dims = one_dim(dim, x.ndim, "log_softmax")
-    with np.errstate(invalid="ignore"):  # a row of -inf gives nan, as in PyTorch
-        shifted = x - _kept_max(x, dims)
-        data = shifted - np.log(np.exp(shifted).sum(axis=dims, keepdims=True))
-    return record(LOG_SOFTMAX, data, (input,), dim=dims)
+    return record(LOG_SOFTMAX, input._device.ops.log_softmax(x, dims), (input,), dim=dims)
 
 
 def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     x = input._data if dtype is None else input._data.astype(dtype)
     dims = one_dim(dim, x.ndim, "softmax")
     with np.errstate(invalid="ignore"):  # a row of -inf gives nan, as in PyTorch
-        e = np.exp(x - _kept_max(x, dims))
+        e = np.exp(x - kept_max(x, dims))
         data = e / e.sum(axis=dims, keepdims=True)
     return record(SOFTMAX, data, (input,), dim=dims)
 
