@@ -164,7 +164,8 @@ async def _run_ready(task: GraphTask, device: Any, state: DeviceState) -> None:
 def _run_chain(
     owner: GraphTask, node: Any, grads: list, device: Any, queue: Any, yield_at: float
 ) -> tuple[Any, list] | None:
-    """Run a node on this thread, then each node it completes while that one is the best work here.
+    """Run a node on this thread, then each node it completes while that one is the best work here, else the
+    best work of its pass in the heap (a leaf's AccumulateGrad, say), without a round trip through the dispatcher.
 
     Stops at a heavy node that may go to a worker, and, once the clock passes `yield_at`, so that the
     dispatcher can checkpoint; either way the node goes back to the queue. Stops too at a node whose hooks
@@ -202,8 +203,12 @@ def _run_chain(
         except Exception as error:
             owner.fail(node, error)
             return None
-        if held is None:
-            return None
+        if held is None:  # nothing it completed is the best work here: go on with what is, if it is this pass's
+            if not heap or heap[0][3] is not owner or queue.waiting_heavy or owner.finished:
+                return None
+            entry = heappop(heap)
+            held = entry[4], entry[5]
+            del entry
         node, grads = held
         countdown -= 1
         if (node.cost >= HEAVY_NODE_NS and _may_use_worker(owner, node, device)) or (

@@ -220,15 +220,19 @@ def record(
         array = inputs[i]._data
         reduce = array.shape if rule.broadcasts and array.shape != data.shape else None
         cast = array.dtype if mixed else None
-        values = [params[name] for name in names]
-        for v in values:
+        values = []
+        raw = []  # the same values, tensors as their arrays: one loop, no comprehensions (a call each)
+        for name in names:
+            v = params[name]
+            values.append(v)
             if isinstance(v, _VERSIONED):
                 vc = v._vc
                 versions.append((v, 0 if vc is None else vc.value))
+                v = v._data
+                if v.__class__ is np.ndarray and not v.ndim and device is not cpu:
+                    v = v[()]  # a zero-dim host array (a number beside a GPU tensor) goes to kernels as a scalar
+            raw.append(v)
         saved_tensors.append((i, formula, tuple(values), reduce, cast))
-        raw = [getattr(v, "_data", v) for v in values]
-        if device is not cpu:  # a zero-dim host array (a number beside a GPU tensor) goes to kernels as a scalar
-            raw = [v[()] if v.__class__ is np.ndarray and not v.ndim else v for v in raw]
         saved.append((i, formula, tuple(raw), reduce, cast))
     metadata = (InputMetadata(data.shape, data.dtype, device),)
     node = out._grad_fn = FormulaNode(
