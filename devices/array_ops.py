@@ -151,19 +151,16 @@ class ArrayOps:
         """x where condition holds, else y (either may be a Python number, which keeps the other's dtype)."""
         return self.xp.where(condition, x, y)
 
-    @staticmethod
-    def convolution(x: Any, weight: Any, geometry: Any) -> Any:
-        return convolution.convolution(x, weight, geometry)
+    def convolution(self, x: Any, weight: Any, geometry: Any) -> Any:
+        return convolution.convolution(self.xp, x, weight, geometry)
 
-    @staticmethod
-    def convolution_input_grad(g: Any, weight: Any, input_shape: tuple[int, ...], geometry: Any) -> Any:
+    def convolution_input_grad(self, g: Any, weight: Any, input_shape: tuple[int, ...], geometry: Any) -> Any:
         """The adjoint of a convolution in its input (a transposed convolution of g)."""
-        return convolution.convolution_input_grad(g, weight, input_shape, geometry)
+        return convolution.convolution_input_grad(self.xp, g, weight, input_shape, geometry)
 
-    @staticmethod
-    def convolution_weight_grad(x: Any, g: Any, weight_shape: tuple[int, ...], geometry: Any) -> Any:
+    def convolution_weight_grad(self, x: Any, g: Any, weight_shape: tuple[int, ...], geometry: Any) -> Any:
         """The adjoint of a convolution in its weight (a convolution of x with g)."""
-        return convolution.convolution_weight_grad(x, g, weight_shape, geometry)
+        return convolution.convolution_weight_grad(self.xp, x, g, weight_shape, geometry)
 
     def sign(self, x: Any) -> Any:
         """NaN gives 0, as PyTorch's sgn does (so abs passes no NaN gradient)."""
@@ -213,29 +210,26 @@ class ArrayOps:
     def erf(self, x: Any) -> Any:
         return erf_kernel(self.xp, x).astype(x.dtype, copy=False)
 
-    @staticmethod
-    def gather_last(x: Any, index: Any) -> Any:
+    def gather_last(self, x: Any, index: Any) -> Any:
         """x's elements at `index` along its last axis (the other axes align)."""
-        return np.take_along_axis(x, index, -1)
+        return self.xp.take_along_axis(x, index, -1)
 
-    @staticmethod
-    def scatter_add_last(g: Any, index: Any, size: int) -> Any:
+    def scatter_add_last(self, g: Any, index: Any, size: int) -> Any:
         """The adjoint of gather_last: g's elements summed into `size` slots along the last axis; repeated
         indices accumulate (one bincount over all rows at once)."""
         rows = math.prod(g.shape[:-1])
-        offsets = (np.arange(rows) * size).reshape(*g.shape[:-1], 1)
-        sums = np.bincount((index + offsets).ravel(), weights=g.ravel(), minlength=rows * size)
+        offsets = (self.xp.arange(rows) * size).reshape(*g.shape[:-1], 1)
+        sums = self.xp.bincount((index + offsets).ravel(), weights=g.ravel(), minlength=rows * size)
         return sums.astype(g.dtype, copy=False).reshape(*g.shape[:-1], size)
 
     def einsum(self, equation: str, *operands: Any) -> Any:
         return self.xp.einsum(equation, *operands)
 
-    @staticmethod
-    def embedding_backward(g: Any, indices: Any, num_weights: int, padding_idx: int | None) -> Any:
+    def embedding_backward(self, g: Any, indices: Any, num_weights: int, padding_idx: int | None) -> Any:
         """Each gradient row added into its index's weight row (duplicates accumulate); padding_idx's row stays 0."""
         rows = g.reshape(-1, g.shape[-1])
-        out = np.zeros((num_weights, rows.shape[1]), g.dtype)
-        np.add.at(out, indices.ravel(), rows)
+        out = self.xp.zeros((num_weights, rows.shape[1]), g.dtype)
+        self.xp.add.at(out, indices.ravel(), rows)
         if padding_idx is not None:
             out[padding_idx] = 0
         return out

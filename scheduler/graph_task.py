@@ -318,8 +318,9 @@ class GraphTask:
         self.remaining = remaining
         if not remaining:
             self.finish()
-        if held is not None:
-            if heap and (heap[0][0], heap[0][1]) < (-self.depth, -held[0].sequence_nr):
+        if held is not None and heap:
+            top, depth = heap[0], -self.depth  # compared field by field: building two tuples cost more
+            if top[0] < depth or (top[0] == depth and top[1] < -held[0].sequence_nr):
                 self.queues[node.device].push(self, *held)
                 return None
         return held

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.devices import cpu
 from actorgrad.devices.erf import erf as erf_kernel
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
@@ -74,7 +73,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x), Phi the standard normal CDF (exact, through erf), or its tanh approximation."""
     x = _floating_data("gelu", input)
     if approximate == "none":
-        data = 0.5 * x * (1 + erf_kernel(np, x * SQRT1_2).astype(x.dtype, copy=False))
+        data = 0.5 * x * (1 + erf_kernel(input._device.xp, x * SQRT1_2).astype(x.dtype, copy=False))
     elif approximate == "tanh":
         data = 0.5 * x * (1 + np.tanh(SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x)))
     else:
@@ -93,7 +92,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x)."""
     x = _floating_data("silu", input, inplace)
-    return record(SILU, x * cpu.ops.sigmoid(x), (input,))
+    return record(SILU, x * input._device.ops.sigmoid(x), (input,))
 
 
 METHODS: dict[str, Any] = {}

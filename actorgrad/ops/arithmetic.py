@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices import cpu
-from actorgrad.ops.operands import as_operand, broadcast_error, data_as, floating, result_type
+from actorgrad.ops.operands import as_operand, broadcast_error, data_as, floating, kernel_operands, result_type
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor, bool_
 
@@ -106,7 +106,7 @@ def _binary(name: str, a: Any, b: Any) -> Tensor:
         a, b, x, y = _promoted(name, a, b)
     if x.__class__ is not y.__class__:  # a GPU array beside a zero-dim host array: pass that as a scalar
         common_device((a, b))  # tensors on two devices get PyTorch's error before a kernel mixes them
-        x, y = (x[()] if x.ndim == 0 else x), (y[()] if y.ndim == 0 else y)
+        x, y = kernel_operands(x, y)
     where = a._device if a._device is not cpu else b._device
     if where is not cpu:  # the device's own ufunc: numpy's would reach it only through __array_ufunc__
         kernel = getattr(where.xp, kernel.__name__)
@@ -140,7 +140,9 @@ def rsub(input: Tensor, other: Any) -> Tensor:
     dtype = result_type(input, other)
     if dtype == bool_:
         raise RuntimeError(BOOL_SUBTRACTION)
-    return record(RSUB_SCALAR, np.subtract(as_operand(other, dtype)._data, data_as(input, dtype)), (input,))
+    return record(
+        RSUB_SCALAR, np.subtract(*kernel_operands(as_operand(other, dtype)._data, data_as(input, dtype))), (input,)
+    )
 
 
 def _is_number(value: Any) -> bool:
@@ -152,11 +154,11 @@ def pow(input: Any, exponent: Any) -> Tensor:
         dtype = result_type(input, exponent)
         if dtype.kind in "iu" and exponent < 0:
             raise RuntimeError(NEGATIVE_INTEGER_POWER)
-        data = np.power(data_as(input, dtype), as_operand(exponent, dtype)._data)
+        data = np.power(*kernel_operands(data_as(input, dtype), as_operand(exponent, dtype)._data))
         return record(POW_SCALAR, data, (input,), exponent=exponent)
     if isinstance(exponent, Tensor) and _is_number(input):
         dtype = result_type(input, exponent)
-        data = np.power(as_operand(input, dtype)._data, data_as(exponent, dtype))
+        data = np.power(*kernel_operands(as_operand(input, dtype)._data, data_as(exponent, dtype)))
         return record(RPOW_SCALAR, data, (exponent,), base=input)
     return _binary("pow", input, exponent)
 

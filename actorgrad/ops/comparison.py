@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.operands import as_operand, broadcast_error, data_as, result_type
+from actorgrad.ops.operands import as_operand, broadcast_error, data_as, kernel_operands, result_type
 from actorgrad.ops.record import common_device
 from actorgrad.tensor import Tensor, bool_
 
@@ -28,7 +28,7 @@ def _elementwise(op: str, kernel: Any, input: Any, other: Any, *, promote: bool 
     x, y = (data_as(a, dtype), data_as(b, dtype)) if promote else (a._data, b._data)
     try:
         where = a._device if a._device is b._device else common_device((a, b))
-        return Tensor(where.xp.asarray(kernel(x, y)), device=where)
+        return Tensor(where.xp.asarray(kernel(*kernel_operands(x, y))), device=where)
     except ValueError:
         raise broadcast_error(op, x.shape, y.shape) from None
 

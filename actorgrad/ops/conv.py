@@ -12,9 +12,6 @@ from typing import Any
 
 from actorgrad.devices.convolution import (
     ConvGeometry,
-    convolution,
-    convolution_input_grad,
-    convolution_weight_grad,
     macs,
 )
 from actorgrad.ops.linalg import MACS_PER_NS
@@ -131,7 +128,7 @@ def _conv(op: str, dims: int, input: Tensor, weight: Tensor, bias: Tensor | None
     kernel = (1, w.shape[-1]) if dims == 1 else tuple(w.shape[-2:])
     geo = geometry(op, kernel, stride, padding, dilation, groups, dims)
     _check(op, x, w, bias, geo)
-    data = convolution(x, w, geo)
+    data = input._device.ops.convolution(x, w, geo)
     inputs: tuple[Tensor, ...] = (input, weight)
     if bias is not None:
         data = data + bias._data.reshape(-1, *(1,) * dims)
@@ -153,17 +150,18 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
 
 def recorded_convolution(input: Tensor, weight: Tensor, geo: ConvGeometry) -> Tensor:
     """The forward map without bias or checks, for gradients recorded by `TensorOps`."""
-    return record(CONVOLUTION, convolution(input._data, weight._data, geo), (input, weight), geometry=geo,
+    return record(CONVOLUTION, input._device.ops.convolution(input._data, weight._data, geo), (input, weight),
+                  geometry=geo,
                   self_shape=input.shape, weight_shape=weight.shape)
 
 
 def recorded_input_grad(g: Tensor, weight: Tensor, input_shape: tuple[int, ...], geo: ConvGeometry) -> Tensor:
-    data = convolution_input_grad(g._data, weight._data, input_shape, geo)
+    data = g._device.ops.convolution_input_grad(g._data, weight._data, input_shape, geo)
     return record(INPUT_GRAD, data, (g, weight), geometry=geo, weight_shape=weight.shape)
 
 
 def recorded_weight_grad(x: Tensor, g: Tensor, weight_shape: tuple[int, ...], geo: ConvGeometry) -> Tensor:
-    data = convolution_weight_grad(x._data, g._data, weight_shape, geo)
+    data = x._device.ops.convolution_weight_grad(x._data, g._data, weight_shape, geo)
     return record(WEIGHT_GRAD, data, (x, g), geometry=geo, self_shape=x.shape, weight_shape=weight_shape)
 
 

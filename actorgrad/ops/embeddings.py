@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.devices.array_ops import ArrayOps
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
@@ -49,12 +48,12 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
 
 
 def recorded_embedding_backward(g: Tensor, indices: np.ndarray, num_weights: int, padding_idx: int | None) -> Tensor:
-    data = ArrayOps.embedding_backward(g._data, indices, num_weights, padding_idx)
+    data = g._device.ops.embedding_backward(g._data, indices, num_weights, padding_idx)
     return record(EMBEDDING_BACKWARD, data, (g,), indices=indices, padding_idx=padding_idx)
 
 
 def recorded_embedding_rows(h: Tensor, indices: np.ndarray, padding_idx: int | None) -> Tensor:
-    data = ArrayOps.embedding_rows(h._data, indices, padding_idx)
+    data = h._device.ops.embedding_rows(h._data, indices, padding_idx)
     return record(ROWS, data, (h,), indices=indices, num_weights=h.shape[0], padding_idx=padding_idx)
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices import cpu
+from actorgrad.ops.operands import kernel_operands
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
 from actorgrad.ops.shape import single_dim
@@ -56,6 +58,8 @@ FLOAT_INDEX = "tensors used as indices must be long, int, byte or bool tensors"
 def take_index(input: Tensor, basic: tuple, advanced: tuple | None, rule: Rule) -> Tensor:
     """`input[basic][advanced]` as one node; `index_put_zeros` is its gradient."""
     x = input._data
+    if advanced is not None and input._device is not cpu:  # parsed on the host, used where the data lives
+        advanced = tuple(a if isinstance(a, int | slice) else input._device.xp.asarray(a) for a in advanced)
     if advanced is None:
         data = x[basic + (Ellipsis,)]  # with the Ellipsis, ints alone give a 0-dim view, not a numpy scalar copy
     else:
@@ -70,10 +74,15 @@ def index_put_zeros(g: Tensor, shape: tuple[int, ...], basic: tuple, advanced: t
 
 
 # -- tensor[index] -----------------------------------------------------------------------------------------------
+def _host(array: Any) -> np.ndarray:
+    """An index array on the host, where indexes are checked and parsed (a GPU array copies over)."""
+    return array if isinstance(array, np.ndarray) else array.get()
+
+
 def _index_array(entry: Any) -> np.ndarray | None:
-    """An index entry as an array when it is a tensor, array or list, else None."""
+    """An index entry as a host array when it is a tensor, array or list, else None."""
     if isinstance(entry, Tensor):
-        entry = entry._data
+        entry = _host(entry._data)
     elif isinstance(entry, list):
         entry = np.asarray([e._data if isinstance(e, Tensor) else e for e in entry])
         if entry.size == 0:
@@ -197,7 +206,7 @@ def _at_least_1d(x: np.ndarray, op: str) -> np.ndarray:
 
 
 def _int_index(index: Any, op: str, dtypes: str) -> np.ndarray:
-    array = index._data if isinstance(index, Tensor) else np.asarray(index)
+    array = _host(index._data) if isinstance(index, Tensor) else np.asarray(index)
     if array.dtype.kind not in "iu":
         raise RuntimeError(f"{op}(): Expected dtype {dtypes} for index, got {array.dtype}")
     return array
@@ -243,6 +252,8 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     dim = single_dim(dim, x.ndim, "scatter_add")
     _check_along(x, dim, index, (s,))
     where = _along(index, dim)
+    if input._device is not cpu:
+        where = tuple(input._device.xp.asarray(a) for a in where)
     data = x.copy()
     np.add.at(data, where, s[tuple(slice(0, n) for n in index.shape)])
     src_pad = tuple(p for d in reversed(range(s.ndim)) for p in (0, s.shape[d] - index.shape[d]))
@@ -270,9 +281,9 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
             f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
             f"dimension(s)."
         )
-    fill = value._data if isinstance(value, Tensor) else value
+    fill = value._data.astype(x.dtype) if isinstance(value, Tensor) else x.dtype.type(value)
     try:
-        data = np.where(m, np.asarray(fill, dtype=x.dtype), x)
+        data = np.where(*kernel_operands(m, fill), x)
     except ValueError:
         raise RuntimeError(
             f"masked_fill: the mask of shape {list(m.shape)} does not broadcast with the input of shape "

@@ -121,7 +121,7 @@ def _rebase(self: Tensor, result: Tensor) -> None:
     node = result._grad_fn
     if node is None:
         return
-    node.input_metadata = (InputMetadata(self._data.shape, self._data.dtype, cpu),)
+    node.input_metadata = (InputMetadata(self._data.shape, self._data.dtype, self._device),)
     base = self._base
     if base is None:
         _move_history(self, node)
@@ -131,7 +131,8 @@ def _rebase(self: Tensor, result: Tensor) -> None:
     keep = np.ones(base._data.shape, np.bool_)
     keep.reshape(-1)[positions.ravel()] = False
     inputs = (_stand_in(base, False), Tensor(self._data, grad_fn=node, device=self._device))
-    merged = record(VIEW_WRITE, np.empty_like(base._data), inputs, keep=keep, positions=positions)
+    merged = record(VIEW_WRITE, np.empty_like(base._data), inputs, keep=_where(base, keep),
+                    positions=_where(base, positions))
     _move_history(base, merged._grad_fn)
     _refresh_views(base)
 
@@ -143,7 +144,8 @@ def _refresh_views(base: Tensor) -> None:
     for view in list(views or ()):
         if view._base is base:
             positions = _positions(view._data, base._data)
-            read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=positions, base_shape=base.shape)
+            read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=_where(base, positions),
+                          base_shape=base.shape)
             _move_history(view, read._grad_fn)
 
 
@@ -156,9 +158,15 @@ def _move_history(t: Tensor, node: Any) -> None:
     t._grad_fn, t._output_nr = node, 0
 
 
-def _addresses(array: np.ndarray) -> np.ndarray:
-    """The memory address of each element of `array`."""
-    out = np.full(array.shape, array.__array_interface__["data"][0], np.int64)
+def _where(t: Tensor, array: np.ndarray) -> Any:
+    """A mask or index array built on the host, moved to where `t`'s data lives."""
+    return array if t._device is cpu else t._device.xp.asarray(array)
+
+
+def _addresses(array: Any) -> np.ndarray:
+    """The memory address of each element of `array` (a numpy or a CuPy array), computed on the host."""
+    start = array.__array_interface__["data"][0] if isinstance(array, np.ndarray) else array.data.ptr
+    out = np.full(array.shape, start, np.int64)
     for d, (n, stride) in enumerate(zip(array.shape, array.strides)):
         out += (np.arange(n, dtype=np.int64) * stride).reshape((-1,) + (1,) * (array.ndim - d - 1))
     return out
@@ -280,11 +288,12 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     """Write `value` (a number or a tensor broadcasting to the indexed shape) at `index`, any index kind that
     `tensor[index]` takes; with a gradient, the written positions get none from the old values."""
     basic, advanced, _ = parse_index(index, self._data.shape)
+    placed = None if advanced is None else tuple(a if isinstance(a, int | slice) else _where(self, a) for a in advanced)
     region = self._data[basic]
-    shape = np.shape(region if advanced is None else region[advanced])
+    shape = (region if advanced is None else region[placed]).shape
     if value is None or isinstance(value, str | bytes):  # numpy would write None as nan
         raise TypeError(f"can't assign a {type(value).__name__} to a actorgrad.{self._data.dtype} tensor")
-    values = value._data if isinstance(value, Tensor) else as_array(value, self._data.dtype)
+    values = value._data if isinstance(value, Tensor) else _where(self, as_array(value, self._data.dtype))
     try:
         np.broadcast_to(values, shape)
     except ValueError:
@@ -298,7 +307,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     if advanced is None:
         _store(self, basic, values)
     else:
-        _store_advanced(self, basic, advanced, values)
+        _store_advanced(self, basic, placed, values)
     bump_version(self)
     if not records:
         return
@@ -308,8 +317,8 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     else:
         keep[basic][advanced] = False
     rule = COPY_SLICES if advanced is None else INDEX_PUT
-    inputs = (_stand_in(self, False), value if isinstance(value, Tensor) else Tensor(values))
-    params = dict(keep=keep, basic=basic, advanced=advanced, value_shape=values.shape)
+    inputs = (_stand_in(self, False), value if isinstance(value, Tensor) else Tensor(values, device=self._device))
+    params = dict(keep=_where(self, keep), basic=basic, advanced=placed, value_shape=values.shape)
     _rebase(self, record(rule, np.empty_like(self._data), inputs, **params))
 
 

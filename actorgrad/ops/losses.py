@@ -97,15 +97,16 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore
         raise RuntimeError("nll_loss: input tensor should be 1D or more, got a 0-d tensor")
     safe, _, picked = _class_targets(x, target, weight, ignore_index)
     axis = 0 if x.ndim == 1 else 1
-    index = np.expand_dims(safe, axis)
-    losses = -np.take_along_axis(x, index, axis).squeeze(axis) * picked
+    xp = input._device.xp
+    index = xp.expand_dims(safe, axis)
+    losses = -xp.take_along_axis(x, index, axis).squeeze(axis) * picked
     data, denominator = _reduce_weighted(losses, picked, reduction)
-    coef = np.zeros_like(x)
+    coef = xp.zeros_like(x)
     with np.errstate(invalid="ignore", divide="ignore"):
-        np.put_along_axis(coef, index, np.expand_dims(-picked / denominator, axis), axis)
-    kept_shape = np.expand_dims(losses, axis).shape if reduction == "none" else ()
+        xp.put_along_axis(coef, index, xp.expand_dims(-picked / denominator, axis), axis)
+    kept_shape = xp.expand_dims(losses, axis).shape if reduction == "none" else ()
     rule = NLL_LOSS_2D if x.ndim > 2 else NLL_LOSS
-    return record(rule, np.asarray(data, x.dtype), (input,), coef=coef, kept_shape=kept_shape)
+    return record(rule, data.astype(x.dtype, copy=False), (input,), coef=coef, kept_shape=kept_shape)
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
@@ -198,7 +199,7 @@ def _pointwise(rule: Rule, kernel: Any, input: Tensor, target: Tensor, reduction
     elementwise = kernel(x - t)
     data = _reduced(elementwise, reduction)
     kept_shape = shape if reduction == "none" else ()
-    return record(rule, np.asarray(data), (input, target), count=_count(shape, reduction), kept_shape=kept_shape)
+    return record(rule, data, (input, target), count=_count(shape, reduction), kept_shape=kept_shape)
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
@@ -235,15 +236,16 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     x, t = input._data, target._data
     if x.shape != t.shape:
         raise ValueError(f"Target size ({list(t.shape)}) must be the same as input size ({list(x.shape)})")
-    w = np.ones((), x.dtype) if weight is None else np.asarray(weight._data, x.dtype)
-    pw = np.ones((), x.dtype) if pos_weight is None else np.asarray(pos_weight._data, x.dtype)
+    xp = input._device.xp
+    w = xp.ones((), x.dtype) if weight is None else weight._data.astype(x.dtype, copy=False)
+    pw = xp.ones((), x.dtype) if pos_weight is None else pos_weight._data.astype(x.dtype, copy=False)
     log_weight = 1 + (pw - 1) * t
     softplus_neg = np.logaddexp(0, -x)
     elementwise = w * ((1 - t) * x + log_weight * softplus_neg)
     elementwise = np.broadcast_to(elementwise, x.shape)
     data = _reduced(elementwise, reduction)
     kept_shape = x.shape if reduction == "none" else ()
-    return record(BCE_WITH_LOGITS, np.asarray(data, x.dtype), (input, target), weight=w, pos_weight=pw,
+    return record(BCE_WITH_LOGITS, data.astype(x.dtype, copy=False), (input, target), weight=w, pos_weight=pw,
                   count=_count(x.shape, reduction), kept_shape=kept_shape)
 
 

@@ -10,9 +10,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
-from actorgrad.devices import cpu
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor, bump_version
 
@@ -69,7 +66,7 @@ def _normalize(rules: dict, input: Tensor, weight: Tensor | None, bias: Tensor |
                weight_shape: tuple, eps: float, stats: Any) -> Tensor:
     x = input._data
     count = math.prod(x.shape[d] for d in dims)
-    xhat, _ = _normalized(cpu.ops, x, dims, count, eps, stats)
+    xhat, _ = _normalized(input._device.ops, x, dims, count, eps, stats)
     data = xhat
     if weight is not None:
         data = data * weight._data.reshape(weight_shape)
@@ -77,7 +74,7 @@ def _normalize(rules: dict, input: Tensor, weight: Tensor | None, bias: Tensor |
         data = data + bias._data.reshape(weight_shape)
     inputs = (input, *[t for t in (weight, bias) if t is not None])
     param_shape = weight.shape if weight is not None else bias.shape if bias is not None else ()
-    return record(rules[weight is not None, bias is not None], np.asarray(data, x.dtype), inputs, weight=weight,
+    return record(rules[weight is not None, bias is not None], data.astype(x.dtype, copy=False), inputs, weight=weight,
                   dims=dims, count=count, eps=eps, stats=stats, weight_shape=weight_shape, param_shape=param_shape)
 
 

@@ -117,6 +117,16 @@ def as_operand(value: Any, dtype: np.dtype) -> Tensor:
     raise TypeError(f"expected a Tensor or a Python number as an operand, got {type(value).__name__}")
 
 
+def kernel_operands(x: Any, y: Any) -> tuple[Any, Any]:
+    """Two arrays as one kernel takes them: beside a GPU array, a zero-dim host array (a number, or a zero-dim
+    cpu tensor) goes as a numpy scalar, since CuPy takes scalars but never host arrays."""
+    if x.__class__ is y.__class__:
+        return x, y
+    return (x[()] if x.__class__ is np.ndarray and not x.ndim else x), (
+        y[()] if y.__class__ is np.ndarray and not y.ndim else y
+    )
+
+
 def data_as(t: Tensor, dtype: np.dtype) -> np.ndarray:
     """A tensor's array in the dtype an op computes in (no copy when it already is)."""
     data = t._data

@@ -12,10 +12,8 @@ import math
 from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
-from actorgrad.devices.array_ops import ArrayOps
-from actorgrad.devices.convolution import ConvGeometry, convolution
+from actorgrad.devices.convolution import ConvGeometry
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
 from actorgrad.tensor import Tensor
@@ -82,8 +80,9 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         "max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode)
     *lead, h, w = x.shape
     reach_h, reach_w = (oh - 1) * sh + dh * (kh - 1) + 1, (ow - 1) * sw + dw * (kw - 1) + 1
+    xp = input._device.xp
     if ph or pw or reach_h > h or reach_w > w:  # pad with -inf so padding never wins a window
-        padded = np.full((*lead, max(reach_h, h + ph), max(reach_w, w + pw)), -np.inf, x.dtype)
+        padded = xp.full((*lead, max(reach_h, h + ph), max(reach_w, w + pw)), -np.inf, x.dtype)
         padded[..., ph:ph + h, pw:pw + w] = x
     else:
         padded = x
@@ -92,9 +91,9 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     # indices. (np.copyto with where= took 8x longer here.) A NaN wins its window, the last one, as in PyTorch.
     step = (sh * padded.strides[-2], sw * padded.strides[-1])
     kind = np.min_scalar_type(kh * kw)
-    views = [as_strided(padded[..., i * dh:, j * dw:], (*lead, oh, ow), (*padded.strides[:-2], *step),
-                        writeable=False) for i in range(kh) for j in range(kw)]
-    data, local = views[0].copy(), np.zeros((*lead, oh, ow), kind)
+    views = [xp.lib.stride_tricks.as_strided(padded[..., i * dh:, j * dw:], (*lead, oh, ow),
+                                             (*padded.strides[:-2], *step)) for i in range(kh) for j in range(kw)]
+    data, local = views[0].copy(), xp.zeros((*lead, oh, ow), kind)
     for k, view in enumerate(views[1:], 1):
         better = view > data
         np.maximum(data, view, out=data)
@@ -102,11 +101,11 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     if np.isnan(data).any():
         for k, view in enumerate(views):
             np.copyto(local, k, where=np.isnan(view))
-    offsets = np.array([(k // kw) * dh * w + (k % kw) * dw for k in range(kh * kw)])
-    corners = (np.arange(oh)[:, None] * sh - ph) * w + np.arange(ow) * sw - pw
+    offsets = xp.asarray([(k // kw) * dh * w + (k % kw) * dw for k in range(kh * kw)])
+    corners = (xp.arange(oh)[:, None] * sh - ph) * w + xp.arange(ow) * sw - pw
     index = (corners + offsets[local]).reshape(*lead, oh * ow)
     out = record(MAX_POOL, data, (input,), index=index, self_shape=x.shape)
-    return (out, Tensor(index.reshape(data.shape))) if return_indices else out
+    return (out, Tensor(index.reshape(data.shape), device=input._device)) if return_indices else out
 
 
 AVG_POOL = Rule(
@@ -129,28 +128,30 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     extra = [max(0, (o - 1) * s + k - (n + 2 * p)) for o, s, k, n, p in sizes]
     geo = ConvGeometry(stride2, ((pad[0], pad[0] + extra[0]), (pad[1], pad[1] + extra[1])), (1, 1), 1)
     planes_shape = (math.prod(x.shape[:-2]), 1, *x.shape[-2:])
-    ones = np.ones((1, 1, *kernel), x.dtype)
-    sums = convolution(x.reshape(planes_shape), ones, geo).reshape(*x.shape[:-2], oh, ow)
+    ops = input._device.ops
+    ones = ops.xp.ones((1, 1, *kernel), x.dtype)
+    sums = ops.convolution(x.reshape(planes_shape), ones, geo).reshape(*x.shape[:-2], oh, ow)
     if divisor_override is not None:
         divisor: Any = divisor_override
     elif count_include_pad and any(extra):
-        padded_ones = np.ones((1, 1, x.shape[-2] + 2 * pad[0], x.shape[-1] + 2 * pad[1]), x.dtype)
-        divisor = convolution(padded_ones, ones, geo._replace(padding=((0, extra[0]), (0, extra[1]))))[0, 0]
+        padded_ones = ops.xp.ones((1, 1, x.shape[-2] + 2 * pad[0], x.shape[-1] + 2 * pad[1]), x.dtype)
+        divisor = ops.convolution(padded_ones, ones, geo._replace(padding=((0, extra[0]), (0, extra[1]))))[0, 0]
     elif count_include_pad or not any(pad) and not any(extra):
         divisor = kernel[0] * kernel[1]
     else:
-        divisor = convolution(np.ones((1, 1, *x.shape[-2:]), x.dtype), ones, geo)[0, 0]
-    return record(AVG_POOL, sums / divisor, (input,), divisor=divisor, kernel=Tensor(ones), planes_shape=planes_shape,
+        divisor = ops.convolution(ops.xp.ones((1, 1, *x.shape[-2:]), x.dtype), ones, geo)[0, 0]
+    return record(AVG_POOL, sums / divisor, (input,), divisor=divisor, kernel=Tensor(ones, device=input._device),
+                  planes_shape=planes_shape,
                   self_shape=x.shape, geometry=geo)
 
 
 # -- the gather / scatter-add pair behind max_pool2d's gradients, recorded for TensorOps ------------------------
 def recorded_gather_last(x: Tensor, index: np.ndarray) -> Tensor:
-    return record(GATHER, ArrayOps.gather_last(x._data, index), (x,), index=index, size=x.shape[-1])
+    return record(GATHER, x._device.ops.gather_last(x._data, index), (x,), index=index, size=x.shape[-1])
 
 
 def recorded_scatter_add_last(g: Tensor, index: np.ndarray, size: int) -> Tensor:
-    return record(SCATTER_ADD, ArrayOps.scatter_add_last(g._data, index, size), (g,), index=index)
+    return record(SCATTER_ADD, g._device.ops.scatter_add_last(g._data, index, size), (g,), index=index)
 
 
 METHODS: dict[str, Any] = {}

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.operands import as_operand, broadcast_error, common_dtype, data_as, result_type
+from actorgrad.ops.operands import as_operand, broadcast_error, common_dtype, data_as, kernel_operands, result_type
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor, bool_
 
@@ -76,8 +76,8 @@ WHERE = Rule(
 
 def _clamp_kernel(x: np.ndarray, lo: np.ndarray | None, hi: np.ndarray | None) -> np.ndarray:
     # max first, then min: with min > max every element becomes max, as in PyTorch.
-    out = x if lo is None else np.maximum(x, lo)
-    return out if hi is None else np.minimum(out, hi)
+    out = x if lo is None else np.maximum(*kernel_operands(x, lo))
+    return out if hi is None else np.minimum(*kernel_operands(out, hi))
 
 
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:

@@ -251,8 +251,9 @@ def _triangle(rule: Rule, input: Tensor, diagonal: int, op: str, lower: bool) ->
     if x.ndim < 2:
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got shape {list(x.shape)}")
     rows, cols = x.shape[-2:]
-    mask = np.tri(rows, cols, diagonal, dtype=bool) if lower else ~np.tri(rows, cols, diagonal - 1, dtype=bool)
-    return record(rule, np.where(mask, x, 0).astype(x.dtype, copy=False), (input,), mask=mask)
+    xp = input._device.xp
+    mask = xp.tri(rows, cols, diagonal, dtype=bool) if lower else ~xp.tri(rows, cols, diagonal - 1, dtype=bool)
+    return record(rule, xp.where(mask, x, 0).astype(x.dtype, copy=False), (input,), mask=mask)
 
 
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:

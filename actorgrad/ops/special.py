@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from actorgrad.devices.erf import erf as erf_kernel
 from actorgrad.devices.erf import erfc as erfc_kernel
 from actorgrad.ops.operands import floating
@@ -24,7 +22,7 @@ ERFC = Rule("ErfcBackward0", (("self",), lambda ops, g, self: -g * TWO_OVER_SQRT
 def _apply(rule: Rule, kernel: Any, input: Tensor) -> Tensor:
     """The kernel runs in float64 whatever the input's dtype, then rounds to the op's floating dtype."""
     x = input._data
-    return record(rule, kernel(np, x).astype(floating(x.dtype), copy=False), (input,))
+    return record(rule, kernel(input._device.xp, x).astype(floating(x.dtype), copy=False), (input,))
 
 
 def erf(input: Tensor) -> Tensor:

@@ -1,0 +1,121 @@
+"""Every op family on cuda:0: forward values and gradients equal the CPU's, in float64 (CuPy's API is not
+numpy's: a function numpy dispatches to CuPy may lack a keyword, and a host array never mixes with a device one).
+Skipped when cupy or a CUDA device is missing."""
+
+import numpy as np
+import pytest
+
+import actorgrad as ag
+import actorgrad.nn.functional as F
+
+pytestmark = pytest.mark.gpu
+cupy = pytest.importorskip("cupy")
+if not cupy.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+RNG = np.random.default_rng(11)
+
+
+def any_(*shape):
+    return RNG.uniform(-1.5, 1.5, shape)
+
+
+def positive(*shape):
+    return RNG.uniform(0.5, 2.0, shape)
+
+
+def distinct(*shape):
+    n = int(np.prod(shape))
+    return ((RNG.permutation(n) - n / 2) * 0.25).reshape(shape)
+
+
+IMAGE = any_(2, 3, 6, 6)
+KERNEL = any_(4, 3, 3, 3)
+LABELS = np.array([1, 0, 2, 1])
+
+# label, function of the leaves (and of the device, for ops that take constant tensors), leaf arrays
+CASES = [
+    ("exp log tanh sigmoid", lambda x, d: (x.exp() + x.tanh() + x.sigmoid()).log(), [positive(3, 4)]),
+    ("relu gelu silu softplus leaky_relu", lambda x, d: F.relu(x) + F.gelu(x) + F.silu(x) + F.softplus(x)
+     + F.leaky_relu(x, 0.1), [any_(3, 4)]),
+    ("sin cos sqrt rsqrt abs square erf", lambda x, d: x.sin() * x.cos() + x.sqrt() + x.rsqrt() + x.abs()
+     + x.square() + ag.erf(x), [positive(3, 4)]),
+    ("pow, both ways", lambda x, y, d: x ** y + 2.0 ** x + x ** 3, [positive(3, 4), any_(4)]),
+    ("add sub mul div, broadcast", lambda x, y, d: (x + y) * (x - y) / (y + 3) - 1 / (x + 3), [any_(3, 4), any_(4)]),
+    ("clamp maximum minimum where", lambda x, y, d: x.clamp(-0.5, 0.5) + ag.maximum(x, y) + ag.minimum(x, y)
+     + ag.where(x > y, x, y), [distinct(3, 4), distinct(3, 4) + 0.1]),
+    ("sum mean prod over dims", lambda x, d: x.sum(0) + x.mean(1).sum() + x.prod(1, keepdim=True).sum(),
+     [positive(3, 4)]),
+    ("amax amin max min", lambda x, d: x.amax(0).sum() + x.amin(1).sum() + x.max(1)[0].sum() + x.min(),
+     [distinct(3, 4)]),
+    ("logsumexp softmax log_softmax", lambda x, d: x.logsumexp(1).sum() + x.softmax(0).pow(2).sum()
+     + x.log_softmax(1).sum() + x.log_softmax(0).pow(2).sum(), [any_(3, 4)]),
+    ("var std norm cumsum", lambda x, d: x.var(1) + x.std(1) + x.norm() + x.cumsum(1).sum(1), [any_(3, 4)]),
+    ("reshape transpose permute expand flip roll", lambda x, d: x.reshape(4, 3).T.permute(1, 0).unsqueeze(0)
+     .expand(2, 4, 3).flip(2).roll(1, 1).sum(0), [any_(3, 4)]),
+    ("cat stack split chunk", lambda x, y, d: ag.cat([x, y]).sum(0) + ag.stack([x, y]).sum((0, 1))
+     + sum(ag.split(x, 2, 1)[0].sum(1)) + ag.chunk(y, 2, 0)[1].sum(), [any_(2, 4), any_(2, 4)]),
+    ("pad tril triu repeat", lambda x, d: F.pad(x, (1, 2)).sum(0) + x.tril().sum() + x.triu(1).sum()
+     + x.repeat(2, 1).sum(), [any_(3, 4)]),
+    ("basic indexing", lambda x, d: x[1:, ::2].sum() + x[0] * x[-1] + x[:, None, 1].sum(), [any_(3, 4)]),
+    ("advanced and boolean indexing", lambda x, d: x[ag.tensor([2, 0], device=d)].sum(0)
+     + x[x > 0].sum() + x[:, ag.tensor([1, 1, 3], device=d)].sum(), [any_(3, 4)]),
+    ("gather scatter_add index_select masked_fill", lambda x, d: x.gather(1, ag.tensor([[0, 1], [2, 3], [1, 1]],
+     device=d)).sum() + ag.zeros(3, 5, dtype=ag.float64, device=d).scatter_add(1, ag.tensor(
+         [[0, 1, 4, 4]] * 3, device=d), x).sum(0).sum() + x.index_select(1, ag.tensor([3, 0], device=d)).sum()
+     + x.masked_fill(x < 0, 2.0).sum(), [any_(3, 4)]),
+    ("matmul mm bmm outer einsum", lambda a, b, d: (a @ b).sum() + ag.bmm(a[None], b[None]).sum()
+     + ag.outer(a[0], b[:, 0]).sum() + ag.einsum("ij,jk->ik", a, b).tanh().sum() + (a[0] @ b).sum(),
+     [any_(3, 4), any_(4, 2)]),
+    ("linear conv2d conv1d pools", lambda x, w, d: F.conv2d(x, w, padding=1).tanh().sum()
+     + F.max_pool2d(x, 2).sum() + F.avg_pool2d(x, 2).sum() + F.conv1d(x[:, :, 0], w[:, :, 0], stride=2).sum()
+     + F.linear(x[0, 0], x[1, 0], x[0, 1, 0]).sum(),
+     [IMAGE, KERNEL]),
+    ("layer_norm batch_norm", lambda x, w, d: F.layer_norm(x, (4,), w, w).sum() + F.batch_norm(
+        x, None, None, w, w * 2, training=True).pow(2).sum(), [any_(3, 4), positive(4)]),
+    ("cross_entropy nll_loss mse l1 bce", lambda x, t, d: F.cross_entropy(x, ag.tensor(LABELS, device=d))
+     + F.nll_loss(x.log_softmax(1), ag.tensor(LABELS, device=d)) + F.mse_loss(x, t) + F.l1_loss(x, t)
+     + F.binary_cross_entropy_with_logits(x, t.sigmoid()), [any_(4, 3), any_(4, 3) + 2]),
+    ("embedding", lambda w, d: F.embedding(ag.tensor([[0, 2], [3, 3]], device=d), w).tanh().sum(),
+     [any_(5, 3)]),
+    ("in-place ops and setitem", lambda x, d: _changed_in_place(x * 1, d), [any_(3, 4)]),
+    ("clone, a copy to the cpu and back", lambda x, d: (x.clone().cpu().tanh().to(d) * x).sum(), [any_(3, 4)]),
+]
+
+
+def _changed_in_place(y, d):
+    y.add_(1).mul_(2).sub_(0.5)
+    y[0] = 0
+    y[1:, 1] *= 3
+    y.clamp_(-2, 2)
+    return y.exp()
+
+
+@pytest.mark.parametrize("label, fn, arrays", CASES, ids=[c[0] for c in CASES])
+def test_an_op_on_cuda_gives_the_cpu_values_and_gradients(label, fn, arrays):
+    def run(where):
+        leaves = [ag.tensor(a, dtype=ag.float64, device=where, requires_grad=True) for a in arrays]
+        out = fn(*leaves, where)
+        assert out.device is ag.device(where), f"{label}: output on {out.device}"
+        grads = ag.autograd.grad(out.sum(), leaves)
+        return out.detach().cpu().numpy(), [g.cpu().numpy() for g in grads]
+
+    want, want_grads = run("cpu")
+    got, got_grads = run("cuda:0")
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=label)
+    for i, (g, w) in enumerate(zip(got_grads, want_grads)):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12, err_msg=f"{label}: gradient of input {i}")
+
+
+@pytest.mark.parametrize("make", [
+    lambda d: ag.zeros(2, 3, device=d), lambda d: ag.ones(2, 3, device=d), lambda d: ag.full((2, 3), 7.0, device=d),
+    lambda d: ag.empty(2, 3, device=d), lambda d: ag.arange(5, device=d), lambda d: ag.linspace(0, 1, 4, device=d),
+    lambda d: ag.eye(3, device=d), lambda d: ag.rand(2, 3, device=d), lambda d: ag.randn(2, 3, device=d),
+    lambda d: ag.randint(0, 5, (2, 3), device=d), lambda d: ag.zeros_like(ag.ones(2, device=d)),
+    lambda d: ag.ones_like(ag.ones(2, device=d)), lambda d: ag.full_like(ag.ones(2, device=d), 3.0),
+    lambda d: ag.rand_like(ag.ones(2, device=d)), lambda d: ag.randn_like(ag.ones(2, device=d)),
+])
+def test_creation_functions_place_their_tensor_on_the_device(make):
+    t = make("cuda:0")
+    assert t.device is ag.device("cuda:0") and isinstance(t._data, cupy.ndarray)
+    assert make("cpu").shape == t.shape and make("cpu").dtype == t.dtype
