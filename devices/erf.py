@@ -16,7 +16,7 @@ NEAR = 0.46875  # |x| up to here: erf from x**2
 TAIL = 4.0  # |x| beyond here: erfc from 1 / x**2
 UNDERFLOW = 40.0  # erfc(40) is 0 in float64; clamping there keeps exp's split finite for |x| = inf
 
-# Polynomial coefficients, highest power first (as polyval takes them); each denominator is monic.
+# Polynomial coefficients, highest power first; each denominator is monic.
 ERF_NEAR_P = (1.85777706184603153e-1, 3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02,
               3.20937758913846947e03)
 ERF_NEAR_Q = (1.0, 2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03,
@@ -34,8 +34,16 @@ ERFC_TAIL_Q = (1.0, 2.56852019228982242e00, 1.87295284992346047e00, 5.2790510295
 INV_SQRT_PI = 1 / math.sqrt(math.pi)
 
 
+def _polynomial(xp: Any, coefficients: tuple, x: Any) -> Any:
+    """Horner's rule, as numpy's polyval runs it (CuPy's polyval takes coefficients only as a device array)."""
+    out = xp.zeros_like(x)
+    for c in coefficients:
+        out = out * x + c
+    return out
+
+
 def _rational(xp: Any, p: tuple, q: tuple, x: Any) -> Any:
-    return xp.polyval(p, x) / xp.polyval(q, x)
+    return _polynomial(xp, p, x) / _polynomial(xp, q, x)
 
 
 def _exp_minus_square(xp: Any, y: Any) -> Any:

@@ -255,7 +255,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     if input._device is not cpu:
         where = tuple(input._device.xp.asarray(a) for a in where)
     data = x.copy()
-    np.add.at(data, where, s[tuple(slice(0, n) for n in index.shape)])
+    input._device.xp.add.at(data, where, s[tuple(slice(0, n) for n in index.shape)])  # CuPy's only as its own
     src_pad = tuple(p for d in reversed(range(s.ndim)) for p in (0, s.shape[d] - index.shape[d]))
     return record(SCATTER_ADD, data, (input, src), where=where, src_pad=src_pad)
 
