@@ -1,0 +1,315 @@
+"""A stand-in for CuPy over numpy, so that CI (which has no GPU) runs the gpu tests through the CUDA path.
+
+It checks what a GPU run would reject, not what a GPU computes: its arrays are not numpy arrays (numpy's
+functions reach them only through `__array_function__` / `__array_ufunc__`, as CuPy's do), converting one to a
+numpy array implicitly raises CuPy's error, a host array never mixes into a kernel, and every function, ufunc
+keyword and method is checked against CuPy 14.2's signatures (`api.json`, written by `../dump_api.py`). The
+kernels run on numpy; `ElementwiseKernel` and `ReductionKernel` know only actorgrad's fused kernels, by name.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import sys
+import weakref
+from pathlib import Path
+from typing import Any
+
+import numpy as _np
+
+from cupy import cuda  # noqa: F401 - cupy.cuda, as CuPy has it
+
+_API = json.loads((Path(__file__).parent / "api.json").read_text())
+_UFUNC_KEYWORDS = {"out", "casting", "dtype"}
+_HOST_ARRAYS_ALLOWED = {"array", "asarray", "ascontiguousarray", "asanyarray"}
+_signatures: dict = {}
+_wrappers: dict = {}
+
+
+def _signature(spec: Any) -> inspect.Signature | None:
+    """A signature from api.json: a parameter list, or (for Cython methods) the docstring's first line."""
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        found = re.match(r"[\w.]+\((.*)\)", spec)
+        namespace: dict = {}
+        try:
+            exec(f"def f({found.group(1)}): pass", {}, namespace)  # noqa: S102 - CuPy's own docstring
+        except (AttributeError, SyntaxError, NameError):
+            return None
+        return inspect.signature(namespace["f"])
+    empty = inspect.Parameter.empty
+    return inspect.Signature([
+        inspect.Parameter(name, getattr(inspect.Parameter, kind),
+                          default=empty if required or kind.startswith("VAR") else None)
+        for name, kind, required in spec
+    ])
+
+
+def _check_call(what: str, name: str, spec: Any, args: tuple, kwargs: dict, method: bool = False) -> None:
+    key = (what, name)
+    if key not in _signatures:
+        _signatures[key] = _signature(spec)
+    signature = _signatures[key]
+    if signature is not None:
+        try:
+            signature.bind(*((None,) if method else ()), *args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"cupy {what} {name}{signature}: {error}") from None
+
+
+def _reject_host_arrays(what: str, values: Any) -> None:
+    for value in values:
+        if isinstance(value, _np.ndarray):
+            raise TypeError(f"Unsupported type {type(value)} (a host array passed to cupy's {what})")
+
+
+def _wrap(x: Any) -> Any:
+    """numpy results as stand-in arrays (one wrapper per numpy array, so `base` keeps its identity); numpy
+    scalars become zero-dim arrays, as CuPy returns them."""
+    if isinstance(x, _np.ndarray):
+        ref = _wrappers.get(id(x))
+        wrapper = ref() if ref is not None else None
+        if wrapper is None or wrapper._a is not x:
+            wrapper = ndarray(x)
+            _wrappers[id(x)] = weakref.ref(wrapper)
+        return wrapper
+    if isinstance(x, _np.generic):
+        return _wrap(_np.asarray(x))
+    if isinstance(x, tuple | list):
+        return type(x)(_wrap(v) for v in x)
+    return x
+
+
+def _unwrap(x: Any) -> Any:
+    if isinstance(x, ndarray):
+        return x._a
+    if isinstance(x, tuple | list):
+        return type(x)(_unwrap(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _unwrap(v) for k, v in x.items()}
+    return x
+
+
+class ndarray:  # noqa: N801 - CuPy's name
+    __slots__ = ("_a", "__weakref__")
+    __array_priority__ = 100
+    __hash__ = None
+
+    def __init__(self, array: _np.ndarray) -> None:
+        self._a = array
+
+    shape = property(lambda self: self._a.shape)
+    dtype = property(lambda self: self._a.dtype)
+    ndim = property(lambda self: self._a.ndim)
+    size = property(lambda self: self._a.size)
+    strides = property(lambda self: self._a.strides)
+    itemsize = property(lambda self: self._a.itemsize)
+    nbytes = property(lambda self: self._a.nbytes)
+    flags = property(lambda self: self._a.flags)
+    T = property(lambda self: _wrap(self._a.T))
+
+    @property
+    def base(self) -> Any:
+        base = self._a.base
+        while isinstance(base, _np.ndarray) and base.base is not None:
+            base = base.base
+        return _wrap(base) if isinstance(base, _np.ndarray) else None
+
+    @property
+    def data(self) -> Any:
+        return _Pointer(self._a.__array_interface__["data"][0])
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            "Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a NumPy array "
+            "explicitly."
+        )
+
+    def get(self, stream: Any = None, order: str = "C", out: Any = None, blocking: bool = True) -> _np.ndarray:
+        return self._a.copy()
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        name = ufunc.__name__
+        if method == "__call__" and name in _API["funcs"]:  # matmul: a generalized ufunc in CuPy
+            _check_call("function", name, _API["funcs"][name], inputs, kwargs)
+        elif method == "at" or name not in _API["ufuncs"]:
+            return NotImplemented  # CuPy dispatches neither np.add.at nor ufuncs it lacks
+        elif method != "__call__" and method not in _API["ufuncs"][name]:
+            return NotImplemented
+        elif method == "__call__" and set(kwargs) - _UFUNC_KEYWORDS:
+            raise TypeError(f"cupy ufunc {name} takes no {sorted(set(kwargs) - _UFUNC_KEYWORDS)}")
+        _reject_host_arrays(f"ufunc {name}", inputs)
+        return _wrap(getattr(ufunc, method)(*_unwrap(inputs), **_unwrap(kwargs)))
+
+    def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+        name = func.__name__
+        table = _API["linalg"] if "linalg" in (func.__module__ or "") else _API["funcs"]
+        if name not in table:
+            return NotImplemented
+        _check_call("function", name, table[name], args, kwargs)
+        return _wrap(func(*_unwrap(args), **_unwrap(kwargs)))
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _API["methods"]:
+            raise AttributeError(f"'cupy.ndarray' object has no attribute '{name}'")
+        method = getattr(self._a, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            _check_call("method", name, _API["methods"][name], args, kwargs, method=True)
+            return _wrap(method(*_unwrap(args), **_unwrap(kwargs)))
+
+        return call
+
+    def __getitem__(self, key: Any) -> Any:
+        _reject_host_arrays("indexing", key if isinstance(key, tuple) else (key,))
+        return _wrap(self._a[_unwrap(key)])
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _reject_host_arrays("indexing", (*(key if isinstance(key, tuple) else (key,)), value))
+        self._a[_unwrap(key)] = _unwrap(value)
+
+    def __len__(self) -> int:
+        return len(self._a)
+
+    def __iter__(self) -> Any:
+        return iter(_wrap(list(self._a)))
+
+    def __bool__(self) -> bool:
+        return bool(self._a)
+
+    def __float__(self) -> float:
+        return float(self._a)
+
+    def __int__(self) -> int:
+        return int(self._a)
+
+    def __index__(self) -> int:
+        return self._a.__index__()
+
+    def __repr__(self) -> str:
+        return repr(self._a)
+
+
+class _Pointer:
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+
+def _operator(name: str) -> Any:
+    def apply(self: ndarray, other: Any = None) -> Any:
+        if other is None and name in ("__neg__", "__pos__", "__abs__", "__invert__"):
+            return _wrap(getattr(self._a, name)())
+        _reject_host_arrays(name, (other,))
+        result = getattr(self._a, name)(_unwrap(other))
+        return result if result is NotImplemented else _wrap(result)
+
+    return apply
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor"):
+    for _form in ("__%s__", "__r%s__", "__i%s__"):
+        setattr(ndarray, _form % _name, _operator(_form % _name))
+for _name in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "__neg__", "__pos__", "__abs__",
+              "__invert__"):
+    setattr(ndarray, _name, _operator(_name))
+
+
+class _Ufunc:
+    def __init__(self, name: str) -> None:
+        self.__name__ = name
+        self._ufunc = getattr(_np, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if set(kwargs) - _UFUNC_KEYWORDS:
+            raise TypeError(f"cupy ufunc {self.__name__} takes no {sorted(set(kwargs) - _UFUNC_KEYWORDS)}")
+        _reject_host_arrays(f"ufunc {self.__name__}", args)
+        return _wrap(self._ufunc(*_unwrap(args), **_unwrap(kwargs)))
+
+    def __getattr__(self, method: str) -> Any:
+        if method not in _API["ufuncs"][self.__name__]:
+            raise AttributeError(method)
+        return lambda *args, **kwargs: _wrap(getattr(self._ufunc, method)(*_unwrap(args), **_unwrap(kwargs)))
+
+
+def _function(name: str, spec: Any, implementation: Any) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        _check_call("function", name, spec, args, kwargs)
+        if name not in _HOST_ARRAYS_ALLOWED:
+            _reject_host_arrays(name, args)
+        if name == "polyval" and not isinstance(args[0], ndarray):
+            raise TypeError("p must be 1d ndarray or poly1d object")
+        kwargs.pop("blocking", None)
+        return _wrap(implementation(*_unwrap(args), **_unwrap(kwargs)))
+
+    call.__name__ = name
+    return call
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API["ufuncs"]:
+        value = _Ufunc(name)
+    elif name in _API["funcs"]:
+        value = _function(name, _API["funcs"][name], getattr(_np, name))
+    elif isinstance(getattr(_np, name, None), type) or not callable(getattr(_np, name, len)):
+        value = getattr(_np, name)  # dtypes, constants
+    else:
+        raise AttributeError(f"module 'cupy' has no attribute '{name}'")
+    setattr(sys.modules[__name__], name, value)
+    return value
+
+
+def asnumpy(a: Any, stream: Any = None, order: str = "C", out: Any = None, blocking: bool = True) -> _np.ndarray:
+    return a.get() if isinstance(a, ndarray) else _np.asarray(a)
+
+
+class _Linalg:
+    def __getattr__(self, name: str) -> Any:
+        if name not in _API["linalg"]:
+            raise AttributeError(name)
+        return _function(name, _API["linalg"][name], getattr(_np.linalg, name))
+
+
+class _StrideTricks:
+    @staticmethod
+    def as_strided(x: ndarray, shape: Any = None, strides: Any = None) -> ndarray:
+        return _wrap(_np.lib.stride_tricks.as_strided(x._a, shape, strides))
+
+
+class _Lib:
+    stride_tricks = _StrideTricks
+
+
+linalg = _Linalg()
+lib = _Lib()
+
+# actorgrad's fused kernels (devices/cuda.py), by name, as numpy computes them
+_KERNELS = {
+    "actorgrad_where_positive": lambda g, x: _np.where(x <= 0, _np.zeros((), g.dtype), g),
+    "actorgrad_log_softmax": lambda x, m, s: x - m - _np.log(s),
+    "actorgrad_log_softmax_grad": lambda g, r, s: g - _np.exp(r) * s,
+}
+_REDUCTIONS = {"actorgrad_exp_sum": lambda x, m, axis, keepdims: _np.exp(x - m).sum(axis=axis, keepdims=keepdims)}
+
+
+class ElementwiseKernel:
+    def __init__(self, in_params: str, out_params: str, operation: str, name: str = "kernel", **options: Any):
+        self._run = _KERNELS[name]
+
+    def __call__(self, *args: Any) -> ndarray:
+        _reject_host_arrays("ElementwiseKernel", args)
+        return _wrap(self._run(*_unwrap(args)))
+
+
+class ReductionKernel:
+    def __init__(self, in_params: str, out_params: str, map_expr: str, reduce_expr: str, post_map_expr: str,
+                 identity: str, name: str = "reduce", **options: Any):
+        self._run = _REDUCTIONS[name]
+
+    def __call__(self, *args: Any, axis: Any = None, keepdims: bool = False) -> ndarray:
+        _reject_host_arrays("ReductionKernel", args)
+        return _wrap(self._run(*_unwrap(args), axis=axis, keepdims=keepdims))

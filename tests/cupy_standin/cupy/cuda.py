@@ -1,0 +1,79 @@
+"""cupy.cuda for the stand-in: one device, streams as context managers, events that complete a millisecond after
+they are recorded (so the awaiting paths run), host functions called from a timer thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+_current = threading.local()
+
+
+def is_available() -> bool:
+    return True
+
+
+class runtime:  # noqa: N801 - CuPy's name
+    @staticmethod
+    def getDeviceCount() -> int:  # noqa: N802 - CuPy's name
+        return 1
+
+
+class Device:
+    def __init__(self, device: int = 0) -> None:
+        self.id = device
+
+    def __enter__(self) -> Device:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        pass
+
+
+class Stream:
+    null: Stream
+
+    def __init__(self, null: bool = False, non_blocking: bool = False, ptr: int = 0) -> None:
+        self.non_blocking = non_blocking
+
+    def __enter__(self) -> Stream:
+        self._before = getattr(_current, "stream", None)
+        _current.stream = self
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _current.stream = self._before
+
+    def wait_event(self, event: Event) -> None:
+        if not isinstance(event, Event):
+            raise TypeError(f"wait_event takes a cupy.cuda.Event, got {type(event).__name__}")
+
+    def synchronize(self) -> None:
+        pass
+
+    def launch_host_func(self, callback: Any, arg: Any) -> None:
+        threading.Timer(0.0002, callback, (arg,)).start()
+
+
+Stream.null = Stream(null=True)
+
+
+class Event:
+    def __init__(self, block: bool = False, disable_timing: bool = False, interprocess: bool = False) -> None:
+        self._recorded = None
+
+    def record(self, stream: Stream | None = None) -> None:
+        if stream is not None and not isinstance(stream, Stream):
+            raise TypeError(f"record takes a cupy.cuda.Stream, got {type(stream).__name__}")
+        self._recorded = time.perf_counter()
+
+    @property
+    def done(self) -> bool:
+        return self._recorded is not None and time.perf_counter() - self._recorded > 0.001
+
+    def synchronize(self) -> None:
+        pass
