@@ -152,6 +152,7 @@ class GraphTask:
         self.buffer_type = InputBuffer if self.streamed is None else DeferredInputBuffer
         self.events: dict = {}  # id(gradient array) -> (the array, the event after the kernel that writes it)
         self.streams_used: set = set()
+        self.crossed: list = []  # gradients read on another stream than their producer's, kept to the pass's end
         self.captures = captures
         self.check_nan = check_nan
         # Nodes without hooks or a retained gradient run by a bare `node.apply` in such a pass.

@@ -84,6 +84,7 @@ def _carried(task: Any, grads: list, consumer: Any) -> list:
             entry = events.pop(id(part), None)
             if entry is not None and entry[1] is not consumer:
                 found.append(entry[2] or entry[1].record_event())
+                task.crossed.append(part)  # until the pass ends: see synchronize_streams
     return found
 
 
@@ -230,11 +231,17 @@ def _traced_wait(task: Any, stream: Any, event: Any) -> None:
 async def synchronize_streams(task: Any) -> None:
     """Make the pass's gradients complete from the caller's point of view. On CUDA, as in PyTorch, the caller's
     current stream waits device-side for every stream the pass queued kernels on (the host runs ahead; a read
-    on the host syncs). A stream with a thread of its own writes host memory: trio waits until it is done."""
+    on the host syncs). A stream with a thread of its own writes host memory: trio waits until it is done.
+
+    A gradient read on another stream than the one that wrote it is kept alive until then, and such a pass ends
+    with trio waiting for its streams: CuPy's memory pool hands a freed block to the next allocation on the
+    stream that made it, which could overwrite it before the other stream's read has run (PyTorch's
+    `record_stream` problem)."""
     for stream in task.streams_used:
-        if not stream.issues_inline:
+        if not stream.issues_inline or task.crossed:
             await wait_async(stream.record_event())
             continue
         current = stream.device.current_stream()
         if current is not stream:
             current.wait_event(stream.record_event())
+    task.crossed.clear()

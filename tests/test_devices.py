@@ -233,3 +233,27 @@ def test_cupy_is_imported_only_when_a_cuda_device_is_used():
             "(x * 2).sum().backward(); print('cupy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+async def test_a_gradient_read_on_another_stream_lives_until_the_pass_has_synchronized(monkeypatch):
+    from actorgrad.scheduler import dispatch
+
+    seen = []
+    synchronize = dispatch.synchronize_streams
+
+    async def watched(task):
+        seen.append(len(task.crossed))
+        await synchronize(task)
+        seen.append(len(task.crossed))
+
+    monkeypatch.setattr(dispatch, "synchronize_streams", watched)
+    dev = ag.device(ASYNC0)
+    x = ag.tensor(np.arange(4.0), device=ASYNC0, requires_grad=True)
+    with ag.stream(dev.new_stream()):  # the forward (so the backward) on a stream of its own
+        y = (x * 2).exp()
+    await ag.backward(y.sum())  # its root on the current stream: the gradient crosses to the forward's
+    assert seen[0] > 0 and seen[1] == 0  # held while the streams still ran, let go after the wait
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(2 * np.arange(4.0)))
+    seen.clear()
+    await ag.backward((x * 3).sum())  # one stream throughout: nothing crosses
+    assert seen == [0, 0]
