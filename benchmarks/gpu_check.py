@@ -56,8 +56,8 @@ async def median_time(step: Callable[[], Any], sync: Callable[[], None], repeat:
 
 
 def gpu_tests() -> str:
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/test_cuda.py", "-p", "no:cacheprovider"],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_cuda.py",
+                           "tests/test_cuda_ops.py"], capture_output=True, text=True)
     if done.returncode:
         print(done.stdout[-3000:], done.stderr[-2000:], file=sys.stderr)
     return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-200:]
