@@ -68,8 +68,8 @@ class TensorOps:
         return x.log()
 
     @staticmethod
-    def where_positive(g: Tensor, x: Tensor) -> Tensor:
-        return g * Tensor((~(x._data <= 0)).astype(x.dtype), device=x._device)
+    def relu_grad(g: Tensor, result: Tensor) -> Tensor:
+        return g * Tensor((result._data != 0).astype(result.dtype), device=result._device)
 
     @staticmethod
     def log_softmax(x: Tensor, dims: tuple[int, ...]) -> Tensor:

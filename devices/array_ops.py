@@ -98,9 +98,10 @@ class ArrayOps:
         return self.xp.log(x)
 
     @staticmethod
-    def where_positive(g: Any, x: Any) -> Any:
-        """`g` where x > 0 or NaN (PyTorch's threshold_backward passes the gradient through NaN), else 0."""
-        return g * ~(x <= 0)
+    def relu_grad(g: Any, result: Any) -> Any:
+        """`g` where relu's output is not 0: where it is positive, or NaN (PyTorch's threshold_backward passes
+        the gradient through NaN)."""
+        return g * (result != 0)
 
     def log_softmax(self, x: Any, dims: tuple[int, ...]) -> Any:
         """log(softmax(x)) over `dims`, shifted by the max; a row of -inf gives nan, as in PyTorch."""

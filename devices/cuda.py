@@ -87,9 +87,7 @@ class CudaArrayOps(ArrayOps):
 
     def __init__(self, cupy: Any) -> None:
         super().__init__(cupy)
-        self._where_positive = cupy.ElementwiseKernel(
-            "T g, T x", "T y", "y = x <= 0 ? (T)0 : g", "actorgrad_where_positive"
-        )
+        self._relu_grad = cupy.ElementwiseKernel("T g, T r", "T y", "y = r != 0 ? g : (T)0", "actorgrad_relu_grad")
         self._exp_sum = cupy.ReductionKernel(
             "T x, T m", "T s", "exp(x - m)", "a + b", "s = a", "0", "actorgrad_exp_sum"
         )
@@ -100,10 +98,10 @@ class CudaArrayOps(ArrayOps):
             "T g, T r, T s", "T y", "y = g - exp(r) * s", "actorgrad_log_softmax_grad"
         )
 
-    def where_positive(self, g: Any, x: Any) -> Any:
-        if g.dtype != x.dtype or g.dtype.char not in FUSED_DTYPES:
-            return super().where_positive(g, x)
-        return self._where_positive(g, x)
+    def relu_grad(self, g: Any, result: Any) -> Any:
+        if g.dtype != result.dtype or g.dtype.char not in FUSED_DTYPES:
+            return super().relu_grad(g, result)
+        return self._relu_grad(g, result)
 
     def log_softmax(self, x: Any, dims: tuple[int, ...]) -> Any:
         if x.dtype.char not in FUSED_DTYPES or not all(x.shape[d] for d in dims):

@@ -79,7 +79,7 @@ UNARY = {  # each kernel takes the device's ArrayOps, for its array module
         lambda ops, x: ops.sigmoid(x),
     ),
     "relu": (
-        Rule("ReluBackward0", (("result",), lambda ops, g, result: ops.where_positive(g, result))),
+        Rule("ReluBackward0", (("result",), lambda ops, g, result: ops.relu_grad(g, result))),
         lambda ops, x: ops.xp.maximum(x, 0),
     ),
 }

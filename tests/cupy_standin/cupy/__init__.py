@@ -289,7 +289,7 @@ lib = _Lib()
 
 # actorgrad's fused kernels (devices/cuda.py), by name, as numpy computes them
 _KERNELS = {
-    "actorgrad_where_positive": lambda g, x: _np.where(x <= 0, _np.zeros((), g.dtype), g),
+    "actorgrad_relu_grad": lambda g, r: _np.where(r != 0, g, _np.zeros((), g.dtype)),
     "actorgrad_log_softmax": lambda x, m, s: x - m - _np.log(s),
     "actorgrad_log_softmax_grad": lambda g, r, s: g - _np.exp(r) * s,
 }
