@@ -119,3 +119,20 @@ def test_creation_functions_place_their_tensor_on_the_device(make):
     t = make("cuda:0")
     assert t.device is ag.device("cuda:0") and isinstance(t._data, cupy.ndarray)
     assert make("cpu").shape == t.shape and make("cpu").dtype == t.dtype
+
+
+@pytest.mark.parametrize("op", [
+    lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a @ b, lambda a, b: a ** b, lambda a, b: a > b,
+    lambda a, b: ag.maximum(a, b), lambda a, b: ag.where(a > 0, a, b), lambda a, b: ag.cat([a, b]),
+    lambda a, b: ag.stack([a, b]), lambda a, b: a.clamp(b, None), lambda a, b: F.mse_loss(a, b),
+    lambda a, b: ag.einsum("ij,jk->ik", a, b), lambda a, b: F.linear(a, b),
+    lambda a, b: F.binary_cross_entropy_with_logits(a, b),
+])
+@pytest.mark.parametrize("order", ["cuda first", "cpu first"])
+def test_tensors_on_two_devices_get_pytorchs_error(op, order):
+    a, b = ag.ones(3, 3, device="cuda"), ag.ones(3, 3)
+    if order == "cpu first":
+        a, b = b, a
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but found at least two "
+                                           "devices, (cuda:0 and cpu|cpu and cuda:0)!"):
+        op(a, b)

@@ -121,6 +121,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         rows = f"{math.prod(x.shape[:-1])}x{x.shape[-1]}" if x.ndim else "0-d"
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows} and {w.shape[1]}x{w.shape[0]})")
     _check_same_dtype(x, w)
+    common_device((input, weight) if bias is None else (input, weight, bias))
     if x.ndim != 2:
         out = linear(input.reshape(-1, x.shape[-1]), weight, bias)
         return out.reshape(*x.shape[:-1], w.shape[0])

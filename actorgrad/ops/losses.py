@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.arithmetic import mul
-from actorgrad.ops.record import Rule, record
+from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.reductions import log_softmax
 from actorgrad.tensor import Tensor
 
@@ -187,6 +187,7 @@ def _size_mismatch(a: tuple, b: tuple) -> RuntimeError:
 
 def _pointwise(rule: Rule, kernel: Any, input: Tensor, target: Tensor, reduction: str, op: str) -> Tensor:
     _check_reduction(reduction)
+    common_device((input, target))
     x, t = input._data, target._data
     try:
         shape = np.broadcast_shapes(x.shape, t.shape)
@@ -233,6 +234,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
                                      reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """weight and pos_weight are constants here (no gradient flows to them)."""
     _check_reduction(reduction)
+    common_device((input, target))
     x, t = input._data, target._data
     if x.shape != t.shape:
         raise ValueError(f"Target size ({list(t.shape)}) must be the same as input size ({list(x.shape)})")

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.operands import as_operand, broadcast_error, common_dtype, data_as, kernel_operands, result_type
-from actorgrad.ops.record import Rule, record
+from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor, bool_
 
 __all__ = ["clamp", "clip", "maximum", "minimum", "where"]
@@ -91,6 +91,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
         lo, hi = (None if b is None else as_operand(b, dtype)._data for b in (min, max))
         return record(CLAMP_NUMBERS, _clamp_kernel(x, lo, hi), (input,), min=min, max=max)
     lo_t, hi_t = (None if b is None else as_operand(b, dtype) for b in (min, max))
+    common_device((input, *(b for b in (lo_t, hi_t) if b is not None)))
     lo, hi = (None if b is None else data_as(b, dtype) for b in (lo_t, hi_t))
     try:
         data = _clamp_kernel(x, lo, hi)
@@ -115,6 +116,7 @@ def _tensor_pair(op: str, input: Any, other: Any) -> None:
 
 def _pick(op: str, rule: Rule, kernel: Any, input: Tensor, other: Tensor) -> Tensor:
     _tensor_pair(op, input, other)
+    common_device((input, other))  # PyTorch's error, before a kernel meets arrays of two devices
     dtype = result_type(input, other)
     x, y = data_as(input, dtype), data_as(other, dtype)
     try:
