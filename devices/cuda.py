@@ -64,9 +64,10 @@ class CudaStream:
         """Make this CuPy's current stream (forward ops inside `actorgrad.stream(s)` queue on it)."""
         return self.stream
 
-    def launch(self, kernel: Callable[[], None]) -> None:
+    def launch(self, kernel: Callable[[], Any]) -> Any:
+        """Run `kernel` now with this stream current; its CuPy kernels queue here. Returns what it returns."""
         with self.cupy.cuda.Device(self.device.index), self.stream:
-            kernel()
+            return kernel()
 
     def enqueue(self, kernel: Callable[[], None]) -> None:
         self.launch(kernel)
@@ -98,20 +99,25 @@ class CudaArrayOps(ArrayOps):
             "T g, T r, T s", "T y", "y = g - exp(r) * s", "actorgrad_log_softmax_grad"
         )
 
+    @staticmethod
+    def _fusable(first: Any, *others: Any) -> bool:
+        """Arrays the fused kernels take: float32 or float64, all of one dtype (else the generic path)."""
+        return first.dtype.char in FUSED_DTYPES and all(other.dtype == first.dtype for other in others)
+
     def relu_grad(self, g: Any, result: Any) -> Any:
-        if g.dtype != result.dtype or g.dtype.char not in FUSED_DTYPES:
+        if not self._fusable(g, result):
             return super().relu_grad(g, result)
         return self._relu_grad(g, result)
 
     def log_softmax(self, x: Any, dims: tuple[int, ...]) -> Any:
-        if x.dtype.char not in FUSED_DTYPES or not all(x.shape[d] for d in dims):
+        if not self._fusable(x) or not all(x.shape[d] for d in dims):
             return super().log_softmax(x, dims)
         shift = x.max(axis=dims, keepdims=True)
         total = self._exp_sum(x, self.xp.broadcast_to(shift, x.shape), axis=dims, keepdims=True)
         return self._shift_log(x, shift, total)
 
     def log_softmax_grad(self, g: Any, result: Any, dims: tuple[int, ...]) -> Any:
-        if g.dtype != result.dtype or g.dtype.char not in FUSED_DTYPES:
+        if not self._fusable(g, result):
             return super().log_softmax_grad(g, result, dims)
         return self._log_softmax_grad(g, result, g.sum(axis=dims, keepdims=True))
 

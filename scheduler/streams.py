@@ -167,11 +167,10 @@ def _crosses(target: Any, stream: Any) -> bool:
 def _issue(task: Any, node: Any, grads: list, stream: Any, device: Any) -> list | None:
     """Run the node's Python now with `stream` current (CUDA): its kernels queue there, its outputs are its results."""
     start = perf_counter_ns()
-    results = []
-    stream.launch(lambda: results.append(task.apply_node(node, resolved(grads))))
-    if task.trace is not None and results[0] is not None:
+    outputs = stream.launch(lambda: task.apply_node(node, resolved(grads)))
+    if task.trace is not None and outputs is not None:
         _record_node(task, node, device, start)
-    return results[0]
+    return outputs
 
 
 def _queue(task: Any, node: Any, grads: list, stream: Any, device: Any, runs: bool) -> list:

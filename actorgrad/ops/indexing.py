@@ -55,11 +55,22 @@ MASKED_FILL_TENSOR = Rule("MaskedFillBackward1", KEPT_GRAD, (("mask",), lambda o
 FLOAT_INDEX = "tensors used as indices must be long, int, byte or bool tensors"
 
 
+def on_device(t: Tensor, array: np.ndarray) -> Any:
+    """A mask or index array built on the host (where indexes are parsed and checked), on `t`'s device."""
+    return array if t._device is cpu else t._device.asarray(array)
+
+
+def placed_index(t: Tensor, advanced: tuple | None) -> tuple | None:
+    """An advanced index parsed on the host, its arrays on `t`'s device."""
+    if advanced is None or t._device is cpu:
+        return advanced
+    return tuple(a if isinstance(a, int | slice) else t._device.asarray(a) for a in advanced)
+
+
 def take_index(input: Tensor, basic: tuple, advanced: tuple | None, rule: Rule) -> Tensor:
     """`input[basic][advanced]` as one node; `index_put_zeros` is its gradient."""
     x = input._data
-    if advanced is not None and input._device is not cpu:  # parsed on the host, used where the data lives
-        advanced = tuple(a if isinstance(a, int | slice) else input._device.xp.asarray(a) for a in advanced)
+    advanced = placed_index(input, advanced)
     if advanced is None:
         data = x[basic + (Ellipsis,)]  # with the Ellipsis, ints alone give a 0-dim view, not a numpy scalar copy
     else:
@@ -251,9 +262,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
         raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype, got {x.dtype} and {s.dtype}")
     dim = single_dim(dim, x.ndim, "scatter_add")
     _check_along(x, dim, index, (s,))
-    where = _along(index, dim)
-    if input._device is not cpu:
-        where = tuple(input._device.xp.asarray(a) for a in where)
+    where = placed_index(input, _along(index, dim))
     data = x.copy()
     input._device.xp.add.at(data, where, s[tuple(slice(0, n) for n in index.shape)])  # CuPy's only as its own
     src_pad = tuple(p for d in reversed(range(s.ndim)) for p in (0, s.shape[d] - index.shape[d]))

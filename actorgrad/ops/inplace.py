@@ -27,11 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.devices import cpu
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.node import InputMetadata
 from actorgrad.ops.arithmetic import add, div, mul, sub
-from actorgrad.ops.indexing import KEPT_GRAD, parse_index
+from actorgrad.ops.indexing import KEPT_GRAD, on_device, parse_index, placed_index
 from actorgrad.ops.operands import SCALAR_NAMES, as_operand, broadcast_error, category, data_as, result_type
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.selection import clamp
@@ -131,8 +130,8 @@ def _rebase(self: Tensor, result: Tensor) -> None:
     keep = np.ones(base._data.shape, np.bool_)
     keep.reshape(-1)[positions.ravel()] = False
     inputs = (_stand_in(base, False), Tensor(self._data, grad_fn=node, device=self._device))
-    merged = record(VIEW_WRITE, np.empty_like(base._data), inputs, keep=_where(base, keep),
-                    positions=_where(base, positions))
+    merged = record(VIEW_WRITE, np.empty_like(base._data), inputs, keep=on_device(base, keep),
+                    positions=on_device(base, positions))
     _move_history(base, merged._grad_fn)
     _refresh_views(base)
 
@@ -144,7 +143,7 @@ def _refresh_views(base: Tensor) -> None:
     for view in list(views or ()):
         if view._base is base:
             positions = _positions(view._data, base._data)
-            read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=_where(base, positions),
+            read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=on_device(base, positions),
                           base_shape=base.shape)
             _move_history(view, read._grad_fn)
 
@@ -156,11 +155,6 @@ def _move_history(t: Tensor, node: Any) -> None:
     if retained is not None and t._output_nr in retained:
         node.retained = {0: retained.pop(t._output_nr)}
     t._grad_fn, t._output_nr = node, 0
-
-
-def _where(t: Tensor, array: np.ndarray) -> Any:
-    """A mask or index array built on the host, moved to where `t`'s data lives."""
-    return array if t._device is cpu else t._device.xp.asarray(array)
 
 
 def _addresses(array: Any) -> np.ndarray:
@@ -288,12 +282,12 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     """Write `value` (a number or a tensor broadcasting to the indexed shape) at `index`, any index kind that
     `tensor[index]` takes; with a gradient, the written positions get none from the old values."""
     basic, advanced, _ = parse_index(index, self._data.shape)
-    placed = None if advanced is None else tuple(a if isinstance(a, int | slice) else _where(self, a) for a in advanced)
+    placed = placed_index(self, advanced)
     region = self._data[basic]
     shape = (region if advanced is None else region[placed]).shape
     if value is None or isinstance(value, str | bytes):  # numpy would write None as nan
         raise TypeError(f"can't assign a {type(value).__name__} to a actorgrad.{self._data.dtype} tensor")
-    values = value._data if isinstance(value, Tensor) else _where(self, as_array(value, self._data.dtype))
+    values = value._data if isinstance(value, Tensor) else on_device(self, as_array(value, self._data.dtype))
     try:
         np.broadcast_to(values, shape)
     except ValueError:
@@ -318,7 +312,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         keep[basic][advanced] = False
     rule = COPY_SLICES if advanced is None else INDEX_PUT
     inputs = (_stand_in(self, False), value if isinstance(value, Tensor) else Tensor(values, device=self._device))
-    params = dict(keep=_where(self, keep), basic=basic, advanced=placed, value_shape=values.shape)
+    params = dict(keep=on_device(self, keep), basic=basic, advanced=placed, value_shape=values.shape)
     _rebase(self, record(rule, np.empty_like(self._data), inputs, **params))
 
 

@@ -155,6 +155,12 @@ MIXED_DEVICES = "Expected all tensors to be on the same device, but found at lea
 def common_device(inputs: tuple[Tensor, ...]) -> Device:
     """The device every input is on; a zero-dim cpu tensor (a number) may meet tensors of any device, as in
     PyTorch. Raises PyTorch's error for tensors on two devices."""
+    first = inputs[0]._device
+    for t in inputs:
+        if t._device is not first:
+            break
+    else:
+        return first  # the common case, without building anything
     placed = dict.fromkeys(t._device for t in inputs if t._device is not cpu or t._data.ndim)
     if len(placed) > 1:
         first, second = list(placed)[:2]
@@ -169,12 +175,7 @@ def record(
 
     The output and its node are on the inputs' device (they must share one), or on `on_device` for an op that
     moves its input (a copy to another device)."""
-    device = inputs[0]._device if on_device is None else on_device
-    for t in inputs:
-        if t._device is not device:
-            if on_device is None:
-                device = common_device(inputs)
-            break
+    device = common_device(inputs) if on_device is None else on_device
     if device is cpu:
         if data.__class__ is not np.ndarray:
             data = np.asarray(data)
