@@ -99,7 +99,7 @@ class FormulaNode(Node):
         self, rule: Rule, edges: tuple, metadata: tuple, saved: tuple, saved_tensors: tuple, cost: float,
         versions: tuple = (), device: Device = cpu,
     ) -> None:
-        super().__init__(edges, metadata, device, cost=cost)
+        Node.__init__(self, edges, metadata, device, None, cost)  # not super(): a proxy object per op cost more
         self.multithreaded = rule.multithreaded
         self.rule = rule
         self.saved: tuple | None = saved
@@ -166,6 +166,19 @@ def common_device(inputs: tuple[Tensor, ...]) -> Device:
         first, second = list(placed)[:2]
         raise RuntimeError(MIXED_DEVICES.format(first, second))
     return next(iter(placed), cpu)
+
+
+# (shape, dtype, device) -> a node's metadata for an output of that kind: ops make outputs of a few kinds again and
+# again, and building the named tuple cost more than finding it (it is immutable, so nodes can share it).
+_output_metadata: dict = {}
+_METADATA_KINDS_KEPT = 4096
+
+
+def _remember_metadata(shape: tuple, dtype: Any, device: Device) -> tuple:
+    if len(_output_metadata) >= _METADATA_KINDS_KEPT:
+        _output_metadata.clear()
+    metadata = _output_metadata[shape, dtype, device] = (InputMetadata(shape, dtype, device),)
+    return metadata
 
 
 def record(
@@ -235,7 +248,9 @@ def record(
             raw.append(v)
         saved_tensors.append((i, formula, tuple(values), reduce, cast))
         saved.append((i, formula, tuple(raw), reduce, cast))
-    metadata = (InputMetadata(data.shape, data.dtype, device),)
+    metadata = _output_metadata.get((data.shape, dtype, device))
+    if metadata is None:
+        metadata = _remember_metadata(data.shape, dtype, device)
     node = out._grad_fn = FormulaNode(
         rule, tuple(edges), metadata, tuple(saved), tuple(saved_tensors), cost, tuple(versions), device
     )
