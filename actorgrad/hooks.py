@@ -246,7 +246,10 @@ def _post_accumulate_calls(tensors: Iterable[Tensor]) -> list[HookCall]:
 
 
 def has_post_accumulate_hooks(tensors: Iterable[Tensor]) -> bool:
-    return any(t._hooks is not None and t._hooks.post_accumulate for t in tensors)
+    for t in tensors:  # a loop, not any(): every pass asks, and a generator cost more than the common answer
+        if t._hooks is not None and t._hooks.post_accumulate:
+            return True
+    return False
 
 
 def run_post_accumulate_hooks(tensors: Iterable[Tensor]) -> None:

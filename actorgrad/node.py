@@ -117,7 +117,7 @@ class GraphRoot(Node):
     __slots__ = ("grads",)
 
     def __init__(self, edges: tuple[Edge, ...], grads: list, device: Device) -> None:
-        super().__init__(edges, (), device, sequence_nr=MAX_SEQUENCE_NR)
+        Node.__init__(self, edges, (), device, MAX_SEQUENCE_NR)  # not super(): one per backward call
         self.grads = grads
 
     def apply(self, grads: list, task: Any) -> tuple:

@@ -94,13 +94,58 @@ async def _dispatch_device(
 
 
 async def _serve(task: GraphTask, device: Any, state: DeviceState, push_root: bool, task_status: Any) -> None:
+    """The dispatch loop proper: run ready actors until `task` has finished."""
     queue = state.queue
     task_status.started()
     queue.awake += 1
     try:
         if push_root:
             queue.push(task, task.root, [])
-        await _run_ready(task, device, state)
+        heap = queue.heap
+        workers = state.workers
+        heavy = HEAVY_NODE_NS
+        now = perf_counter
+        # Yield once with the root queued, so passes started together are ordered by priority from the start.
+        await trio.lowlevel.checkpoint()
+        next_checkpoint = perf_counter() + CHECKPOINT_INTERVAL_S
+        while not task.finished:
+            if queue.waiting_heavy and (slot := workers.try_acquire()) is not None:
+                _, _, _, owner, node, grads = heappop(queue.waiting_heavy)
+                if owner.finished:  # stopped: its nursery may be closed already, and its kernel is not wanted
+                    workers.release(slot)
+                else:
+                    owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
+                continue
+            if not heap:
+                await queue.sleep(task, device)
+                next_checkpoint = now() + CHECKPOINT_INTERVAL_S
+                continue
+            entry = heappop(heap)
+            _, _, _, owner, node, grads = entry
+            if owner.finished:
+                continue
+            if owner.streamed is not None:
+                del entry
+                if owner is task:
+                    await run_streamed(owner, node, grads, device)
+                else:  # another pass's node may await its events
+                    _start_in_own_task(owner, node, functools.partial(streamed_outputs, owner, node, grads, device))
+                del grads
+            else:
+                if node.cost >= heavy and _may_use_worker(owner, node, device) and queue.can_overlap(workers):
+                    slot = workers.try_acquire()
+                    if slot is None:
+                        heappush(queue.waiting_heavy, entry)
+                    else:
+                        owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
+                    continue
+                awaiting = _run_chain(owner, node, grads, device, queue, next_checkpoint)
+                del grads
+                if awaiting is not None:
+                    _start_awaiting(owner, *awaiting, device)
+            if now() >= next_checkpoint:
+                await trio.lowlevel.checkpoint()
+                next_checkpoint = now() + CHECKPOINT_INTERVAL_S
     except BaseException:
         # Cancelled or failed: stop workers from taking more of this pass's kernels right away.
         task.finished = True
@@ -109,56 +154,6 @@ async def _serve(task: GraphTask, device: Any, state: DeviceState, push_root: bo
         queue.awake -= 1
         if queue.heap or queue.waiting_heavy:
             queue.wake_one()  # leave the rest to another pass's dispatcher
-
-
-async def _run_ready(task: GraphTask, device: Any, state: DeviceState) -> None:
-    """The dispatch loop proper: run ready actors until `task` has finished."""
-    queue = state.queue
-    heap = queue.heap
-    workers = state.workers
-    heavy = HEAVY_NODE_NS
-    now = perf_counter
-    # Yield once with the root queued, so passes started together are ordered by priority from the start.
-    await trio.lowlevel.checkpoint()
-    next_checkpoint = perf_counter() + CHECKPOINT_INTERVAL_S
-    while not task.finished:
-        if queue.waiting_heavy and (slot := workers.try_acquire()) is not None:
-            _, _, _, owner, node, grads = heappop(queue.waiting_heavy)
-            if owner.finished:  # stopped: its nursery may be closed already, and its kernel is not wanted
-                workers.release(slot)
-            else:
-                owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
-            continue
-        if not heap:
-            await queue.sleep(task, device)
-            next_checkpoint = now() + CHECKPOINT_INTERVAL_S
-            continue
-        entry = heappop(heap)
-        _, _, _, owner, node, grads = entry
-        if owner.finished:
-            continue
-        if owner.streamed is not None:
-            del entry
-            if owner is task:
-                await run_streamed(owner, node, grads, device)
-            else:  # another pass's node may await its events
-                _start_in_own_task(owner, node, functools.partial(streamed_outputs, owner, node, grads, device))
-            del grads
-        else:
-            if node.cost >= heavy and _may_use_worker(owner, node, device) and queue.can_overlap(workers):
-                slot = workers.try_acquire()
-                if slot is None:
-                    heappush(queue.waiting_heavy, entry)
-                else:
-                    owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
-                continue
-            awaiting = _run_chain(owner, node, grads, device, queue, next_checkpoint)
-            del grads
-            if awaiting is not None:
-                _start_awaiting(owner, *awaiting, device)
-        if now() >= next_checkpoint:
-            await trio.lowlevel.checkpoint()
-            next_checkpoint = now() + CHECKPOINT_INTERVAL_S
 
 
 def _run_chain(

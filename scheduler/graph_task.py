@@ -109,6 +109,15 @@ class GraphTask:
     node that returns a NaN gradient.
     """
 
+    # Slots: a pass sets all of these as it starts, and every backward call starts one.
+    __slots__ = (
+        "id", "root", "depth", "outer", "keep_graph", "ops", "accumulate", "trace", "pending", "devices",
+        "multithreaded_on_workers", "worker_devices", "streamed", "buffer_type", "events", "streams_used", "crossed",
+        "captures", "check_nan", "plain", "captured", "visit", "run", "remaining", "staged", "queues", "nurseries",
+        "sleeping", "error", "error_node", "finished", "cancel_scope", "inline", "async_scopes", "async_stopped",
+        "__weakref__",
+    )
+
     def __init__(
         self,
         root: Any,
