@@ -170,6 +170,9 @@ def _run_chain(
     trace = owner.trace
     plain = owner.plain  # apply_node only adds hooks, capture, retain_grad and NaN checks
     countdown = CHAIN_CLOCK_EVERY
+    # The heap's best entry when last looked at, and the sequence_nr a node of this pass must reach to go before
+    # it: worked out again only when the best entry changes (a heap of other passes' work rarely does mid-chain).
+    depth_key, best, bar = -owner.depth, None, 0
     if trace is not None:
         # A traced node's slice runs from the end of the one before it in the chain to the end of its own delivery:
         # one clock read per node (a read costs 0.1 us here, 4% of a W1 node), and the common single-device record
@@ -180,12 +183,12 @@ def _run_chain(
         try:
             direct = plain and node.hooks is None and node.retained is None  # apply_node would add nothing
             if direct and trace is None:
-                held = owner.finish_node(node, node.apply(grads, owner), heap)
+                held = owner.finish_node(node, node.apply(grads, owner), True)
             elif node.hooks is not None and node.hooks.awaits:
                 return node, grads
             elif trace is not None:
                 outputs = node.apply(grads, owner) if direct else owner.apply_node(node, grads)
-                held = owner.finish_node(node, outputs, heap)
+                held = owner.finish_node(node, outputs, True)
                 end = perf_counter_ns()
                 if outputs is not None:  # None: only visited to capture
                     if single:
@@ -194,10 +197,17 @@ def _run_chain(
                         _trace(owner, node, device, 0, start, end)
                 start = end
             else:
-                held = owner.finish_node(node, owner.apply_node(node, grads), heap)
+                held = owner.finish_node(node, owner.apply_node(node, grads), True)
         except Exception as error:
             owner.fail(node, error)
             return None
+        if held is not None and heap:
+            if heap[0] is not best:
+                best = heap[0]
+                bar = _bar(best, depth_key)
+            if held[0].sequence_nr < bar:  # outranked: back to the queue
+                queue.push(owner, *held)
+                held = None
         if held is None:  # nothing it completed is the best work here: go on with what is, if it is this pass's
             if not heap or heap[0][3] is not owner or queue.waiting_heavy or owner.finished:
                 return None
@@ -213,6 +223,15 @@ def _run_chain(
             return None
         if not countdown:
             countdown = CHAIN_CLOCK_EVERY
+
+
+def _bar(entry: tuple, depth_key: int) -> float:
+    """The sequence_nr a node of a pass at depth `-depth_key` must reach to run before heap entry `entry`: a
+    deeper pass's entry goes first whatever its number, a shallower one's after, and at one depth the higher
+    sequence_nr first (ties to the node at hand)."""
+    if entry[0] == depth_key:
+        return -entry[1]
+    return math.inf if entry[0] < depth_key else -1
 
 
 def run_graph_task_inline(task: GraphTask) -> None:

@@ -289,11 +289,11 @@ class GraphTask:
                 await self.async_stopped.wait()
 
     # -- delivering its results (on the event loop) ------------------------------------------------------
-    def finish_node(self, node: Any, outputs: Any, heap: list | None = None) -> tuple | None:
+    def finish_node(self, node: Any, outputs: Any, hold: bool = False) -> tuple | None:
         """Send a node's output gradients to the mailboxes of its next nodes and queue those now complete.
 
-        Given the dispatcher's `heap`, one completed node on the same device is returned instead of queued
-        when nothing in that heap outranks it, so a chain runs without a round trip through the heap.
+        With `hold`, the first completed node on the same device is returned, with its gradients, instead of
+        queued: the dispatcher runs it next unless its queue holds better work (see `_run_chain`).
         """
         held = None
         if outputs:
@@ -320,7 +320,7 @@ class GraphTask:
                         continue
                     pending[target] = 0  # drop the mailbox: its actor consumes the sums now
                     grads = waiting.grads()
-                if held is None and heap is not None and target.device is node.device:
+                if held is None and hold and target.device is node.device:
                     held = (target, grads)
                 else:
                     self.queues[target.device].push(self, target, grads)
@@ -328,11 +328,6 @@ class GraphTask:
         self.remaining = remaining
         if not remaining:
             self.finish()
-        if held is not None and heap:
-            top, depth = heap[0], -self.depth  # compared field by field: building two tuples cost more
-            if top[0] < depth or (top[0] == depth and top[1] < -held[0].sequence_nr):
-                self.queues[node.device].push(self, *held)
-                return None
         return held
 
     def finish(self) -> None:

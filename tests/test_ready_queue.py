@@ -5,7 +5,10 @@ import pytest
 import trio
 
 import actorgrad as ag
+from actorgrad.engine import _backward_task
 from actorgrad.scheduler import reentrant_depth
+from actorgrad.scheduler.dispatch import _run_chain
+from actorgrad.scheduler.ready_queue import ReadyQueue
 
 
 @pytest.fixture
@@ -89,3 +92,25 @@ async def test_concurrent_passes_at_one_depth_share_one_queue_by_sequence_nr(one
     first_block_seqs = [e.sequence_nr for e in events if e.graph_task == blocks[0] and e.name != "AccumulateGrad"]
     assert min(first_block_seqs) > second.grad_fn.sequence_nr - 100 > 0
     assert max(first_block_seqs) == second.grad_fn.sequence_nr
+
+
+def test_a_running_chain_gives_way_to_a_deeper_pass_whatever_its_sequence_nr():
+    # A chain goes on with the node it just completed only while nothing in the queue outranks it; an entry of
+    # a deeper (nested) pass outranks every node of a shallower one, even an older op's.
+    nested = chain(ag.tensor(np.ones(3), requires_grad=True), 2)  # built first: lower sequence_nrs
+    outer = chain(ag.tensor(np.ones(3), requires_grad=True), 5)
+    outer_task = _backward_task(outer, None, None, False, None)
+    token = reentrant_depth.set(1)
+    try:
+        nested_task = _backward_task(nested, None, None, False, None)
+    finally:
+        reentrant_depth.reset(token)
+    queue = ReadyQueue()
+    outer_task.queues = nested_task.queues = {ag.device("cpu"): queue}
+    queue.push(nested_task, nested.grad_fn, [np.ones(())])
+    left = outer_task.remaining
+
+    assert _run_chain(outer_task, outer_task.root, [], ag.device("cpu"), queue, float("inf")) is None
+    assert outer_task.remaining == left - 1, "only the root ran"
+    assert [entry[3] for entry in sorted(queue.heap)] == [nested_task, outer_task]
+    assert sorted(queue.heap)[1][4] is outer.grad_fn, "the outer pass's next node went back to the queue"
