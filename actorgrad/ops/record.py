@@ -15,7 +15,7 @@ import numpy as np
 
 from actorgrad.accumulate_grad import grad_accumulator
 from actorgrad.devices import Device, cpu
-from actorgrad.grad_mode import _grad_enabled, enable_grad
+from actorgrad.grad_mode import _grad_enabled
 from actorgrad.node import InputMetadata, Node
 from actorgrad.ops.operands import as_operand, result_type
 from actorgrad.saved_tensors import SavedOutput, _saved_tensors_hooks, pack_saved
@@ -121,31 +121,35 @@ class FormulaNode(Node):
                 if vc is not None and vc.value != version:
                     raise _modified_error(self, value, version)
         ops = task.ops
-        if ops is not None:
+        recorded = ops is not None
+        if recorded:
             calls = self.saved_tensors
         if not task.keep_graph:
             self.saved = self.saved_tensors = None
             self.versions = ()
         g = grads[0]
-        if g is None:
-            return [None] * len(self.next_functions)
-        if ops is None:
-            return self._formulas(self.device.ops, g, calls, task.visit, False)
-        with enable_grad():  # a recorded backward: each formula step becomes a node
-            return self._formulas(ops, g, calls, task.visit, True)
-
-    def _formulas(self, ops: Any, g: Any, calls: tuple, visit: set | None, recorded: bool) -> list:
         edges = self.next_functions
         out = [None] * len(edges)
-        for i, formula, args, reduce, cast in calls:
-            if visit is None or edges[i][0] in visit:
-                if formula is None:
-                    grad = g
-                else:
-                    grad = formula(ops, g, *(ops.unpack(args, self) if recorded else args))
-                if reduce is not None:
-                    grad = ops.sum_to(grad, reduce)
-                out[i] = grad if cast is None else ops.cast(grad, cast)
+        if g is None:
+            return out
+        visit = task.visit
+        if recorded:  # a recorded backward: each formula step becomes a node
+            mode = _grad_enabled.set(True)
+        else:
+            ops = self.device.ops
+        try:
+            for i, formula, args, reduce, cast in calls:
+                if visit is None or edges[i][0] in visit:
+                    if formula is None:
+                        grad = g
+                    else:
+                        grad = formula(ops, g, *(ops.unpack(args, self) if recorded else args))
+                    if reduce is not None:
+                        grad = ops.sum_to(grad, reduce)
+                    out[i] = grad if cast is None else ops.cast(grad, cast)
+        finally:
+            if recorded:
+                _grad_enabled.reset(mode)
         return out
 
 
