@@ -126,7 +126,15 @@ async def _serve(task: GraphTask, device: Any, state: DeviceState, push_root: bo
                 continue
             if owner.streamed is not None:
                 del entry
-                if owner is task:
+                if (
+                    device.streams is None
+                    and node.cost >= heavy
+                    and _may_use_worker(owner, node, device)
+                    and queue.can_overlap(workers)
+                    and (slot := workers.try_acquire()) is not None
+                ):  # a heavy host node: its events awaited and its kernel run in a task of its own
+                    owner.nurseries[device].start_soon(_run_streamed_on_worker, owner, node, grads, device, state, slot)
+                elif owner is task:
                     await run_streamed(owner, node, grads, device)
                 else:  # another pass's node may await its events
                     _start_in_own_task(owner, node, functools.partial(streamed_outputs, owner, node, grads, device))
@@ -304,6 +312,18 @@ async def _run_on_worker(owner: GraphTask, node: Any, grads: list, device: Any, 
     token = trio.lowlevel.current_trio_token()
     try:
         await trio.to_thread.run_sync(_work, owner, node, grads, device, state.queue, token, slot)
+    finally:
+        state.workers.release(slot)
+        state.queue.wake_one()
+
+
+async def _run_streamed_on_worker(
+    owner: GraphTask, node: Any, grads: list, device: Any, state: DeviceState, slot: int
+) -> None:
+    """A heavy host node of a pass that uses streams: it awaits the events its gradients carry here, not in the
+    dispatcher, then runs on a worker thread. (Not through `waiting_heavy`: a worker would run it unawaited.)"""
+    try:
+        await run_streamed(owner, node, grads, device, slot)
     finally:
         state.workers.release(slot)
         state.queue.wake_one()

@@ -88,18 +88,19 @@ def _carried(task: Any, grads: list, consumer: Any) -> list:
     return found
 
 
-async def run_streamed(task: Any, node: Any, grads: list, device: Any) -> None:
+async def run_streamed(task: Any, node: Any, grads: list, device: Any, worker: int = 0) -> None:
     """Run (or, on a streamed device, queue) one node of a pass that uses streams, and pass on its gradients."""
     try:
-        outputs = await streamed_outputs(task, node, grads, device)
+        outputs = await streamed_outputs(task, node, grads, device, worker)
         task.finish_node(node, outputs)
     except Exception as error:
         task.fail(node, error)
 
 
-async def streamed_outputs(task: Any, node: Any, grads: list, device: Any) -> Any:
+async def streamed_outputs(task: Any, node: Any, grads: list, device: Any, worker: int = 0) -> Any:
     """Run one node of a pass that uses streams, after awaiting the events its gradients carry; on a streamed
-    device, queue its kernel instead. Its outputs: on a stream, the arrays the kernel will fill."""
+    device, queue its kernel instead. Its outputs: on a stream, the arrays the kernel will fill. A host node
+    given a `worker` slot runs on a worker thread (the caller holds the slot)."""
     if device.streams is not None and task.ops is None:
         return _launch(task, node, grads, device)
     start = perf_counter_ns()  # the host (a recorded backward runs there too)
@@ -108,10 +109,12 @@ async def streamed_outputs(task: Any, node: Any, grads: list, device: Any) -> An
     hooks = node.hooks
     if hooks is not None and hooks.awaits:
         outputs = await task.apply_node_async(node, grads)
+    elif worker:
+        outputs = await trio.to_thread.run_sync(task.apply_node, node, grads)
     else:
         outputs = task.apply_node(node, grads)
     if task.trace is not None and outputs is not None:
-        _record_node(task, node, device, start)
+        _record_node(task, node, device, start, worker)
     return outputs
 
 
@@ -199,10 +202,10 @@ def _queue(task: Any, node: Any, grads: list, stream: Any, device: Any, runs: bo
     return outputs
 
 
-def _record_node(task: Any, node: Any, device: Any, start: int) -> None:
+def _record_node(task: Any, node: Any, device: Any, start: int, worker: int = 0) -> None:
     from actorgrad.scheduler.dispatch import _trace  # dispatch imports this module
 
-    _trace(task, node, device, 0, start, perf_counter_ns())
+    _trace(task, node, device, worker, start, perf_counter_ns())
 
 
 def _empty_for(target: Any, slot: int) -> Any:

@@ -3,12 +3,14 @@ and gradients equal the single-device pass, gradients cross in both directions, 
 and the event waits matter (with them switched off, a consumer reads a gradient before it is written)."""
 
 import json
+import time
 
 import numpy as np
 import pytest
 import trio
 
 import actorgrad as ag
+from actorgrad.ops.record import Rule, record
 from actorgrad.profiler.chrome import chrome_trace
 from actorgrad.scheduler.streams import waits_disabled
 
@@ -108,6 +110,25 @@ async def test_branches_on_two_devices_overlap(slow_streams, random_leaves):
     busy = sum(e - s for s, e in on0 + on1)
     span = max(e for _, e in on0 + on1) - min(s for s, _ in on0 + on1)
     assert span < 0.8 * busy  # most of the work ran side by side
+
+
+async def test_heavy_host_nodes_of_a_pass_through_a_device_overlap_on_workers(num_workers, random_leaves):
+    # The cpu branches' kernels (each sleeps, releasing the GIL as BLAS does) go to worker threads even though
+    # the pass also runs on a streamed device; each still waits for the gradient the device sends it.
+    def slow(ops, g):
+        time.sleep(0.03)
+        return g
+
+    rule = Rule("SlowBackward0", ((), slow), cost=lambda data, params: 1e12)
+    (x,) = random_leaves(7, (3,))
+    from_device = (x.to(A0) * 2.0).to("cpu")
+    loss = sum(record(rule, (from_device * k)._data, (from_device * k,)).sum() for k in (1.0, 2.0))
+    with num_workers(2), ag.profile() as prof:
+        await ag.backward(loss)
+    slow_events = sorted((e for e in prof.events if e.name == "SlowBackward0"), key=lambda e: e.start_ns)
+    assert sorted(e.worker for e in slow_events) == [1, 2]
+    assert slow_events[1].start_ns < slow_events[0].end_ns, "the two kernels should have run at the same time"
+    np.testing.assert_allclose(x.grad.numpy(), 6.0)
 
 
 async def test_the_host_waits_for_a_gradient_from_a_stream(slow_streams, random_leaves):
