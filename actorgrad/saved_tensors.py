@@ -113,6 +113,6 @@ def pack_saved(node: Any, output: Tensor, hooks: tuple[Callable, Callable]) -> N
 
     with no_grad():
         saved = [(i, formula, tuple(map(packed, values)), reduce, cast)
-                 for i, formula, values, reduce, cast in node.saved_tensors]
-    node.saved_tensors = tuple((i, f, UnpackOnUse(values, False), r, c) for i, f, values, r, c in saved)
-    node.saved = tuple((i, f, UnpackOnUse(values, True), r, c) for i, f, values, r, c in saved)
+                 for i, formula, _, values, reduce, cast in node.saved]
+    node.saved = tuple((i, f, UnpackOnUse(values, True), UnpackOnUse(values, False), r, c)
+                       for i, f, values, r, c in saved)

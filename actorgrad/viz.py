@@ -75,7 +75,7 @@ def _saved(node: Any) -> list[str]:
     if not isinstance(node, FormulaNode) or node.saved is None:
         return []
     seen, lines = set(), []
-    for index, _, values, _, _ in node.saved:
+    for index, _, values, _, _, _ in node.saved:
         for name, value in zip(node.rule.grads[index][0], values):
             if name not in seen and hasattr(value, "shape"):
                 seen.add(name)

@@ -86,24 +86,24 @@ def _modified_error(node: Node, saved: Any, version: int) -> RuntimeError:
 class FormulaNode(Node):
     """A node whose backward is a Rule from the op tables.
 
-    `saved` holds, for each input that needs a gradient, `(input index, formula, saved values, shape to sum
-    the gradient back to or None, dtype to cast it to or None)`, with the values as raw arrays for the fast
-    path; `saved_tensors` holds the same with the values as Tensors, for a recorded backward. Both refer to
-    the same arrays (or, for a node recorded inside `saved_tensors_hooks`, both unpack the same packed values
-    on use). A gradient always has its input's shape and dtype.
+    `saved` holds, for each input that needs a gradient, `(input index, formula, raw values, values, shape to
+    sum the gradient back to or None, dtype to cast it to or None)`: the saved values twice, as raw arrays for
+    the fast path and as Tensors for a recorded backward, both on the same arrays (or, for a node recorded
+    inside `saved_tensors_hooks`, both unpacking the same packed values on use). One tuple per input, not one
+    per path: a graph's nodes live until its backward, and fewer objects per op cost the collector less.
+    A gradient always has its input's shape and dtype.
     """
 
-    __slots__ = ("rule", "saved", "saved_tensors", "versions", "stamp", "stream")
+    __slots__ = ("rule", "saved", "versions", "stamp", "stream")
 
     def __init__(
-        self, rule: Rule, edges: tuple, metadata: tuple, saved: tuple, saved_tensors: tuple, cost: float,
-        versions: tuple = (), device: Device = cpu,
+        self, rule: Rule, edges: tuple, metadata: tuple, saved: tuple, cost: float, versions: tuple = (),
+        device: Device = cpu,
     ) -> None:
         Node.__init__(self, edges, metadata, device, None, cost)  # not super(): a proxy object per op cost more
         self.multithreaded = rule.multithreaded
         self.rule = rule
         self.saved: tuple | None = saved
-        self.saved_tensors: tuple | None = saved_tensors
         self.versions = versions  # (saved Tensor or SavedOutput, its version when saved), checked at backward
         self.stamp = last_change[0] if versions else None  # None: nothing saved to check
 
@@ -122,10 +122,8 @@ class FormulaNode(Node):
                     raise _modified_error(self, value, version)
         ops = task.ops
         recorded = ops is not None
-        if recorded:
-            calls = self.saved_tensors
         if not task.keep_graph:
-            self.saved = self.saved_tensors = None
+            self.saved = None
             self.versions = ()
         g = grads[0]
         edges = self.next_functions
@@ -138,12 +136,12 @@ class FormulaNode(Node):
         else:
             ops = self.device.ops
         try:
-            for i, formula, args, reduce, cast in calls:
+            for i, formula, raw, values, reduce, cast in calls:
                 if visit is None or edges[i][0] in visit:
                     if formula is None:
                         grad = g
                     else:
-                        grad = formula(ops, g, *(ops.unpack(args, self) if recorded else args))
+                        grad = formula(ops, g, *(ops.unpack(values, self) if recorded else raw))
                     if reduce is not None:
                         grad = ops.sum_to(grad, reduce)
                     out[i] = grad if cast is None else ops.cast(grad, cast)
@@ -230,7 +228,6 @@ def record(
     if rule.saves_result:
         params["result"] = SavedOutput(data, version_counter(out))
     saved = []
-    saved_tensors = []
     versions = []
     for i, (edge, (names, formula)) in enumerate(zip(edges, rule.grads)):
         if edge[0] is None:
@@ -250,13 +247,12 @@ def record(
                 if v.__class__ is np.ndarray and not v.ndim and device is not cpu:
                     v = v[()]  # a zero-dim host array (a number beside a GPU tensor) goes to kernels as a scalar
             raw.append(v)
-        saved_tensors.append((i, formula, tuple(values), reduce, cast))
-        saved.append((i, formula, tuple(raw), reduce, cast))
+        saved.append((i, formula, tuple(raw), tuple(values), reduce, cast))
     metadata = _output_metadata.get((data.shape, dtype, device))
     if metadata is None:
         metadata = _remember_metadata(data.shape, dtype, device)
     node = out._grad_fn = FormulaNode(
-        rule, tuple(edges), metadata, tuple(saved), tuple(saved_tensors), cost, tuple(versions), device
+        rule, tuple(edges), metadata, tuple(saved), cost, tuple(versions), device
     )
     if device.streams is not None:  # its backward kernel queues on the stream its forward ran on
         node.stream = device.current_stream()
