@@ -1,5 +1,6 @@
 """Freeing: gradient messages die as soon as their actor has consumed them; saved tensors once a node has run."""
 
+import gc
 import weakref
 
 import numpy as np
@@ -63,3 +64,18 @@ def test_an_unshared_gradient_array_becomes_grad_without_a_copy_and_a_shared_one
     record(Rule("TwiceBackward0", ((), twice_and_keep)), y._data * 2, (y,)).sum().backward()
     assert y.grad._data is not made[1]
     np.testing.assert_array_equal(y.grad.numpy(), made[1])
+
+
+def test_a_recorded_op_keeps_few_objects_for_the_garbage_collector():
+    # The collector walks every object a live graph holds, again and again as the graph grows: recording a
+    # 30,000-op chain cost twice as much with it on when each op kept 10 such objects. Now about 7 (its node,
+    # output, edges, saved values and their versions).
+    c = ag.tensor(np.full(4, 1.01))
+    h = ag.tensor(np.ones(4), requires_grad=True)
+    gc.collect()
+    before = len(gc.get_objects())
+    for _ in range(100):
+        h = (h * c + c).tanh()
+    gc.collect()
+    per_op = (len(gc.get_objects()) - before) / 300
+    assert per_op <= 8, f"each recorded op keeps {per_op:.1f} objects the collector tracks"
