@@ -104,7 +104,9 @@ class FormulaNode(Node):
         self.multithreaded = rule.multithreaded
         self.rule = rule
         self.saved: tuple | None = saved
-        self.versions = versions  # (saved Tensor or SavedOutput, its version when saved), checked at backward
+        # Each saved Tensor or SavedOutput followed by its version when saved, checked at backward (flat: no pair
+        # object per value for the garbage collector to walk while the graph lives).
+        self.versions = versions
         self.stamp = last_change[0] if versions else None  # None: nothing saved to check
 
     def name(self) -> str:
@@ -116,7 +118,8 @@ class FormulaNode(Node):
             raise RuntimeError(SECOND_BACKWARD)
         stamp = self.stamp
         if stamp is not None and stamp != last_change[0]:  # something changed in place since this was recorded
-            for value, version in self.versions:
+            versions = self.versions
+            for value, version in zip(versions[::2], versions[1::2]):
                 vc = value._vc
                 if vc is not None and vc.value != version:
                     raise _modified_error(self, value, version)
@@ -242,7 +245,7 @@ def record(
             values.append(v)
             if isinstance(v, _VERSIONED):
                 vc = v._vc
-                versions.append((v, 0 if vc is None else vc.value))
+                versions += (v, 0 if vc is None else vc.value)
                 v = v._data
                 if v.__class__ is np.ndarray and not v.ndim and device is not cpu:
                     v = v[()]  # a zero-dim host array (a number beside a GPU tensor) goes to kernels as a scalar
