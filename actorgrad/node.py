@@ -84,6 +84,10 @@ class Node:
         if _anomaly_mode.get() is not None:
             self.metadata[FORWARD_STACK_KEY] = forward_stack()
 
+    # A FormulaNode's op-table Rule (a slot there); None elsewhere. The trace reads a node's name through it
+    # where it can: an attribute instead of a call per traced node (3% of a W1 node).
+    _rule: Any = None
+
     def name(self) -> str:
         return type(self).__name__
 

@@ -76,7 +76,7 @@ def _saved(node: Any) -> list[str]:
         return []
     seen, lines = set(), []
     for index, _, values, _, _, _ in node.saved:
-        for name, value in zip(node.rule.grads[index][0], values):
+        for name, value in zip(node._rule.grads[index][0], values):
             if name not in seen and hasattr(value, "shape"):
                 seen.add(name)
                 lines.append(f"saved {name} {_shape(value.shape)}")

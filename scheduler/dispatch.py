@@ -200,7 +200,9 @@ def _run_chain(
                 end = perf_counter_ns()
                 if outputs is not None:  # None: only visited to capture
                     if single:
-                        record((node.name(), node.sequence_nr, device, depth, task_id, 0, start, end))
+                        rule = node._rule
+                        name = node.name() if rule is None else rule.name
+                        record((name, node.sequence_nr, device, depth, task_id, 0, start, end))
                     else:
                         _trace(owner, node, device, 0, start, end)
                 start = end

@@ -94,7 +94,7 @@ class FormulaNode(Node):
     A gradient always has its input's shape and dtype.
     """
 
-    __slots__ = ("rule", "saved", "versions", "stamp", "stream")
+    __slots__ = ("_rule", "saved", "versions", "stamp", "stream")
 
     def __init__(
         self, rule: Rule, edges: tuple, metadata: tuple, saved: tuple, cost: float, versions: tuple = (),
@@ -102,7 +102,7 @@ class FormulaNode(Node):
     ) -> None:
         Node.__init__(self, edges, metadata, device, None, cost)  # not super(): a proxy object per op cost more
         self.multithreaded = rule.multithreaded
-        self.rule = rule
+        self._rule = rule
         self.saved: tuple | None = saved
         # Each saved Tensor or SavedOutput followed by its version when saved, checked at backward (flat: no pair
         # object per value for the garbage collector to walk while the graph lives).
@@ -110,7 +110,7 @@ class FormulaNode(Node):
         self.stamp = last_change[0] if versions else None  # None: nothing saved to check
 
     def name(self) -> str:
-        return self.rule.name
+        return self._rule.name
 
     def apply(self, grads: list, task: Any) -> list:
         calls = self.saved
