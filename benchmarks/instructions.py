@@ -46,8 +46,11 @@ MLP_STEPS = 10  # W3's MLP shrunk to 8-8-8-3 at batch 4: its Python costs withou
 Workload = Callable[[Callable[[], None], Callable[[], None]], Awaitable[None]]
 
 
+_CHAIN_DATA = [chain_data(100 + i) for i in range(CHAINS)]
+
+
 def _chains() -> list[ag.Tensor]:
-    return [ag_chain(x, c, CHAIN_OPS)[1] for x, c in (chain_data(100 + i) for i in range(CHAINS))]
+    return [ag_chain(x, c, CHAIN_OPS)[1] for x, c in _CHAIN_DATA]
 
 
 async def _ops(start: Callable[[], None], stop: Callable[[], None]) -> None:
