@@ -232,11 +232,13 @@ def record(
         params["result"] = SavedOutput(data, version_counter(out))
     saved = []
     versions = []
+    shape = data.shape
+    broadcasts = rule.broadcasts
     for i, (edge, (names, formula)) in enumerate(zip(edges, rule.grads)):
         if edge[0] is None:
             continue
         array = inputs[i]._data
-        reduce = array.shape if rule.broadcasts and array.shape != data.shape else None
+        reduce = array.shape if broadcasts and array.shape != shape else None
         cast = array.dtype if mixed else None
         values = []
         raw = []  # the same values, tensors as their arrays: one loop, no comprehensions (a call each)
@@ -247,13 +249,13 @@ def record(
                 vc = v._vc
                 versions += (v, 0 if vc is None else vc.value)
                 v = v._data
-                if v.__class__ is np.ndarray and not v.ndim and device is not cpu:
+                if device is not cpu and v.__class__ is np.ndarray and not v.ndim:
                     v = v[()]  # a zero-dim host array (a number beside a GPU tensor) goes to kernels as a scalar
             raw.append(v)
         saved.append((i, formula, tuple(raw), tuple(values), reduce, cast))
-    metadata = _output_metadata.get((data.shape, dtype, device))
+    metadata = _output_metadata.get((shape, dtype, device))
     if metadata is None:
-        metadata = _remember_metadata(data.shape, dtype, device)
+        metadata = _remember_metadata(shape, dtype, device)
     node = out._grad_fn = FormulaNode(
         rule, tuple(edges), metadata, tuple(saved), cost, tuple(versions), device
     )
