@@ -240,6 +240,9 @@ def record(
         array = inputs[i]._data
         reduce = array.shape if broadcasts and array.shape != shape else None
         cast = array.dtype if mixed else None
+        if not names:  # its formula needs no saved value (add's, sub's, neg's)
+            saved.append((i, formula, (), (), reduce, cast))
+            continue
         values = []
         raw = []  # the same values, tensors as their arrays: one loop, no comprehensions (a call each)
         for name in names:
