@@ -31,14 +31,17 @@ CHAIN_CLOCK_EVERY = 16
 
 async def run_graph_task(task: GraphTask) -> None:
     """Run a pass to completion on every device it touches; re-raise the first node error as is."""
-    states = {device: device_state(device) for device in task.devices}
-    task.queues = {device: state.queue for device, state in states.items()}
+    devices = task.devices
     start = perf_counter_ns()
     try:
-        if len(states) == 1:
-            ((device, state),) = states.items()
+        if len(devices) == 1:  # the common case, without building dicts
+            (device,) = devices
+            state = device_state(device)
+            task.queues = {device: state.queue}
             await _dispatch_device(task, device, state, True)
         else:
+            states = {device: device_state(device) for device in devices}
+            task.queues = {device: state.queue for device, state in states.items()}
             async with trio.open_nursery() as nursery:
                 task.cancel_scope = nursery.cancel_scope
                 for device, state in states.items():
