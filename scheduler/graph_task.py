@@ -153,7 +153,10 @@ class GraphTask:
         )
         # Devices that queue kernels on streams (None: none, the pass runs as a CPU pass): their gradients carry
         # events until consumed, mailboxes sum on the consumer's side, and the pass ends by syncing the streams.
-        self.streamed = [device for device in self.devices if device.streams is not None] or None
+        self.streamed = (
+            None if len(self.devices) == 1 and root.device.streams is None  # a cpu pass: no comprehension to run
+            else [device for device in self.devices if device.streams is not None] or None
+        )
         if self.streamed is not None:
             self.worker_devices = {device for device in self.worker_devices if device.streams is None}
             if on_the_callers_stream(self.devices, self.pending):
