@@ -127,29 +127,23 @@ async def _serve(task: GraphTask, device: Any, state: DeviceState, push_root: bo
             _, _, _, owner, node, grads = entry
             if owner.finished:
                 continue
+            if node.cost >= heavy and _may_use_worker(owner, node, device) and queue.can_overlap(workers):
+                slot = workers.try_acquire()
+                if slot is not None:  # a pass that uses streams awaits a host node's events in the worker's task
+                    run = _run_on_worker if owner.streamed is None else _run_streamed_on_worker
+                    owner.nurseries[device].start_soon(run, owner, node, grads, device, state, slot)
+                    continue
+                if owner.streamed is None:  # a worker takes it when one is free (one would not await its events)
+                    heappush(queue.waiting_heavy, entry)
+                    continue
             if owner.streamed is not None:
                 del entry
-                if (
-                    device.streams is None
-                    and node.cost >= heavy
-                    and _may_use_worker(owner, node, device)
-                    and queue.can_overlap(workers)
-                    and (slot := workers.try_acquire()) is not None
-                ):  # a heavy host node: its events awaited and its kernel run in a task of its own
-                    owner.nurseries[device].start_soon(_run_streamed_on_worker, owner, node, grads, device, state, slot)
-                elif owner is task:
+                if owner is task:
                     await run_streamed(owner, node, grads, device)
                 else:  # another pass's node may await its events
                     _start_in_own_task(owner, node, functools.partial(streamed_outputs, owner, node, grads, device))
                 del grads
             else:
-                if node.cost >= heavy and _may_use_worker(owner, node, device) and queue.can_overlap(workers):
-                    slot = workers.try_acquire()
-                    if slot is None:
-                        heappush(queue.waiting_heavy, entry)
-                    else:
-                        owner.nurseries[device].start_soon(_run_on_worker, owner, node, grads, device, state, slot)
-                    continue
                 awaiting = _run_chain(owner, node, grads, device, queue, next_checkpoint)
                 del grads
                 if awaiting is not None:

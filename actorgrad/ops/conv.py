@@ -10,10 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actorgrad.devices.convolution import (
-    ConvGeometry,
-    macs,
-)
+from actorgrad.devices.convolution import ConvGeometry, macs
 from actorgrad.ops.linalg import MACS_PER_NS
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
@@ -150,9 +147,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
 
 def recorded_convolution(input: Tensor, weight: Tensor, geo: ConvGeometry) -> Tensor:
     """The forward map without bias or checks, for gradients recorded by `TensorOps`."""
-    return record(CONVOLUTION, input._device.ops.convolution(input._data, weight._data, geo), (input, weight),
-                  geometry=geo,
-                  self_shape=input.shape, weight_shape=weight.shape)
+    data = input._device.ops.convolution(input._data, weight._data, geo)
+    return record(CONVOLUTION, data, (input, weight), geometry=geo, self_shape=input.shape, weight_shape=weight.shape)
 
 
 def recorded_input_grad(g: Tensor, weight: Tensor, input_shape: tuple[int, ...], geo: ConvGeometry) -> Tensor:

@@ -16,7 +16,7 @@ from actorgrad.devices import cpu
 from actorgrad.ops.operands import kernel_operands
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
-from actorgrad.ops.shape import single_dim
+from actorgrad.ops.shape import MASKED_GRAD, single_dim
 from actorgrad.tensor import Tensor
 
 __all__ = ["gather", "index_select", "masked_fill", "scatter_add"]
@@ -51,7 +51,7 @@ SCATTER_ADD = Rule(
 )
 KEPT_GRAD = (("keep",), lambda ops, g, keep: g * keep)  # the gradient where the input's values were kept
 MASKED_FILL = Rule("MaskedFillBackward0", KEPT_GRAD, broadcasts=True)
-MASKED_FILL_TENSOR = Rule("MaskedFillBackward1", KEPT_GRAD, (("mask",), lambda ops, g, mask: g * mask), broadcasts=True)
+MASKED_FILL_TENSOR = Rule("MaskedFillBackward1", KEPT_GRAD, MASKED_GRAD, broadcasts=True)
 FLOAT_INDEX = "tensors used as indices must be long, int, byte or bool tensors"
 
 

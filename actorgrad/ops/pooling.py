@@ -141,8 +141,7 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     else:
         divisor = ops.convolution(ops.xp.ones((1, 1, *x.shape[-2:]), x.dtype), ones, geo)[0, 0]
     return record(AVG_POOL, sums / divisor, (input,), divisor=divisor, kernel=Tensor(ones, device=input._device),
-                  planes_shape=planes_shape,
-                  self_shape=x.shape, geometry=geo)
+                  planes_shape=planes_shape, self_shape=x.shape, geometry=geo)
 
 
 # -- the gather / scatter-add pair behind max_pool2d's gradients, recorded for TensorOps ------------------------

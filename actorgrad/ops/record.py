@@ -259,9 +259,7 @@ def record(
     metadata = _output_metadata.get((shape, dtype, device))
     if metadata is None:
         metadata = _remember_metadata(shape, dtype, device)
-    node = out._grad_fn = FormulaNode(
-        rule, tuple(edges), metadata, tuple(saved), cost, tuple(versions), device
-    )
+    node = out._grad_fn = FormulaNode(rule, tuple(edges), metadata, tuple(saved), cost, tuple(versions), device)
     if device.streams is not None:  # its backward kernel queues on the stream its forward ran on
         node.stream = device.current_stream()
     hooks = _saved_tensors_hooks.get()

@@ -23,7 +23,7 @@ def _reshape_back(ops: Any, g: Any, self_shape: tuple[int, ...]) -> Any:
 
 
 _RESHAPE_BACK = (("self_shape",), _reshape_back)
-_MASKED = (("mask",), lambda ops, g, mask: g * mask)
+MASKED_GRAD = (("mask",), lambda ops, g, mask: g * mask)  # the gradient where a mask is 1
 VIEW = Rule("ViewBackward0", _RESHAPE_BACK)
 TRANSPOSE = Rule(
     "TransposeBackward0", (("dim0", "dim1"), lambda ops, g, dim0, dim1: ops.swapaxes(g, dim0, dim1))
@@ -56,8 +56,8 @@ ROLL = Rule(
     (("shifts", "dims"), lambda ops, g, shifts, dims: ops.roll(g, tuple(-s for s in shifts), dims)),
 )
 CONSTANT_PAD = Rule("ConstantPadNdBackward0", (("pad",), lambda ops, g, pad: ops.pad(g, tuple(-p for p in pad))))
-TRIL = Rule("TrilBackward0", _MASKED)
-TRIU = Rule("TriuBackward0", _MASKED)
+TRIL = Rule("TrilBackward0", MASKED_GRAD)
+TRIU = Rule("TriuBackward0", MASKED_GRAD)
 CLONE = Rule("CloneBackward0", ((), None))
 
 
