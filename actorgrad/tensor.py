@@ -66,7 +66,7 @@ class Tensor:
         self._grad: Tensor | None = None
         self._accumulator: weakref.ref | None = None
         self._vc: VersionCounter | None = None  # made on the first in-place change or view, until then version 0
-        self._base: Tensor | None = None  # the tensor whose storage this view's array is a numpy view of
+        self._base: Tensor | None = None  # the tensor whose storage this view's array views
         self._hooks: Any = None  # a leaf's NodeHooks (actorgrad.hooks), once a hook is registered on it
         self._requires_grad = False
         if requires_grad:

@@ -127,3 +127,15 @@ def test_the_fused_cuda_helpers_match_the_generic_ones(dtype, dims):
         got = getattr(gpu, name)(*(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args))
         assert got.dtype == expected.dtype
         np.testing.assert_allclose(got.get(), expected, rtol=rtol, atol=1e-6, err_msg=name)
+
+
+def test_a_saved_tensor_changed_through_a_view_on_cuda_is_refused():
+    x = ag.ones(2, 3, device="cuda", requires_grad=True)
+    y = x * 1
+    loss = (y * y).sum()  # saves y
+    view = y.reshape(3, 2)
+    assert view._base is y and view._version == y._version
+    view[0].mul_(2)
+    assert y._version == 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()

@@ -79,6 +79,7 @@ CASES = [
     ("embedding", lambda w, d: F.embedding(ag.tensor([[0, 2], [3, 3]], device=d), w).tanh().sum(),
      [any_(5, 3)]),
     ("in-place ops and setitem", lambda x, d: _changed_in_place(x * 1, d), [any_(3, 4)]),
+    ("in-place ops through views", lambda x, d: _changed_through_views(x * 1), [any_(3, 4)]),
     ("clone, a copy to the cpu and back", lambda x, d: (x.clone().cpu().tanh().to(d) * x).sum(), [any_(3, 4)]),
 ]
 
@@ -89,6 +90,15 @@ def _changed_in_place(y, d):
     y[1:, 1] *= 3
     y.clamp_(-2, 2)
     return y.exp()
+
+
+def _changed_through_views(y):
+    """A view's in-place op changes its base, and the base's gradient flows back through it."""
+    y[0].mul_(2)
+    y.T[1].add_(y[:, 2] * 1)
+    flat = y.reshape(4, 3)
+    flat[1:, :2].clamp_(-0.3, 0.3)
+    return y * flat.reshape(3, 4)
 
 
 @pytest.mark.parametrize("label, fn, arrays", CASES, ids=[c[0] for c in CASES])

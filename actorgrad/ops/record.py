@@ -268,14 +268,17 @@ def record(
     return out
 
 
-def _storage(array: np.ndarray) -> np.ndarray:
-    while isinstance(array.base, np.ndarray):
+def _storage(array: Any) -> Any:
+    """The array that owns `array`'s memory. Numpy and CuPy views name the array they view as `base` (a numpy
+    array's base may also be a buffer of another kind, such as bytes, which ends the walk)."""
+    kind = array.__class__
+    while isinstance(array.base, kind):
         array = array.base
     return array
 
 
 def share_if_view(out: Tensor, inputs: tuple[Tensor, ...]) -> None:
-    """Make `out` a view of the input whose storage its array is a numpy view of (reshape, transpose, basic
+    """Make `out` a view of the input whose storage its array is a view of (reshape, transpose, basic
     indexing, expand ...): it shares that input's version counter and names the input's base as its own."""
     storage = _storage(out._data)
     for t in inputs:
