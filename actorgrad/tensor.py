@@ -117,6 +117,18 @@ class Tensor:
                     f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor with dtype "
                     f"'{self.dtype}'. The gradient must match the tensor's dtype"
                 )
+            if value._device is not self._device:
+                here, there = self._device, value._device
+                if here.type != there.type:
+                    raise RuntimeError(
+                        f"attempting to assign a gradient with device type '{there.type}' to a tensor with device "
+                        f"type '{here.type}'. Please ensure that the gradient and the tensor are on the same device"
+                    )
+                raise RuntimeError(
+                    f"attempting to assign a gradient located on device with index '{there.index}' to a tensor "
+                    f"located on device with index '{here.index}'. Please ensure that the gradient and the tensor "
+                    f"are on the same device"
+                )
         self._grad = value
 
     @property

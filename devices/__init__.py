@@ -4,8 +4,8 @@ Knows nothing of graphs. The CPU device is numpy; CUDA devices are CuPy (importe
 devices are numpy with asynchronous streams, for testing the stream and event path without a GPU.
 """
 
-from actorgrad.devices.array_ops import ArrayOps
+from actorgrad.devices.array_ops import ArrayOps, is_writeable
 from actorgrad.devices.device import Device, cpu, device, stream
 from actorgrad.devices.events import wait_async
 
-__all__ = ["ArrayOps", "Device", "cpu", "device", "stream", "wait_async"]
+__all__ = ["ArrayOps", "Device", "cpu", "device", "is_writeable", "stream", "wait_async"]

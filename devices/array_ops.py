@@ -26,6 +26,12 @@ def reduced_axes(shape: tuple[int, ...], target: tuple[int, ...]) -> tuple[int, 
     return tuple(range(lead)) + tuple(lead + i for i, n in enumerate(target) if n == 1 and shape[lead + i] != 1)
 
 
+def is_writeable(array: Any) -> bool:
+    """May `array` be changed in place? A numpy array may be read-only (a broadcast view, a frozen buffer); a
+    CuPy array has no such flag (its flags are only the contiguity ones and owndata) and always may."""
+    return getattr(array.flags, "writeable", True)
+
+
 def padded(xp: ModuleType, x: Any, pad: tuple[int, ...], value: Any) -> Any:
     """`x` padded as `torch.nn.functional.pad(x, pad, value=value)`: pairs from the last dim backwards;
     negative widths crop the input."""

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices import cpu, is_writeable
 from actorgrad.random import Generator, numpy_generator
 from actorgrad.tensor import Tensor, bump_version
 
@@ -22,8 +23,11 @@ _LINEAR_GAINS = ("linear", "conv1d", "conv2d", "conv3d", "sigmoid")
 
 
 def _fill(tensor: Tensor, values: Any) -> Tensor:
-    """Write `values` into the tensor's own array (a fresh one where the held array is read-only)."""
-    if tensor._data.flags.writeable:
+    """Write `values` (a number, or an array drawn on the host) into the tensor's own array, on its device (a
+    fresh array where the held one is read-only, which only a numpy array can be)."""
+    if isinstance(values, np.ndarray) and tensor._device is not cpu:
+        values = tensor._device.asarray(values)
+    if is_writeable(tensor._data):
         tensor._data[...] = values
         bump_version(tensor)
     else:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices.array_ops import is_writeable
 from actorgrad.devices.device import DEVICE_TYPES, Device, device
 from actorgrad.nn.parameter import Parameter
 from actorgrad.tensor import Tensor, bump_version
@@ -249,7 +250,7 @@ class Module:
             if tensor.dtype.kind == "f":
                 tensor._data = tensor._data.astype(dtype)
                 if tensor.grad is not None:
-                    tensor.grad = Tensor(tensor.grad._data.astype(dtype))
+                    tensor.grad = Tensor(tensor.grad._data.astype(dtype), device=tensor._device)
         return self
 
     def _move(self, where: Device) -> Module:
@@ -336,7 +337,7 @@ class Module:
             )
         for key, array in arrays.items():
             current = slots[key]
-            current._data = np.array(array, dtype=current.dtype, copy=True)
+            current._data = current._device.asarray(array).astype(current.dtype, copy=False)  # a copy on its device
         return _IncompatibleKeys(missing, unexpected)
 
     # -- repr --------------------------------------------------------------------------------------------------
@@ -359,8 +360,8 @@ def zero_grad_of(param: Tensor, set_to_none: bool) -> None:
         return
     if set_to_none:
         param.grad = None
-    elif grad._data.flags.writeable:
+    elif is_writeable(grad._data):
         grad._data[...] = 0
         bump_version(grad)
     else:
-        param.grad = Tensor(np.zeros_like(grad._data))
+        param.grad = Tensor(np.zeros_like(grad._data), device=grad._device)

@@ -6,8 +6,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-
+from actorgrad.devices import Device
 from actorgrad.optim.optimizer import Optimizer, check_non_negative
 from actorgrad.tensor import Tensor
 
@@ -40,15 +39,15 @@ class Adam(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _update(self, group: dict, param: np.ndarray, grad: np.ndarray, state: dict) -> None:
+    def _update(self, group: dict, param: Any, grad: Any, state: dict, device: Device) -> None:
         lr, weight_decay = group["lr"], group["weight_decay"]
         beta1, beta2 = group["betas"]
         if not state:
             state["step"] = 0
-            state["exp_avg"] = Tensor(np.zeros_like(param))
-            state["exp_avg_sq"] = Tensor(np.zeros_like(param))
+            state["exp_avg"] = Tensor(device.xp.zeros_like(param), device=device)
+            state["exp_avg_sq"] = Tensor(device.xp.zeros_like(param), device=device)
             if group["amsgrad"]:
-                state["max_exp_avg_sq"] = Tensor(np.zeros_like(param))
+                state["max_exp_avg_sq"] = Tensor(device.xp.zeros_like(param), device=device)
         state["step"] += 1
         step = state["step"]
         if group["maximize"]:
@@ -63,11 +62,11 @@ class Adam(Optimizer):
         exp_avg_sq += (1 - beta2) * grad * grad
         if group["amsgrad"]:
             second_moment = state["max_exp_avg_sq"]._data
-            np.maximum(second_moment, exp_avg_sq, out=second_moment)
+            device.xp.maximum(second_moment, exp_avg_sq, out=second_moment)
         else:
             second_moment = exp_avg_sq
         step_size = lr / (1 - beta1**step)
-        denom = np.sqrt(second_moment) / math.sqrt(1 - beta2**step) + group["eps"]
+        denom = device.xp.sqrt(second_moment) / math.sqrt(1 - beta2**step) + group["eps"]
         param -= step_size * exp_avg / denom
 
 

@@ -14,8 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import numpy as np
-
+from actorgrad.devices import Device
 from actorgrad.grad_mode import enable_grad, no_grad
 from actorgrad.nn.module import zero_grad_of
 from actorgrad.tensor import Tensor, bump_version
@@ -33,7 +32,7 @@ class Optimizer:
         self.defaults = defaults
         self.state: defaultdict[Tensor, dict] = defaultdict(dict)
         self.param_groups: list[dict] = []
-        self._owned: dict[Tensor, np.ndarray] = {}
+        self._owned: dict[Tensor, Any] = {}
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
@@ -86,19 +85,20 @@ class Optimizer:
             for group in self.param_groups:
                 for param in group["params"]:
                     if param.grad is not None:
-                        self._update(group, self._own_array(param), param.grad._data, self.state[param])
+                        self._update(group, self._own_array(param), param.grad._data, self.state[param], param._device)
                         bump_version(param)
         return loss
 
-    def _update(self, group: dict, param: np.ndarray, grad: np.ndarray, state: dict) -> None:
+    def _update(self, group: dict, param: Any, grad: Any, state: dict, device: Device) -> None:
+        """Update `param` (the parameter's array) in place from `grad`; new state tensors go on `device`."""
         raise NotImplementedError(f"{type(self).__name__} must define _update")
 
-    def _own_array(self, param: Tensor) -> np.ndarray:
+    def _own_array(self, param: Tensor) -> Any:
         """The parameter's array, replaced once by a private writeable copy so in-place updates touch no other
         tensor (and again if something else gave the parameter a new array since)."""
         data = param._data
         if self._owned.get(param) is not data:
-            data = np.array(data, copy=True)
+            data = data.copy()
             param._data = data
             self._owned[param] = data
         return data
@@ -130,7 +130,7 @@ class Optimizer:
         params = self._ordered_params()
         self.state = defaultdict(dict)
         for i, saved in state_dict["state"].items():
-            self.state[params[i]] = _copy_state(saved, params[i].dtype)
+            self.state[params[i]] = _copy_state(saved, params[i])
         for saved, group in zip(saved_groups, self.param_groups):
             group.update({k: v for k, v in saved.items() if k != "params"})
 
@@ -142,9 +142,16 @@ class Optimizer:
         return "\n".join([*lines, ")"])
 
 
-def _copy_state(state: dict, dtype: Any = None) -> dict:
-    """One parameter's state with each Tensor's array copied (and cast to `dtype` when given)."""
-    return {k: Tensor(np.array(v._data, dtype=dtype)) if isinstance(v, Tensor) else v for k, v in state.items()}
+def _copy_state(state: dict, param: Tensor | None = None) -> dict:
+    """One parameter's state with each Tensor's array copied: on its own device, or, given the `param` it is
+    loaded for, on that parameter's device and in its dtype (as PyTorch loads optimizer state)."""
+    if param is None:
+        return {k: Tensor(v._data.copy(), device=v._device) if isinstance(v, Tensor) else v for k, v in state.items()}
+    where = param._device
+    return {
+        k: Tensor(where.asarray(v._data).astype(param.dtype, copy=False), device=where) if isinstance(v, Tensor) else v
+        for k, v in state.items()
+    }
 
 
 def check_non_negative(name: str, value: float) -> None:

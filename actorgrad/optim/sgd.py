@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-
+from actorgrad.devices import Device
 from actorgrad.optim.optimizer import Optimizer, check_non_negative
 from actorgrad.tensor import Tensor
 
@@ -37,7 +36,7 @@ class SGD(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _update(self, group: dict, param: np.ndarray, grad: np.ndarray, state: dict) -> None:
+    def _update(self, group: dict, param: Any, grad: Any, state: dict, device: Device) -> None:
         step = -grad if group["maximize"] else grad
         if group["weight_decay"]:
             step = step + group["weight_decay"] * param
@@ -45,7 +44,7 @@ class SGD(Optimizer):
         if momentum:
             buffer = state.get("momentum_buffer")
             if buffer is None:
-                buffer = state["momentum_buffer"] = Tensor(np.array(step, dtype=param.dtype))
+                buffer = state["momentum_buffer"] = Tensor(step.astype(param.dtype), device=device)
             else:
                 buffer._data *= momentum
                 buffer._data += (1 - group["dampening"]) * step

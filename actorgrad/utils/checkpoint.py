@@ -41,7 +41,7 @@ class CheckpointFunction(Function):
                 ".backward(). Please use .backward() and do not pass its `inputs` argument."
             )
         inputs = [
-            arg if t is None else Tensor(t._data, requires_grad=t.requires_grad)
+            arg if t is None else Tensor(t._data, requires_grad=t.requires_grad, device=t._device)
             for t, arg in zip(ctx.saved_tensors, ctx.args)
         ]
         with _random_state(ctx.rng_state), enable_grad():
@@ -55,11 +55,12 @@ class CheckpointFunction(Function):
         wanted = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
         collected = backward_collecting([o for o, _ in pairs], [g for _, g in pairs], wanted)
         grads = dict(zip(map(id, wanted), collected))
-        return (None, None, *(_as_tensor(grads.get(id(t))) if isinstance(t, Tensor) else None for t in inputs))
+        return (None, None, *(_as_tensor(grads.get(id(t)), t) if isinstance(t, Tensor) else None for t in inputs))
 
 
-def _as_tensor(grad: Any) -> Tensor | None:
-    return grad if grad is None or isinstance(grad, Tensor) else Tensor(grad)
+def _as_tensor(grad: Any, input: Tensor) -> Tensor | None:
+    """A collected gradient as a Tensor on its input's device."""
+    return grad if grad is None or isinstance(grad, Tensor) else Tensor(grad, device=input._device)
 
 
 class _random_state:

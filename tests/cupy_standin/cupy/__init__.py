@@ -108,7 +108,7 @@ class ndarray:  # noqa: N801 - CuPy's name
     strides = property(lambda self: self._a.strides)
     itemsize = property(lambda self: self._a.itemsize)
     nbytes = property(lambda self: self._a.nbytes)
-    flags = property(lambda self: self._a.flags)
+    flags = property(lambda self: _Flags(self._a))
     T = property(lambda self: _wrap(self._a.T))
 
     @property
@@ -191,6 +191,17 @@ class ndarray:  # noqa: N801 - CuPy's name
 
     def __repr__(self) -> str:
         return repr(self._a)
+
+
+class _Flags:
+    """CuPy's array flags: contiguity and owndata only (no `writeable`: a CuPy array is always writeable)."""
+
+    __slots__ = ("c_contiguous", "f_contiguous", "owndata")
+
+    def __init__(self, array: _np.ndarray) -> None:
+        self.c_contiguous = array.flags.c_contiguous
+        self.f_contiguous = array.flags.f_contiguous
+        self.owndata = array.base is None
 
 
 class _Pointer:
