@@ -18,7 +18,7 @@ import trio
 from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, note_forward_stack
 from actorgrad.autograd.graph import GradientEdge
-from actorgrad.devices import cpu
+from actorgrad.devices import cpu, is_writeable
 from actorgrad.grad_mode import enable_grad
 from actorgrad.hooks import has_post_accumulate_hooks, run_post_accumulate_hooks, run_post_accumulate_hooks_async
 from actorgrad.node import Edge, GraphRoot
@@ -282,7 +282,7 @@ def _commit_or_stage(task: GraphTask, create_graph: bool) -> bool:
     recorded = outer.ops is not None
     for tensor, grad in task.staged.items():
         if recorded and not isinstance(grad, Tensor):
-            grad = Tensor(grad)
+            grad = Tensor(grad, device=tensor._device)
         elif not recorded and isinstance(grad, Tensor):
             grad = grad._data
         outer.stage(tensor, grad)
@@ -314,7 +314,7 @@ def _commit(staged: dict, create_graph: bool) -> None:
             held = tensor._grad
             if held is None:
                 tensor._grad = Tensor(_as_new_grad(grad, tensor.dtype, tensor._device), device=tensor._device)
-            elif held._grad_fn is None and not held._requires_grad and getattr(held._data.flags, "writeable", True):
+            elif held._grad_fn is None and not held._requires_grad and is_writeable(held._data):
                 held._data += grad
                 bump_version(held)
             else:

@@ -111,28 +111,44 @@ class NodeHooks:
         """One run of `node` on `grads` with its hooks around it; returns its output gradients, or None when the
         pass only visits the node to capture what it receives (`task.receive`)."""
         raw = task.ops is None  # raw arrays (a plain pass) rather than Tensors (create_graph)
+        received_on = _received_devices(node) if raw else None  # the raw arrays' devices
         for slot, hooks in list(self.tensor_pre.items()):
             value = grads[slot]
+            device = None if received_on is None else received_on[slot]
             for fn in list(hooks.values()):
-                value = yield from _replace(fn, value, raw)
+                value = yield from _replace(fn, value, slot, device)
             grads[slot] = value
         if not task.receive(node, grads):
             return None
         if self.pre:
-            grads = yield from _replace_all(self.pre, lambda fn, values: (fn, (values,)), grads, raw)
+            grads = yield from _replace_all(self.pre, lambda fn, values: (fn, (values,)), grads, received_on)
         outputs = node.apply(grads, task)
         if self.post:
-            received = _as_tensors(grads, raw)
-            outputs = yield from _replace_all(self.post, lambda fn, values: (fn, (values, received)), outputs, raw)
+            received = _as_tensors(grads, received_on)
+            sent_on = _sent_devices(node) if raw else None
+            outputs = yield from _replace_all(self.post, lambda fn, values: (fn, (values, received)), outputs, sent_on)
         return outputs
 
 
-def _as_tensors(values: Iterable, raw: bool) -> tuple:
-    return tuple(Tensor(v) if raw and v is not None else v for v in values)
+def _received_devices(node: Any) -> tuple:
+    """The device of the gradient arriving in each of the node's slots."""
+    return tuple(node.device if meta is None else meta.device for meta in node.input_metadata)
 
 
-def _checked(result: Any, before: Any, fn: Callable) -> Any:
-    """A hook's replacement for the gradient `before` (a Tensor or None), as PyTorch checks it."""
+def _sent_devices(node: Any) -> tuple:
+    """The device of the gradient the node hands on along each edge: that of the forward input it is for."""
+    return tuple(node.device if to is None else to.input_metadata[nr].device for to, nr in node.next_functions)
+
+
+def _as_tensors(values: Iterable, devices: tuple | None) -> tuple:
+    """Raw gradient arrays as Tensors on their `devices`; None: they are Tensors already (create_graph)."""
+    if devices is None:
+        return tuple(values)
+    return tuple(None if v is None else Tensor(v, device=d) for v, d in zip(values, devices))
+
+
+def _checked(result: Any, before: Any, index: int, fn: Callable) -> Any:
+    """A hook's replacement for the gradient `before` (a Tensor or None) at `index`, as PyTorch checks it."""
     if result is not None and not isinstance(result, Tensor):
         raise TypeError(f"expected Tensor, but hook '{_hook_name(fn)}' returned '{type(result).__name__}'")
     if before is None:
@@ -149,19 +165,27 @@ def _checked(result: Any, before: Any, fn: Callable) -> Any:
         raise RuntimeError(
             f"hook '{_hook_name(fn)}' has changed the type of value (was {before.dtype} got {result.dtype})"
         )
+    if result._device is not before._device:
+        raise RuntimeError(
+            f"hook '{_hook_name(fn)}' returned an invalid gradient at index {index} - expected device "
+            f"{before._device} but got {result._device}"
+        )
     return result
 
 
-def _replace(fn: Callable, grad: Any, raw: bool) -> Steps:
-    """A tensor hook's call on one gradient: `fn(grad)` may return a replacement."""
-    before = Tensor(grad) if raw and grad is not None else grad
-    after = _checked((yield fn, (before,)), before, fn)
+def _replace(fn: Callable, grad: Any, slot: int, device: Any) -> Steps:
+    """A tensor hook's call on the gradient of one slot: `fn(grad)` may return a replacement. `device` is the
+    raw gradient's, or None when it is a Tensor already (create_graph)."""
+    raw = device is not None
+    before = Tensor(grad, device=device) if raw and grad is not None else grad
+    after = _checked((yield fn, (before,)), before, slot, fn)
     return after._data if raw and after is not None else after
 
 
-def _replace_all(hooks: dict, call: Callable, grads: Any, raw: bool) -> Steps:
-    """Node hooks' calls on a sequence of gradients: each may return a replacement sequence of the same length."""
-    values = _as_tensors(grads, raw)
+def _replace_all(hooks: dict, call: Callable, grads: Any, devices: tuple | None) -> Steps:
+    """Node hooks' calls on a sequence of gradients: each may return a replacement sequence of the same length.
+    `devices` are the raw gradients', or None when they are Tensors already (create_graph)."""
+    values = _as_tensors(grads, devices)
     for fn in list(hooks.values()):
         result = yield call(fn, values)
         if result is None:
@@ -174,8 +198,8 @@ def _replace_all(hooks: dict, call: Callable, grads: Any, raw: bool) -> Steps:
                 f"hook '{_hook_name(fn)}' has returned an incorrect number of values (got {len(result)}, but "
                 f"expected {len(values)})"
             )
-        values = tuple(_checked(new, old, fn) for new, old in zip(result, values))
-    return [v._data if raw and v is not None else v for v in values]
+        values = tuple(_checked(new, old, i, fn) for i, (new, old) in enumerate(zip(result, values)))
+    return [v._data if devices is not None and v is not None else v for v in values]
 
 
 def node_hooks(node: Any) -> NodeHooks:

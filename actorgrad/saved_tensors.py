@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.accumulate_grad import AccumulateGrad, gradient_edge
+from actorgrad.devices import Device, cpu
 from actorgrad.grad_mode import no_grad
 from actorgrad.tensor import Tensor
 
@@ -41,16 +42,17 @@ INPUT, OUTPUT, ARRAY = "input", "output", "array"
 
 
 class Packed:
-    """One saved value as `pack` left it, with the `unpack` to bring it back and what it was: a tensor (with
-    its gradient edge), the node's output, or a raw array."""
+    """One saved value as `pack` left it, with the `unpack` to bring it back, what it was (a tensor with its
+    gradient edge, the node's output, or a raw array) and the device of the node that saved it."""
 
-    __slots__ = ("packed", "unpack", "kind", "edge")
+    __slots__ = ("packed", "unpack", "kind", "edge", "device")
 
-    def __init__(self, packed: Any, unpack: Callable, kind: str, edge: tuple | None) -> None:
+    def __init__(self, packed: Any, unpack: Callable, kind: str, edge: tuple | None, device: Device) -> None:
         self.packed = packed
         self.unpack = unpack
         self.kind = kind
         self.edge = edge
+        self.device = device
 
     def value(self, raw: bool) -> Any:
         """The value unpacked: as a raw array for a plain backward, else as the formulas saw it when saved."""
@@ -62,7 +64,11 @@ class Packed:
                 f"{type(tensor).__name__}"
             )
         data = tensor._data
-        if raw or self.kind == ARRAY:
+        if self.kind == ARRAY:
+            return data
+        if raw:
+            if self.device is not cpu and data.__class__ is np.ndarray and not data.ndim:
+                return data[()]  # a zero-dim host array (a number beside a GPU tensor) goes to kernels as a scalar
             return data
         if self.kind == OUTPUT:
             return SavedOutput(data)
@@ -96,17 +102,18 @@ def pack_saved(node: Any, output: Tensor, hooks: tuple[Callable, Callable]) -> N
     """Replace what a just-recorded FormulaNode saved with values packed by `hooks`. Packing runs without
     grad mode (as in PyTorch), so ops inside `pack` record nothing and pack nothing."""
     pack, unpack = hooks
+    device = node.device
     done: dict[int, Any] = {}  # id -> packed: a value named by several formulas is packed once
 
     def packed(value: Any) -> Any:
         key = id(value)
         if key not in done:
             if isinstance(value, Tensor):
-                done[key] = Packed(pack(value), unpack, INPUT, gradient_edge(value))
+                done[key] = Packed(pack(value), unpack, INPUT, gradient_edge(value), device)
             elif isinstance(value, SavedOutput):
-                done[key] = Packed(pack(output), unpack, OUTPUT, None)
-            elif isinstance(value, np.ndarray):
-                done[key] = Packed(pack(Tensor(value)), unpack, ARRAY, None)
+                done[key] = Packed(pack(output), unpack, OUTPUT, None, device)
+            elif isinstance(value, device.xp.ndarray):  # a raw array of the node's device (an index, a mask)
+                done[key] = Packed(pack(Tensor(value, device=device)), unpack, ARRAY, None, device)
             else:
                 done[key] = value
         return done[key]

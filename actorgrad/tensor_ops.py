@@ -85,6 +85,9 @@ class TensorOps:
 
     @staticmethod
     def cast(g: Tensor, dtype: Any) -> Tensor:
+        if dtype.__class__ is tuple:  # (dtype, device): see ArrayOps.cast
+            dtype, where = dtype
+            g = TensorOps.to_device(g, where)
         return g if g.dtype == dtype else to_dtype(g, dtype)
 
     @staticmethod
@@ -102,8 +105,9 @@ class TensorOps:
         moved = permute(x, order)
         lead = moved.shape[: len(rest)]
         n = math.prod(x.shape[d] for d in dims)
-        eye = np.eye(n, dtype=x.dtype)
-        others = moved.reshape(lead + (1, n)) * Tensor(1 - eye) + Tensor(eye)  # row i: the slice, x_i -> 1
+        where = x._device
+        eye = where.xp.eye(n, dtype=x.dtype)
+        others = moved.reshape(lead + (1, n)) * Tensor(1 - eye, device=where) + Tensor(eye, device=where)  # x_i -> 1
         out = prod_over_dims(others, (len(lead) + 1,)).reshape(moved.shape)
         return permute(out, tuple(np.argsort(order).tolist()))
 
@@ -113,8 +117,9 @@ class TensorOps:
 
     @staticmethod
     def scatter_along(g: Tensor, indices: Any, dim: int, shape: tuple[int, ...]) -> Tensor:
-        positions = np.arange(shape[dim]).reshape((-1,) + (1,) * (len(shape) - dim - 1))
-        return broadcast_to(g, shape) * Tensor(np.asarray(positions == indices, dtype=g.dtype))
+        where = g._device
+        positions = where.xp.arange(shape[dim]).reshape((-1,) + (1,) * (len(shape) - dim - 1))
+        return broadcast_to(g, shape) * Tensor((positions == indices).astype(g.dtype), device=where)
 
     @staticmethod
     def index(g: Tensor, basic: tuple, advanced: tuple | None) -> Tensor:

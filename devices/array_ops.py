@@ -122,8 +122,12 @@ class ArrayOps:
     def equal_mask(x: Any, y: Any) -> Any:
         return (x == y).astype(x.dtype)
 
-    @staticmethod
-    def cast(g: Any, dtype: Any) -> Any:
+    def cast(self, g: Any, dtype: Any) -> Any:
+        """`g` in `dtype`; given a `(dtype, device)` pair, on that device too (a node's gradient for a zero-dim
+        cpu input used beside tensors on another device goes back to the cpu, as in PyTorch)."""
+        if dtype.__class__ is tuple:
+            dtype, where = dtype
+            g = self.to_device(g, where)
         return g.astype(dtype, copy=False)
 
     def zeros_like(self, x: Any) -> Any:

@@ -139,3 +139,35 @@ def test_a_saved_tensor_changed_through_a_view_on_cuda_is_refused():
     assert y._version == 1
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         loss.backward()
+
+
+@pytest.mark.parametrize("op", [
+    lambda x, s: x * s, lambda x, s: s - x, lambda x, s: x / s, lambda x, s: x ** s,
+    lambda x, s: ag.where(x > 1.5, x, s), lambda x, s: x.clamp(s * 0.1, None),
+])
+def test_a_zero_dim_cpu_tensor_beside_a_cuda_tensor_gets_its_gradient_on_the_cpu(op):
+    def grads(where):
+        x = ag.tensor([1.0, 2.0], dtype=ag.float64, device=where, requires_grad=True)
+        leaf = ag.tensor(3.0, dtype=ag.float64, requires_grad=True)  # on the cpu
+        out = op(x, leaf * 0.5).tanh().sum()  # through a cpu node, then a leaf
+        first, = ag.autograd.grad(out, [leaf], create_graph=True)
+        second, = ag.autograd.grad(first, [leaf])
+        out = op(x, leaf * 0.5).tanh().sum()
+        out.backward()
+        return [leaf.grad, first, second]
+
+    for got, want in zip(grads("cuda:0"), grads("cpu")):
+        assert got.device is ag.device("cpu") and isinstance(got._data, np.ndarray)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [lambda t: t.prod(1).sum(), lambda t: (t.max(1)[0] ** 2).sum()],
+                         ids=["prod through zeros", "max along a dim"])
+def test_second_derivatives_whose_rules_build_constants_run_on_cuda(fn):
+    def hessian_row(where):
+        t = ag.tensor([[0.0, 2.0, 3.0], [1.0, 2.0, 3.0]], dtype=ag.float64, device=where, requires_grad=True)
+        g, = ag.autograd.grad(fn(t), [t], create_graph=True)
+        assert g.device is ag.device(where)
+        return ag.autograd.grad((g * g).sum(), [t])[0].cpu().numpy()
+
+    np.testing.assert_allclose(hessian_row("cuda:0"), hessian_row("cpu"), rtol=1e-12)

@@ -90,9 +90,9 @@ class BackwardCFunction(FunctionCtx, Node):
         for g, meta in zip(grads, self.input_metadata):
             if g is None:
                 if self._materialize_grads and meta is not None:
-                    g = Tensor(np.zeros(meta.shape, meta.dtype))
+                    g = Tensor(meta.device.xp.zeros(meta.shape, meta.dtype), device=meta.device)
             elif not recorded:
-                g = Tensor(g)
+                g = Tensor(g, device=self.device if meta is None else meta.device)
             out.append(g)
         return out
 
@@ -123,11 +123,16 @@ class BackwardCFunction(FunctionCtx, Node):
                     f"function {self.name()} returned a gradient of type {type(g).__name__} at index {i}: "
                     f"expected Tensor or None"
                 )
-            shape, dtype = self._input_shapes[i]
+            shape, dtype, device = self._forward_inputs[i]
             if g.shape != shape and _broadcast_shape(shape, g.shape) != g.shape:
                 raise RuntimeError(
                     f"Function {self.name()} returned an invalid gradient at index {i} - got {list(g.shape)} "
                     f"but expected shape compatible with {list(shape)}"
+                )
+            if g._device is not device:
+                raise RuntimeError(
+                    f"Function {self.name()} returned an invalid gradient at index {i} - expected device {device} "
+                    f"but got {g._device}"
                 )
             g = g if recorded else g._data
             out[i] = ops.cast(ops.sum_to(g, shape), dtype)
@@ -203,7 +208,9 @@ class Function:
             InputMetadata(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in outputs
         )
         Node.__init__(ctx, edges, metadata, args[ctx.needs_input_grad.index(True)].device)
-        ctx._input_shapes = tuple((a.shape, a.dtype) if isinstance(a, Tensor) else None for a in args)
+        ctx._forward_inputs = tuple(
+            InputMetadata(a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args
+        )
         wrapped = tuple(_wrap_output(ctx, o, k, args) for k, o in enumerate(outputs))
         return wrapped if isinstance(result, tuple) else wrapped[0]
 
@@ -219,7 +226,7 @@ def _wrap_output(ctx: BackwardCFunction, output: Any, k: int, args: tuple) -> An
         if output._grad_fn is None and output._requires_grad:
             raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
     elif any(output is a for a in args):
-        output = Tensor(output._data)
+        output = Tensor(output._data, device=output._device)
     if output.dtype.kind not in "fc" or any(output is t for t in ctx._non_differentiable):
         output._grad_fn = None
         return output
@@ -254,7 +261,7 @@ def once_differentiable(backward: Callable) -> Callable:
         for r in results:
             if isinstance(r, Tensor):
                 node = _DelayedErrorNode(edges, (InputMetadata(r.shape, r.dtype, r.device),), r.device)
-                r = Tensor(r._data, grad_fn=node)
+                r = Tensor(r._data, grad_fn=node, device=r._device)
             marked.append(r)
         return tuple(marked) if isinstance(result, tuple | list) else marked[0]
 

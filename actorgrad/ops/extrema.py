@@ -102,8 +102,9 @@ def _arg(op: str, input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     if dim is None:
         if x.size == 0:
             raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
-        index = getattr(np, op)(x)  # into the flattened tensor, as in PyTorch
-        return Tensor(np.asarray(index, dtype=np.int64).reshape((1,) * x.ndim if keepdim else ()), device=input._device)
+        xp = input._device.xp
+        index = xp.asarray(getattr(xp, op)(x), dtype=np.int64)  # into the flattened tensor, as in PyTorch
+        return Tensor(index.reshape((1,) * x.ndim if keepdim else ()), device=input._device)
     _, values, indices, _ = _along_dim(op, input, dim, keepdim)
     return _index_tensor(indices, values, input)
 

@@ -91,7 +91,8 @@ class FormulaNode(Node):
     the fast path and as Tensors for a recorded backward, both on the same arrays (or, for a node recorded
     inside `saved_tensors_hooks`, both unpacking the same packed values on use). One tuple per input, not one
     per path: a graph's nodes live until its backward, and fewer objects per op cost the collector less.
-    A gradient always has its input's shape and dtype.
+    A gradient always has its input's shape, dtype and device: the cast is a (dtype, device) pair for a
+    zero-dim cpu input beside tensors on another device.
     """
 
     __slots__ = ("_rule", "saved", "versions", "stamp", "stream")
@@ -240,6 +241,8 @@ def record(
         array = inputs[i]._data
         reduce = array.shape if broadcasts and array.shape != shape else None
         cast = array.dtype if mixed else None
+        if device is not cpu and inputs[i]._device is not device:  # a zero-dim cpu tensor beside others: its
+            cast = (array.dtype, cpu)  # gradient goes back to the cpu
         if not names:  # its formula needs no saved value (add's, sub's, neg's)
             saved.append((i, formula, (), (), reduce, cast))
             continue
