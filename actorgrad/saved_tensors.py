@@ -68,7 +68,7 @@ class Packed:
             return data
         if raw:
             if self.device is not cpu and data.__class__ is np.ndarray and not data.ndim:
-                return data[()]  # a zero-dim host array (a number beside a GPU tensor) goes to kernels as a scalar
+                return data.item()  # a zero-dim host array beside a GPU tensor: a Python scalar (see record)
             return data
         if self.kind == OUTPUT:
             return SavedOutput(data)

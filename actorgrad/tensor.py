@@ -289,10 +289,11 @@ def _format_tensor(t: Tensor) -> str:
     return "tensor(" + ", ".join([_format_values(data), *extras]) + ")"
 
 
-def as_array(data: Any, dtype: Any = None) -> np.ndarray:
-    """numpy array for `tensor()`: Python floats become float32 as in PyTorch; numpy arrays keep their dtype."""
+def as_array(data: Any, dtype: Any = None) -> Any:
+    """The array for `tensor()`: Python floats become float32 as in PyTorch; numpy arrays keep their dtype; a
+    tensor's array is copied on its own device (a CuPy array stays on its GPU)."""
     if isinstance(data, Tensor):
-        data = data._data
+        return data._data.astype(data._data.dtype if dtype is None else np.dtype(dtype))  # astype copies
     if isinstance(data, np.ndarray | np.generic):
         return np.array(data, dtype=None if dtype is None else np.dtype(dtype))
     array = np.array(data)  # read without `dtype` first: numpy would silently read None as nan for a float dtype
@@ -309,11 +310,13 @@ def as_array(data: Any, dtype: Any = None) -> np.ndarray:
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """A new leaf tensor holding a copy of `data`, on `device` (default: the cpu)."""
+    """A new leaf tensor holding a copy of `data`, on `device` (default: the cpu, or the device of a tensor
+    `data`, as PyTorch copies one)."""
     array = as_array(data, dtype)
+    here = data._device if isinstance(data, Tensor) else cpu
     if device is None:
-        return Tensor(array, requires_grad=requires_grad)
+        return Tensor(array, requires_grad=requires_grad, device=here)
     from actorgrad.devices import device as as_device
 
     where = as_device(device)
-    return Tensor(array if where is cpu else where.asarray(array), requires_grad=requires_grad, device=where)
+    return Tensor(array if where is here else where.asarray(array), requires_grad=requires_grad, device=where)

@@ -144,6 +144,7 @@ def test_a_saved_tensor_changed_through_a_view_on_cuda_is_refused():
 @pytest.mark.parametrize("op", [
     lambda x, s: x * s, lambda x, s: s - x, lambda x, s: x / s, lambda x, s: x ** s,
     lambda x, s: ag.where(x > 1.5, x, s), lambda x, s: x.clamp(s * 0.1, None),
+    lambda x, s: ag.maximum(x, s) + ag.minimum(s, x),
 ])
 def test_a_zero_dim_cpu_tensor_beside_a_cuda_tensor_gets_its_gradient_on_the_cpu(op):
     def grads(where):

@@ -27,8 +27,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import NamedTuple
 
-import numpy as np
-
+from actorgrad.creation import zeros_like
 from actorgrad.engine import _refuse_inside_trio, grad_sync
 from actorgrad.grad_mode import enable_grad, is_grad_enabled
 from actorgrad.ops.record import SECOND_BACKWARD
@@ -121,7 +120,7 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
         with enable_grad():
             dual = tensor.view(tensor.shape)
     else:
-        dual = Tensor(tensor._data, requires_grad=True)
+        dual = Tensor(tensor._data, requires_grad=True, device=tensor._device)
     current.duals[id(dual)] = (dual, tensor, tangent)
     return dual
 
@@ -153,7 +152,7 @@ def _tangent(level: _Level, y: Tensor) -> Tensor | None:
         return cached[1]
     _refuse_inside_trio("unpack_dual", "actorgrad.functional.jvp")
     duals = list(level.duals.values())
-    cotangent = Tensor(np.zeros(y.shape, y.dtype), requires_grad=True)
+    cotangent = zeros_like(y, requires_grad=True)
     recording = is_grad_enabled()
     with enable_grad():
         try:
@@ -173,6 +172,6 @@ def _tangent(level: _Level, y: Tensor) -> Tensor | None:
             if inner.requires_grad:
                 (tangent,) = grad_sync(inner, cotangent, create_graph=differentiable, allow_unused=True)
             if tangent is None:
-                tangent = Tensor(np.zeros(y.shape, y.dtype))
+                tangent = zeros_like(y)
     level.tangents[id(y)] = (y, tangent)
     return tangent

@@ -15,10 +15,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from actorgrad.creation import zeros, zeros_like
 from actorgrad.engine import _refuse_inside_trio, grad_sync
 from actorgrad.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from actorgrad.ops import stack
-from actorgrad.tensor import Tensor
+from actorgrad.tensor import Tensor, tensor
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
@@ -159,7 +160,7 @@ def _fill_in_zeros(grads: tuple, refs: tuple, strict: bool, create_graph: bool, 
         if g is None:
             if strict:
                 raise RuntimeError(_STRICT_MISSING[stage].format(i=i))
-            g = Tensor(np.zeros(ref.shape, ref.dtype))
+            g = zeros_like(ref)
         elif strict and create_graph and not g.requires_grad:
             which = "hessian" if "double" in stage else "jacobian"
             raise RuntimeError(
@@ -170,8 +171,11 @@ def _fill_in_zeros(grads: tuple, refs: tuple, strict: bool, create_graph: bool, 
     return tuple(filled)
 
 
-def _zeros_requiring_grad(like: Tensor) -> Tensor:
-    return Tensor(np.zeros(like.shape, like.dtype), requires_grad=True)
+def _onehot(like: Tensor, k: int) -> Tensor:
+    """The output gradient that picks element k of `like` (flat, C order), on `like`'s device."""
+    onehot = np.zeros(like.numel(), like.dtype)
+    onehot[k] = 1
+    return tensor(onehot.reshape(like.shape), dtype=like.dtype, device=like.device)
 
 
 # -- the algorithms ------------------------------------------------------------------------------------------------
@@ -211,7 +215,7 @@ def jvp_steps(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: b
         is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jvp")
         _check_outputs_require_grad(outputs, strict)
         # The vjp is linear in its cotangent, so zeros serve: they never reach the result.
-        cotangents = tuple(_zeros_requiring_grad(out) for out in outputs)
+        cotangents = tuple(zeros_like(out, requires_grad=True) for out in outputs)
         vjps = yield from _grads(outputs, inputs, cotangents, create_graph=True)
         _check_grads_require_grad(vjps, strict, "The gradient with respect to input {i} is independent of the "
                                   "inputs of the user-provided function. This is not allowed in strict mode.")
@@ -230,23 +234,21 @@ def _jacobian_rows(outputs: tuple, inputs: tuple, create_graph: bool, strict: bo
         rows: list[list] = [[] for _ in inputs]
         size = 0 if out is None else out.numel()
         for k in range(size):
-            onehot = np.zeros(size, out.dtype)
-            onehot[k] = 1
-            grads = yield from _grads((out,), inputs, (Tensor(onehot.reshape(out.shape)),),
+            grads = yield from _grads((out,), inputs, (_onehot(out, k),),
                                       retain_graph=True, create_graph=create_graph)
             for j, (g, x) in enumerate(zip(grads, inputs)):
                 if g is None:
                     if strict:
                         raise RuntimeError(f"Output {i} of the user-provided function is independent of input {j}. "
                                            f"This is not allowed in strict mode.")
-                    g = Tensor(np.zeros(x.shape, x.dtype))
+                    g = zeros_like(x)
                 elif strict and create_graph and not g.requires_grad:
                     raise RuntimeError(f"The {what} of the user-provided function is independent of input {i}. "
                                        f"This is not allowed in strict mode when create_graph=True.")
                 rows[j].append(g)
         shape = () if out is None else out.shape
         jacobian.append(tuple(
-            stack(r).reshape(shape + x.shape) if r else Tensor(np.zeros(shape + x.shape, x.dtype))
+            stack(r).reshape(shape + x.shape) if r else zeros(shape + x.shape, dtype=x.dtype, device=x.device)
             for r, x in zip(rows, inputs)
         ))
     return tuple(jacobian)
@@ -255,9 +257,9 @@ def _jacobian_rows(outputs: tuple, inputs: tuple, create_graph: bool, strict: bo
 def _jacobian_columns(outputs: tuple, inputs: tuple, strict: bool) -> Steps:
     """The blocks of `_jacobian_rows`, built a column at a time (forward mode): by the double-vjp trick, the
     Jacobian of the vjps with respect to their cotangents, transposed. Two reverse passes per input element."""
-    cotangents = tuple(_zeros_requiring_grad(out) for out in outputs)
+    cotangents = tuple(zeros_like(out, requires_grad=True) for out in outputs)
     vjps = yield from _grads(outputs, inputs, cotangents, create_graph=True)
-    vjps = tuple(Tensor(np.zeros(x.shape, x.dtype)) if g is None else g for g, x in zip(vjps, inputs))
+    vjps = tuple(zeros_like(x) if g is None else g for g, x in zip(vjps, inputs))
     columns = yield from _jacobian_rows(vjps, cotangents, False, strict, "jacobian")
     return tuple(
         tuple(_move_leading_dims_last(columns[j][i], inputs[j].ndim) for j in range(len(inputs)))
@@ -337,8 +339,7 @@ def hessian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool,
         gradients = yield from _grads((out,), inputs, create_graph=True)
         _check_grads_require_grad(gradients, strict, _JACOBIAN_CONSTANT)
         if outer_jacobian_strategy == "forward-mode":
-            gradients = tuple(Tensor(np.zeros(x.shape, x.dtype)) if g is None else g
-                              for g, x in zip(gradients, inputs))
+            gradients = tuple(zeros_like(x) if g is None else g for g, x in zip(gradients, inputs))
             result = yield from _jacobian_columns(gradients, inputs, strict)
         else:
             result = yield from _jacobian_rows(gradients, inputs, create_graph, strict, "hessian")
@@ -371,7 +372,7 @@ def hvp_steps(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: b
     with enable_grad():
         is_inputs_tuple, inputs, v, out, gradients = yield from _second_order_setup(
             func, inputs, v, create_graph, strict, "hvp")
-        cotangents = tuple(_zeros_requiring_grad(x) for x in inputs)
+        cotangents = tuple(zeros_like(x, requires_grad=True) for x in inputs)
         double_back = yield from _grads(gradients, inputs, cotangents, create_graph=True)
         _check_grads_require_grad(double_back, strict, _JACOBIAN_CONSTANT)
     with set_grad_enabled(create_graph or is_grad_enabled()):

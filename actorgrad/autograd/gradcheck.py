@@ -4,6 +4,7 @@
 element) and once numerically (two forwards per input element), and compares them. `gradgradcheck` runs
 gradcheck on the function that returns the first gradients taken with `create_graph=True`, so it checks the
 recorded backward, that is the second derivatives. Use float64 inputs, small shapes, and points away from kinks.
+Inputs may be on any device, as in PyTorch: they are perturbed there, and the Jacobians compared on the host.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.autograd.functional import _onehot
+from actorgrad.devices import cpu
 from actorgrad.engine import grad_sync
-from actorgrad.tensor import Tensor, float64
+from actorgrad.tensor import Tensor, float64, tensor
 
 
 class GradcheckError(RuntimeError):
@@ -37,13 +40,14 @@ def _outputs_requiring_grad(func: Callable, args: tuple) -> list[Tensor]:
 
 def _numerical_jacobians(func: Callable, inputs: tuple, wrt: list[int], eps: float) -> dict:
     """(output j, input i) -> d out_j / d in_i as an (out_j.size, in_i.size) matrix, by central differences.
-    `func` runs with grad mode on and the inputs requiring grad as given, as it may take gradients itself."""
-    arrays = [np.array(x._data) if isinstance(x, Tensor) else x for x in inputs]
+    `func` runs with grad mode on and the inputs requiring grad as given, as it may take gradients itself.
+    The inputs are perturbed on their own device; the matrices are on the host."""
+    arrays = [x._data.copy() if isinstance(x, Tensor) else x for x in inputs]
 
     def evaluate() -> dict[int, np.ndarray]:
-        args = [Tensor(a, requires_grad=x.requires_grad) if isinstance(x, Tensor) else a
+        args = [Tensor(a, requires_grad=x.requires_grad, device=x._device) if isinstance(x, Tensor) else a
                 for a, x in zip(arrays, inputs)]
-        return {j: np.array(o._data, dtype=np.float64).ravel()
+        return {j: cpu.asarray(o._data).astype(np.float64).ravel()
                 for j, o in _differentiable_outputs(_as_tuple(func(*args)))}
 
     sizes = {j: out.size for j, out in evaluate().items()}
@@ -65,8 +69,8 @@ def _numerical_jacobians(func: Callable, inputs: tuple, wrt: list[int], eps: flo
 
 
 def _analytical_jacobians(func: Callable, inputs: tuple, wrt: list[int]) -> tuple[dict, dict]:
-    """(output j, input i) -> the same matrices from the engine: row r is the gradient for the one-hot
-    output gradient at r; and output j -> its shape."""
+    """(output j, input i) -> the same matrices from the engine, on the host: row r is the gradient for the
+    one-hot output gradient at r; and output j -> its shape."""
     outputs = _as_tuple(func(*inputs))
     targets = [inputs[i] for i in wrt]
     jacobians: dict = {}
@@ -78,9 +82,7 @@ def _analytical_jacobians(func: Callable, inputs: tuple, wrt: list[int]) -> tupl
         if not out.requires_grad:
             continue
         for r in range(out._data.size):
-            onehot = np.zeros(out._data.size, dtype=out.dtype)
-            onehot[r] = 1
-            grads = grad_sync(out, targets, Tensor(onehot.reshape(out.shape)), retain_graph=True, allow_unused=True)
+            grads = grad_sync(out, targets, _onehot(out, r), retain_graph=True, allow_unused=True)
             for i, g in zip(wrt, grads):
                 if g is None:
                     continue
@@ -90,7 +92,7 @@ def _analytical_jacobians(func: Callable, inputs: tuple, wrt: list[int]) -> tupl
                         f"the gradient of input {i} has shape {g.shape} and dtype {g.dtype}, but the input has "
                         f"shape {x.shape} and dtype {x.dtype}"
                     )
-                rows[i][r] = g._data.ravel()
+                rows[i][r] = cpu.asarray(g._data).ravel()
     return jacobians, shapes
 
 
@@ -165,7 +167,7 @@ def gradgradcheck(
     if grad_outputs is None:
         rng = np.random.default_rng(seed)
         grad_outputs = tuple(
-            Tensor(rng.standard_normal(o.shape).astype(o.dtype), requires_grad=True) for o in outputs
+            tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device, requires_grad=True) for o in outputs
         )
     grad_outputs = _as_tuple(grad_outputs)
     n = len(inputs)

@@ -77,12 +77,18 @@ def to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, non_bloc
 
 
 def legacy_type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:
-    """Without a dtype, the legacy type name ('actorgrad.FloatTensor'); with one, `to(dtype)`."""
+    """Without a dtype, PyTorch's legacy type name ('actorgrad.FloatTensor', 'actorgrad.cuda.FloatTensor');
+    with one, `to(dtype)`, where a name also picks the device, as in PyTorch."""
+    on_cuda = self._device.type == "cuda"
     if dtype is None:
-        return f"actorgrad.{TYPE_NAMES.get(self._data.dtype, str(self._data.dtype))}"
+        return f"actorgrad.{'cuda.' if on_cuda else ''}{TYPE_NAMES.get(self._data.dtype, str(self._data.dtype))}"
+    device = None
     if isinstance(dtype, str) and dtype.startswith("actorgrad."):
-        dtype = TYPE_BY_NAME[dtype.removeprefix("actorgrad.")]
-    return _convert(self, dtype, False)
+        name = dtype.removeprefix("actorgrad.")
+        if name.startswith("cuda.") != on_cuda:
+            device = "cpu" if on_cuda else "cuda"
+        dtype = TYPE_BY_NAME[name.removeprefix("cuda.")]
+    return _convert(self, dtype, False, device)
 
 
 def _to_fixed(dtype: np.dtype) -> Any:

@@ -102,22 +102,22 @@ def bitwise_not(input: Tensor) -> Tensor:
     return Tensor(np.invert(input._data), device=input._device)
 
 
-def _value_test(kernel: Any, otherwise: Any, input: Tensor) -> Tensor:
-    """`kernel` on a floating tensor; a bool or integer one holds no NaN or inf, so `otherwise(shape, bool)`."""
-    x = input._data
-    return Tensor(kernel(x) if x.dtype.kind == "f" else otherwise(x.shape, bool_), device=input._device)
+def _value_test(kernel: Any, otherwise: bool, input: Tensor) -> Tensor:
+    """`kernel` on a floating tensor; a bool or integer one holds no NaN or inf, so `otherwise` everywhere."""
+    x, device = input._data, input._device
+    return Tensor(kernel(x) if x.dtype.kind == "f" else device.xp.full(x.shape, otherwise, bool_), device=device)
 
 
 def isnan(input: Tensor) -> Tensor:
-    return _value_test(np.isnan, np.zeros, input)
+    return _value_test(np.isnan, False, input)
 
 
 def isinf(input: Tensor) -> Tensor:
-    return _value_test(np.isinf, np.zeros, input)
+    return _value_test(np.isinf, False, input)
 
 
 def isfinite(input: Tensor) -> Tensor:
-    return _value_test(np.isfinite, np.ones, input)
+    return _value_test(np.isfinite, True, input)
 
 
 def _operator(op: Any) -> Any:

@@ -95,7 +95,7 @@ def _index_array(entry: Any) -> np.ndarray | None:
     if isinstance(entry, Tensor):
         entry = _host(entry._data)
     elif isinstance(entry, list):
-        entry = np.asarray([e._data if isinstance(e, Tensor) else e for e in entry])
+        entry = np.asarray([_host(e._data) if isinstance(e, Tensor) else e for e in entry])
         if entry.size == 0:
             entry = entry.astype(np.int64)
     elif not isinstance(entry, np.ndarray):

@@ -27,11 +27,20 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices import is_writeable
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.node import InputMetadata
 from actorgrad.ops.arithmetic import add, div, mul, sub
 from actorgrad.ops.indexing import KEPT_GRAD, on_device, parse_index, placed_index
-from actorgrad.ops.operands import SCALAR_NAMES, as_operand, broadcast_error, category, data_as, result_type
+from actorgrad.ops.operands import (
+    SCALAR_NAMES,
+    as_operand,
+    broadcast_error,
+    category,
+    data_as,
+    kernel_operands,
+    result_type,
+)
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.selection import clamp
 from actorgrad.tensor import Tensor, as_array, bump_version
@@ -107,7 +116,7 @@ def _store(self: Tensor, index: Any, value: Any) -> None:
     try:
         self._data[index] = value
     except ValueError:
-        if self._data.flags.writeable:
+        if is_writeable(self._data):
             raise
         if 0 in self._data.strides:
             raise RuntimeError(SHARED_MEMORY) from None
@@ -215,7 +224,7 @@ def _scaled(rule: Rule, kernel: Any, input: Tensor, other: Any, alpha: Any) -> T
     other = as_operand(other, dtype)
     x, y = data_as(input, dtype), data_as(other, dtype)
     try:
-        data = kernel(x, y * np.asarray(alpha, dtype))
+        data = kernel(*kernel_operands(x, y * dtype.type(alpha)))  # alpha as a scalar: CuPy rejects host arrays
     except ValueError:
         raise broadcast_error(rule.name, x.shape, y.shape) from None
     return record(rule, data, (input, other), alpha=alpha)
@@ -266,10 +275,12 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """`src`'s values (broadcast to this tensor's shape, cast to its dtype) written into this tensor."""
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not {type(src).__name__}")
+    if src._device is not self._device:  # a copy across devices; its gradient goes back through ToCopyBackward0
+        src = src.to(self._device)
 
     def compute(s: Tensor) -> Tensor:
         try:
-            data = np.array(np.broadcast_to(src._data, s.shape), dtype=s.dtype)
+            data = s._device.xp.broadcast_to(src._data, s.shape).astype(s.dtype)  # astype copies
         except ValueError:
             raise broadcast_error("copy_", s.shape, src.shape) from None
         return record(COPY, data, (s, src))
@@ -287,6 +298,8 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     shape = (region if advanced is None else region[placed]).shape
     if value is None or isinstance(value, str | bytes):  # numpy would write None as nan
         raise TypeError(f"can't assign a {type(value).__name__} to a actorgrad.{self._data.dtype} tensor")
+    if isinstance(value, Tensor) and value._device is not self._device:
+        value = value.to(self._device)  # as PyTorch, a tensor from another device is copied over
     values = value._data if isinstance(value, Tensor) else on_device(self, as_array(value, self._data.dtype))
     try:
         np.broadcast_to(values, shape)
@@ -318,7 +331,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
 
 def _store_advanced(self: Tensor, basic: tuple, advanced: tuple, values: np.ndarray) -> None:
     region = self._data[basic]
-    if not region.flags.writeable:
+    if not is_writeable(region):
         _store(self, basic, region)  # raises the read-only error
     region[advanced] = values
 

@@ -241,8 +241,8 @@ def record(
         array = inputs[i]._data
         reduce = array.shape if broadcasts and array.shape != shape else None
         cast = array.dtype if mixed else None
-        if device is not cpu and inputs[i]._device is not device:  # a zero-dim cpu tensor beside others: its
-            cast = (array.dtype, cpu)  # gradient goes back to the cpu
+        if device is not cpu and not array.ndim and inputs[i]._device is cpu:
+            cast = (array.dtype, cpu)  # a zero-dim cpu tensor beside tensors on a device: its gradient goes home
         if not names:  # its formula needs no saved value (add's, sub's, neg's)
             saved.append((i, formula, (), (), reduce, cast))
             continue
@@ -256,7 +256,7 @@ def record(
                 versions += (v, 0 if vc is None else vc.value)
                 v = v._data
                 if device is not cpu and v.__class__ is np.ndarray and not v.ndim:
-                    v = v[()]  # a zero-dim host array (a number beside a GPU tensor) goes to kernels as a scalar
+                    v = v.item()  # a zero-dim host array beside a GPU tensor: a Python scalar, either side of an op
             raw.append(v)
         saved.append((i, formula, tuple(raw), tuple(values), reduce, cast))
     metadata = _output_metadata.get((shape, dtype, device))

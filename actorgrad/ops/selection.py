@@ -120,7 +120,7 @@ def _pick(op: str, rule: Rule, kernel: Any, input: Tensor, other: Tensor) -> Ten
     dtype = result_type(input, other)
     x, y = data_as(input, dtype), data_as(other, dtype)
     try:
-        data = kernel(x, y)
+        data = kernel(*kernel_operands(x, y))
     except ValueError:
         raise broadcast_error(op, x.shape, y.shape) from None
     return record(rule, data, (input, other))
@@ -136,6 +136,12 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
     return _pick("minimum", MINIMUM, np.minimum, input, other)
 
 
+def _kernel_operand(array: Any, xp: Any) -> Any:
+    """An operand of a kernel of `xp`: a zero-dim host array (a number, or a zero-dim cpu tensor) beside GPU
+    arrays goes as a scalar, since CuPy takes scalars but never host arrays."""
+    return array if isinstance(array, xp.ndarray) else array[()]
+
+
 def where(condition: Tensor, input: Any, other: Any) -> Tensor:
     """input where condition holds, else other; all three broadcast, input and other may be Python numbers."""
     if not isinstance(condition, Tensor):
@@ -146,12 +152,14 @@ def where(condition: Tensor, input: Any, other: Any) -> Tensor:
         )
     dtype = result_type(input, other)
     a, b = as_operand(input, dtype), as_operand(other, dtype)
+    device = common_device((condition, a, b))  # the condition places the result too: where(mask, 1.0, 0.0)
+    xp = device.xp
     c, x, y = condition._data, data_as(a, dtype), data_as(b, dtype)
     try:
-        data = np.where(c, x, y)
+        data = xp.where(*(_kernel_operand(v, xp) for v in (c, x, y)))
     except ValueError:
         raise broadcast_error("where", c.shape, x.shape, y.shape) from None
-    return record(WHERE, data, (a, b), condition=condition)
+    return record(WHERE, data, (a, b), on_device=device, condition=condition)
 
 
 METHODS = {

@@ -273,7 +273,7 @@ def contiguous(input: Tensor) -> Tensor:
     x = input._data
     if x.flags.c_contiguous:
         return input
-    return record(CLONE, np.ascontiguousarray(x), (input,))
+    return record(CLONE, input._device.xp.ascontiguousarray(x), (input,))  # array creation does not dispatch
 
 
 def to_dtype(input: Tensor, dtype: Any) -> Tensor:
