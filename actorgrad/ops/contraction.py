@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.linalg import MACS_PER_NS
-from actorgrad.ops.record import Rule, record
+from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
 
 __all__ = ["einsum"]
@@ -85,6 +85,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         operands = tuple(operands[0])
     if not operands:
         raise RuntimeError("einsum(): must provide at least one operand")
+    common_device(operands)  # PyTorch's error for operands on two devices, before a kernel mixes them
     arrays = [t._data for t in operands]
     subs, out, sizes = _parse(equation, arrays)
     data = np.einsum(f"{','.join(subs)}->{out}", *arrays, optimize=len(arrays) > 2)

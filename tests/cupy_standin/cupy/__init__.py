@@ -61,8 +61,11 @@ def _check_call(what: str, name: str, spec: Any, args: tuple, kwargs: dict, meth
 
 
 def _reject_host_arrays(what: str, values: Any) -> None:
+    """CuPy's kernels take device arrays and scalars, never host arrays (nor lists of them, as concatenate's)."""
     for value in values:
-        if isinstance(value, _np.ndarray):
+        if isinstance(value, list | tuple):
+            _reject_host_arrays(what, value)
+        elif isinstance(value, _np.ndarray):
             raise TypeError(f"Unsupported type {type(value)} (a host array passed to cupy's {what})")
 
 
@@ -150,6 +153,8 @@ class ndarray:  # noqa: N801 - CuPy's name
         if name not in table:
             return NotImplemented
         _check_call("function", name, table[name], args, kwargs)
+        if name not in _HOST_ARRAYS_ALLOWED:
+            _reject_host_arrays(name, args)
         return _wrap(func(*_unwrap(args), **_unwrap(kwargs)))
 
     def __getattr__(self, name: str) -> Any:
