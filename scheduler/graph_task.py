@@ -17,7 +17,7 @@ import trio
 
 from actorgrad.hooks import run_steps, run_steps_async
 from actorgrad.scheduler.input_buffer import InputBuffer
-from actorgrad.scheduler.streams import DeferredInputBuffer
+from actorgrad.scheduler.streams import DeferredInputBuffer, carry_outputs
 from actorgrad.scheduler.workers import HEAVY_NODE_NS, blas_threads
 
 _task_ids = itertools.count(1)
@@ -270,6 +270,8 @@ class GraphTask:
             with scope:
                 outputs = await backward()
                 if not self.finished:
+                    if self.streamed is not None and outputs:
+                        carry_outputs(self, node, outputs)
                     self.finish_node(node, outputs)
         except Exception as error:
             self.fail(node, error)

@@ -101,21 +101,44 @@ async def streamed_outputs(task: Any, node: Any, grads: list, device: Any, worke
     """Run one node of a pass that uses streams, after awaiting the events its gradients carry; on a streamed
     device, queue its kernel instead. Its outputs: on a stream, the arrays the kernel will fill. A host node
     given a `worker` slot runs on a worker thread (the caller holds the slot)."""
+    hooks = node.hooks
+    awaits = hooks is not None and hooks.awaits
     if device.streams is not None and task.ops is None:
-        return _launch(task, node, grads, device)
+        if not (awaits or getattr(node, "_async_backward", False)):
+            return _launch(task, node, grads, device)
+        _follow_forward_stream(node, device)  # a node that awaits runs here, on the event loop
     start = perf_counter_ns()  # the host (a recorded backward runs there too)
     await _await_events(task, _carried(task, grads, None), device)
     grads = resolved(grads)
-    hooks = node.hooks
-    if hooks is not None and hooks.awaits:
+    if awaits:
         outputs = await task.apply_node_async(node, grads)
     elif worker:
         outputs = await trio.to_thread.run_sync(task.apply_node, node, grads)
     else:
         outputs = task.apply_node(node, grads)
+    if outputs:  # an async custom backward delivers later, through carry_outputs too
+        carry_outputs(task, node, outputs)
     if task.trace is not None and outputs is not None:
         _record_node(task, node, device, start, worker)
     return outputs
+
+
+def _follow_forward_stream(node: Any, device: Any) -> None:
+    """A node whose backward awaits runs on the event loop, so its kernels queue on the device's current stream
+    (CuPy's is one per thread), not on its forward's: that stream waits for the forward's first."""
+    stream = getattr(node, "stream", None)
+    current = device.current_stream()
+    if stream is not None and stream is not current and stream.issues_inline:
+        current.wait_event(stream.record_event())
+
+
+def carry_outputs(task: Any, node: Any, outputs: Any) -> None:
+    """Outputs computed on the host for a node of a streamed device whose kernels queue as they are issued (CUDA):
+    they are written on the device's current stream, and carry it (and an event, where it crosses) like a
+    launched node's."""
+    device = node.device
+    if device.streams is not None and device.streams.issues_inline and task.ops is None:
+        _carry(task, node, outputs, device.current_stream())
 
 
 async def _await_events(task: Any, events: list, device: Any) -> None:
@@ -148,6 +171,12 @@ def _launch(task: Any, node: Any, grads: list, device: Any) -> list | None:
         outputs = _queue(task, node, grads, stream, device, runs)
     if not runs or outputs is None:
         return None
+    _carry(task, node, outputs, stream)
+    return outputs
+
+
+def _carry(task: Any, node: Any, outputs: Any, stream: Any) -> None:
+    """Each output carries the stream that writes it, and an event after it where a consumer reads elsewhere."""
     event = None
     events = task.events
     for out, (target, _) in zip(outputs, node.next_functions):
@@ -155,7 +184,6 @@ def _launch(task: Any, node: Any, grads: list, device: Any) -> list | None:
             if event is None and _crosses(target, stream):
                 event = stream.record_event()
             events[id(out)] = (out, stream, event)
-    return outputs
 
 
 def _stream_of(node: Any, device: Any) -> Any:

@@ -267,3 +267,41 @@ async def test_a_recorded_backward_on_a_device_keeps_saved_outputs_on_it(random_
     (h,) = await ag.grad(g.sum(), x)
     t = np.tanh(x.detach().numpy())
     np.testing.assert_allclose(h.numpy(), -2 * t * (1 - t * t), rtol=1e-12)
+
+
+class AsyncSquare(ag.autograd.Function):
+    """x * x with a backward that awaits (as one fetching something over the network would)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    async def backward(ctx, g):
+        await trio.sleep(0.001)
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
+async def test_nodes_that_await_run_on_the_event_loop_in_a_pass_through_a_device(watchdog, random_leaves):
+    """An async hook or an async custom backward on a streamed device's tensor: not queued on a stream (whose
+    thread has no event loop to await on), but run on the loop after the events of their gradients."""
+    (x,) = random_leaves(16, (3,))
+    seen = []
+
+    async def doubled(g):
+        await trio.sleep(0.001)
+        seen.append(g.device)
+        return g * 2
+
+    y = x.to(A0) * 1.5
+    y.register_hook(doubled)
+    with watchdog(10, "a pass with an async hook on async_cpu"):
+        await ag.backward(y.exp().to("cpu").sum())
+    assert seen == [ag.device(A0)]
+    np.testing.assert_allclose(x.grad.numpy(), 3 * np.exp(1.5 * x.detach().numpy()), rtol=1e-12)
+    x.grad = None
+    with watchdog(10, "a pass with an async custom backward on async_cpu"):
+        await ag.backward((AsyncSquare.apply(x.to(A0) * 1.0) * 3.0).to("cpu").sum())
+    np.testing.assert_allclose(x.grad.numpy(), 6 * x.detach().numpy(), rtol=1e-12)

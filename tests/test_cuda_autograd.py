@@ -225,3 +225,39 @@ def test_argmax_and_argmin_over_all_elements_on_cuda(random_leaves, op, keepdim)
     got = getattr(x.cuda(), op)(keepdim=keepdim)
     assert got.dtype == expected.dtype == ag.int64 and got.shape == expected.shape
     assert_same(got, expected)
+
+
+class AsyncCube(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    async def backward(ctx, g):
+        await trio.sleep(0.001)
+        (x,) = ctx.saved_tensors
+        return 3 * x * x * g
+
+
+@pytest.mark.parametrize("side_stream", [False, True], ids=["current stream", "forward on a side stream"])
+async def test_nodes_that_await_in_a_pass_crossing_to_the_cpu(side_stream, random_leaves):
+    """An async hook and an async custom backward on cuda tensors in a pass that also runs on the cpu (so it uses
+    events): they run on the event loop, and their gradients reach the cpu complete."""
+    (x,) = random_leaves(31, (4,))
+
+    async def doubled(g):
+        await trio.sleep(0.001)
+        return g * 2
+
+    def loss(where):
+        y = x.to(where) * 1.5
+        y.register_hook(doubled)
+        return (AsyncCube.apply(y).exp().to("cpu") * x).sum()
+
+    (expected,) = await ag.grad(loss("cpu"), [x])
+    stream = CUDA.new_stream() if side_stream else None
+    with ag.stream(stream):
+        out = loss("cuda:0")
+    (got,) = await ag.grad(out, [x])
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12)
