@@ -60,9 +60,9 @@ class CudaStream:
         with self.cupy.cuda.Device(device.index):
             self.stream = self.cupy.cuda.Stream.null if default else self.cupy.cuda.Stream(non_blocking=True)
 
-    def context(self) -> Any:
-        """Make this CuPy's current stream (forward ops inside `actorgrad.stream(s)` queue on it)."""
-        return self.stream
+    def use(self) -> None:
+        """Make this CuPy's current stream on this thread (forward ops inside `actorgrad.stream(s)` queue on it)."""
+        self.stream.use()
 
     def launch(self, kernel: Callable[[], Any]) -> Any:
         """Run `kernel` now with this stream current; its CuPy kernels queue here. Returns what it returns."""

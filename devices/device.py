@@ -8,7 +8,7 @@ which is when CuPy is imported).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -21,7 +21,7 @@ class Device:
     """A place that holds arrays and runs kernels. `streams` is None for a synchronous device (the CPU, whose
     kernels run where they are called); a streamed device queues its backward kernels on its current stream."""
 
-    __slots__ = ("type", "index", "xp", "ops", "streams", "current")
+    __slots__ = ("type", "index", "xp", "ops", "streams", "current", "default", "chosen")
 
     def __init__(
         self, type: str, index: int | None, xp: ModuleType, streams: Any = None, ops: ArrayOps | None = None
@@ -31,13 +31,17 @@ class Device:
         self.xp = xp
         self.ops = ArrayOps(xp) if ops is None else ops  # a device may fuse some helpers into kernels of its own
         self.streams = streams  # a factory of new streams, or None
-        self.current: Any = None  # the current stream, made on first use
+        self.current: Any = None  # the stream `actorgrad.stream(s)` made current, else None: the default one
+        self.default: Any = None  # the default stream, made on first use
+        self.chosen: list = []  # the streams of the `actorgrad.stream` blocks open now, in the order entered
 
     def current_stream(self) -> Any:
         """The stream kernels queue on now (the default stream until `actorgrad.stream(s)` says otherwise)."""
-        if self.current is None:
-            self.current = self.streams(self, default=True)
-        return self.current
+        if self.current is not None:
+            return self.current
+        if self.default is None:
+            self.default = self.streams(self, default=True)
+        return self.default
 
     def new_stream(self, **options: Any) -> Any:
         """A new stream of this device (for async_cpu, `delay_s=` injects a delay before each kernel)."""
@@ -111,16 +115,31 @@ def _build(kind: str, index: int) -> Device:
 @contextmanager
 def stream(s: Any) -> Iterator[Any]:
     """`with actorgrad.stream(s):` makes `s` its device's current stream inside the block (as
-    `torch.cuda.stream`): backward kernels of nodes on that device queue on it. None changes nothing."""
+    `torch.cuda.stream`): backward kernels of nodes on that device queue on it. None changes nothing.
+
+    As CUDA's (and CuPy's), the current stream is one per thread, shared by the trio tasks on it: a block that
+    awaits sees the stream of any block another task opens meanwhile. Blocks of several tasks may close in any
+    order: each takes its own stream off the device's open blocks, and the latest one still open stays current."""
     if s is None:
         yield s
         return
     where = s.device
-    before = where.current
+    chosen = where.chosen
+    chosen.append(s)
     where.current = s
-    context = getattr(s, "context", None)
+    _tell_the_library(where)
     try:
-        with context() if context is not None else nullcontext():
-            yield s
+        yield s
     finally:
-        where.current = before
+        del chosen[len(chosen) - 1 - chosen[::-1].index(s)]  # this block's entry: its stream's latest
+        where.current = chosen[-1] if chosen else None
+        _tell_the_library(where)
+
+
+def _tell_the_library(where: Device) -> None:
+    """Make the device's current stream the array library's too (CuPy queues forward kernels on its own current
+    stream, one per thread): set, not restored from a stack, so that it follows `where.current` whatever order
+    blocks close in."""
+    use = getattr(where.current_stream(), "use", None)
+    if use is not None:
+        use()

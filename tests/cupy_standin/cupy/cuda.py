@@ -39,6 +39,7 @@ class Stream:
 
     def __init__(self, null: bool = False, non_blocking: bool = False, ptr: int = 0) -> None:
         self.non_blocking = non_blocking
+        self.ptr = 0 if null else id(self)
 
     def __enter__(self) -> Stream:
         self._before = getattr(_current, "stream", None)
@@ -47,6 +48,10 @@ class Stream:
 
     def __exit__(self, *exc: Any) -> None:
         _current.stream = self._before
+
+    def use(self) -> Stream:
+        _current.stream = self
+        return self
 
     def wait_event(self, event: Event) -> None:
         if not isinstance(event, Event):
@@ -60,6 +65,10 @@ class Stream:
 
 
 Stream.null = Stream(null=True)
+
+
+def get_current_stream(device_id: int = -1) -> Stream:
+    return getattr(_current, "stream", None) or Stream.null
 
 
 class Event:
