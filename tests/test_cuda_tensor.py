@@ -148,3 +148,24 @@ def test_legacy_type_names_a_cuda_tensor_as_pytorch_does():
     assert (on_cpu.device, on_cpu.dtype) == (ag.device("cpu"), ag.float64)
     assert (on_cuda.device, on_cuda.dtype) == (CUDA, ag.int64)
     assert x.type(x.type()) is x
+
+
+def test_fill_with_a_zero_dim_cpu_tensor_on_cuda():
+    def run(where):
+        x = ag.tensor([1.0, 2.0, 3.0], dtype=ag.float64, device=where, requires_grad=True)
+        value = ag.tensor(2.5, dtype=ag.float64, requires_grad=True)
+        y = x * 1.0
+        y[1:].fill_(value * 2)
+        (y * y).sum().backward()
+        return y.detach().cpu().numpy(), x.grad.cpu().numpy(), value.grad
+
+    want, got = run("cpu"), run("cuda:0")
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[2].device is ag.device("cpu") and got[2].item() == want[2].item() == 40.0
+
+
+def test_masked_fill_with_a_mask_on_another_device_gets_pytorchs_error():
+    x = ag.tensor([1.0, -2.0], device="cuda:0")
+    with pytest.raises(RuntimeError, match="expected self and mask to be on the same device, but got mask on cpu"):
+        x.masked_fill(ag.tensor([True, False]), 0.0)

@@ -282,7 +282,12 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     x = input._data
-    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+    m = mask._data if isinstance(mask, Tensor) else on_device(input, np.asarray(mask))
+    if isinstance(mask, Tensor) and mask._device is not input._device:
+        raise RuntimeError(
+            f"expected self and mask to be on the same device, but got mask on {mask._device} and self on "
+            f"{input._device}"
+        )
     if m.dtype != np.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {m.dtype}")
     if isinstance(value, Tensor) and value.ndim:
