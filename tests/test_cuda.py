@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import actorgrad as ag
+import actorgrad.nn.functional as F
 
 pytestmark = pytest.mark.gpu
 cupy = pytest.importorskip("cupy")
@@ -201,3 +202,23 @@ async def test_cupys_current_stream_follows_stream_blocks_closed_out_of_order():
         nursery.start_soon(task_a)
         nursery.start_soon(task_b)
     assert dev.current_stream() is default and cupy.cuda.get_current_stream().ptr == default.stream.ptr
+
+
+@pytest.mark.parametrize("loss", [
+    lambda x, d: F.cross_entropy(x * x, ag.tensor([0, 1, 2, 1], device=d)),
+    lambda x, d: F.binary_cross_entropy_with_logits(x * x, (x > 0).detach().to(ag.float64)),
+    lambda x, d: F.avg_pool2d((x * x).reshape(1, 1, 4, 3), 2, padding=1, count_include_pad=False).sum(),
+    lambda x, d: F.batch_norm(x * x, ag.zeros(3, dtype=ag.float64, device=d), ag.ones(3, dtype=ag.float64,
+                              device=d), training=False).pow(3).sum(),
+], ids=["cross_entropy", "bce_with_logits", "avg_pool2d without padding counted", "batch_norm in eval"])
+def test_second_derivatives_of_rules_that_save_raw_arrays_run_on_cuda(loss, random_leaves):
+    """These rules save raw arrays (weights, divisors, statistics), which a recorded backward meets beside
+    tensors: a CuPy array there is a constant on the tensor's device."""
+    (x,) = random_leaves(41, (4, 3))
+
+    def second(where):
+        leaf = x.detach().to(where).requires_grad_()
+        (g,) = ag.autograd.grad(loss(leaf, where), [leaf], create_graph=True)
+        return ag.autograd.grad((g * g).sum(), [leaf])[0].cpu().numpy()
+
+    np.testing.assert_allclose(second("cuda:0"), second("cpu"), rtol=1e-10)

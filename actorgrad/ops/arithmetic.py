@@ -88,7 +88,7 @@ UNARY = {  # each kernel takes the device's ArrayOps, for its array module
 def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
     """Both operands as tensors, and their arrays in the dtype the op computes in (PyTorch's promotion)."""
     dtype = result_type(a, b)
-    a, b = as_operand(a, dtype), as_operand(b, dtype)
+    a, b = as_operand(a, dtype, b), as_operand(b, dtype, a)
     if name == "div":
         dtype = floating(dtype)  # true division: integers give the default float dtype
     elif name == "sub" and dtype == bool_:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices import cpu
 from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, int64
 
 __all__ = ["promote_types", "result_type"]
@@ -72,7 +73,7 @@ def _group_and_dtype(value: Any) -> tuple[int, np.dtype]:
         return NUMBER, int64
     if isinstance(value, float):
         return NUMBER, _DEFAULT_FLOAT
-    if isinstance(value, np.ndarray | np.generic):
+    if isinstance(getattr(value, "dtype", None), np.dtype):  # an array: numpy's, or a device's (CuPy's)
         return (DIMENSIONED if value.ndim else ZERO_DIM), value.dtype
     raise TypeError(f"expected a Tensor or a Python number as an operand, got {type(value).__name__}")
 
@@ -106,12 +107,17 @@ def floating(dtype: np.dtype) -> np.dtype:
     return dtype if dtype.kind == "f" else _DEFAULT_FLOAT
 
 
-def as_operand(value: Any, dtype: np.dtype) -> Tensor:
-    """A tensor or a Python number beside tensors, as a tensor; a number becomes a constant of `dtype`."""
+def as_operand(value: Any, dtype: np.dtype, beside: Any = None) -> Tensor:
+    """A tensor, a Python number or an array beside tensors, as a tensor: a number becomes a constant of `dtype`;
+    an array (a rule's saved index weights, say) is a constant on the device of the tensor `beside` it when that
+    device holds arrays of its kind (so a CuPy array beside a cuda tensor), else on the cpu."""
     if isinstance(value, Tensor):
         return value
     if isinstance(value, int | float):
         return Tensor(np.asarray(value, dtype=dtype))
+    where = beside._device if isinstance(beside, Tensor) else cpu
+    if where is not cpu and isinstance(value, where.xp.ndarray):
+        return Tensor(value, device=where)
     if isinstance(value, np.ndarray | np.generic):
         return Tensor(np.asarray(value))
     raise TypeError(f"expected a Tensor or a Python number as an operand, got {type(value).__name__}")

@@ -300,4 +300,4 @@ def as_tensor_operand(value: Any, like: Tensor) -> Tensor:
     the two."""
     if isinstance(value, Tensor):
         return value
-    return as_operand(value, result_type(like, value))
+    return as_operand(value, result_type(like, value), like)
