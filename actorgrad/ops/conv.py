@@ -12,7 +12,7 @@ from typing import Any
 
 from actorgrad.devices.convolution import ConvGeometry, macs
 from actorgrad.ops.linalg import MACS_PER_NS
-from actorgrad.ops.record import Rule, record
+from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
 
 __all__ = ["conv1d", "conv2d"]
@@ -113,6 +113,7 @@ def _check(op: str, x: Any, w: Any, bias: Tensor | None, geo: ConvGeometry) -> N
 
 def _conv(op: str, dims: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
           dilation: Any, groups: int) -> Tensor:
+    common_device((input, weight) if bias is None else (input, weight, bias))
     x, w = input._data, weight._data
     if x.ndim not in (dims + 1, dims + 2):
         raise RuntimeError(

@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices import Device
 from actorgrad.ops.arithmetic import mul
-from actorgrad.ops.record import Rule, common_device, record
+from actorgrad.ops.record import MIXED_DEVICES, Rule, common_device, record
 from actorgrad.ops.reductions import log_softmax
 from actorgrad.tensor import Tensor
 
@@ -37,6 +38,20 @@ def _check_reduction(reduction: str) -> None:
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def _check_same_device(input: Tensor, *others: Tensor | None) -> None:
+    """PyTorch's check for the class-index losses, which are not elementwise: a zero-dim cpu target is refused
+    beside a cuda input too."""
+    for t in others:
+        if t is not None and t._device is not input._device:
+            raise RuntimeError(MIXED_DEVICES.format(input._device, t._device))
+
+
+def _data_on(device: Device, t: Tensor) -> Any:
+    """t's array on `device`: a zero-dim cpu tensor beside tensors of another device is copied there for the
+    kernels (its gradient still goes back to the cpu, through record)."""
+    return t._data if t._device is device else device.asarray(t._data)
+
+
 def _class_targets(x: np.ndarray, target: Tensor, weight: Tensor | None, ignore_index: int) -> tuple:
     """Checked targets: (target with ignored entries at class 0, the not-ignored mask, each target's weight)."""
     t = target._data
@@ -54,7 +69,7 @@ def _class_targets(x: np.ndarray, target: Tensor, weight: Tensor | None, ignore_
     valid = t != ignore_index
     bad = valid & ((t < 0) | (t >= classes))
     if bad.any():
-        raise IndexError(f"Target {t[bad].flat[0]} is out of bounds.")
+        raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
     safe = np.where(valid, t, 0)
     if weight is None:
         picked = valid.astype(x.dtype)
@@ -92,6 +107,7 @@ def _reduce_weighted(losses: np.ndarray, picked: np.ndarray, reduction: str) -> 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
              reduction: str = "mean") -> Tensor:
     _check_reduction(reduction)
+    _check_same_device(input, target, weight)
     x = input._data
     if x.ndim == 0:
         raise RuntimeError("nll_loss: input tensor should be 1D or more, got a 0-d tensor")
@@ -116,6 +132,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    _check_same_device(input, target, weight)
     axis = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, axis)
     if target._data.dtype.kind == "f":
@@ -127,7 +144,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     _, valid, picked = _class_targets(x, target, weight, ignore_index)
     classes = x.shape[axis]
     # Each kept row's smoothing term: -sum over classes of weight[c] * logp[c], ignored rows zero.
-    class_weight = np.ones(classes, x.dtype) if weight is None else weight._data.astype(x.dtype)
+    class_weight = input._device.xp.ones(classes, x.dtype) if weight is None else weight._data.astype(x.dtype)
     smooth = mul(logp, -class_weight.reshape(_class_shape(x.ndim, axis, classes))).sum(axis) * valid.astype(x.dtype)
     if reduction == "sum":
         smooth = smooth.sum()
@@ -187,8 +204,8 @@ def _size_mismatch(a: tuple, b: tuple) -> RuntimeError:
 
 def _pointwise(rule: Rule, kernel: Any, input: Tensor, target: Tensor, reduction: str, op: str) -> Tensor:
     _check_reduction(reduction)
-    common_device((input, target))
-    x, t = input._data, target._data
+    device = common_device((input, target))
+    x, t = _data_on(device, input), _data_on(device, target)
     try:
         shape = np.broadcast_shapes(x.shape, t.shape)
     except ValueError:
@@ -234,13 +251,13 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
                                      reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """weight and pos_weight are constants here (no gradient flows to them)."""
     _check_reduction(reduction)
-    common_device((input, target))
-    x, t = input._data, target._data
+    device = common_device(tuple(t for t in (input, target, weight, pos_weight) if t is not None))
+    x, t = _data_on(device, input), _data_on(device, target)
     if x.shape != t.shape:
         raise ValueError(f"Target size ({list(t.shape)}) must be the same as input size ({list(x.shape)})")
-    xp = input._device.xp
-    w = xp.ones((), x.dtype) if weight is None else weight._data.astype(x.dtype, copy=False)
-    pw = xp.ones((), x.dtype) if pos_weight is None else pos_weight._data.astype(x.dtype, copy=False)
+    xp = device.xp
+    w = xp.ones((), x.dtype) if weight is None else _data_on(device, weight).astype(x.dtype, copy=False)
+    pw = xp.ones((), x.dtype) if pos_weight is None else _data_on(device, pos_weight).astype(x.dtype, copy=False)
     log_weight = 1 + (pw - 1) * t
     softplus_neg = np.logaddexp(0, -x)
     elementwise = w * ((1 - t) * x + log_weight * softplus_neg)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from actorgrad.ops.record import Rule, record
+from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor, bump_version
 
 __all__ = ["batch_norm", "layer_norm"]
@@ -80,6 +80,7 @@ def _normalize(rules: dict, input: Tensor, weight: Tensor | None, bias: Tensor |
 
 def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None, bias: Tensor | None = None,
                eps: float = 1e-5) -> Tensor:
+    common_device(tuple(t for t in (input, weight, bias) if t is not None))
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     x = input._data
     if not shape or x.shape[x.ndim - len(shape):] != shape or len(shape) > x.ndim:
@@ -99,6 +100,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                eps: float = 1e-5) -> Tensor:
     """In training, normalises with the batch's statistics and updates the running ones in place (the variance
     unbiased), as PyTorch; in evaluation, normalises with the running statistics."""
+    common_device(tuple(t for t in (input, running_mean, running_var, weight, bias) if t is not None))
     x = input._data
     if x.ndim < 2:
         raise ValueError(f"batch_norm: expected at least 2D input (got {x.ndim}D input)")
