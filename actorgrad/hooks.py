@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections.abc import Callable, Generator, Iterable
+from contextlib import nullcontext
 from contextvars import ContextVar
 from typing import Any
 
@@ -220,12 +221,14 @@ def leaf_hooks(leaf: Tensor) -> NodeHooks:
 
 
 def _call(call: HookCall, task: Any) -> Any:
+    """A hook's call; during a pass, a backward the hook starts is nested in it (as in a node's backward)."""
     fn, args = call
     token = current_graph_task.set(task)
     try:
-        result = fn(*args)
-        if inspect.isawaitable(result):  # an async hook, here where no event loop runs: give it one
-            result = trio.run(_awaited, result)  # (a hook that is not `async def` may not return an awaitable)
+        with nullcontext() if task is None else task.nested():
+            result = fn(*args)
+            if inspect.isawaitable(result):  # an async hook, here where no event loop runs: give it one
+                result = trio.run(_awaited, result)  # (a hook that is not `async def` may not return an awaitable)
         return result
     finally:
         current_graph_task.reset(token)
@@ -239,8 +242,9 @@ async def _call_async(call: HookCall, task: Any) -> Any:
     fn, args = call
     token = current_graph_task.set(task)
     try:
-        result = fn(*args)
-        return await result if inspect.isawaitable(result) else result
+        with nullcontext() if task is None else task.nested():
+            result = fn(*args)
+            return await result if inspect.isawaitable(result) else result
     finally:
         current_graph_task.reset(token)
 

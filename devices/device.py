@@ -7,6 +7,7 @@ which is when CuPy is imported).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
@@ -21,7 +22,7 @@ class Device:
     """A place that holds arrays and runs kernels. `streams` is None for a synchronous device (the CPU, whose
     kernels run where they are called); a streamed device queues its backward kernels on its current stream."""
 
-    __slots__ = ("type", "index", "xp", "ops", "streams", "current", "default", "chosen")
+    __slots__ = ("type", "index", "xp", "ops", "streams", "default", "here")
 
     def __init__(
         self, type: str, index: int | None, xp: ModuleType, streams: Any = None, ops: ArrayOps | None = None
@@ -31,14 +32,17 @@ class Device:
         self.xp = xp
         self.ops = ArrayOps(xp) if ops is None else ops  # a device may fuse some helpers into kernels of its own
         self.streams = streams  # a factory of new streams, or None
-        self.current: Any = None  # the stream `actorgrad.stream(s)` made current, else None: the default one
         self.default: Any = None  # the default stream, made on first use
-        self.chosen: list = []  # the streams of the `actorgrad.stream` blocks open now, in the order entered
+        # Per thread, as CUDA's current stream: `chosen`, the streams of the `actorgrad.stream` blocks open on
+        # the thread, in the order entered; `current`, the latest of them (None: the default stream).
+        self.here = threading.local()
 
     def current_stream(self) -> Any:
-        """The stream kernels queue on now (the default stream until `actorgrad.stream(s)` says otherwise)."""
-        if self.current is not None:
-            return self.current
+        """The stream kernels queue on now from this thread (the default stream until `actorgrad.stream(s)` says
+        otherwise)."""
+        current = getattr(self.here, "current", None)
+        if current is not None:
+            return current
         if self.default is None:
             self.default = self.streams(self, default=True)
         return self.default
@@ -123,23 +127,23 @@ def stream(s: Any) -> Iterator[Any]:
     if s is None:
         yield s
         return
-    where = s.device
-    chosen = where.chosen
+    here = s.device.here
+    chosen = here.__dict__.setdefault("chosen", [])
     chosen.append(s)
-    where.current = s
-    _tell_the_library(where)
+    here.current = s
+    _tell_the_library(s.device)
     try:
         yield s
     finally:
         del chosen[len(chosen) - 1 - chosen[::-1].index(s)]  # this block's entry: its stream's latest
-        where.current = chosen[-1] if chosen else None
-        _tell_the_library(where)
+        here.current = chosen[-1] if chosen else None
+        _tell_the_library(s.device)
 
 
 def _tell_the_library(where: Device) -> None:
     """Make the device's current stream the array library's too (CuPy queues forward kernels on its own current
-    stream, one per thread): set, not restored from a stack, so that it follows `where.current` whatever order
-    blocks close in."""
+    stream, one per thread): set, not restored from a stack, so that it follows the open blocks whatever order
+    they close in."""
     use = getattr(where.current_stream(), "use", None)
     if use is not None:
         use()

@@ -18,6 +18,7 @@ from typing import Any
 import trio
 
 from actorgrad.scheduler.graph_task import GraphTask
+from actorgrad.scheduler.input_buffer import InputBuffer
 from actorgrad.scheduler.ready_queue import DeviceState, ReadyQueue, device_state
 from actorgrad.scheduler.streams import run_streamed, streamed_outputs, synchronize_streams
 from actorgrad.scheduler.trace import PassEvent
@@ -47,9 +48,14 @@ async def run_graph_task(task: GraphTask) -> None:
                 for device, state in states.items():
                     await nursery.start(_dispatch_device, task, device, state, False)
                 task.queues[task.root.device].push(task, task.root, [])
+        if task.streamed is not None:  # the kernels it queued write its gradients: a cancel here skips the rest
+            await synchronize_streams(task)
+    except BaseException:
+        task.stopped = True
+        raise
     finally:
         task.finished = True
-        if task.streamed is not None:  # every kernel queued must have written its gradients before we return
+        if task.streamed is not None and task.stopped:  # each kernel it queued has run or skipped when we return
             with trio.CancelScope(shield=True):
                 await synchronize_streams(task)
         if task.remaining:  # stopped early: drop what it still had queued, and end its async backwards
@@ -251,6 +257,9 @@ def run_graph_task_inline(task: GraphTask) -> None:
     queue = ReadyQueue()
     task.queues = dict.fromkeys(task.devices, queue)
     task.inline = True
+    # Every node runs here, one after another: no gradient needs an event, and mailboxes may sum at once.
+    task.streamed = None
+    task.buffer_type = InputBuffer
     queue.push(task, task.root, [])
     heap = queue.heap
     start = perf_counter_ns()

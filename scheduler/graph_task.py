@@ -30,6 +30,24 @@ enclosing_task: ContextVar[Any] = ContextVar("actorgrad_enclosing_task", default
 MAX_REENTRANT_DEPTH = 60
 
 
+class NestedIn:
+    """While a node's backward or a hook runs: a backward started there nests one level deeper than `task`
+    (PyTorch's reentrant backward): a sync one runs at once on this thread, an async one's actors go first."""
+
+    __slots__ = ("task", "tokens")
+
+    def __init__(self, task: Any) -> None:
+        self.task = task
+
+    def __enter__(self) -> None:
+        self.tokens = (reentrant_depth.set(self.task.depth + 1), enclosing_task.set(self.task))
+
+    def __exit__(self, *exc_info: object) -> None:
+        depth, task = self.tokens
+        enclosing_task.reset(task)
+        reentrant_depth.reset(depth)
+
+
 def count_dependencies(root: Any) -> tuple[dict, set, set, set]:
     """For every node reachable from `root`, how many edges point at it; and, in the same walk, the devices
     the nodes run on, those with heavy nodes, and those with heavy nodes whose kernels are multithreaded."""
@@ -114,8 +132,8 @@ class GraphTask:
         "id", "root", "depth", "outer", "keep_graph", "ops", "accumulate", "trace", "pending", "devices",
         "multithreaded_on_workers", "worker_devices", "streamed", "buffer_type", "events", "streams_used", "crossed",
         "captures", "check_nan", "plain", "captured", "visit", "run", "remaining", "staged", "queues", "nurseries",
-        "sleeping", "error", "error_node", "finished", "cancel_scope", "inline", "async_scopes", "async_stopped",
-        "__weakref__",
+        "sleeping", "error", "error_node", "finished", "stopped", "cancel_scope", "inline", "async_scopes",
+        "async_stopped", "__weakref__",
     )
 
     def __init__(
@@ -162,7 +180,7 @@ class GraphTask:
             if on_the_callers_stream(self.devices, self.pending):
                 self.streamed = None  # one CUDA stream, the caller's: stream order alone keeps every gradient right
         self.buffer_type = InputBuffer if self.streamed is None else DeferredInputBuffer
-        self.events: dict = {}  # id(gradient array) -> (the array, the event after the kernel that writes it)
+        self.events: dict = {}  # id(gradient array) -> [the array, its stream, an event after it, consumers left]
         self.streams_used: set = set()
         self.crossed: list = []  # gradients read on another stream than their producer's, kept to the pass's end
         self.captures = captures
@@ -187,6 +205,7 @@ class GraphTask:
         self.error: BaseException | None = None
         self.error_node: Any = None
         self.finished = False
+        self.stopped = False  # failed or cancelled before it finished
         self.cancel_scope: Any = None
         self.inline = False  # run on the caller's thread without an event loop (run_graph_task_inline)
         self.async_scopes: set = set()  # the cancel scopes of this pass's async backwards still running
@@ -228,6 +247,10 @@ class GraphTask:
                 if tensor is not None and grads[slot] is not None:
                     self.stage(tensor, grads[slot])
         return True
+
+    def nested(self) -> NestedIn:
+        """The block a hook of this pass runs in: a backward it starts is nested in this pass."""
+        return NestedIn(self)
 
     def will_execute(self, node: Any) -> bool:
         """Does this pass reach `node` (PyTorch's `_will_engine_execute_node`)?"""
@@ -346,6 +369,7 @@ class GraphTask:
             error.add_note(f"raised by {node.name()} (sequence_nr={node.sequence_nr}) during backward")
             self.error = error
             self.error_node = node
+        self.stopped = True
         self.finish()
         self.cancel_async()
         if self.cancel_scope is not None:  # None: no kernels on workers to stop, the dispatcher stops itself

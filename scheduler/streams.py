@@ -81,8 +81,13 @@ def _carried(task: Any, grads: list, consumer: Any) -> list:
     found = []
     for g in grads:
         for part in (g if g.__class__ is PendingSum else (g,)):
-            entry = events.pop(id(part), None)
-            if entry is not None and entry[1] is not consumer:
+            entry = events.get(id(part))
+            if entry is None:
+                continue
+            entry[3] -= 1  # one consumer fewer to give it to (a node may send one array along several edges)
+            if not entry[3]:
+                del events[id(part)]
+            if entry[1] is not consumer:
                 found.append(entry[2] or entry[1].record_event())
                 task.crossed.append(part)  # until the pass ends: see synchronize_streams
     return found
@@ -176,14 +181,20 @@ def _launch(task: Any, node: Any, grads: list, device: Any) -> list | None:
 
 
 def _carry(task: Any, node: Any, outputs: Any, stream: Any) -> None:
-    """Each output carries the stream that writes it, and an event after it where a consumer reads elsewhere."""
+    """Each output carries the stream that writes it, and an event after it where a consumer reads elsewhere,
+    until each of the consumers it is sent to has taken it."""
     event = None
     events = task.events
     for out, (target, _) in zip(outputs, node.next_functions):
-        if out is not None:
+        if out is not None and target is not None:
             if event is None and _crosses(target, stream):
                 event = stream.record_event()
-            events[id(out)] = (out, stream, event)
+            entry = events.get(id(out))
+            if entry is not None and entry[0] is out:
+                entry[2] = entry[2] or event
+                entry[3] += 1
+            else:
+                events[id(out)] = [out, stream, event, 1]
 
 
 def _stream_of(node: Any, device: Any) -> Any:
@@ -210,7 +221,7 @@ def _queue(task: Any, node: Any, grads: list, stream: Any, device: Any, runs: bo
     token = trio.lowlevel.current_trio_token()
 
     def kernel() -> None:
-        if task.finished and task.error is not None:
+        if task.stopped:  # failed or cancelled: its kernels not yet run are not wanted
             return
         began = getattr(stream, "started_ns", None) or perf_counter_ns()  # an injected delay counts as work
         try:

@@ -305,3 +305,53 @@ async def test_nodes_that_await_run_on_the_event_loop_in_a_pass_through_a_device
     with watchdog(10, "a pass with an async custom backward on async_cpu"):
         await ag.backward((AsyncSquare.apply(x.to(A0) * 1.0) * 3.0).to("cpu").sum())
     np.testing.assert_allclose(x.grad.numpy(), 6 * x.detach().numpy(), rtol=1e-12)
+
+
+def test_a_sync_backward_nested_in_a_pass_through_a_device_sums_its_mailboxes(random_leaves):
+    """checkpoint recomputes and runs a nested sync pass, inline: several gradients reach one slot there, and
+    they are summed (a pass that uses streams would hand them on unsummed, for its consumer to add)."""
+    from actorgrad.utils.checkpoint import checkpoint
+
+    x0, w0 = random_leaves(17, (4,), (4,))
+
+    def grads(where):
+        x, w = (t.detach().to(where).requires_grad_() for t in (x0, w0))
+        checkpoint(lambda a: a * a * w + a.sin() * w, x).sum().backward()
+        return [x.grad.numpy(), w.grad.numpy()]
+
+    for got, want in zip(grads(A0), grads("cpu")):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.timeout(30)
+async def test_a_hook_on_a_stream_may_run_a_sync_backward(random_leaves):
+    """The hook runs in its node's kernel on the stream's thread: its backward is nested in the pass (run there
+    and then), not a pass of its own, which would queue kernels behind the very kernel waiting for them."""
+    x, other = random_leaves(18, (2, 3), (2, 3))
+    o2 = (other.to(A0) * other.to(A0)).sum()
+    seen = []
+
+    def hook(g):
+        seen.append(ag.autograd.grad(o2, other, retain_graph=True)[0].numpy())
+
+    h = x.to(A0).exp()
+    h.register_hook(hook)
+    await ag.backward(h.sum())
+    np.testing.assert_allclose(seen[0], 2 * other.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(x.detach().numpy()), rtol=1e-12)
+
+
+async def test_a_pass_cancelled_while_its_kernels_are_queued_commits_nothing(random_leaves):
+    """Its kernels are all queued at once: the cancel arrives while the pass waits for the stream. The kernels
+    not yet run are skipped, those running finish, and no leaf gets a gradient."""
+    (x,) = random_leaves(19, (3,))
+    ran = []
+    with ag.stream(ag.device(A0).new_stream(delay_s=0.005)):
+        h = x.to(A0)
+        for _ in range(40):
+            h = h * 1.0
+            h.register_hook(lambda g: ran.append(1))
+    with trio.move_on_after(0.03) as scope:
+        await ag.backward(h.sum())
+    assert scope.cancelled_caught
+    assert x.grad is None and len(ran) < 40

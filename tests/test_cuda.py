@@ -222,3 +222,24 @@ def test_second_derivatives_of_rules_that_save_raw_arrays_run_on_cuda(loss, rand
         return ag.autograd.grad((g * g).sum(), [leaf])[0].cpu().numpy()
 
     np.testing.assert_allclose(second("cuda:0"), second("cpu"), rtol=1e-10)
+
+
+def test_a_gradient_sent_along_two_edges_is_waited_for_on_both_consumers_streams(monkeypatch):
+    """AddBackward0 hands one array to both of its inputs: each consumer on another stream must wait for it."""
+    from actorgrad.devices.cuda import CudaStream
+
+    waits = []
+    wait_event = CudaStream.wait_event
+    monkeypatch.setattr(CudaStream, "wait_event", lambda s, e: waits.append((s, e.stream)) or wait_event(s, e))
+    dev = ag.device("cuda:0")
+    produce, first, second = dev.new_stream(), dev.new_stream(), dev.new_stream()
+    x = ag.ones(3, dtype=ag.float64, device=dev, requires_grad=True)
+    with ag.stream(first):
+        a = x.sin()
+    with ag.stream(second):
+        b = x.cos()
+    with ag.stream(produce):
+        loss = ((a + b) * 3).sum()
+    loss.backward()
+    assert (first, produce) in waits and (second, produce) in waits
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 3 * (np.cos(1.0) - np.sin(1.0)), rtol=1e-12)

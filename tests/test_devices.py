@@ -283,3 +283,27 @@ async def test_stream_blocks_of_two_tasks_may_close_in_any_order():
         nursery.start_soon(task_a)
         nursery.start_soon(task_b)
     assert dev.current_stream() is default
+
+
+def test_the_current_stream_is_one_per_thread():
+    """A block open on one thread leaves the streams other threads record and queue on alone, as CUDA's."""
+    import threading
+
+    dev = ag.device(ASYNC0)
+    default, s = dev.current_stream(), dev.new_stream()
+    inside, done = threading.Event(), threading.Event()
+
+    def other_thread():
+        with ag.stream(s):
+            inside.set()
+            done.wait(5)
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    inside.wait(5)
+    try:
+        assert dev.current_stream() is default
+        assert (ag.ones(2, device=dev, requires_grad=True) * 2).grad_fn.stream is default
+    finally:
+        done.set()
+        thread.join()

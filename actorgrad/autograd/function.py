@@ -20,7 +20,7 @@ from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.grad_mode import _grad_enabled, no_grad, set_grad_enabled
 from actorgrad.node import InputMetadata, Node
 from actorgrad.ops.record import SECOND_BACKWARD
-from actorgrad.scheduler.graph_task import enclosing_task, reentrant_depth
+from actorgrad.scheduler.graph_task import NestedIn
 from actorgrad.tensor import Tensor
 
 __all__ = ["BackwardCFunction", "Function", "FunctionCtx", "once_differentiable"]
@@ -75,12 +75,12 @@ class BackwardCFunction(FunctionCtx, Node):
         backward = self._forward_cls.backward
         if self._async_backward:
             async def run() -> tuple:
-                with set_grad_enabled(task.ops is not None), _nested_in(task):
+                with set_grad_enabled(task.ops is not None), NestedIn(task):
                     result = await backward(self, *grads)
                 return self._gradients_out(result, task)
 
             return task.run_async(self, run)
-        with set_grad_enabled(task.ops is not None), _nested_in(task):
+        with set_grad_enabled(task.ops is not None), NestedIn(task):
             result = backward(self, *grads)
         return self._gradients_out(result, task)
 
@@ -144,23 +144,6 @@ def _broadcast_shape(a: tuple, b: tuple) -> tuple | None:
         return np.broadcast_shapes(a, b)
     except ValueError:
         return None
-
-
-class _nested_in:
-    """While a node's backward runs: a backward started there nests one level deeper than `task`."""
-
-    __slots__ = ("task", "tokens")
-
-    def __init__(self, task: Any) -> None:
-        self.task = task
-
-    def __enter__(self) -> None:
-        self.tokens = (reentrant_depth.set(self.task.depth + 1), enclosing_task.set(self.task))
-
-    def __exit__(self, *exc_info: object) -> None:
-        depth, task = self.tokens
-        enclosing_task.reset(task)
-        reentrant_depth.reset(depth)
 
 
 class Function:
