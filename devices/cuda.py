@@ -65,9 +65,18 @@ class CudaStream:
         self.stream.use()
 
     def launch(self, kernel: Callable[[], Any]) -> Any:
-        """Run `kernel` now with this stream current; its CuPy kernels queue here. Returns what it returns."""
-        with self.cupy.cuda.Device(self.device.index), self.stream:
-            return kernel()
+        """Run `kernel` now with this stream current; its CuPy kernels queue here. Returns what it returns.
+
+        The stream current before is made current again after, not restored by CuPy's `with stream:`, whose exit
+        makes its own stack's top current, forgetting a stream made current by `use()` (`actorgrad.stream`)."""
+        cuda = self.cupy.cuda
+        with cuda.Device(self.device.index):
+            before = cuda.get_current_stream()
+            self.stream.use()
+            try:
+                return kernel()
+            finally:
+                before.use()
 
     def enqueue(self, kernel: Callable[[], None]) -> None:
         self.launch(kernel)

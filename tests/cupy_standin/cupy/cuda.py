@@ -10,6 +10,12 @@ from typing import Any
 _current = threading.local()
 
 
+def _stack() -> list:
+    if not hasattr(_current, "stack"):
+        _current.stack = []
+    return _current.stack
+
+
 def is_available() -> bool:
     return True
 
@@ -41,15 +47,17 @@ class Stream:
         self.non_blocking = non_blocking
         self.ptr = 0 if null else id(self)
 
-    def __enter__(self) -> Stream:
-        self._before = getattr(_current, "stream", None)
+    def __enter__(self) -> Stream:  # as CuPy: a per-thread stack, whose top is current again at exit
+        _stack().append(self)
         _current.stream = self
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _current.stream = self._before
+        stack = _stack()
+        stack.pop()
+        _current.stream = stack[-1] if stack else None
 
-    def use(self) -> Stream:
+    def use(self) -> Stream:  # as CuPy: current now, the stack untouched
         _current.stream = self
         return self
 
