@@ -113,6 +113,10 @@ class CudaArrayOps(ArrayOps):
         """Arrays the fused kernels take: float32 or float64, all of one dtype (else the generic path)."""
         return first.dtype.char in FUSED_DTYPES and all(other.dtype == first.dtype for other in others)
 
+    def broadcast_to(self, g: Any, shape: tuple[int, ...]) -> Any:
+        """Always a view: numpy fills small copies as cheaper, but on a GPU the fill is a launch."""
+        return g if g.shape == shape else self.xp.broadcast_to(g, shape)
+
     def relu_grad(self, g: Any, result: Any) -> Any:
         if not self._fusable(g, result):
             return super().relu_grad(g, result)
