@@ -56,7 +56,8 @@ def test_an_optimizer_steps_on_cuda_as_on_the_cpu_and_keeps_its_state_there(make
         for key, value in got_opt.state[p].items():
             if isinstance(value, ag.Tensor):
                 assert value.device is ag.device("cuda:0"), key
-                np.testing.assert_allclose(host(value), host(want_opt.state[q][key]), rtol=1e-10, atol=1e-12, err_msg=key)
+                np.testing.assert_allclose(host(value), host(want_opt.state[q][key]), rtol=1e-10, atol=1e-12,
+                                           err_msg=key)
 
 
 @pytest.mark.parametrize("saved_on, loaded_on", [("cuda:0", "cpu"), ("cpu", "cuda:0")])

@@ -4,6 +4,7 @@ import gc
 import weakref
 
 import numpy as np
+import pytest
 
 import actorgrad as ag
 from actorgrad.ops.record import Rule, record
@@ -79,3 +80,31 @@ def test_a_recorded_op_keeps_few_objects_for_the_garbage_collector():
     gc.collect()
     per_op = (len(gc.get_objects()) - before) / 300
     assert per_op <= 8, f"each recorded op keeps {per_op:.1f} objects the collector tracks"
+
+
+
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x.sum(), lambda x: (x + 1).sum(), lambda x: (-x).mean(), lambda x: x.reshape(2, 2)[1:].sum(),
+    lambda x: x.expand(3, 4).sum(), lambda x: ag.cat([x, x]).sum(), lambda x: x.clone().T.sum(),
+    lambda x: x.to(ag.float32).sum(),
+], ids=["sum", "add", "neg mean", "reshape slice", "expand", "cat", "clone transpose", "cast"])
+def test_a_graph_that_saved_no_arrays_may_run_again_without_retain_graph(fn):
+    """As in PyTorch: only nodes that saved tensors free them, and only they refuse a second pass."""
+    x = ag.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = fn(x)
+    y.backward()
+    first = x.grad.numpy().copy()
+    y.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * first)
+
+
+@pytest.mark.parametrize("fn", [lambda x: (x * x).sum(), lambda x: x.exp().sum(), lambda x: (x / x.sum()).sum()],
+                         ids=["mul", "exp", "div"])
+def test_a_graph_that_saved_arrays_refuses_a_second_pass(fn):
+    x = ag.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = fn(x)
+    y.backward()
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        y.backward()

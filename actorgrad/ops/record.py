@@ -126,8 +126,8 @@ class FormulaNode(Node):
                     raise _modified_error(self, value, version)
         ops = task.ops
         recorded = ops is not None
-        if not task.keep_graph:
-            self.saved = None
+        if not task.keep_graph and self.versions:  # it saved tensors: free them (a node that saved only numbers,
+            self.saved = None  # shapes or an index may run again, as PyTorch's may)
             self.versions = ()
         g = grads[0]
         edges = self.next_functions
