@@ -17,7 +17,7 @@ import trio
 
 from actorgrad.hooks import run_steps, run_steps_async
 from actorgrad.scheduler.input_buffer import InputBuffer
-from actorgrad.scheduler.streams import DeferredInputBuffer, carry_outputs
+from actorgrad.scheduler.streams import DeferredInputBuffer, carry_outputs, grad_mode_on
 from actorgrad.scheduler.workers import HEAVY_NODE_NS, blas_threads
 
 _task_ids = itertools.count(1)
@@ -347,7 +347,7 @@ class GraphTask:
                     if waiting.left:
                         continue
                     pending[target] = 0  # drop the mailbox: its actor consumes the sums now
-                    grads = waiting.grads()
+                    grads = waiting.grads() if self.ops is None else grad_mode_on(waiting.grads)
                 if held is None and hold and target.device is node.device:
                     held = (target, grads)
                 else:

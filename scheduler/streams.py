@@ -18,6 +18,7 @@ Passes on the CPU alone never come here: the dispatcher tests `task.streamed` on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import contextmanager
 from time import perf_counter_ns
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import trio
 
 from actorgrad.devices.events import wait_async
+from actorgrad.grad_mode import _grad_enabled
 from actorgrad.scheduler.input_buffer import InputBuffer
 from actorgrad.scheduler.trace import WaitEvent
 
@@ -74,6 +76,16 @@ def resolved(grads: list) -> list:
     return [g.total() if g.__class__ is PendingSum else g for g in grads]
 
 
+def grad_mode_on(fn: Callable, *args: Any) -> Any:
+    """`fn(*args)` with grad mode on: a recorded pass's sums are ops of the graph it records, whatever mode its
+    caller is in (PyTorch's engine runs a create_graph pass with grad mode on)."""
+    token = _grad_enabled.set(True)
+    try:
+        return fn(*args)
+    finally:
+        _grad_enabled.reset(token)
+
+
 def _carried(task: Any, grads: list, consumer: Any) -> list:
     """The events `consumer` (a stream, or None for the host) must wait for before reading `grads`: one per
     gradient still carried from another stream (each given out once)."""
@@ -114,7 +126,7 @@ async def streamed_outputs(task: Any, node: Any, grads: list, device: Any, worke
         _follow_forward_stream(node, device)  # a node that awaits runs here, on the event loop
     start = perf_counter_ns()  # the host (a recorded backward runs there too)
     await _await_events(task, _carried(task, grads, None), device)
-    grads = resolved(grads)
+    grads = resolved(grads) if task.ops is None else grad_mode_on(resolved, grads)
     if awaits:
         outputs = await task.apply_node_async(node, grads)
     elif worker:

@@ -56,3 +56,23 @@ async def test_no_grad_in_one_task_does_not_leak_into_another():
         nursery.start_soon(recording)
     assert seen["quiet"] is None
     assert seen["recording"] is not None
+
+
+def test_a_create_graph_pass_records_its_sums_under_no_grad():
+    """Grad mode is on inside a create_graph pass, as in PyTorch's engine: the mailbox summing the two messages
+    for x (from x * x) records an AddBackward0 even when the caller is in no_grad."""
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    loss = (x * x).sum()
+    with ag.no_grad():
+        (g,) = ag.autograd.grad(loss, x, create_graph=True)
+    assert g.grad_fn.name() == "AddBackward0"
+    assert ag.autograd.grad(g.sum(), x)[0].tolist() == [2.0, 2.0]
+
+
+async def test_an_async_create_graph_pass_records_its_sums_under_no_grad():
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    loss = (x * x * x).sum()
+    with ag.no_grad():
+        (h,) = await ag.grad(loss, x, create_graph=True)
+    assert h.requires_grad
+    assert (await ag.grad(h.sum(), x))[0].tolist() == [6.0, 12.0]
