@@ -150,14 +150,18 @@ async def grad(
     *,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    allow_unused: bool = False,
+    allow_unused: bool | None = None,
+    materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """d(outputs)/d(inputs), returned as a tuple; `.grad` of every tensor is left alone. An input may be a
-    GradientEdge (`actorgrad.autograd.graph.get_gradient_edge`): the gradient flowing into that edge."""
+    GradientEdge (`actorgrad.autograd.graph.get_gradient_edge`): the gradient flowing into that edge. An unused
+    input gets None where allow_unused is True, zeros where materialize_grads is (which implies allow_unused)."""
+    allow_unused = _allows_unused(allow_unused, materialize_grads)
     ins = _as_inputs(inputs, "inputs")
     task = _grad_task(outputs, ins, grad_outputs, retain_graph, create_graph)
     await _run(task)
-    return _placed(_captured_grads(task, create_graph, allow_unused), ins)
+    grads = _placed(_captured_grads(task, create_graph, allow_unused), ins)
+    return _materialized(grads, ins, create_graph) if materialize_grads else grads
 
 
 def _backward_task(tensors: Any, grad_tensors: Any, retain_graph: Any, create_graph: bool, inputs: Any) -> GraphTask:
@@ -199,6 +203,26 @@ def _captured_grads(task: GraphTask, create_graph: bool, allow_unused: bool) -> 
         else:
             results.append(value if create_graph else Tensor(_owned(value)))
     return tuple(results)
+
+
+def _allows_unused(allow_unused: bool | None, materialize_grads: bool) -> bool:
+    """PyTorch's rule: allow_unused defaults to materialize_grads, and an explicit False beside it is refused."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False."
+        )
+    return materialize_grads if allow_unused is None else allow_unused
+
+
+def _materialized(grads: tuple, inputs: tuple, create_graph: bool) -> tuple:
+    """Zeros of the input's shape, dtype and device for each unused input (materialize_grads=True); an edge has
+    no tensor to take them from."""
+    if any(g is None and isinstance(t, GradientEdge) for g, t in zip(grads, inputs)):
+        raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
+    return tuple(
+        Tensor(t._device.xp.zeros(t.shape, t.dtype), create_graph, device=t._device) if g is None else g
+        for g, t in zip(grads, inputs)
+    )
 
 
 def _placed(grads: tuple, inputs: tuple) -> tuple:
@@ -383,14 +407,17 @@ def grad_sync(
     *,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    allow_unused: bool = False,
+    allow_unused: bool | None = None,
+    materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """`actorgrad.autograd.grad`: the sync form of `await actorgrad.grad(...)`."""
     _refuse_inside_trio("grad", "actorgrad.grad")
+    allow_unused = _allows_unused(allow_unused, materialize_grads)
     ins = _as_inputs(inputs, "inputs")
     task = _grad_task(outputs, ins, grad_outputs, retain_graph, create_graph)
     _run_sync(task)
-    return _placed(_captured_grads(task, create_graph, allow_unused), ins)
+    grads = _placed(_captured_grads(task, create_graph, allow_unused), ins)
+    return _materialized(grads, ins, create_graph) if materialize_grads else grads
 
 
 def tensor_backward(

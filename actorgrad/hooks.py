@@ -283,12 +283,21 @@ def has_post_accumulate_hooks(tensors: Iterable[Tensor]) -> bool:
 def run_post_accumulate_hooks(tensors: Iterable[Tensor]) -> None:
     """After a pass has committed `.grad`: each leaf's post-accumulate-grad hooks, `fn(leaf)`."""
     for call in _post_accumulate_calls(tensors):
-        _call(call, None)
+        _returned_nothing(_call(call, None))
 
 
 async def run_post_accumulate_hooks_async(tensors: Iterable[Tensor]) -> None:
     for call in _post_accumulate_calls(tensors):
-        await _call_async(call, None)
+        _returned_nothing(await _call_async(call, None))
+
+
+def _returned_nothing(result: Any) -> None:
+    """A post-accumulate-grad hook may not return a value (it would be ignored), as PyTorch checks it."""
+    if result is None:
+        return
+    if not isinstance(result, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+    raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
 # -- registering on tensors ------------------------------------------------------------------------------------

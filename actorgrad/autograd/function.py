@@ -19,7 +19,7 @@ import numpy as np
 from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.grad_mode import _grad_enabled, no_grad, set_grad_enabled
 from actorgrad.node import InputMetadata, Node
-from actorgrad.ops.record import SECOND_BACKWARD
+from actorgrad.ops.record import SECOND_BACKWARD, _modified_error
 from actorgrad.scheduler.graph_task import NestedIn
 from actorgrad.tensor import Tensor
 
@@ -40,8 +40,12 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self) -> tuple[Tensor | None, ...]:
+        """The saved tensors, refused (as in PyTorch) if any was changed in place after forward returned."""
         if self._saved is None:
             raise RuntimeError(SECOND_BACKWARD)
+        for t, version in zip(self._saved, self._saved_versions):
+            if t is not None and t._version != version:
+                raise _modified_error(self, t, version)
         return self._saved
 
     def mark_dirty(self, *tensors: Tensor) -> None:
@@ -65,6 +69,7 @@ class BackwardCFunction(FunctionCtx, Node):
 
     def __init__(self) -> None:
         self._saved: tuple | None = ()
+        self._saved_versions: tuple = ()  # taken when forward returns: its own in-place changes are allowed
         self._dirty: tuple = ()
         self._non_differentiable: tuple = ()
         self._materialize_grads = True
@@ -191,6 +196,7 @@ class Function:
             InputMetadata(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in outputs
         )
         Node.__init__(ctx, edges, metadata, args[ctx.needs_input_grad.index(True)].device)
+        ctx._saved_versions = tuple(None if t is None else t._version for t in ctx._saved)
         ctx._forward_inputs = tuple(
             InputMetadata(a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args
         )

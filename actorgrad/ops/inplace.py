@@ -61,8 +61,16 @@ def _zeros(ops: Any, g: Any) -> Any:
 
 def _written_grad(ops: Any, g: Any, basic: tuple, advanced: tuple | None, value_shape: tuple) -> Any:
     """The gradient of the value written by `self[index] = value`: the output's gradient at the written
-    positions, summed back over the value's broadcasting."""
-    return ops.sum_to(ops.index(g, basic, advanced), value_shape)
+    positions, summed back over the value's broadcasting (its leading 1s, which the write drops, put back)."""
+    return ops.reshape(ops.sum_to(ops.index(g, basic, advanced), _without_leading_ones(value_shape)), value_shape)
+
+
+def _without_leading_ones(shape: tuple) -> tuple:
+    """PyTorch drops a written value's leading size-1 dims, so `y[1] = ones(1)` writes a (1,) value at a () place."""
+    lead = 0
+    while lead < len(shape) and shape[lead] == 1:
+        lead += 1
+    return shape[lead:]
 
 
 ADD_ALPHA = Rule("AddBackward0", ((), None), (("alpha",), lambda ops, g, alpha: g * alpha), broadcasts=True)
@@ -300,20 +308,21 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     if isinstance(value, Tensor) and value._device is not self._device:
         value = value.to(self._device)  # as PyTorch, a tensor from another device is copied over
     values = value._data if isinstance(value, Tensor) else on_device(self, as_array(value, self._data.dtype))
+    written = values.reshape(_without_leading_ones(values.shape))
     try:
-        np.broadcast_to(values, shape)
+        np.broadcast_to(written, shape)
     except ValueError:
         raise RuntimeError(
-            f"shape mismatch: value tensor of shape {list(values.shape)} cannot be broadcast to indexing result of "
+            f"shape mismatch: value tensor of shape {list(written.shape)} cannot be broadcast to indexing result of "
             f"shape {list(shape)}"
         ) from None
     records = _grad_enabled.get() and (self.requires_grad or _requires_grad(value))
     if records:
         _check_rebase(self)
     if advanced is None:
-        _store(self, basic, values)
+        _store(self, basic, written)
     else:
-        _store_advanced(self, basic, placed, values)
+        _store_advanced(self, basic, placed, written)
     bump_version(self)
     if not records:
         return

@@ -17,6 +17,7 @@ from actorgrad.devices import Device
 from actorgrad.ops.arithmetic import mul
 from actorgrad.ops.record import MIXED_DEVICES, Rule, common_device, record
 from actorgrad.ops.reductions import log_softmax
+from actorgrad.ops.selection import where
 from actorgrad.tensor import Tensor
 
 # The rest live in nn.functional only, as in PyTorch.
@@ -111,7 +112,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore
     x = input._data
     if x.ndim == 0:
         raise RuntimeError("nll_loss: input tensor should be 1D or more, got a 0-d tensor")
-    safe, _, picked = _class_targets(x, target, weight, ignore_index)
+    safe, valid, picked = _class_targets(x, target, weight, ignore_index)
     axis = 0 if x.ndim == 1 else 1
     xp = input._device.xp
     index = xp.expand_dims(safe, axis)
@@ -119,7 +120,10 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore
     data, denominator = _reduce_weighted(losses, picked, reduction)
     coef = xp.zeros_like(x)
     with np.errstate(invalid="ignore", divide="ignore"):
-        xp.put_along_axis(coef, index, xp.expand_dims(-picked / denominator, axis), axis)
+        # An ignored target gets no gradient, even where the mean divides by a zero total weight (PyTorch's
+        # backward never writes it); a kept one with zero total weight gets -weight / 0 (inf or nan), as there.
+        share = xp.where(valid, -picked / denominator, 0)
+    xp.put_along_axis(coef, index, xp.expand_dims(share, axis), axis)
     kept_shape = xp.expand_dims(losses, axis).shape if reduction == "none" else ()
     rule = NLL_LOSS_2D if x.ndim > 2 else NLL_LOSS
     return record(rule, data.astype(x.dtype, copy=False), (input,), coef=coef, kept_shape=kept_shape)
@@ -143,9 +147,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     x = input._data
     _, valid, picked = _class_targets(x, target, weight, ignore_index)
     classes = x.shape[axis]
-    # Each kept row's smoothing term: -sum over classes of weight[c] * logp[c], ignored rows zero.
+    # Each kept row's smoothing term: -sum over classes of weight[c] * logp[c], ignored rows zero; zeroed by where,
+    # not by a product with the mask, so they get no gradient even where the mean divides by a zero total weight.
     class_weight = input._device.xp.ones(classes, x.dtype) if weight is None else weight._data.astype(x.dtype)
-    smooth = mul(logp, -class_weight.reshape(_class_shape(x.ndim, axis, classes))).sum(axis) * valid.astype(x.dtype)
+    rows = mul(logp, -class_weight.reshape(_class_shape(x.ndim, axis, classes))).sum(axis)
+    smooth = where(Tensor(valid, device=input._device), rows, 0.0)
     if reduction == "sum":
         smooth = smooth.sum()
     elif reduction == "mean":
