@@ -153,13 +153,15 @@ async def grad(
     allow_unused: bool | None = None,
     materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
-    """d(outputs)/d(inputs), returned as a tuple; `.grad` of every tensor is left alone. An input may be a
+    """d(outputs)/d(inputs), returned as a tuple; `.grad` of every leaf is left alone (a non-leaf that retains its
+    gradient gets it, as in PyTorch). An input may be a
     GradientEdge (`actorgrad.autograd.graph.get_gradient_edge`): the gradient flowing into that edge. An unused
     input gets None where allow_unused is True, zeros where materialize_grads is (which implies allow_unused)."""
     allow_unused = _allows_unused(allow_unused, materialize_grads)
     ins = _as_inputs(inputs, "inputs")
     task = _grad_task(outputs, ins, grad_outputs, retain_graph, create_graph)
     await _run(task)
+    _commit(task.staged, create_graph)  # the gradients of non-leaves that retain theirs
     grads = _placed(_captured_grads(task, create_graph, allow_unused), ins)
     return _materialized(grads, ins, create_graph) if materialize_grads else grads
 
@@ -416,6 +418,7 @@ def grad_sync(
     ins = _as_inputs(inputs, "inputs")
     task = _grad_task(outputs, ins, grad_outputs, retain_graph, create_graph)
     _run_sync(task)
+    _commit(task.staged, create_graph)  # the gradients of non-leaves that retain theirs
     grads = _placed(_captured_grads(task, create_graph, allow_unused), ins)
     return _materialized(grads, ins, create_graph) if materialize_grads else grads
 

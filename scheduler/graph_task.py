@@ -235,17 +235,17 @@ class GraphTask:
 
     def receive(self, node: Any, grads: list) -> bool:
         """Capture and retain the gradients a node receives; False when the node is only visited to capture."""
+        if node.retained is not None:  # in a grad() pass too, as PyTorch's retain_grad hooks
+            for slot, ref in node.retained.items():
+                tensor = ref()
+                if tensor is not None and grads[slot] is not None:
+                    self.stage(tensor, grads[slot])
         captures = self.captures
         if captures is not None:
             for slot, index in captures.get(node, ()):
                 self.captured[index] = grads[slot]
             if node not in self.run:
                 return False
-        if node.retained is not None and self.accumulate:
-            for slot, ref in node.retained.items():
-                tensor = ref()
-                if tensor is not None and grads[slot] is not None:
-                    self.stage(tensor, grads[slot])
         return True
 
     def nested(self) -> NestedIn:

@@ -78,3 +78,17 @@ async def test_pruning_skips_nodes_that_cannot_reach_the_inputs():
         (gh,) = await ag.grad((h * h).sum(), h)
     np.testing.assert_allclose(gh.numpy(), 2 * h.detach().numpy())
     assert not any(e.name == "TanhBackward0" for e in prof.events)
+
+
+def test_grad_fills_the_gradient_of_a_non_leaf_that_retains_it():
+    """As PyTorch's retain_grad hook: also in a grad() pass, and also when the pass only captures at it."""
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    ag.autograd.grad((y * y).sum(), y)
+    assert y.grad.tolist() == [4.0, 8.0]
+    y.grad = None
+    z = y * 3
+    z.retain_grad()
+    ag.autograd.grad((z * z).sum(), x)
+    assert y.grad.tolist() == [36.0, 72.0] and z.grad.tolist() == [12.0, 24.0] and x.grad is None
