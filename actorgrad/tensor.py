@@ -92,7 +92,10 @@ class Tensor:
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        self.requires_grad = requires_grad
+        """Set requires_grad in place; on a non-leaf only True is allowed (it requires grad already), as in
+        PyTorch."""
+        if not (requires_grad and self._grad_fn is not None):
+            self.requires_grad = requires_grad
         return self
 
     @property
@@ -233,8 +236,27 @@ class Tensor:
             raise RuntimeError(f"Boolean value of Tensor with {count} is ambiguous")
         return bool(self._data)
 
+    def _scalar(self) -> float | int | bool:
+        """The one element, for int() and float(): PyTorch raises ValueError there, where item() raises
+        RuntimeError."""
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self._data.item()
+
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
+
+    def __int__(self) -> int:
+        return int(self._scalar())
+
+    def __index__(self) -> int:
+        """Lets an integer tensor of one element index a list or slice a sequence (`items[t]`)."""
+        if self._data.size != 1 or self._data.dtype.kind not in "biu":
+            raise TypeError(
+                f"only integer tensors of a single element can be converted to an index (got dtype "
+                f"{self._data.dtype}, {self._data.size} elements)"
+            )
+        return int(self._data.item())
 
     def __repr__(self) -> str:
         return _format_tensor(self)

@@ -15,7 +15,10 @@ from actorgrad.ops.operands import as_operand, broadcast_error, data_as, floatin
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor, bool_
 
-__all__ = ["add", "div", "exp", "log", "mul", "neg", "pow", "reciprocal", "relu", "sigmoid", "sub", "tanh"]
+__all__ = [
+    "add", "div", "exp", "floor_divide", "log", "mul", "neg", "pow", "reciprocal", "relu", "remainder", "sigmoid",
+    "sub", "tanh",
+]
 
 ADD = Rule("AddBackward0", ((), None), ((), None), broadcasts=True)
 SUB = Rule("SubBackward0", ((), None), ((), lambda ops, g: -g), broadcasts=True)
@@ -31,6 +34,8 @@ DIV = Rule(
     (("self", "other"), lambda ops, g, self, other: -g * self / (other * other)),
     broadcasts=True,
 )
+
+
 def _exponent_grad(ops: Any, self: Any, other: Any, result: Any) -> Any:
     """d(self ** other)/d(other): 0 where self is 0 and other >= 0 (not 0 * log(0), which is NaN), as in PyTorch."""
     return ops.where(self == 0, ops.where(other >= 0, 0, result * ops.log(self)), result * ops.log(self))
@@ -38,16 +43,54 @@ def _exponent_grad(ops: Any, self: Any, other: Any, result: Any) -> Any:
 
 POW = Rule(
     "PowBackward1",
-    (("self", "other"), lambda ops, g, self, other: g * other * self ** (other - 1)),
+    # 0 where other is 0, as in PyTorch: other * self ** (other - 1) is 0 * inf = NaN at self = 0.
+    (("self", "other"), lambda ops, g, self, other: ops.where(other == 0, 0, g * (other * self ** (other - 1)))),
     (("self", "other", "result"), lambda ops, g, self, other, result: g * _exponent_grad(ops, self, other, result)),
     broadcasts=True,
 )
+
+
+# PyTorch's remainder rule divides with rounding_mode='floor', whose gradient is zero (floor_divide has none).
+FLOOR_QUOTIENT = Rule(
+    "DivBackward2", ((), lambda ops, g: ops.zeros_like(g)), ((), lambda ops, g: ops.zeros_like(g)), broadcasts=True
+)
+
+
+def _floor_quotient(self: Any, other: Any) -> Any:
+    """floor(self / other) in remainder's rule: arrays, or tensors recorded with zero gradients."""
+    if isinstance(self, Tensor):
+        return _binary("floor_divide", self, other, FLOOR_QUOTIENT)
+    return self // other
+
+
+def _no_derivative(op: str) -> Rule:
+    """PyTorch records an op it has no derivative for, and raises only when a backward reaches it."""
+
+    def formula(ops: Any, g: Any) -> Any:
+        raise RuntimeError(
+            f"derivative for aten::{op} is not implemented, as in PyTorch; detach() its inputs, or leave them "
+            f"out of the graph, where no gradient through {op} is needed"
+        )
+
+    return Rule("NotImplemented", ((), formula), ((), formula))
+
+
+REMAINDER = Rule(
+    "RemainderBackward1",
+    ((), None),
+    (("self", "other"), lambda ops, g, self, other: -g * _floor_quotient(self, other)),
+    broadcasts=True,
+)
+REMAINDER_SCALAR = Rule("RemainderBackward0", ((), None))  # tensor % number
+NUMBER_REMAINDER = _no_derivative("remainder")  # number % tensor
 _BINARY = {
     "add": (ADD, np.add),
     "sub": (SUB, np.subtract),
     "mul": (MUL, np.multiply),
     "div": (DIV, np.divide),
     "pow": (POW, np.power),
+    "floor_divide": (_no_derivative("floor_divide"), np.floor_divide),
+    "remainder": (REMAINDER, np.remainder),
 }
 
 POW_SCALAR = Rule(
@@ -57,7 +100,25 @@ POW_SCALAR = Rule(
         lambda ops, g, self, exponent: ops.zeros_like(g) if exponent == 0 else g * exponent * self ** (exponent - 1),
     ),
 )
-RPOW_SCALAR = Rule("PowBackward2", (("result", "base"), lambda ops, g, result, base: g * result * math.log(base)))
+
+
+def _log_number(x: float) -> float:
+    """log of a Python number, -inf at 0 and NaN below as for a tensor (math.log raises there)."""
+    if x > 0:
+        return math.log(x)
+    return -math.inf if x == 0 else math.nan
+
+
+def _number_base_grad(ops: Any, g: Any, self: Any, result: Any, base: float) -> Any:
+    """d(base ** self)/d(self) for a Python number base: 0 where base is 0 and self >= 0 (not 0 * -inf = NaN),
+    as in PyTorch; masked before multiplying by g, so a NaN in g still comes through."""
+    slope = result * _log_number(base)
+    if base == 0:
+        slope = ops.where(self >= 0, 0, slope)
+    return g * slope
+
+
+RPOW_SCALAR = Rule("PowBackward2", (("self", "result", "base"), _number_base_grad))
 RSUB_SCALAR = Rule("RsubBackward1", ((), lambda ops, g: -g))
 RECIPROCAL = Rule("ReciprocalBackward0", (("result",), lambda ops, g, result: -g * (result * result)))
 BOOL_SUBTRACTION = (
@@ -95,11 +156,17 @@ def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
         raise RuntimeError(BOOL_SUBTRACTION)
     elif name == "pow" and dtype.kind in "iu" and np.any(b._data < 0):
         raise RuntimeError(NEGATIVE_INTEGER_POWER)
+    elif name in ("floor_divide", "remainder"):
+        if dtype == bool_:
+            raise NotImplementedError(f"{name}(): not implemented for bool tensors; convert them to an integer dtype")
+        if dtype.kind in "iu" and np.any(b._data == 0):  # numpy would give 0 with a warning
+            raise RuntimeError(f"ZeroDivisionError: integer {name} by zero; divide floating tensors for inf or nan")
     return a, b, data_as(a, dtype), data_as(b, dtype)
 
 
-def _binary(name: str, a: Any, b: Any) -> Tensor:
-    rule, kernel = _BINARY[name]
+def _binary(name: str, a: Any, b: Any, rule: Rule | None = None) -> Tensor:
+    """`name`'s kernel on a and b, recorded with the op's rule from `_BINARY` unless `rule` is given."""
+    own_rule, kernel = _BINARY[name]
     x = a._data if a.__class__ is Tensor else None
     y = b._data if b.__class__ is Tensor else None
     if x is None or y is None or x.dtype != y.dtype or x.dtype.kind != "f":  # else nothing to promote
@@ -114,7 +181,7 @@ def _binary(name: str, a: Any, b: Any) -> Tensor:
         data = kernel(x, y)
     except ValueError:
         raise broadcast_error(name, x.shape, y.shape) from None
-    return record(rule, data, (a, b))
+    return record(rule or own_rule, data, (a, b))
 
 
 def add(input: Any, other: Any) -> Tensor:
@@ -131,6 +198,18 @@ def mul(input: Any, other: Any) -> Tensor:
 
 def div(input: Any, other: Any) -> Tensor:
     return _binary("div", input, other)
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    """floor(input / other), rounding toward -inf as Python's //; like PyTorch, it has no derivative."""
+    return _binary("floor_divide", input, other)
+
+
+def remainder(input: Any, other: Any) -> Tensor:
+    """input - other * floor(input / other): the result takes other's sign, as Python's %."""
+    if not isinstance(input, Tensor):
+        return _binary("remainder", input, other, NUMBER_REMAINDER)
+    return _binary("remainder", input, other, None if isinstance(other, Tensor) else REMAINDER_SCALAR)
 
 
 def rsub(input: Tensor, other: Any) -> Tensor:
@@ -225,6 +304,8 @@ METHODS = {
     "__sub__": sub, "__rsub__": rsub, "sub": sub,
     "__mul__": mul, "__rmul__": _commuted(mul), "mul": mul,
     "__truediv__": div, "__rtruediv__": rtruediv, "div": div,
+    "__floordiv__": floor_divide, "__rfloordiv__": _reflected(floor_divide), "floor_divide": floor_divide,
+    "__mod__": remainder, "__rmod__": _reflected(remainder), "remainder": remainder,
     "__pow__": pow, "__rpow__": _reflected(pow), "pow": pow,
     "__neg__": neg, "neg": neg,
     "exp": exp, "log": log, "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "reciprocal": reciprocal,
