@@ -131,7 +131,7 @@ def test_non_tensor_args_get_none_and_needs_input_grad_says_which_inputs_need_on
     assert y.grad is None
     with ag.no_grad():
         out = Mixed.apply(x, 4, y)
-    assert out.grad_fn is None and seen["needs"] == (False, False, False)
+    assert out.grad_fn is None and seen["needs"] == (True, False, False)  # as PyTorch: requires_grad, not the mode
 
 
 def test_saved_tensors_are_freed_by_a_non_retained_backward():
@@ -429,3 +429,57 @@ def test_function_instances_and_apply_on_the_base_class_are_refused():
         ScaledCube()
     with pytest.raises(RuntimeError, match="subclass of Function"):
         Function.apply(leaf((1,)))
+
+
+class _Product(ag.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y=None):
+        return x * y
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2, g * 3
+
+
+def test_a_tensor_passed_to_apply_by_keyword_is_an_input_too():
+    x = ag.tensor([1.0, 2.0], dtype=ag.float64, requires_grad=True)
+    z = ag.tensor([3.0, 4.0], dtype=ag.float64, requires_grad=True)
+    _Product.apply(x, y=z).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0] and z.grad.tolist() == [3.0, 3.0]
+
+
+class _Scaled(ag.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        return x * k
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g
+
+
+def test_a_gradient_for_an_input_that_is_not_a_tensor_is_refused():
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="returned a gradient different than None at position 2, but the "
+                                           "corresponding forward input was not a Variable"):
+        _Scaled.apply(x, 3.0).sum().backward()
+
+
+class _Passthrough(ag.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.seen = ctx.needs_input_grad
+        ctx.mark_non_differentiable(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def test_needs_input_grad_follows_requires_grad_and_a_returned_input_may_be_non_differentiable():
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    with ag.no_grad():
+        _Passthrough.apply(x)
+    y = _Passthrough.apply(x)
+    assert not y.requires_grad and y.grad_fn is None

@@ -121,7 +121,14 @@ class BackwardCFunction(FunctionCtx, Node):
             ops = self.device.ops
         out = [None] * expected
         for i, (g, (node, _)) in enumerate(zip(grads, edges)):
-            if g is None or node is None:
+            if g is None:
+                continue
+            if self._forward_inputs[i] is None:
+                raise RuntimeError(
+                    f"function {self.name()} returned a gradient different than None at position {i + 1}, but the "
+                    f"corresponding forward input was not a Variable"
+                )
+            if node is None:
                 continue
             if not isinstance(g, Tensor):
                 raise RuntimeError(
@@ -183,12 +190,14 @@ class Function:
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         if cls is Function:
             raise RuntimeError("apply() is called on a subclass of Function, e.g. MyFn.apply(x)")
+        if kwargs:  # tensors passed by keyword are inputs too, in the forward's order (as PyTorch binds them)
+            bound = inspect.signature(cls.forward).bind(None, *args, **kwargs)
+            args, kwargs = bound.args[1:], bound.kwargs
         ctx = cls._backward_cls()
-        tracking = _grad_enabled.get()
-        ctx.needs_input_grad = tuple(tracking and isinstance(a, Tensor) and a.requires_grad for a in args)
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         with no_grad():
             result = cls.forward(ctx, *args, **kwargs)
-        if not any(ctx.needs_input_grad):
+        if not (_grad_enabled.get() and any(ctx.needs_input_grad)):
             return result
         outputs = result if isinstance(result, tuple) else (result,)
         edges = tuple(gradient_edge(a) if isinstance(a, Tensor) else (None, 0) for a in args)
@@ -211,12 +220,13 @@ def _wrap_output(ctx: BackwardCFunction, output: Any, k: int, args: tuple) -> An
     if not isinstance(output, Tensor):
         return output
     dirty = any(output is t for t in ctx._dirty)
+    differentiable = output.dtype.kind in "fc" and not any(output is t for t in ctx._non_differentiable)
     if dirty:
         if output._grad_fn is None and output._requires_grad:
             raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
     elif any(output is a for a in args):
         output = Tensor(output._data, device=output._device)
-    if output.dtype.kind not in "fc" or any(output is t for t in ctx._non_differentiable):
+    if not differentiable:
         output._grad_fn = None
         return output
     output._grad_fn = ctx
