@@ -255,3 +255,32 @@ def num_workers():
             ag.set_num_workers(before)
 
     return setting
+
+
+@pytest.fixture
+def interleaved_stream_blocks():
+    """`await interleaved_stream_blocks(first, second, check)`: task A opens `actorgrad.stream(first)`, task B
+    then opens `actorgrad.stream(second)`, A closes its block while B's is open, and B calls `check()` before
+    closing its own: the order in which a per-thread current stream goes wrong if blocks restore what they saw."""
+
+    async def run(first, second, check):
+        first_open, second_open, first_closed = trio.Event(), trio.Event(), trio.Event()
+
+        async def task_a():
+            with ag.stream(first):
+                first_open.set()
+                await second_open.wait()
+            first_closed.set()
+
+        async def task_b():
+            await first_open.wait()
+            with ag.stream(second):
+                second_open.set()
+                await first_closed.wait()
+                check()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(task_a)
+            nursery.start_soon(task_b)
+
+    return run

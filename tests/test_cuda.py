@@ -175,32 +175,18 @@ def test_second_derivatives_whose_rules_build_constants_run_on_cuda(fn):
     np.testing.assert_allclose(hessian_row("cuda:0"), hessian_row("cpu"), rtol=1e-10, atol=1e-12)
 
 
-async def test_cupys_current_stream_follows_stream_blocks_closed_out_of_order():
+async def test_cupys_current_stream_follows_stream_blocks_closed_out_of_order(interleaved_stream_blocks):
     """Forward kernels queue on CuPy's current stream and nodes record actorgrad's: the two must agree, also
     after blocks of two tasks close out of order (CuPy's own `with stream:` would restore a closed block's)."""
-    import trio
-
     dev = ag.device("cuda:0")
     default = dev.current_stream()
     first, second = dev.new_stream(), dev.new_stream()
-    first_open, second_open = trio.Event(), trio.Event()
 
-    async def task_a():
-        with ag.stream(first):
-            first_open.set()
-            await second_open.wait()
+    def check():
+        assert cupy.cuda.get_current_stream().ptr == second.stream.ptr
+        assert (ag.ones(2, device=dev, requires_grad=True) * 2).grad_fn.stream is second
 
-    async def task_b():
-        await first_open.wait()
-        with ag.stream(second):
-            second_open.set()
-            await trio.sleep(0.01)
-            assert cupy.cuda.get_current_stream().ptr == second.stream.ptr
-            assert (ag.ones(2, device=dev, requires_grad=True) * 2).grad_fn.stream is second
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(task_a)
-        nursery.start_soon(task_b)
+    await interleaved_stream_blocks(first, second, check)
     assert dev.current_stream() is default and cupy.cuda.get_current_stream().ptr == default.stream.ptr
 
 

@@ -259,29 +259,17 @@ async def test_a_gradient_read_on_another_stream_lives_until_the_pass_has_synchr
     assert seen == [0, 0]
 
 
-async def test_stream_blocks_of_two_tasks_may_close_in_any_order():
+async def test_stream_blocks_of_two_tasks_may_close_in_any_order(interleaved_stream_blocks):
     """The current stream is one per thread (as CUDA's): blocks of two tasks that interleave leave it to the
     latest block still open, and to the default stream once both have closed."""
     dev = ag.device(ASYNC0)
     default = dev.current_stream()
     first, second = dev.new_stream(), dev.new_stream()
-    first_open, second_open = trio.Event(), trio.Event()
 
-    async def task_a():
-        with ag.stream(first):
-            first_open.set()
-            await second_open.wait()
-        assert dev.current_stream() is second  # the other task's block is still open
+    def check():
+        assert dev.current_stream() is second  # the other task's block closed: this one's stays current
 
-    async def task_b():
-        await first_open.wait()
-        with ag.stream(second):
-            second_open.set()
-            await trio.sleep(0.01)  # the first block closes meanwhile
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(task_a)
-        nursery.start_soon(task_b)
+    await interleaved_stream_blocks(first, second, check)
     assert dev.current_stream() is default
 
 
