@@ -308,7 +308,7 @@ class Module:
 
         Nothing is loaded when a shape mismatches or, with `strict`, when keys are missing or unexpected; the
         error lists them all, in PyTorch's words. Each tensor receives a new array, so earlier
-        `state_dict()` results keep their values.
+        `state_dict()` results keep their values, and its version goes up as after PyTorch's in-place copy.
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
@@ -338,6 +338,7 @@ class Module:
         for key, array in arrays.items():
             current = slots[key]
             current._data = current._device.asarray(array).astype(current.dtype, copy=False)  # a copy on its device
+            bump_version(current)  # PyTorch copies in place, so graphs that saved the old value refuse backward
         return _IncompatibleKeys(missing, unexpected)
 
     # -- repr --------------------------------------------------------------------------------------------------

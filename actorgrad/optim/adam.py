@@ -13,9 +13,7 @@ from actorgrad.tensor import Tensor
 
 class Adam(Optimizer):
     """m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2 (v_max = max(v_max, v) with amsgrad), then
-    p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)."""
-
-    decoupled_weight_decay = False
+    p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps); `decoupled_weight_decay` makes it AdamW."""
 
     def __init__(
         self,
@@ -26,7 +24,12 @@ class Adam(Optimizer):
         weight_decay: float = 0,
         amsgrad: bool = False,
         *,
+        foreach: bool | None = None,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+        decoupled_weight_decay: bool = False,
     ) -> None:
         check_non_negative("learning rate", lr)
         check_non_negative("epsilon value", eps)
@@ -35,7 +38,9 @@ class Adam(Optimizer):
                 raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
         check_non_negative("weight_decay value", weight_decay)
         defaults = dict(
-            lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize
+            lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+            foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
+            decoupled_weight_decay=decoupled_weight_decay,
         )
         super().__init__(params, defaults)
 
@@ -52,7 +57,7 @@ class Adam(Optimizer):
         step = state["step"]
         if group["maximize"]:
             grad = -grad
-        if weight_decay and self.decoupled_weight_decay:
+        if weight_decay and group.get("decoupled_weight_decay", False):  # absent from older checkpoints
             param *= 1 - lr * weight_decay
         elif weight_decay:
             grad = grad + weight_decay * param
@@ -74,8 +79,6 @@ class AdamW(Adam):
     """Adam with decoupled weight decay: p *= 1 - lr * weight_decay before the Adam step (Loshchilov and
     Hutter, 2019)."""
 
-    decoupled_weight_decay = True
-
     def __init__(
         self,
         params: Iterable[Any],
@@ -86,5 +89,18 @@ class AdamW(Adam):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+        super().__init__(
+            params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+            capturable=capturable, differentiable=differentiable, fused=fused, decoupled_weight_decay=True,
+        )
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Load as Adam does, keeping weight decay decoupled whatever the saved groups say (as PyTorch does)."""
+        super().load_state_dict(state_dict)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True

@@ -68,6 +68,7 @@ class Optimizer:
         if any(id(p) in seen for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
         group = {**self.defaults, **param_group, "params": params}
+        check_honoured_options(group)
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -85,7 +86,10 @@ class Optimizer:
             for group in self.param_groups:
                 for param in group["params"]:
                     if param.grad is not None:
-                        self._update(group, self._own_array(param), param.grad._data, self.state[param], param._device)
+                        state = self.state.get(param, {})  # no empty entry for a parameter whose rule keeps none
+                        self._update(group, self._own_array(param), param.grad._data, state, param._device)
+                        if state:
+                            self.state[param] = state
                         bump_version(param)
         return loss
 
@@ -131,8 +135,11 @@ class Optimizer:
         self.state = defaultdict(dict)
         for i, saved in state_dict["state"].items():
             self.state[params[i]] = _copy_state(saved, params[i])
-        for saved, group in zip(saved_groups, self.param_groups):
-            group.update({k: v for k, v in saved.items() if k != "params"})
+        # Each group's options become the saved ones (none kept from before), as PyTorch replaces them.
+        self.param_groups = [
+            {**{k: v for k, v in saved.items() if k != "params"}, "params": group["params"]}
+            for saved, group in zip(saved_groups, self.param_groups)
+        ]
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
@@ -152,6 +159,17 @@ def _copy_state(state: dict, param: Tensor | None = None) -> dict:
         k: Tensor(where.asarray(v._data).astype(param.dtype, copy=False), device=where) if isinstance(v, Tensor) else v
         for k, v in state.items()
     }
+
+
+def check_honoured_options(group: dict) -> None:
+    """Refuse PyTorch options whose promise actorgrad cannot keep, rather than silently ignore them
+    (`foreach` only picks an implementation, so any value is fine)."""
+    for name in ("fused", "capturable", "differentiable"):
+        if group.get(name):
+            raise ValueError(
+                f"actorgrad's optimizers do not support {name}={group[name]!r}; leave {name} at its default "
+                f"({None if name == 'fused' else False})"
+            )
 
 
 def check_non_negative(name: str, value: float) -> None:

@@ -24,6 +24,9 @@ class SGD(Optimizer):
         nesterov: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         check_non_negative("learning rate", lr)
         check_non_negative("momentum value", momentum)
@@ -32,7 +35,7 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(
             lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
-            maximize=maximize,
+            maximize=maximize, foreach=foreach, differentiable=differentiable, fused=fused,
         )
         super().__init__(params, defaults)
 
