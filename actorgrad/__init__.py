@@ -17,6 +17,8 @@ from actorgrad.random import Generator, initial_seed, manual_seed
 from actorgrad.scheduler import get_num_workers, profile, set_num_workers
 from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, int64, tensor
 
+bool = bool_  # PyTorch's name; left out of __all__, so that `import *` keeps the builtin
+
 __all__ = [
     "AccumulateGrad", "Device", "Generator", "Node", "Tensor", "autograd", "backward", "bool_", "device",
     "enable_grad", "float16", "float32", "float64", "functional", "get_num_workers", "grad", "initial_seed", "int32",

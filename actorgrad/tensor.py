@@ -20,6 +20,14 @@ bool_ = np.dtype(np.bool_)
 _DEFAULT_FLOAT = float32
 
 
+DETACH_VIEW = (
+    "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for "
+    "training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence detach_() "
+    "cannot be called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() function in "
+    "torch/optim/optimizer.py as the solution."
+)
+
+
 class VersionCounter:
     """How many times a storage was changed in place, shared by every tensor on it (a base, its views, its
     `detach()`), so a node that saved one of them can tell at backward that its values changed since.
@@ -165,6 +173,14 @@ class Tensor:
         out._vc = version_counter(self)
         return out
 
+    def detach_(self) -> Tensor:
+        """Cut this tensor from the graph in place: it becomes a leaf that does not require grad. A view is
+        refused, as in PyTorch, since its base's history would still run through it."""
+        if self._base is not None:
+            raise RuntimeError(DETACH_VIEW)
+        self._grad_fn, self._output_nr, self._requires_grad = None, 0, False
+        return self
+
     @property
     def _version(self) -> int:
         vc = self._vc
@@ -177,6 +193,18 @@ class Tensor:
     @property
     def data(self) -> Tensor:
         return Tensor(self._data, device=self._device)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        """Give this tensor `value`'s array (shared, any shape or dtype), unseen by autograd, as PyTorch's
+        `tensor.data = value`."""
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        self._data, self._device = value._data, value._device
+
+    def is_contiguous(self) -> bool:
+        """Whether the elements lie in memory in row-major order with no gaps (size-1 dims' strides aside)."""
+        return bool(self._data.flags.c_contiguous)
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -13,6 +13,7 @@ import numpy as np
 
 from actorgrad.devices.array_ops import reduced_axes
 from actorgrad.ops import contraction, conv, embeddings, pooling
+from actorgrad.ops.activations import relu_backward
 from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.casts import to_device
 from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, take_index
@@ -69,7 +70,7 @@ class TensorOps:
 
     @staticmethod
     def relu_grad(g: Tensor, result: Tensor) -> Tensor:
-        return g * Tensor((result._data != 0).astype(result.dtype), device=result._device)
+        return relu_backward(g, result)
 
     @staticmethod
     def log_softmax(x: Tensor, dims: tuple[int, ...]) -> Tensor:
@@ -140,7 +141,6 @@ class TensorOps:
     @staticmethod
     def pad(g: Tensor, pad_widths: tuple[int, ...]) -> Tensor:
         return pad(g, pad_widths)
-
 
     @staticmethod
     def where(condition: Tensor, x: Any, y: Any) -> Tensor:

@@ -37,10 +37,27 @@ def _silu_grad(ops: Any, g: Any, self: Any) -> Any:
     return g * s * (1 + self * (1 - s))
 
 
+def _zeros(ops: Any, g: Any) -> Any:
+    return ops.zeros_like(g)
+
+
+def _leaky_relu_grad(ops: Any, g: Any, self: Any, negative_slope: float) -> Any:
+    """`g` scaled by leaky_relu's slope at `self`; in a recorded backward, an op on `self` too, so the gradient
+    can be differentiated again (to zero there, as PyTorch's LeakyReluBackwardBackward0)."""
+    if isinstance(g, Tensor):
+        data = g._device.ops.where(self._data > 0, g._data, g._data * negative_slope)
+        return record(LEAKY_RELU_BACKWARD, data, (g, self), negative_slope=negative_slope)
+    return ops.where(self > 0, g, g * negative_slope)
+
+
 # leaky_relu's kink: at 0 the gradient is negative_slope, as in PyTorch (self > 0 picks the slope 1).
-LEAKY_RELU = Rule(
-    "LeakyReluBackward0",
-    (("self", "negative_slope"), lambda ops, g, self, negative_slope: ops.where(self > 0, g, g * negative_slope)),
+LEAKY_RELU = Rule("LeakyReluBackward0", (("self", "negative_slope"), _leaky_relu_grad))
+LEAKY_RELU_BACKWARD = Rule(
+    "LeakyReluBackwardBackward0", (("other", "negative_slope"), _leaky_relu_grad), ((), _zeros)
+)
+# relu's gradient `g` where its result is not 0, recorded on both (its gradient for the result is 0).
+THRESHOLD_BACKWARD = Rule(
+    "ThresholdBackwardBackward0", (("other",), lambda ops, g, other: ops.relu_grad(g, other)), ((), _zeros)
 )
 GELU = Rule("GeluBackward0", (("self", "approximate"), _gelu_grad))
 # Above the threshold softplus is the identity, and so is its gradient.
@@ -62,6 +79,11 @@ def _floating_data(op: str, input: Tensor, inplace: bool = False) -> np.ndarray:
         raise NotImplementedError(f"{op}(): not implemented for tensors of dtype {x.dtype}; convert to a "
                                   f"floating dtype first, e.g. input.float()")
     return x
+
+
+def relu_backward(g: Tensor, result: Tensor) -> Tensor:
+    """relu's gradient as a recorded op, for a backward with create_graph=True."""
+    return record(THRESHOLD_BACKWARD, g._device.ops.relu_grad(g._data, result._data), (g, result))
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:

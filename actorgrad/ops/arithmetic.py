@@ -22,6 +22,8 @@ __all__ = [
 
 ADD = Rule("AddBackward0", ((), None), ((), None), broadcasts=True)
 SUB = Rule("SubBackward0", ((), None), ((), lambda ops, g: -g), broadcasts=True)
+ADD_ALPHA = Rule("AddBackward0", ((), None), (("alpha",), lambda ops, g, alpha: g * alpha), broadcasts=True)
+SUB_ALPHA = Rule("SubBackward0", ((), None), (("alpha",), lambda ops, g, alpha: g * -alpha), broadcasts=True)
 MUL = Rule(
     "MulBackward0",
     (("other",), lambda ops, g, other: g * other),
@@ -184,12 +186,40 @@ def _binary(name: str, a: Any, b: Any, rule: Rule | None = None) -> Tensor:
     return record(rule or own_rule, data, (a, b))
 
 
-def add(input: Any, other: Any) -> Tensor:
+def _add(input: Any, other: Any) -> Tensor:
     return _binary("add", input, other)
 
 
-def sub(input: Any, other: Any) -> Tensor:
+def _sub(input: Any, other: Any) -> Tensor:
     return _binary("sub", input, other)
+
+
+def _scaled(rule: Rule, kernel: Any, input: Tensor, other: Any, alpha: Any) -> Tensor:
+    """`input + alpha * other` (or minus) as one node, as PyTorch records add/sub with alpha."""
+    dtype = result_type(input, other)
+    if dtype.kind in "biu" and isinstance(alpha, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    other = as_operand(other, dtype)
+    x, y = data_as(input, dtype), data_as(other, dtype)
+    try:
+        data = kernel(*kernel_operands(x, y * dtype.type(alpha)))  # alpha as a scalar: CuPy rejects host arrays
+    except ValueError:
+        raise broadcast_error(rule.name, x.shape, y.shape) from None
+    return record(rule, data, (input, other), alpha=alpha)
+
+
+def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """input + alpha * other."""
+    if alpha == 1:
+        return _binary("add", input, other)
+    return _scaled(ADD_ALPHA, np.add, input, other, alpha)
+
+
+def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """input - alpha * other."""
+    if alpha == 1:
+        return _binary("sub", input, other)
+    return _scaled(SUB_ALPHA, np.subtract, input, other, alpha)
 
 
 def mul(input: Any, other: Any) -> Tensor:
@@ -300,8 +330,8 @@ def _commuted(op: Any) -> Any:
 
 
 METHODS = {
-    "__add__": add, "__radd__": _commuted(add), "add": add,
-    "__sub__": sub, "__rsub__": rsub, "sub": sub,
+    "__add__": _add, "__radd__": _commuted(_add), "add": add,
+    "__sub__": _sub, "__rsub__": rsub, "sub": sub,
     "__mul__": mul, "__rmul__": _commuted(mul), "mul": mul,
     "__truediv__": div, "__rtruediv__": rtruediv, "div": div,
     "__floordiv__": floor_divide, "__rfloordiv__": _reflected(floor_divide), "floor_divide": floor_divide,

@@ -1,5 +1,5 @@
-"""In-place ops (add_, sub_, mul_, div_, zero_, fill_, clamp_, copy_, `tensor[index] = value`, `+=` ...) and
-their autograd.
+"""In-place ops (add_, sub_, mul_, div_, relu_, exp_, sigmoid_, tanh_, zero_, fill_, clamp_, copy_,
+`tensor[index] = value`, `+=` ...) and their autograd.
 
 An in-place op writes its result into the tensor's own array, so every view of that storage sees it, and bumps
 the storage's version counter, so a node that saved the old values refuses to run backward on the new ones.
@@ -8,7 +8,8 @@ When the op needs a gradient it rebases the tensor's history, as PyTorch does: t
 a stand-in for the tensor (its array, its grad_fn), and the node this makes becomes the tensor's grad_fn, with the
 tensor's previous grad_fn as its first edge. The stand-in gets a copy of the array when the node saves it, since
 the write would otherwise change what was saved. A leaf that requires grad, or a view of one, is refused (unless
-grad mode is off, as optimizers run).
+grad mode is off, as optimizers run); so, as in PyTorch, are a view made in no_grad mode of a tensor that requires
+grad, and a piece of split, chunk or unbind (or a view of one).
 
 A write through a view changes its base too, so, as in PyTorch, the base's history becomes a CopySlices node (the
 base's old gradient path everywhere but the view's positions, the op's node there), and every live view of the
@@ -22,6 +23,8 @@ transpose, basic indexing, expand, squeeze ...). It shares the input's version c
 from __future__ import annotations
 
 import math
+import re
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -30,17 +33,10 @@ import numpy as np
 from actorgrad.devices import is_writeable
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.node import InputMetadata
-from actorgrad.ops.arithmetic import add, div, mul, sub
+from actorgrad.ops.arithmetic import add, div, exp, mul, relu, sigmoid, sub, tanh
 from actorgrad.ops.indexing import KEPT_GRAD, on_device, parse_index, placed_index
-from actorgrad.ops.operands import (
-    SCALAR_NAMES,
-    as_operand,
-    broadcast_error,
-    category,
-    data_as,
-    kernel_operands,
-    result_type,
-)
+from actorgrad.ops.joining import MULTI_OUTPUT_VIEWS
+from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, category
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.selection import clamp
 from actorgrad.tensor import Tensor, as_array, bump_version
@@ -49,6 +45,17 @@ __all__: list[str] = []
 
 LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+NO_GRAD_VIEW = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use "
+    "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if "
+    "you want the inplace to be tracked)."
+)
+MULTI_OUTPUT = (
+    "Output {nr} of {name} is a view and {what}. This view is the output of a function that returns multiple "
+    "views. Such functions do not allow the output views to be modified inplace. You should replace the inplace "
+    "operation by an out-of-place one."
+)
 SHARED_MEMORY = (
     "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
     "Please clone() the tensor before performing the operation."
@@ -73,8 +80,6 @@ def _without_leading_ones(shape: tuple) -> tuple:
     return shape[lead:]
 
 
-ADD_ALPHA = Rule("AddBackward0", ((), None), (("alpha",), lambda ops, g, alpha: g * alpha), broadcasts=True)
-SUB_ALPHA = Rule("SubBackward0", ((), None), (("alpha",), lambda ops, g, alpha: g * -alpha), broadcasts=True)
 ZERO = Rule("ZeroBackward0", ((), _zeros))
 FILL_NUMBER = Rule("FillBackward2", ((), _zeros))
 FILL_TENSOR = Rule("FillBackward3", ((), _zeros), ((), None), broadcasts=True)
@@ -88,6 +93,17 @@ VIEW_WRITE = Rule(
     KEPT_GRAD,
     (("positions",), lambda ops, g, positions: ops.index(ops.reshape(g, (-1,)), (), (positions,))),
 )
+
+
+def _raise(ops: Any, g: Any, message: str) -> Any:
+    raise RuntimeError(message)
+
+
+# The history of a piece of a split, chunk or unbind (or a view of one) after its base changed in place: PyTorch
+# refuses to use it, here its backward does (and an in-place change of it, see `_multi_output_error`).
+INVALIDATED = Rule("torch::autograd::Error", (("message",), _raise))
+# Such a node -> the view's (output number, node name) as PyTorch's errors name them.
+INVALIDATED_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # A view's history read out of its base's: its gradient goes back to its positions in the base.
 AS_STRIDED = Rule(
     "AsStridedBackward0",
@@ -105,13 +121,46 @@ def _requires_grad(value: Any) -> bool:
     return isinstance(value, Tensor) and value.requires_grad
 
 
+def _check_grad_mode_view(self: Tensor) -> None:
+    """Refuse, with grad mode on, an in-place change of a view made in no_grad mode from a tensor that requires
+    grad (it has no history of its own), as PyTorch does."""
+    base = self._base
+    if base is not None and self._grad_fn is None and base.requires_grad:
+        raise RuntimeError(NO_GRAD_VIEW)
+
+
 def _check_rebase(self: Tensor) -> None:
     """Refuse an in-place op that needs a gradient where PyTorch refuses it."""
     if self._grad_fn is None and self._requires_grad:
         raise RuntimeError(LEAF)
     base = self._base
-    if base is not None and base._grad_fn is None and base._requires_grad:
+    if base is None:
+        return
+    error = _multi_output_error(self, base._grad_fn, "is being modified inplace")
+    if error is not None:
+        raise error
+    if base._grad_fn is None and base._requires_grad:
         raise RuntimeError(VIEW_OF_LEAF)
+
+
+def _multi_output_error(view: Tensor, base_node: Any, what: str) -> RuntimeError | None:
+    """PyTorch's error for `view` when its history from its base (whose node is `base_node`) runs through a
+    piece of a split, chunk or unbind, naming `view`'s own node as it was made; None for any other view."""
+    node = view._grad_fn
+    while node is not None and node is not base_node:
+        if node in INVALIDATED_VIEWS or node in MULTI_OUTPUT_VIEWS:
+            nr, name = _view_name(view)
+            return RuntimeError(MULTI_OUTPUT.format(nr=nr, name=name, what=what))
+        edges = node.next_functions
+        node = edges[0][0] if edges else None
+    return None
+
+
+def _view_name(view: Tensor) -> tuple[int, str]:
+    """The output number and node name (without `Backward0`) of `view` in PyTorch's graph."""
+    fn = view._grad_fn
+    return INVALIDATED_VIEWS.get(fn) or (MULTI_OUTPUT_VIEWS.get(fn, view._output_nr),
+                                         re.sub(r"Backward[0-9]+$", "", fn.name()))
 
 
 def _stand_in(self: Tensor, copy: bool) -> Tensor:
@@ -140,8 +189,9 @@ def _rebase(self: Tensor, result: Tensor) -> None:
     node.input_metadata = (InputMetadata(self._data.shape, self._data.dtype, self._device),)
     base = self._base
     if base is None:
+        old = self._grad_fn
         _move_history(self, node)
-        _refresh_views(self)
+        _refresh_views(self, old)
         return
     positions = _positions(self._data, base._data)
     keep = np.ones(base._data.shape, np.bool_)
@@ -149,19 +199,26 @@ def _rebase(self: Tensor, result: Tensor) -> None:
     inputs = (_stand_in(base, False), Tensor(self._data, grad_fn=node, device=self._device))
     merged = record(VIEW_WRITE, np.empty_like(base._data), inputs, keep=on_device(base, keep),
                     positions=on_device(base, positions))
+    old = base._grad_fn
     _move_history(base, merged._grad_fn)
-    _refresh_views(base)
+    _refresh_views(base, old)
 
 
-def _refresh_views(base: Tensor) -> None:
+def _refresh_views(base: Tensor, old: Any) -> None:
     """Give every live view of `base` a history read out of the base's new one (PyTorch regenerates a view's
-    grad_fn when its base changed)."""
+    grad_fn when its base changed); `old` is the base's node before. A piece of a split, chunk or unbind gets
+    one that raises PyTorch's error instead."""
     views = base._vc.views if base._vc is not None else None
     for view in list(views or ()):
         if view._base is base:
-            positions = _positions(view._data, base._data)
-            read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=on_device(base, positions),
-                          base_shape=base.shape)
+            error = _multi_output_error(view, old, "its base or another view of its base has been modified inplace")
+            if error is not None:
+                read = record(INVALIDATED, np.empty_like(view._data), (base,), message=str(error))
+                INVALIDATED_VIEWS[read._grad_fn] = _view_name(view)
+            else:
+                positions = _positions(view._data, base._data)
+                read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=on_device(base, positions),
+                              base_shape=base.shape)
             _move_history(view, read._grad_fn)
 
 
@@ -200,7 +257,10 @@ def _positions(view: np.ndarray, base: np.ndarray) -> np.ndarray:
 def _inplace(self: Tensor, compute: Callable[[Tensor], Tensor], operands: tuple, saves_self: bool) -> Tensor:
     """Run `compute` (the op out of place) and write its result into `self`, rebasing `self`'s history when the
     op needs a gradient. `saves_self`: the recorded node keeps `self`'s values, which must be copied first."""
-    records = _grad_enabled.get() and (self.requires_grad or any(_requires_grad(o) for o in operands))
+    grad_mode = _grad_enabled.get()
+    if grad_mode:
+        _check_grad_mode_view(self)
+    records = grad_mode and (self.requires_grad or any(_requires_grad(o) for o in operands))
     if records:
         _check_rebase(self)
         result = compute(_stand_in(self, saves_self))
@@ -224,30 +284,12 @@ def _inplace(self: Tensor, compute: Callable[[Tensor], Tensor], operands: tuple,
 
 
 # -- arithmetic ----------------------------------------------------------------------------------------------------
-def _scaled(rule: Rule, kernel: Any, input: Tensor, other: Any, alpha: Any) -> Tensor:
-    """`input + alpha * other` (or minus) as one node, as PyTorch records add/sub with alpha."""
-    dtype = result_type(input, other)
-    if dtype.kind in "biu" and isinstance(alpha, float):
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-    other = as_operand(other, dtype)
-    x, y = data_as(input, dtype), data_as(other, dtype)
-    try:
-        data = kernel(*kernel_operands(x, y * dtype.type(alpha)))  # alpha as a scalar: CuPy rejects host arrays
-    except ValueError:
-        raise broadcast_error(rule.name, x.shape, y.shape) from None
-    return record(rule, data, (input, other), alpha=alpha)
-
-
 def add_(self: Tensor, other: Any, alpha: Any = 1) -> Tensor:
-    if alpha == 1:
-        return _inplace(self, lambda s: add(s, other), (other,), False)
-    return _inplace(self, lambda s: _scaled(ADD_ALPHA, np.add, s, other, alpha), (other,), False)
+    return _inplace(self, lambda s: add(s, other, alpha=alpha), (other,), False)
 
 
 def sub_(self: Tensor, other: Any, alpha: Any = 1) -> Tensor:
-    if alpha == 1:
-        return _inplace(self, lambda s: sub(s, other), (other,), False)
-    return _inplace(self, lambda s: _scaled(SUB_ALPHA, np.subtract, s, other, alpha), (other,), False)
+    return _inplace(self, lambda s: sub(s, other, alpha=alpha), (other,), False)
 
 
 def mul_(self: Tensor, other: Any) -> Tensor:
@@ -260,6 +302,11 @@ def div_(self: Tensor, other: Any) -> Tensor:
 
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     return _inplace(self, lambda s: clamp(s, min, max), (min, max), True)
+
+
+def _unary_inplace(op: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+    """The in-place form of a unary op whose node saves its result (a new array), never `self`'s values."""
+    return lambda self: _inplace(self, op, (), False)
 
 
 # -- filling and copying -------------------------------------------------------------------------------------------
@@ -316,7 +363,10 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
             f"shape mismatch: value tensor of shape {list(written.shape)} cannot be broadcast to indexing result of "
             f"shape {list(shape)}"
         ) from None
-    records = _grad_enabled.get() and (self.requires_grad or _requires_grad(value))
+    grad_mode = _grad_enabled.get()
+    if grad_mode:
+        _check_grad_mode_view(self)
+    records = grad_mode and (self.requires_grad or _requires_grad(value))
     if records:
         _check_rebase(self)
     if advanced is None:
@@ -346,6 +396,8 @@ def _store_advanced(self: Tensor, basic: tuple, advanced: tuple, values: np.ndar
 
 METHODS = {
     "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "clamp_": clamp_, "clip_": clamp_,
+    "relu_": _unary_inplace(relu), "exp_": _unary_inplace(exp), "sigmoid_": _unary_inplace(sigmoid),
+    "tanh_": _unary_inplace(tanh),
     "zero_": zero_, "fill_": fill_, "copy_": copy_, "__setitem__": setitem,
     "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_,
 }

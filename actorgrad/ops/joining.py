@@ -6,6 +6,7 @@ PyTorch names its one multi-output node); each piece's gradient goes back throug
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -18,6 +19,17 @@ from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
 
 __all__ = ["cat", "chunk", "concat", "concatenate", "split", "stack", "unbind"]
+
+# The node of each piece of a split, chunk or unbind -> the piece's output number in PyTorch's one node. PyTorch
+# forbids changing such a piece (or a view of it) in place, and using one after its base changed in place.
+MULTI_OUTPUT_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _marked(pieces: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+    for i, piece in enumerate(pieces):
+        if piece._grad_fn is not None:
+            MULTI_OUTPUT_VIEWS[piece._grad_fn] = i
+    return pieces
 
 
 def _piece(i: int):
@@ -96,7 +108,7 @@ def _pieces(input: Tensor, dim: int, sizes: list[int], name: str) -> tuple[Tenso
     lead = (slice(None),) * dim
     ends = np.cumsum(sizes).tolist()
     rule = INDEX_RULES[name]
-    return tuple(take_index(input, lead + (slice(end - n, end),), None, rule) for n, end in zip(sizes, ends))
+    return _marked(tuple(take_index(input, lead + (slice(end - n, end),), None, rule) for n, end in zip(sizes, ends)))
 
 
 def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
@@ -135,7 +147,7 @@ def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     dim = single_dim(dim, x.ndim, "unbind")
     lead = (slice(None),) * dim
     rule = INDEX_RULES["UnbindBackward0"]
-    return tuple(take_index(input, lead + (i,), None, rule) for i in range(x.shape[dim]))
+    return _marked(tuple(take_index(input, lead + (i,), None, rule) for i in range(x.shape[dim])))
 
 
 METHODS = {"split": split, "chunk": chunk, "unbind": unbind}

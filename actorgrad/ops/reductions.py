@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import kept_max
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
@@ -115,8 +116,10 @@ def kept(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(1 if i in dims else n for i, n in enumerate(shape))
 
 
-def _reduce(rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bool, op: str):
-    x = input._data
+def _reduce(rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bool, op: str, dtype: Any):
+    """`op` over `dim`; with `dtype`, the input is cast to it first, as PyTorch does (the gradient comes back in
+    the input's dtype)."""
+    x = input._data if dtype is None else input._data.astype(dtype, copy=False)
     if dim is not None and not isinstance(dim, int) and len(dim) == 0:
         dim = None  # an empty dim list reduces every dim, as in PyTorch
     if dim is None:
@@ -129,17 +132,22 @@ def _reduce(rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bo
     return record(rule_dim, data, (input,), kept_shape=kept_shape, self_shape=x.shape, count=count)
 
 
-def sum(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    return _reduce(SUM, SUM_DIM, input, dim, keepdim, "sum")
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    return _reduce(SUM, SUM_DIM, input, dim, keepdim, "sum", dtype)
 
 
-def mean(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    if input._data.dtype.kind not in "fc":
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    if dtype is not None and np.dtype(dtype).kind not in "fc":
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. "
+            f"Got: {SCALAR_NAMES.get(np.dtype(dtype), dtype)}"
+        )
+    if dtype is None and input._data.dtype.kind not in "fc":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
             f"Got: {input._data.dtype}"
         )
-    return _reduce(MEAN, MEAN_DIM, input, dim, keepdim, "mean")
+    return _reduce(MEAN, MEAN_DIM, input, dim, keepdim, "mean", dtype)
 
 
 def _extreme(rule: Rule, kernel: Any, op: str, input: Tensor, dim: Any, keepdim: bool) -> Tensor:

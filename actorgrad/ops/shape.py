@@ -14,7 +14,7 @@ from actorgrad.tensor import Tensor
 
 __all__ = [
     "broadcast_to", "clone", "flatten", "flip", "pad", "permute", "repeat", "reshape", "roll", "squeeze",
-    "transpose", "tril", "triu", "unsqueeze",
+    "t", "transpose", "tril", "triu", "unsqueeze",
 ]
 
 
@@ -28,6 +28,7 @@ VIEW = Rule("ViewBackward0", _RESHAPE_BACK)
 TRANSPOSE = Rule(
     "TransposeBackward0", (("dim0", "dim1"), lambda ops, g, dim0, dim1: ops.swapaxes(g, dim0, dim1))
 )
+T_RULE = Rule("TBackward0", (("dims",), lambda ops, g, dims: ops.permute(g, dims)))
 PERMUTE = Rule(
     "PermuteBackward0", (("inverse",), lambda ops, g, inverse: ops.permute(g, inverse))
 )
@@ -82,6 +83,20 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
     return record(VIEW, data, (input,), self_shape=x.shape)
 
 
+VIEW_INCOMPATIBLE = (
+    "view size is not compatible with input tensor's size and stride (at least one dimension spans across two "
+    "contiguous subspaces). Use .reshape(...) instead."
+)
+
+
+def view(input: Tensor, *shape: Any) -> Tensor:
+    """`reshape` that refuses to copy: the result must share the input's memory, as PyTorch's view does."""
+    out = reshape(input, *shape)
+    if out._base is None and out._data.size:  # numpy's reshape copied: no strides give this shape in place
+        raise RuntimeError(VIEW_INCOMPATIBLE)
+    return out
+
+
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     x = input._data
     if x.ndim == 0:
@@ -106,6 +121,24 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
 def numpy_T(input: Tensor) -> Tensor:
     """`.T`: all dims reversed."""
     return permute(input, tuple(reversed(range(input.ndim))))
+
+
+def t(input: Tensor) -> Tensor:
+    """The transpose of a matrix; a tensor of fewer dims comes back as it is (PyTorch's `t()`)."""
+    x = input._data
+    if x.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+    dims = tuple(reversed(range(x.ndim)))
+    return record(T_RULE, np.transpose(x, dims), (input,), dims=dims)
+
+
+def matrix_T(input: Tensor) -> Tensor:
+    """`.mT`: the last two dims swapped, a batch of matrices transposed."""
+    if input.ndim < 2:
+        raise RuntimeError(
+            f"tensor.mT is only supported on matrices or batches of matrices. Got {input.ndim}-D tensor."
+        )
+    return transpose(input, -2, -1)
 
 
 def _expanded_shape(shape: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[int, ...]:
@@ -283,7 +316,7 @@ def to_dtype(input: Tensor, dtype: Any) -> Tensor:
 
 
 METHODS = {
-    "reshape": reshape, "view": reshape, "transpose": transpose, "permute": permute,
+    "reshape": reshape, "view": view, "transpose": transpose, "permute": permute, "t": t, "mT": property(matrix_T),
     "broadcast_to": broadcast_to, "expand": lambda self, *shape: broadcast_to(self, _shape_arg(shape)),
     "T": property(numpy_T), "flatten": flatten, "squeeze": squeeze, "unsqueeze": unsqueeze, "repeat": repeat,
     "flip": flip, "roll": roll, "tril": tril, "triu": triu, "clone": clone, "contiguous": contiguous,
