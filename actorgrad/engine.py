@@ -161,7 +161,7 @@ async def grad(
     ins = _as_inputs(inputs, "inputs")
     task = _grad_task(outputs, ins, grad_outputs, retain_graph, create_graph)
     await _run(task)
-    _commit(task.staged, create_graph)  # the gradients of non-leaves that retain theirs
+    _commit_or_stage(task, create_graph)  # the gradients of non-leaves that retain theirs
     grads = _placed(_captured_grads(task, create_graph, allow_unused), ins)
     return _materialized(grads, ins, create_graph) if materialize_grads else grads
 
@@ -289,7 +289,7 @@ def _as_new_grad(grad: Any, dtype: Any, device: Any) -> Any:
         type(grad) is device.xp.ndarray
         and grad.dtype == dtype
         and grad.base is None
-        and (device.xp is not np or grad.flags.writeable)  # a CuPy array is always writeable
+        and is_writeable(grad)
         and sys.getrefcount(grad) <= _UNSHARED_REFS
     ):
         return grad
@@ -418,7 +418,7 @@ def grad_sync(
     ins = _as_inputs(inputs, "inputs")
     task = _grad_task(outputs, ins, grad_outputs, retain_graph, create_graph)
     _run_sync(task)
-    _commit(task.staged, create_graph)  # the gradients of non-leaves that retain theirs
+    _commit_or_stage(task, create_graph)  # the gradients of non-leaves that retain theirs
     grads = _placed(_captured_grads(task, create_graph, allow_unused), ins)
     return _materialized(grads, ins, create_graph) if materialize_grads else grads
 

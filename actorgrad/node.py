@@ -87,6 +87,9 @@ class Node:
     # A FormulaNode's op-table Rule (a slot there); None elsewhere. The trace reads a node's name through it
     # where it can: an attribute instead of a call per traced node (3% of a W1 node).
     _rule: Any = None
+    # True for a node whose backward is a coroutine (an `async def` custom backward): it runs as a task of its own,
+    # on the event loop, never queued on a stream.
+    async_backward = False
 
     def name(self) -> str:
         return type(self).__name__

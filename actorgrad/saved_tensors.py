@@ -13,10 +13,8 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
-import numpy as np
-
 from actorgrad.accumulate_grad import AccumulateGrad, gradient_edge
-from actorgrad.devices import Device, cpu
+from actorgrad.devices import Device
 from actorgrad.grad_mode import no_grad
 from actorgrad.tensor import Tensor
 
@@ -67,9 +65,7 @@ class Packed:
         if self.kind == ARRAY:
             return data
         if raw:
-            if self.device is not cpu and data.__class__ is np.ndarray and not data.ndim:
-                return data.item()  # a zero-dim host array beside a GPU tensor: a Python scalar (see record)
-            return data
+            return self.device.kernel_operand(data)
         if self.kind == OUTPUT:
             return SavedOutput(data)
         node, output_nr = self.edge

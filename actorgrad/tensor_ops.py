@@ -85,11 +85,11 @@ class TensorOps:
         return Tensor((x._data == y._data).astype(x.dtype), device=x._device)
 
     @staticmethod
-    def cast(g: Tensor, dtype: Any) -> Tensor:
-        if dtype.__class__ is tuple:  # (dtype, device): see ArrayOps.cast
-            dtype, where = dtype
+    def cast(g: Tensor, target: Any) -> Tensor:
+        if target.__class__ is tuple:  # (dtype, device): see ArrayOps.cast
+            target, where = target
             g = TensorOps.to_device(g, where)
-        return g if g.dtype == dtype else to_dtype(g, dtype)
+        return g if g.dtype == target else to_dtype(g, target)
 
     @staticmethod
     def zeros_like(x: Tensor) -> Tensor:

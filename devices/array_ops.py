@@ -122,13 +122,12 @@ class ArrayOps:
     def equal_mask(x: Any, y: Any) -> Any:
         return (x == y).astype(x.dtype)
 
-    def cast(self, g: Any, dtype: Any) -> Any:
-        """`g` in `dtype`; given a `(dtype, device)` pair, on that device too (a node's gradient for a zero-dim
-        cpu input used beside tensors on another device goes back to the cpu, as in PyTorch)."""
-        if dtype.__class__ is tuple:
-            dtype, where = dtype
+    def cast(self, g: Any, target: Any) -> Any:
+        """`g` in the dtype `target`, or, for a `(dtype, device)` pair, in that dtype on that device."""
+        if target.__class__ is tuple:
+            target, where = target
             g = self.to_device(g, where)
-        return g.astype(dtype, copy=False)
+        return g.astype(target, copy=False)
 
     def zeros_like(self, x: Any) -> Any:
         return self.xp.zeros_like(x)
@@ -159,7 +158,10 @@ class ArrayOps:
         return (positions == indices) * g
 
     def where(self, condition: Any, x: Any, y: Any) -> Any:
-        """x where condition holds, else y (either may be a Python number, which keeps the other's dtype)."""
+        """x where condition holds, else y (either may be a Python number, which keeps the other's dtype). The
+        condition may be a Python bool, from comparing numbers: CuPy's where takes arrays only."""
+        if condition.__class__ is bool:
+            condition = np.bool_(condition)
         return self.xp.where(condition, x, y)
 
     def convolution(self, x: Any, weight: Any, geometry: Any) -> Any:

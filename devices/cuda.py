@@ -61,8 +61,10 @@ class CudaStream:
             self.stream = self.cupy.cuda.Stream.null if default else self.cupy.cuda.Stream(non_blocking=True)
 
     def use(self) -> None:
-        """Make this CuPy's current stream on this thread (forward ops inside `actorgrad.stream(s)` queue on it)."""
-        self.stream.use()
+        """Make this CuPy's current stream on this thread (forward ops inside `actorgrad.stream(s)` queue on it),
+        on its own GPU (the null stream names none)."""
+        with self.cupy.cuda.Device(self.device.index):
+            self.stream.use()
 
     def launch(self, kernel: Callable[[], Any]) -> Any:
         """Run `kernel` now with this stream current; its CuPy kernels queue here. Returns what it returns.

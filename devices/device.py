@@ -53,6 +53,13 @@ class Device:
             raise RuntimeError(f"device {self} has no streams: its kernels run synchronously")
         return self.streams(self, **options)
 
+    def kernel_operand(self, array: Any) -> Any:
+        """`array` as this device's kernels take it: a zero-dim host array beside GPU arrays as a Python scalar
+        (CuPy rejects host arrays, and a numpy scalar on the left of an operator would become one again)."""
+        if self.type == "cuda" and array.__class__ is np.ndarray and not array.ndim:
+            return array.item()
+        return array
+
     def asarray(self, array: Any) -> Any:
         """An array on this device holding a copy of `array`'s values (from any device)."""
         if self.type == "cuda":

@@ -48,7 +48,7 @@ async def run_graph_task(task: GraphTask) -> None:
                 for device, state in states.items():
                     await nursery.start(_dispatch_device, task, device, state, False)
                 task.queues[task.root.device].push(task, task.root, [])
-        if task.streamed is not None:  # the kernels it queued write its gradients: a cancel here skips the rest
+        if task.streamed is not None and not task.stopped:  # its kernels write its gradients: a cancel skips the rest
             await synchronize_streams(task)
     except BaseException:
         task.stopped = True

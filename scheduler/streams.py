@@ -6,7 +6,7 @@ A node on a streamed device is not run by its dispatcher: its kernel is queued o
 node's Python runs at once and its CuPy kernels queue on the stream, so the arrays it returns are its outputs, to
 be written in stream order, as in PyTorch. On a stream with its own thread (async_cpu) the dispatcher gets back at
 once arrays the kernel will fill. Each output carries its producer's stream (`task.events`, keyed by the array's
-id) until a consumer takes it, and an event recorded after the kernel when a consumer on another stream or the
+id) until each consumer has taken it, and an event recorded after the kernel when a consumer on another stream or the
 host is expected: a consumer on another stream waits for it device-side (`stream.wait_event`), a host consumer
 awaits it from trio; one on the same stream needs nothing, stream order keeps it right. A consumer that meets an
 output with no event but is not on its stream records one on the producer's stream then (later than needed, never
@@ -88,7 +88,7 @@ def grad_mode_on(fn: Callable, *args: Any) -> Any:
 
 def _carried(task: Any, grads: list, consumer: Any) -> list:
     """The events `consumer` (a stream, or None for the host) must wait for before reading `grads`: one per
-    gradient still carried from another stream (each given out once)."""
+    gradient still carried from another stream (given out once per consumer edge)."""
     events = task.events
     found = []
     for g in grads:
@@ -121,7 +121,7 @@ async def streamed_outputs(task: Any, node: Any, grads: list, device: Any, worke
     hooks = node.hooks
     awaits = hooks is not None and hooks.awaits
     if device.streams is not None and task.ops is None:
-        if not (awaits or getattr(node, "_async_backward", False)):
+        if not (awaits or node.async_backward):
             return _launch(task, node, grads, device)
         _follow_forward_stream(node, device)  # a node that awaits runs here, on the event loop
     start = perf_counter_ns()  # the host (a recorded backward runs there too)

@@ -261,3 +261,24 @@ async def test_nodes_that_await_in_a_pass_crossing_to_the_cpu(side_stream, rando
         out = loss("cuda:0")
     (got,) = await ag.grad(out, [x])
     np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-10, atol=1e-12)
+
+
+class ScaledSum(Function):
+    """sum(x * s) for a cuda x and a zero-dim cpu s: s's gradient comes back as a cuda scalar."""
+
+    @staticmethod
+    def forward(ctx, x, s):
+        ctx.save_for_backward(x)
+        return (x * s).sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * ag.ones_like(x) * 2.0, (g * x).sum()
+
+
+def test_a_functions_scalar_gradient_moves_to_its_inputs_device():
+    x = ag.tensor([1.0, 2.0], dtype=ag.float64, device="cuda", requires_grad=True)
+    s = ag.tensor(3.0, dtype=ag.float64, requires_grad=True)
+    ScaledSum.apply(x, s).backward()
+    assert s.grad.device is ag.device("cpu") and s.grad.item() == 3.0

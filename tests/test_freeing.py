@@ -100,8 +100,9 @@ def test_a_graph_that_saved_no_arrays_may_run_again_without_retain_graph(fn):
     np.testing.assert_array_equal(x.grad.numpy(), 2 * first)
 
 
-@pytest.mark.parametrize("fn", [lambda x: (x * x).sum(), lambda x: x.exp().sum(), lambda x: (x / x.sum()).sum()],
-                         ids=["mul", "exp", "div"])
+@pytest.mark.parametrize("fn", [lambda x: (x * x).sum(), lambda x: x.exp().sum(), lambda x: (x / x.sum()).sum(),
+                                lambda x: x.masked_fill(x > 2, 0.0).sum(), lambda x: x[ag.tensor([0, 2])].sum()],
+                         ids=["mul", "exp", "div", "masked_fill (a mask)", "index by a tensor (indices)"])
 def test_a_graph_that_saved_arrays_refuses_a_second_pass(fn):
     x = ag.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
     y = fn(x)

@@ -65,7 +65,6 @@ class BackwardCFunction(FunctionCtx, Node):
     """The node of one `Function.apply`, named after the Function (`MyFnBackward`); it is also the ctx."""
 
     _forward_cls: type[Function]
-    _async_backward = False
 
     def __init__(self) -> None:
         self._saved: tuple | None = ()
@@ -78,7 +77,7 @@ class BackwardCFunction(FunctionCtx, Node):
     def apply(self, grads: list, task: Any) -> Any:
         grads = self._gradients_in(grads, task.ops is not None)
         backward = self._forward_cls.backward
-        if self._async_backward:
+        if self.async_backward:
             async def run() -> tuple:
                 with set_grad_enabled(task.ops is not None), NestedIn(task):
                     result = await backward(self, *grads)
@@ -141,6 +140,8 @@ class BackwardCFunction(FunctionCtx, Node):
                     f"Function {self.name()} returned an invalid gradient at index {i} - got {list(g.shape)} "
                     f"but expected shape compatible with {list(shape)}"
                 )
+            if g._device is not device and not g.ndim:  # a scalar moves to its input's device, as in PyTorch
+                g = g.to(device)
             if g._device is not device:
                 raise RuntimeError(
                     f"Function {self.name()} returned an invalid gradient at index {i} - expected device {device} "
@@ -169,7 +170,7 @@ class Function:
         cls._backward_cls = type(
             f"{cls.__name__}Backward",
             (BackwardCFunction,),
-            {"_forward_cls": cls, "_async_backward": inspect.iscoroutinefunction(cls.backward)},
+            {"_forward_cls": cls, "async_backward": inspect.iscoroutinefunction(cls.backward)},
         )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

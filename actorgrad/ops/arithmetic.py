@@ -196,11 +196,10 @@ def _sub(input: Any, other: Any) -> Tensor:
 
 def _scaled(rule: Rule, kernel: Any, input: Tensor, other: Any, alpha: Any) -> Tensor:
     """`input + alpha * other` (or minus) as one node, as PyTorch records add/sub with alpha."""
-    dtype = result_type(input, other)
-    if dtype.kind in "biu" and isinstance(alpha, float):
+    if result_type(input, other).kind in "biu" and isinstance(alpha, float):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-    other = as_operand(other, dtype)
-    x, y = data_as(input, dtype), data_as(other, dtype)
+    input, other, x, y = _promoted("sub" if kernel is np.subtract else "add", input, other)
+    dtype = x.dtype
     try:
         data = kernel(*kernel_operands(x, y * dtype.type(alpha)))  # alpha as a scalar: CuPy rejects host arrays
     except ValueError:

@@ -321,8 +321,11 @@ def fill_(self: Tensor, value: Any) -> Tensor:
         raise RuntimeError(
             f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
         )
-    fill = value._data if value._device is self._device else value._data.item()  # from another device, as PyTorch
-    return _inplace(self, lambda s: record(FILL_TENSOR, np.full_like(s._data, fill), (s, value)), (value,), False)
+    if value._device is not self._device:  # from another device, as PyTorch: its gradient goes back there
+        value = value.to(self._device)
+    return _inplace(
+        self, lambda s: record(FILL_TENSOR, np.full_like(s._data, value._data), (s, value)), (value,), False
+    )
 
 
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:

@@ -61,6 +61,23 @@ class Rule:
 
 
 _VERSIONED = (Tensor, SavedOutput)  # the saved values whose version a node checks at backward
+
+
+class _RawArrays:
+    """Stands in a node's saved versions when it saved raw arrays (indices, a mask) but no tensor: nothing to
+    check, but the node frees them after a pass that keeps no graph, and refuses a second one, as PyTorch's."""
+
+    _vc = None
+
+
+_RAW_ARRAYS = (_RawArrays(), 0)
+
+
+def _holds_array(value: Any, array_types: tuple) -> bool:
+    """Is `value` an array, or a tuple holding one (an advanced index)?"""
+    if isinstance(value, tuple):
+        return any(isinstance(v, array_types) for v in value)
+    return isinstance(value, array_types)
 MODIFIED = (
     "one of the variables needed for gradient computation has been modified by an inplace operation: "
     "[actorgrad.{dtype} {shape}]{source} is at version {now}; expected version {saved} instead. Hint: the tensor "
@@ -126,8 +143,8 @@ class FormulaNode(Node):
                     raise _modified_error(self, value, version)
         ops = task.ops
         recorded = ops is not None
-        if not task.keep_graph and self.versions:  # it saved tensors: free them (a node that saved only numbers,
-            self.saved = None  # shapes or an index may run again, as PyTorch's may)
+        if not task.keep_graph and self.versions:  # it saved arrays: free them (a node that saved only numbers
+            self.saved = None  # and shapes may run again, as PyTorch's may)
             self.versions = ()
         g = grads[0]
         edges = self.next_functions
@@ -254,9 +271,9 @@ def record(
             if isinstance(v, _VERSIONED):
                 vc = v._vc
                 versions += (v, 0 if vc is None else vc.value)
-                v = v._data
-                if device is not cpu and v.__class__ is np.ndarray and not v.ndim:
-                    v = v.item()  # a zero-dim host array beside a GPU tensor: a Python scalar, either side of an op
+                v = v._data if device is cpu else device.kernel_operand(v._data)
+            elif not versions and _holds_array(v, (np.ndarray, device.xp.ndarray)):
+                versions += _RAW_ARRAYS
             raw.append(v)
         saved.append((i, formula, tuple(raw), tuple(values), reduce, cast))
     metadata = _output_metadata.get((shape, dtype, device))
