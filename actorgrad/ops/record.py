@@ -73,11 +73,14 @@ class _RawArrays:
 _RAW_ARRAYS = (_RawArrays(), 0)
 
 
-def _holds_array(value: Any, array_types: tuple) -> bool:
-    """Is `value` an array, or a tuple holding one (an advanced index)?"""
-    if isinstance(value, tuple):
-        return any(isinstance(v, array_types) for v in value)
-    return isinstance(value, array_types)
+def _holds_array(values: list, array_types: tuple) -> bool:
+    """Is one of `values` an array, or a tuple holding one (an advanced index)?"""
+    for value in values:
+        if isinstance(value, array_types) or (
+            value.__class__ is tuple and any(isinstance(v, array_types) for v in value)
+        ):
+            return True
+    return False
 MODIFIED = (
     "one of the variables needed for gradient computation has been modified by an inplace operation: "
     "[actorgrad.{dtype} {shape}]{source} is at version {now}; expected version {saved} instead. Hint: the tensor "
@@ -272,9 +275,9 @@ def record(
                 vc = v._vc
                 versions += (v, 0 if vc is None else vc.value)
                 v = v._data if device is cpu else device.kernel_operand(v._data)
-            elif not versions and _holds_array(v, (np.ndarray, device.xp.ndarray)):
-                versions += _RAW_ARRAYS
             raw.append(v)
+        if not versions and _holds_array(raw, (np.ndarray, device.xp.ndarray)):  # raw arrays only: indices, a mask
+            versions += _RAW_ARRAYS
         saved.append((i, formula, tuple(raw), tuple(values), reduce, cast))
     metadata = _output_metadata.get((shape, dtype, device))
     if metadata is None:
