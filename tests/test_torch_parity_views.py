@@ -209,3 +209,23 @@ def test_data_setter():
     assert y.tolist() == [1.0, 1.0] and y.grad_fn.name() == "MulBackward0"
     with pytest.raises(TypeError, match="^Variable data has to be a tensor, but got int$"):
         x.data = 5
+
+
+def test_reshape_infers_a_size_from_the_other_dims_of_an_empty_tensor():
+    assert ag.zeros(2, 0, 3).reshape(-1, 3).shape == (0, 3)
+    assert ag.zeros(0, 1, 2).flatten(1).shape == (0, 2)
+    assert ag.nn.functional.linear(ag.zeros(1, 1, 0), ag.zeros(3, 0)).shape == (1, 1, 3)
+    with pytest.raises(RuntimeError, match=r"cannot reshape tensor of 0 elements into shape \[0, -1\]"):
+        ag.zeros(0, 2).reshape(0, -1)
+
+
+def test_bce_with_logits_target_gradient_is_finite_for_very_negative_logits():
+    """d/dt = -x + (pos_weight - 1) softplus(-x): finite where log(sigmoid(x)) underflows (PyTorch's values)."""
+    x = ag.tensor([-120.0, 3.0, -800.0], dtype=ag.float64, requires_grad=True)
+    t = ag.tensor([0.3, 0.5, 0.1], dtype=ag.float64, requires_grad=True)
+    pos_weight = ag.tensor([2.0, 2.0, 2.0], dtype=ag.float64)
+    ag.nn.functional.binary_cross_entropy_with_logits(x, t, pos_weight=pos_weight).backward()
+    np.testing.assert_allclose(t.grad.numpy(), [80.0, -0.983804216142086, 533.3333333333334], rtol=1e-12)
+    t.grad = None
+    ag.nn.functional.binary_cross_entropy_with_logits(x, t).backward()
+    np.testing.assert_allclose(t.grad.numpy(), [40.0, -1.0, 266.6666666666667], rtol=1e-12)

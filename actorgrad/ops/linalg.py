@@ -123,7 +123,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     _check_same_dtype(x, w)
     common_device((input, weight) if bias is None else (input, weight, bias))
     if x.ndim != 2:
-        out = linear(input.reshape(-1, x.shape[-1]), weight, bias)
+        out = linear(input.reshape(math.prod(x.shape[:-1]), x.shape[-1]), weight, bias)  # -1: ambiguous if empty
         return out.reshape(*x.shape[:-1], w.shape[0])
     data = x @ w.T
     inputs: tuple[Tensor, ...] = (input, weight)

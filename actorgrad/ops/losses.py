@@ -242,8 +242,11 @@ def _bce_input_grad(ops: Any, g: Any, x: Any, t: Any, weight: Any, pos_weight: A
 
 
 def _bce_target_grad(ops: Any, g: Any, x: Any, weight: Any, pos_weight: Any, count: int, kept: tuple) -> Any:
-    # d/dt: -x + (pos_weight - 1) softplus(-x), with softplus(-x) = -log(sigmoid(x)).
-    return ops.reshape(g, kept) * weight * (-x - ops.log(ops.sigmoid(x)) * (pos_weight - 1)) / count
+    # d/dt: -x + (pos_weight - 1) softplus(-x), softplus(-x) as max(-x, 0) + log(1 + exp(-|x|)): log(sigmoid(x))
+    # would underflow to -inf for very negative x (and 0 * -inf is nan).
+    magnitude = ops.where(x < 0, -x, x)
+    softplus_neg = ops.where(x < 0, -x, 0.0) + ops.log(1 + ops.exp(-magnitude))
+    return ops.reshape(g, kept) * weight * (-x + softplus_neg * (pos_weight - 1)) / count
 
 
 BCE_WITH_LOGITS = Rule(

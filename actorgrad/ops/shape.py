@@ -3,6 +3,7 @@ rules."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -76,6 +77,14 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
             raise RuntimeError(f"invalid shape dimension {n} at index {i} of shape {list(target)}")
     if target.count(-1) > 1:
         raise RuntimeError(f"only one dimension can be inferred, got shape {list(target)}")
+    if -1 in target and not x.size:  # numpy cannot infer a size from 0 elements; PyTorch can, from the others
+        known = math.prod(n for n in target if n != -1)
+        if not known:
+            raise RuntimeError(
+                f"cannot reshape tensor of 0 elements into shape {list(target)} because the unspecified dimension "
+                f"size -1 can be any value and is ambiguous"
+            )
+        target = tuple(0 if n == -1 else n for n in target)
     try:
         data = x.reshape(target)
     except ValueError:
@@ -190,7 +199,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if start == end:
         return input
-    return reshape(input, x.shape[:start] + (-1,) + x.shape[end + 1:])
+    return reshape(input, x.shape[:start] + (math.prod(x.shape[start:end + 1]),) + x.shape[end + 1:])
 
 
 def squeeze(input: Tensor, dim: int | tuple[int, ...] | None = None) -> Tensor:
