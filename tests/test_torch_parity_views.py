@@ -229,3 +229,10 @@ def test_bce_with_logits_target_gradient_is_finite_for_very_negative_logits():
     t.grad = None
     ag.nn.functional.binary_cross_entropy_with_logits(x, t).backward()
     np.testing.assert_allclose(t.grad.numpy(), [40.0, -1.0, 266.6666666666667], rtol=1e-12)
+
+
+def test_a_max_pool_window_over_padding_alone_sends_no_gradient():
+    x = ag.ones(1, 1, 1, 1, dtype=ag.float64, requires_grad=True)
+    y = ag.nn.functional.max_pool2d(x, (3, 2), (3, 3), (1, 1), (1, 2), True)
+    y.sum().backward()
+    assert y.tolist() == [[[[-np.inf]]]] and x.grad.tolist() == [[[[0.0]]]]

@@ -21,12 +21,17 @@ from actorgrad.tensor import Tensor
 __all__ = ["max_pool2d"]  # avg_pool2d lives in nn.functional only, as in PyTorch
 
 
-def _unpool(ops: Any, g: Any, index: Any, self_shape: tuple) -> Any:
+def _unpool(ops: Any, g: Any, index: Any, self_shape: tuple, padding_won: Any) -> Any:
+    """Each window's gradient to the element that won it; none from a window that only padding won."""
     flat = ops.reshape(g, index.shape)
+    if padding_won is not None:
+        flat = ops.where(padding_won, 0.0, flat)
     return ops.reshape(ops.scatter_add_last(flat, index, self_shape[-2] * self_shape[-1]), self_shape)
 
 
-MAX_POOL = Rule("MaxPool2DWithIndicesBackward0", (("index", "self_shape"), _unpool), cost=input_size)
+MAX_POOL = Rule(
+    "MaxPool2DWithIndicesBackward0", (("index", "self_shape", "padding_won"), _unpool), cost=input_size
+)
 GATHER = Rule(
     "GatherBackward0", (("index", "size"), lambda ops, g, index, size: ops.scatter_add_last(g, index, size))
 )
@@ -104,7 +109,15 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     offsets = xp.asarray([(k // kw) * dh * w + (k % kw) * dw for k in range(kh * kw)])
     corners = (xp.arange(oh)[:, None] * sh - ph) * w + xp.arange(ow) * sw - pw
     index = (corners + offsets[local]).reshape(*lead, oh * ow)
-    out = record(MAX_POOL, data, (input,), index=index, self_shape=x.shape)
+    padding_won = None
+    if padded is not x:  # a window over padding alone (all -inf) is won by a padded position: it sends nothing
+        rows = xp.arange(oh)[:, None] * sh - ph + xp.asarray([(k // kw) * dh for k in range(kh * kw)])[local]
+        cols = xp.arange(ow) * sw - pw + xp.asarray([(k % kw) * dw for k in range(kh * kw)])[local]
+        outside = ((rows < 0) | (rows >= h) | (cols < 0) | (cols >= w)).reshape(*lead, oh * ow)
+        if outside.any():
+            padding_won = outside
+            index = xp.where(outside, 0, index)
+    out = record(MAX_POOL, data, (input,), index=index, self_shape=x.shape, padding_won=padding_won)
     return (out, Tensor(index.reshape(data.shape), device=input._device)) if return_indices else out
 
 
