@@ -220,6 +220,8 @@ def randint(
     _check_device(device)
     if size is None and isinstance(high, Sequence):
         low, high, size = 0, low, high
+    elif high is None and low is not None:  # randint(high, size=...)
+        low, high = 0, low
     if low is None:
         low = 0
     if high is None or size is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -258,6 +259,26 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
+    def __iter__(self) -> Iterator[Tensor]:
+        """The sub-tensors along the first dim (a 0-d tensor has none to give: PyTorch's TypeError)."""
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __contains__(self, element: Any) -> bool:
+        """`element in t`: does any element equal it (a number or a tensor), as in PyTorch."""
+        if not isinstance(element, Tensor | int | float | bool):
+            raise RuntimeError(
+                f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}."
+            )
+        return bool((self == element)._data.any())
+
+    def __format__(self, spec: str) -> str:
+        """A 0-d tensor formats as its value (`f"{loss:.4f}"`), as in PyTorch; others as their repr."""
+        if self._data.ndim == 0:
+            return self._data.item().__format__(spec)
+        return object.__format__(self, spec)
+
     def __bool__(self) -> bool:
         if self._data.size != 1:
             count = "no values" if self._data.size == 0 else "more than one value"
@@ -346,6 +367,8 @@ def as_array(data: Any, dtype: Any = None) -> Any:
         return data._data.astype(data._data.dtype if dtype is None else np.dtype(dtype))  # astype copies
     if isinstance(data, np.ndarray | np.generic):
         return np.array(data, dtype=None if dtype is None else np.dtype(dtype))
+    if isinstance(data, list | tuple) and any(isinstance(v, Tensor) for v in data):
+        return _from_tensors(data, dtype)
     array = np.array(data)  # read without `dtype` first: numpy would silently read None as nan for a float dtype
     if array.dtype.kind == "O":  # None or an object numpy cannot read as a number: PyTorch's RuntimeError
         raise RuntimeError(
@@ -357,6 +380,21 @@ def as_array(data: Any, dtype: Any = None) -> Any:
     if dtype is not None:
         return array.astype(np.dtype(dtype))
     return array.astype(_DEFAULT_FLOAT) if array.dtype == float64 else array
+
+
+def _from_tensors(data: list | tuple, dtype: Any) -> np.ndarray:
+    """A list holding one-element tensors (and numbers), as PyTorch takes it: their values, in their dtype
+    promoted with the numbers' (a float32 tensor beside a Python int stays float32)."""
+    values = []
+    for v in data:
+        if isinstance(v, Tensor):
+            if v._data.size != 1:
+                raise ValueError("only one element tensors can be converted to Python scalars")
+            v = cpu.asarray(v._data).reshape(())
+        values.append(v)
+    found = np.result_type(*values)
+    return np.array([np.asarray(v).item() if isinstance(v, np.ndarray) else v for v in values],
+                    dtype=found if dtype is None else np.dtype(dtype))
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:

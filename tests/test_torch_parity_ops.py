@@ -181,3 +181,23 @@ def test_pow_gradients_where_base_or_exponent_is_zero():
     assert ag.autograd.gradcheck(lambda e: 0**e, (_leaf([0.5, 1.0, 2.5]),), **FD)
     assert ag.autograd.gradgradcheck(lambda e: 2.5**e, (_leaf([-1.0, 0.5, 2.0]),), **FD)
     assert ag.autograd.gradgradcheck(lambda a, b: a**b, (_leaf([0.5, 1.5, 2.0]), _leaf([0.7, 2.0, -1.3])), **FD)
+
+
+def test_python_protocols_on_tensors_as_in_pytorch():
+    t = ag.tensor([[1, 2], [3, 4]])
+    assert 2 in t and 7 not in t
+    assert [row.tolist() for row in t] == [[1, 2], [3, 4]]
+    with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
+        list(ag.tensor(1.0))
+    assert f"{ag.tensor(1.2345):.2f}" == "1.23" and f"{ag.tensor(3)}" == "3"
+    assert f"{t}" == repr(t)
+
+
+def test_tensor_of_a_list_of_tensors_and_randint_with_size_by_keyword():
+    assert ag.tensor([ag.tensor(1.0), ag.tensor(2.0)]).tolist() == [1.0, 2.0]
+    mixed = ag.tensor([ag.tensor(1), 2])
+    assert mixed.tolist() == [1, 2] and mixed.dtype == ag.int64
+    assert ag.tensor([ag.tensor(1.5, dtype=ag.float64)]).dtype == ag.float64
+    with pytest.raises(ValueError, match="only one element tensors"):
+        ag.tensor([ag.ones(2)])
+    assert ag.randint(10, size=(3,)).shape == (3,)
