@@ -334,30 +334,96 @@ def bump_version(t: Tensor) -> None:
     last_change[0] = next(_stamps)
 
 
-def _format_values(data: np.ndarray) -> str:
-    if data.dtype.kind == "f" and data.size:
-        finite = data[np.isfinite(data)]
-        if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
-            formatter = {"float_kind": lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)}
-        else:
-            formatter = {"float_kind": lambda v: f"{v:.4f}" if np.isfinite(v) else str(v)}
-        return np.array2string(data, separator=", ", formatter=formatter, prefix="tensor(")
-    return np.array2string(data, separator=", ", prefix="tensor(")
+# Torch's print options: tensors over _THRESHOLD elements show only _EDGE items at each end of every axis, and
+# rows wrap at _LINEWIDTH characters.
+_THRESHOLD, _EDGE, _LINEWIDTH = 1000, 3, 80
+_PREFIX = "tensor("
+
+
+def _edges(data: np.ndarray) -> np.ndarray:
+    """The elements a summarized tensor shows, so the shared width is measured on what is printed."""
+    for axis, n in enumerate(data.shape):
+        if n > 2 * _EDGE:
+            data = np.take(data, [*range(_EDGE), *range(n - _EDGE, n)], axis=axis)
+    return data
+
+
+def _whole(v: float) -> str:
+    """A whole float as torch prints it, `3.`, so it still reads as a float; nan and inf stay bare."""
+    return f"{v:.0f}." if np.isfinite(v) else f"{v:.0f}"
+
+
+def _element_format(data: np.ndarray) -> tuple[Any, int]:
+    """One format for every element and the width they are right-aligned to, chosen as torch does: floats print
+    as `1.` when all finite nonzero values are whole, `%.4e` when their magnitudes span over 1000x or leave
+    [1e-4, 1e8], else `%.4f`; the width ignores zeros and non-finite values."""
+    if data.dtype.kind != "f":
+        return str, max(len(str(v)) for v in data.ravel().tolist())
+    values = data[np.isfinite(data) & (data != 0)].astype(np.float64)
+    if not values.size:
+        return _whole, 1
+    magnitudes = np.abs(values)
+    low, high = magnitudes.min(), magnitudes.max()
+    if high / low > 1000 or high > 1e8 or low < 1e-4:
+        text = "{:.4e}".format
+    elif np.all(values == np.ceil(values)):
+        text = _whole
+    else:
+        text = "{:.4f}".format
+    return text, max(len(text(v)) for v in values.tolist())
+
+
+def _format_values(data: np.ndarray, text: Any, width: int, indent: int, summarize: bool) -> str:
+    """`data` nested in brackets; `indent` is the column its opening bracket sits in."""
+    if data.ndim == 0:
+        return text(data.item()).rjust(width)
+    cut = summarize and len(data) > 2 * _EDGE
+    if data.ndim == 1:
+        items = [text(v).rjust(width) for v in data.tolist()]
+        if cut:
+            items[_EDGE:-_EDGE] = [" ..."]
+        per_line = max(1, (_LINEWIDTH - indent) // (width + 2))
+        lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
+        return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+    rows = [_format_values(row, text, width, indent + 1, summarize) for row in data]
+    if cut:
+        rows[_EDGE:-_EDGE] = ["..."]
+    return "[" + ("," + "\n" * (data.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
 
 
 def _format_tensor(t: Tensor) -> str:
     data = t._data
-    extras = []
+    suffixes = []
     if t._device is not cpu:
-        extras.append(f"device='{t._device}'")
+        suffixes.append(f"device='{t._device}'")
         data = cpu.asarray(data)
-    if data.dtype not in (_DEFAULT_FLOAT, int64, bool_):
-        extras.append(f"dtype=actorgrad.{data.dtype}")
+    if data.size:
+        summarize = data.size > _THRESHOLD
+        element_text, width = _element_format(_edges(data) if summarize else data)
+        text = _PREFIX + _format_values(data, element_text, width, len(_PREFIX), summarize)
+        shown_dtypes = (_DEFAULT_FLOAT, int64, bool_)
+    else:
+        # No values show the shape or whether it holds ints or bools, so those are named.
+        text = _PREFIX + "[]"
+        if data.ndim != 1:
+            suffixes.append(f"size={data.shape}")
+        shown_dtypes = (_DEFAULT_FLOAT,)
+    if data.dtype not in shown_dtypes:
+        suffixes.append(f"dtype=actorgrad.{data.dtype}")
     if t._grad_fn is not None:
-        extras.append(f"grad_fn=<{t._grad_fn.name()}>")
+        suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
     elif t._requires_grad:
-        extras.append("requires_grad=True")
-    return "tensor(" + ", ".join([_format_values(data), *extras]) + ")"
+        suffixes.append("requires_grad=True")
+    # A suffix that would run past the line width starts a new line, indented under the first value.
+    line = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if line + len(suffix) + 2 > _LINEWIDTH:
+            text += ",\n" + " " * len(_PREFIX) + suffix
+            line = len(_PREFIX) + len(suffix)
+        else:
+            text += ", " + suffix
+            line += len(suffix) + 2
+    return text + ")"
 
 
 def as_array(data: Any, dtype: Any = None) -> Any:
