@@ -5,6 +5,8 @@ The entry points that run the engine are awaitable (`await actorgrad.backward(..
 `actorgrad.autograd.grad(...)`).
 """
 
+import numpy as np
+
 from actorgrad import autograd, creation, ops
 from actorgrad.accumulate_grad import AccumulateGrad
 from actorgrad.creation import *  # noqa: F403
@@ -17,13 +19,15 @@ from actorgrad.random import Generator, initial_seed, manual_seed
 from actorgrad.scheduler import get_num_workers, profile, set_num_workers
 from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, int64, tensor
 
-bool = bool_  # PyTorch's name; left out of __all__, so that `import *` keeps the builtin
+uint8, int8, int16 = np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.int16)
+# PyTorch's names; left out of __all__, so that `import *` keeps the builtins
+bool, float, double, half, long, int = bool_, float32, float64, float16, int64, int32
 
 __all__ = [
     "AccumulateGrad", "Device", "Generator", "Node", "Tensor", "autograd", "backward", "bool_", "device",
-    "enable_grad", "float16", "float32", "float64", "functional", "get_num_workers", "grad", "initial_seed", "int32",
-    "int64",    "is_grad_enabled", "manual_seed", "nn", "no_grad", "ops", "optim", "profile", "set_grad_enabled",
-    "set_num_workers", "stream", "tensor", "utils",
+    "enable_grad", "float16", "float32", "float64", "functional", "get_num_workers", "grad", "initial_seed", "int8",
+    "int16", "int32", "int64", "is_grad_enabled", "manual_seed", "nn", "no_grad", "ops", "optim", "profile",
+    "set_grad_enabled", "set_num_workers", "stream", "tensor", "uint8", "utils",
     *ops.__all__, *creation.__all__,
 ]
 

@@ -50,6 +50,19 @@ def _shape(op: str, size: tuple) -> tuple[int, ...]:
     return shape
 
 
+def _size(op: str, args: tuple, size: Any) -> tuple[int, ...]:
+    """The shape from `f(2, 3)`, `f((2, 3))` or `f(size=(2, 3))`; PyTorch has no default size."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{op}() got multiple values for argument 'size'")
+        if not isinstance(size, Sequence | np.ndarray):
+            raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+        args = (size,)
+    if not args:
+        raise TypeError(f'{op}() missing 1 required positional arguments: "size"; for a 0-d tensor pass size=()')
+    return _shape(op, args)
+
+
 def _check_storage(op: str, shape: tuple[int, ...]) -> None:
     """Sizes whose bytes overflow an index get PyTorch's RuntimeError (numpy raises ValueError, "too big")."""
     if math.prod(shape) > sys.maxsize // 8:
@@ -76,19 +89,25 @@ def _leaf(data: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:
 
 
 # -- constants ---------------------------------------------------------------------------------------------------
-def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+def zeros(
+    *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
     _check_device(device)
-    return _leaf(np.zeros(_shape("zeros", size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
+    return _leaf(np.zeros(_size("zeros", args, size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
 
 
-def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+def ones(
+    *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
     _check_device(device)
-    return _leaf(np.ones(_shape("ones", size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
+    return _leaf(np.ones(_size("ones", args, size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
 
 
-def empty(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+def empty(
+    *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
     _check_device(device)
-    return _leaf(np.empty(_shape("empty", size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
+    return _leaf(np.empty(_size("empty", args, size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
 
 
 def _fill_dtype(fill_value: Any) -> np.dtype:
@@ -189,21 +208,24 @@ def _draw(sample: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 
 
 def rand(
-    *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
+    *args: Any, size: Sequence[int] | None = None, generator: Generator | None = None, dtype: Any = None,
+    requires_grad: bool = False, device: Any = None,
 ) -> Tensor:
     """Uniform samples from [0, 1)."""
     _check_device(device)
     rng = numpy_generator(generator)
-    return _leaf(_draw(rng.random, _shape("rand", size), _float_dtype("rand", dtype)), requires_grad, device)
+    return _leaf(_draw(rng.random, _size("rand", args, size), _float_dtype("rand", dtype)), requires_grad, device)
 
 
 def randn(
-    *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
+    *args: Any, size: Sequence[int] | None = None, generator: Generator | None = None, dtype: Any = None,
+    requires_grad: bool = False, device: Any = None,
 ) -> Tensor:
     """Samples from the standard normal distribution."""
     _check_device(device)
     rng = numpy_generator(generator)
-    return _leaf(_draw(rng.standard_normal, _shape("randn", size), _float_dtype("randn", dtype)), requires_grad, device)
+    draws = _draw(rng.standard_normal, _size("randn", args, size), _float_dtype("randn", dtype))
+    return _leaf(draws, requires_grad, device)
 
 
 def randint(

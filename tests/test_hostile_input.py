@@ -455,7 +455,7 @@ def test_indexing_with_any_index_matches_numpy_or_is_an_index_error(shape, index
 @given(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4),
        st.lists(st.integers(-3, 6), min_size=0, max_size=3))
 def test_reshape_to_any_shape_matches_numpy_or_refuses(shape, target):
-    x = ag.zeros(*shape, dtype=ag.float64, requires_grad=True)
+    x = ag.zeros(shape, dtype=ag.float64, requires_grad=True)
     valid = target.count(-1) <= 1 and all(n >= -1 for n in target)
     try:
         expected = np.zeros(shape).reshape(target).shape if valid else None

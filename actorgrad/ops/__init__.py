@@ -25,6 +25,7 @@ FAMILY_NAMES = (
     "normalization",
     "operands",
     "pooling",
+    "properties",
     "reductions",
     "regularization",
     "selection",

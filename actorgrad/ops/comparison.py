@@ -1,4 +1,5 @@
-"""Comparisons, logical and bitwise ops, and value tests (isnan, isinf, isfinite).
+"""Comparisons, logical and bitwise ops, value tests (isnan, isinf, isfinite), closeness tests (isclose,
+allclose, equal) and the any/all reductions.
 
 They give bool (or, for bitwise ops on integers, integer) tensors with no grad_fn: nothing flows back through
 them. Operands broadcast, meet in PyTorch's promoted dtype, and may be Python numbers on either side.
@@ -10,13 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.operands import as_operand, broadcast_error, data_as, kernel_operands, result_type
+from actorgrad.ops.operands import SCALAR_NAMES, as_operand, broadcast_error, data_as, kernel_operands, result_type
 from actorgrad.ops.record import common_device
+from actorgrad.ops.reductions import one_dim, reduced_dims
 from actorgrad.tensor import Tensor, bool_
 
 __all__ = [
-    "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "eq", "ge", "gt", "isfinite", "isinf", "isnan", "le",
-    "logical_and", "logical_not", "logical_or", "logical_xor", "lt", "ne",
+    "all", "allclose", "any", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "eq", "equal", "ge", "gt",
+    "isclose", "isfinite", "isinf", "isnan", "le", "logical_and", "logical_not", "logical_or", "logical_xor", "lt",
+    "ne",
 ]
 
 OPERAND = Tensor | bool | int | float | np.ndarray | np.generic
@@ -120,6 +123,47 @@ def isfinite(input: Tensor) -> Tensor:
     return _value_test(np.isfinite, True, input)
 
 
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """`|input - other| <= atol + rtol * |other|`, elementwise; as in PyTorch, both tensors of one dtype."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    x, y = input._data, other._data
+    if x.dtype != y.dtype:
+        names = (SCALAR_NAMES.get(dtype, str(dtype)) for dtype in (x.dtype, y.dtype))
+        raise RuntimeError(f"isclose(): {next(names)} did not match {next(names)}; cast one with .to(other.dtype)")
+    where = common_device((input, other))
+    try:
+        close = where.xp.isclose(*kernel_operands(x, y), rtol=rtol, atol=atol, equal_nan=equal_nan)
+    except ValueError:
+        raise broadcast_error("isclose", x.shape, y.shape) from None
+    return Tensor(close, device=where)
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """Same shape and equal values (of any dtypes); a NaN equals nothing."""
+    return input.shape == other.shape and bool(eq(input, other)._data.all())
+
+
+def _truth_reduction(op: str, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    """`op` ("any" or "all") over `dim`: bool, but uint8 for a uint8 input, as in PyTorch."""
+    x = input._data
+    dims = reduced_dims(dim, x.ndim, op) if x.ndim else one_dim(0 if dim is None else dim, 0, op)
+    out = getattr(x, op)(axis=dims, keepdims=keepdim)
+    return Tensor(out.astype(np.uint8) if x.dtype == np.uint8 else out, device=input._device)
+
+
+def any(input: Tensor, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor:
+    return _truth_reduction("any", input, dim, keepdim)
+
+
+def all(input: Tensor, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor:
+    return _truth_reduction("all", input, dim, keepdim)
+
+
 def _operator(op: Any) -> Any:
     """The operator form: an operand of another type gives NotImplemented, so `tensor == None` is False."""
     def method(self: Tensor, other: Any) -> Any:
@@ -145,4 +189,5 @@ METHODS: dict[str, Any] = {
     "__rxor__": _reflected_operator(bitwise_xor), "__invert__": bitwise_not,
     "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite,
+    "isclose": isclose, "allclose": allclose, "equal": equal, "any": any, "all": all,
 }
