@@ -9,7 +9,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import TypeVar
+from typing import Any, TypeVar
 
 _grad_enabled: ContextVar[bool] = ContextVar("actorgrad_grad_enabled", default=True)
 
@@ -18,6 +18,16 @@ F = TypeVar("F", bound=Callable)
 
 def is_grad_enabled() -> bool:
     return _grad_enabled.get()
+
+
+def grad_mode_on(fn: Callable, *args: Any) -> Any:
+    """`fn(*args)` with grad mode on: a recorded pass's sums are ops of the graph it records, whatever mode its
+    caller is in (PyTorch's engine runs a create_graph pass with grad mode on)."""
+    token = _grad_enabled.set(True)
+    try:
+        return fn(*args)
+    finally:
+        _grad_enabled.reset(token)
 
 
 class _GradMode:

@@ -459,7 +459,7 @@ def _from_tensors(data: list | tuple, dtype: Any) -> np.ndarray:
             v = cpu.asarray(v._data).reshape(())
         values.append(v)
     found = np.result_type(*values)
-    return np.array([np.asarray(v).item() if isinstance(v, np.ndarray) else v for v in values],
+    return np.array([v.item() if isinstance(v, np.ndarray) else v for v in values],
                     dtype=found if dtype is None else np.dtype(dtype))
 
 

@@ -142,8 +142,8 @@ async def _serve(task: GraphTask, device: Any, state: DeviceState, push_root: bo
                 if owner.streamed is None:  # a worker takes it when one is free (one would not await its events)
                     heappush(queue.waiting_heavy, entry)
                     continue
+            del entry  # its gradients go with the node: nothing here may keep them alive across an await
             if owner.streamed is not None:
-                del entry
                 if owner is task:
                     await run_streamed(owner, node, grads, device)
                 else:  # another pass's node may await its events

@@ -15,9 +15,10 @@ from typing import Any
 
 import trio
 
+from actorgrad.grad_mode import grad_mode_on
 from actorgrad.hooks import run_steps, run_steps_async
 from actorgrad.scheduler.input_buffer import InputBuffer
-from actorgrad.scheduler.streams import DeferredInputBuffer, carry_outputs, grad_mode_on
+from actorgrad.scheduler.streams import DeferredInputBuffer, carry_outputs
 from actorgrad.scheduler.workers import HEAVY_NODE_NS, blas_threads
 
 _task_ids = itertools.count(1)

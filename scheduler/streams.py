@@ -18,7 +18,6 @@ Passes on the CPU alone never come here: the dispatcher tests `task.streamed` on
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextlib import contextmanager
 from time import perf_counter_ns
 from typing import Any
@@ -26,7 +25,7 @@ from typing import Any
 import trio
 
 from actorgrad.devices.events import wait_async
-from actorgrad.grad_mode import _grad_enabled
+from actorgrad.grad_mode import grad_mode_on
 from actorgrad.scheduler.input_buffer import InputBuffer
 from actorgrad.scheduler.trace import WaitEvent
 
@@ -74,16 +73,6 @@ class DeferredInputBuffer(InputBuffer):
 
 def resolved(grads: list) -> list:
     return [g.total() if g.__class__ is PendingSum else g for g in grads]
-
-
-def grad_mode_on(fn: Callable, *args: Any) -> Any:
-    """`fn(*args)` with grad mode on: a recorded pass's sums are ops of the graph it records, whatever mode its
-    caller is in (PyTorch's engine runs a create_graph pass with grad mode on)."""
-    token = _grad_enabled.set(True)
-    try:
-        return fn(*args)
-    finally:
-        _grad_enabled.reset(token)
 
 
 def _carried(task: Any, grads: list, consumer: Any) -> list:

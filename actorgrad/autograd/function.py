@@ -20,7 +20,6 @@ from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.grad_mode import _grad_enabled, no_grad, set_grad_enabled
 from actorgrad.node import InputMetadata, Node
 from actorgrad.ops.record import SECOND_BACKWARD, _modified_error
-from actorgrad.scheduler.graph_task import NestedIn
 from actorgrad.tensor import Tensor
 
 __all__ = ["BackwardCFunction", "Function", "FunctionCtx", "once_differentiable"]
@@ -79,12 +78,12 @@ class BackwardCFunction(FunctionCtx, Node):
         backward = self._forward_cls.backward
         if self.async_backward:
             async def run() -> tuple:
-                with set_grad_enabled(task.ops is not None), NestedIn(task):
+                with set_grad_enabled(task.ops is not None), task.nested():
                     result = await backward(self, *grads)
                 return self._gradients_out(result, task)
 
             return task.run_async(self, run)
-        with set_grad_enabled(task.ops is not None), NestedIn(task):
+        with set_grad_enabled(task.ops is not None), task.nested():
             result = backward(self, *grads)
         return self._gradients_out(result, task)
 

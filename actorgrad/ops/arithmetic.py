@@ -194,14 +194,15 @@ def _sub(input: Any, other: Any) -> Tensor:
     return _binary("sub", input, other)
 
 
-def _scaled(rule: Rule, kernel: Any, input: Tensor, other: Any, alpha: Any) -> Tensor:
+def _scaled(name: str, rule: Rule, input: Tensor, other: Any, alpha: Any) -> Tensor:
     """`input + alpha * other` (or minus) as one node, as PyTorch records add/sub with alpha."""
     if result_type(input, other).kind in "biu" and isinstance(alpha, float):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-    input, other, x, y = _promoted("sub" if kernel is np.subtract else "add", input, other)
-    dtype = x.dtype
+    input, other, x, y = _promoted(name, input, other)
+    where = input._device if input._device is not cpu else other._device  # a zero-dim cpu input meets any device
+    kernel = getattr(where.xp, _BINARY[name][1].__name__)
     try:
-        data = kernel(*kernel_operands(x, y * dtype.type(alpha)))  # alpha as a scalar: CuPy rejects host arrays
+        data = kernel(*kernel_operands(x, y * x.dtype.type(alpha)))  # alpha as a scalar: CuPy rejects host arrays
     except ValueError:
         raise broadcast_error(rule.name, x.shape, y.shape) from None
     return record(rule, data, (input, other), alpha=alpha)
@@ -211,14 +212,14 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input + alpha * other."""
     if alpha == 1:
         return _binary("add", input, other)
-    return _scaled(ADD_ALPHA, np.add, input, other, alpha)
+    return _scaled("add", ADD_ALPHA, input, other, alpha)
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input - alpha * other."""
     if alpha == 1:
         return _binary("sub", input, other)
-    return _scaled(SUB_ALPHA, np.subtract, input, other, alpha)
+    return _scaled("sub", SUB_ALPHA, input, other, alpha)
 
 
 def mul(input: Any, other: Any) -> Tensor:

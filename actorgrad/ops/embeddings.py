@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.record import MIXED_DEVICES, Rule, record
+from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.tensor import Tensor
 
 __all__ = ["embedding"]
@@ -31,8 +31,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     """max_norm, scale_grad_by_freq and sparse gradients are not supported by actorgrad."""
     if max_norm is not None or scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not supported by actorgrad")
-    if input._device is not weight._device:  # as PyTorch, even for zero-dim cpu indices
-        raise RuntimeError(MIXED_DEVICES.format(weight._device, input._device))
+    same_device(weight, input)  # as PyTorch, even for zero-dim cpu indices
     idx, w = input._data, weight._data
     if idx.dtype.kind not in "iu":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "

@@ -14,7 +14,7 @@ import numpy as np
 
 from actorgrad.ops.indexing import INDEX_RULES, take_index
 from actorgrad.ops.operands import common_dtype
-from actorgrad.ops.record import MIXED_DEVICES, Rule, record
+from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
 
@@ -49,10 +49,7 @@ def _tensor_list(tensors: Sequence[Tensor], op: str) -> list[Tensor]:
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): expected a list of Tensors, got {type(t).__name__} at position {i}")
-    first = tensors[0]._device
-    for t in tensors:  # before any other check, as in PyTorch, which exempts no zero-dim cpu tensor here
-        if t._device is not first:
-            raise RuntimeError(MIXED_DEVICES.format(first, t._device))
+    same_device(*tensors)  # before any other check, as in PyTorch, which exempts no zero-dim cpu tensor here
     return tensors
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from actorgrad.devices import Device
 from actorgrad.ops.arithmetic import mul
-from actorgrad.ops.record import MIXED_DEVICES, Rule, common_device, record
+from actorgrad.ops.record import Rule, common_device, record, same_device
 from actorgrad.ops.reductions import log_softmax
 from actorgrad.ops.selection import where
 from actorgrad.tensor import Tensor
@@ -37,14 +37,6 @@ NLL_LOSS_2D = Rule("NllLoss2DBackward0", *NLL_LOSS.grads)
 def _check_reduction(reduction: str) -> None:
     if reduction not in REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
-
-
-def _check_same_device(input: Tensor, *others: Tensor | None) -> None:
-    """PyTorch's check for the class-index losses, which are not elementwise: a zero-dim cpu target is refused
-    beside a cuda input too."""
-    for t in others:
-        if t is not None and t._device is not input._device:
-            raise RuntimeError(MIXED_DEVICES.format(input._device, t._device))
 
 
 def _data_on(device: Device, t: Tensor) -> Any:
@@ -108,7 +100,7 @@ def _reduce_weighted(losses: np.ndarray, picked: np.ndarray, reduction: str) -> 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
              reduction: str = "mean") -> Tensor:
     _check_reduction(reduction)
-    _check_same_device(input, target, weight)
+    same_device(input, target, weight)
     x = input._data
     if x.ndim == 0:
         raise RuntimeError("nll_loss: input tensor should be 1D or more, got a 0-d tensor")
@@ -136,7 +128,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    _check_same_device(input, target, weight)
+    same_device(input, target, weight)
     axis = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, axis)
     if target._data.dtype.kind == "f":

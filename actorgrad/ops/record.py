@@ -194,6 +194,14 @@ def common_device(inputs: tuple[Tensor, ...]) -> Device:
     return next(iter(placed), cpu)
 
 
+def same_device(first: Tensor, *others: Tensor | None) -> None:
+    """PyTorch's strict check, for ops that are not elementwise (joins, class-index losses, embeddings): every
+    tensor given on `first`'s device, a zero-dim cpu tensor too."""
+    for t in others:
+        if t is not None and t._device is not first._device:
+            raise RuntimeError(MIXED_DEVICES.format(first._device, t._device))
+
+
 # (shape, dtype, device) -> a node's metadata for an output of that kind: ops make outputs of a few kinds again and
 # again, and building the named tuple cost more than finding it (it is immutable, so nodes can share it).
 _output_metadata: dict = {}
