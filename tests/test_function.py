@@ -483,3 +483,27 @@ def test_needs_input_grad_follows_requires_grad_and_a_returned_input_may_be_non_
         _Passthrough.apply(x)
     y = _Passthrough.apply(x)
     assert not y.requires_grad and y.grad_fn is None
+
+
+def test_vjp_is_backward_by_another_name_and_defining_both_is_refused_at_backward():
+    class Tripled(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3
+
+        @staticmethod
+        def vjp(ctx, g):
+            return g * 3
+
+    x = leaf((2,))
+    Tripled.apply(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+
+    class Both(Tripled):
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    y = Both.apply(x).sum()
+    with pytest.raises(RuntimeError, match="Implementing both 'backward' and 'vjp' for a custom Function is not"):
+        y.backward()

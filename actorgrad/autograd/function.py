@@ -1,5 +1,6 @@
 """Custom Functions: `class MyFn(Function)` with static `forward(ctx, ...)` and `backward(ctx, *grads)`, used as
-`MyFn.apply(...)`, as in PyTorch.
+`MyFn.apply(...)`, as in PyTorch. PyTorch 2's other style works too: `forward(*args)` without ctx plus a static
+`setup_context(ctx, inputs, output)`, which gets the positional inputs (defaults filled in) and forward's result.
 
 The ctx is the backward node itself (an instance of `MyFnBackward`, made for each Function subclass), so what
 forward saves on it is what the node holds. `backward` may be `async def`: the engine runs it as a task of its
@@ -33,9 +34,17 @@ class FunctionCtx:
     def save_for_backward(self, *tensors: Tensor | None) -> None:
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError(f"save_for_backward can only save tensors, but argument {i} is of type "
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
                                 f"{type(t).__name__}")
         self._saved = tensors
+
+    def save_for_forward(self, *tensors: Tensor | None) -> None:
+        """Kept for code written for PyTorch, whose `jvp` reads them; actorgrad's forward AD uses `backward`."""
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise AssertionError("save_for_forward expects all arguments to be tensors; you should save "
+                                     "non-tensors as attributes on ctx.")
+        self.saved_for_forward = tensors
 
     @property
     def saved_tensors(self) -> tuple[Tensor | None, ...]:
@@ -64,6 +73,7 @@ class BackwardCFunction(FunctionCtx, Node):
     """The node of one `Function.apply`, named after the Function (`MyFnBackward`); it is also the ctx."""
 
     _forward_cls: type[Function]
+    _user_backward: Callable | None  # the Function's backward, or its vjp; None: it defines both
 
     def __init__(self) -> None:
         self._saved: tuple | None = ()
@@ -74,8 +84,11 @@ class BackwardCFunction(FunctionCtx, Node):
         self.needs_input_grad = ()
 
     def apply(self, grads: list, task: Any) -> Any:
+        backward = self._user_backward
+        if backward is None:
+            raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You "
+                               "should only implement one of them.")
         grads = self._gradients_in(grads, task.ops is not None)
-        backward = self._forward_cls.backward
         if self.async_backward:
             async def run() -> tuple:
                 with set_grad_enabled(task.ops is not None), task.nested():
@@ -160,17 +173,25 @@ def _broadcast_shape(a: tuple, b: tuple) -> tuple | None:
 
 class Function:
     """Subclass with static `forward(ctx, *args, **kwargs)` and `backward(ctx, *grad_outputs)`, then call
-    `MyFn.apply(*args, **kwargs)`. backward returns one gradient (or None) per forward argument."""
+    `MyFn.apply(*args, **kwargs)`. backward returns one gradient (or None) per forward argument. Or override
+    `setup_context(ctx, inputs, output)` and write `forward(*args, **kwargs)` without ctx."""
 
     _backward_cls: type[BackwardCFunction]
+    _forward_signature: inspect.Signature | None  # None: forward takes ctx
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        has_vjp, has_backward = cls.vjp is not Function.vjp, cls.backward is not Function.backward
+        backward = None if has_vjp and has_backward else cls.vjp if has_vjp else cls.backward  # vjp: its alias
         cls._backward_cls = type(
             f"{cls.__name__}Backward",
             (BackwardCFunction,),
-            {"_forward_cls": cls, "async_backward": inspect.iscoroutinefunction(cls.backward)},
+            {"_forward_cls": cls, "_user_backward": staticmethod(backward) if backward else None,
+             "async_backward": inspect.iscoroutinefunction(backward)},
         )
+        # taken once: inspect.signature costs as much as the rest of apply
+        setup_context = cls.setup_context is not Function.setup_context
+        cls._forward_signature = inspect.signature(cls.forward) if setup_context else None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
@@ -183,20 +204,36 @@ class Function:
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
+    def setup_context(ctx: Any, inputs: tuple, output: Any) -> Any:
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
     def backward(ctx: Any, *grad_outputs: Any) -> Any:
-        raise NotImplementedError("You must implement the backward function for custom autograd.Function.")
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         if cls is Function:
             raise RuntimeError("apply() is called on a subclass of Function, e.g. MyFn.apply(x)")
-        if kwargs:  # tensors passed by keyword are inputs too, in the forward's order (as PyTorch binds them)
+        signature = cls._forward_signature
+        if signature is not None:  # as PyTorch: inputs are forward's positional parameters, defaults filled in
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, bound.kwargs
+        elif kwargs:  # tensors passed by keyword are inputs too, in the forward's order (as PyTorch binds them)
             bound = inspect.signature(cls.forward).bind(None, *args, **kwargs)
             args, kwargs = bound.args[1:], bound.kwargs
         ctx = cls._backward_cls()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         with no_grad():
-            result = cls.forward(ctx, *args, **kwargs)
+            if signature is not None:
+                result = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, result)
+            else:
+                result = cls.forward(ctx, *args, **kwargs)
         if not (_grad_enabled.get() and any(ctx.needs_input_grad)):
             return result
         outputs = result if isinstance(result, tuple) else (result,)
