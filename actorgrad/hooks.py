@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import sys
+import weakref
 from collections.abc import Callable, Generator, Iterable
 from contextlib import nullcontext
 from contextvars import ContextVar
@@ -21,6 +23,7 @@ from typing import Any
 
 import trio
 
+from actorgrad.grad_mode import enable_grad
 from actorgrad.tensor import Tensor
 
 _handle_ids = itertools.count()
@@ -220,9 +223,44 @@ def leaf_hooks(leaf: Tensor) -> NodeHooks:
     return hooks
 
 
+# Per pass: how many of its staged gradients (in the staged dict's order) `own_staged_grads` has seen to.
+_owned_upto: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# References to a staged array that nothing else holds: the staged dict, `own_staged_grads`'s `grad`, getrefcount's
+# argument.
+_UNSHARED_REFS = 3
+
+
+def own_staged_grads(task: Any) -> None:
+    """Before a hook runs in a pass: give the pass its own copy of each gradient it staged that something else
+    still holds. PyTorch's AccumulateGrad and retain_grad take their gradient as they run (a copy where it is
+    shared), so a hook that then changes that array in place, for another consumer, leaves `.grad` alone; here the
+    array waits in `task.staged` until the pass commits. Each entry is seen to once: a new one comes after the
+    count, and one already seen is only ever replaced by a new sum. A pass without hooks never gets here."""
+    staged = task.staged
+    upto, end = _owned_upto.get(task, 0), len(staged)
+    if end == upto:
+        return
+    for tensor in list(itertools.islice(staged, upto, end)):
+        grad = staged[tensor]
+        if isinstance(grad, Tensor):  # create_graph: PyTorch clones under grad mode
+            with enable_grad():
+                own = grad.clone()
+        elif getattr(grad, "base", None) is not None or sys.getrefcount(grad) > _UNSHARED_REFS:
+            own = grad.copy()
+        else:
+            continue
+        # A hook may run on a worker thread while the event loop stages sums: replace only what was copied (the
+        # check and the store run without a thread switch between them: both are C calls).
+        if staged.get(tensor) is grad:
+            staged[tensor] = own
+    _owned_upto[task] = end
+
+
 def _call(call: HookCall, task: Any) -> Any:
     """A hook's call; during a pass, a backward the hook starts is nested in it (as in a node's backward)."""
     fn, args = call
+    if task is not None:
+        own_staged_grads(task)
     token = current_graph_task.set(task)
     try:
         with nullcontext() if task is None else task.nested():
@@ -240,6 +278,8 @@ async def _awaited(awaitable: Any) -> Any:
 
 async def _call_async(call: HookCall, task: Any) -> Any:
     fn, args = call
+    if task is not None:
+        own_staged_grads(task)
     token = current_graph_task.set(task)
     try:
         with nullcontext() if task is None else task.nested():

@@ -19,6 +19,7 @@ import numpy as np
 
 from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.grad_mode import _grad_enabled, no_grad, set_grad_enabled
+from actorgrad.hooks import own_staged_grads
 from actorgrad.node import InputMetadata, Node
 from actorgrad.ops.record import SECOND_BACKWARD, _modified_error
 from actorgrad.tensor import Tensor
@@ -89,6 +90,7 @@ class BackwardCFunction(FunctionCtx, Node):
             raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You "
                                "should only implement one of them.")
         grads = self._gradients_in(grads, task.ops is not None)
+        own_staged_grads(task)  # backward may change its gradients in place, as a hook may
         if self.async_backward:
             async def run() -> tuple:
                 with set_grad_enabled(task.ops is not None), task.nested():

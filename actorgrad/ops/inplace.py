@@ -12,7 +12,8 @@ grad mode is off, as optimizers run); so, as in PyTorch, are a view made in no_g
 grad, and a piece of split, chunk or unbind (or a view of one).
 
 A write through a view changes its base too, so, as in PyTorch, the base's history becomes a CopySlices node (the
-base's old gradient path everywhere but the view's positions, the op's node there), and every live view of the
+base's old gradient path everywhere but the view's positions, the op's node there; the op's first edge reads those
+positions out of the base's old history, bypassing the view's own node and any hooks on it), and every live view of the
 base, the written one included, gets a fresh AsStridedBackward0 node reading its positions out of the base's new
 history. The same refresh follows a write to a base that has live views.
 
@@ -163,10 +164,23 @@ def _view_name(view: Tensor) -> tuple[int, str]:
                                          re.sub(r"Backward[0-9]+$", "", fn.name()))
 
 
-def _stand_in(self: Tensor, copy: bool) -> Tensor:
-    """A tensor with `self`'s values and history, for recording the op out of place."""
+def _stand_in(self: Tensor, copy: bool, positions: np.ndarray | None = None) -> Tensor:
+    """A tensor with `self`'s values and history, for recording the op out of place. For a view (`positions`: its
+    flat indices in its base) that history is read afresh out of its base's, as PyTorch's CopySlices hands the op
+    the view's part of the base's gradient: the view's own node, where hooks registered on the view wait, is not
+    on the write's gradient path, so they do not fire for it."""
     data = self._data.copy() if copy else self._data
-    return Tensor(data, grad_fn=self._grad_fn, output_nr=self._output_nr, device=self._device)
+    if positions is None:
+        return Tensor(data, grad_fn=self._grad_fn, output_nr=self._output_nr, device=self._device)
+    base = self._base
+    read = record(AS_STRIDED, np.empty_like(data), (base,), positions=on_device(base, positions),
+                  base_shape=base.shape)
+    return Tensor(data, grad_fn=read._grad_fn, device=self._device)
+
+
+def _view_positions(self: Tensor) -> np.ndarray | None:
+    """The flat indices of a view's elements in its base (None for a tensor that is no view)."""
+    return None if self._base is None else _positions(self._data, self._base._data)
 
 
 def _store(self: Tensor, index: Any, value: Any) -> None:
@@ -180,9 +194,9 @@ def _store(self: Tensor, index: Any, value: Any) -> None:
         raise RuntimeError("the tensor's array is read-only; clone() it before changing it in place") from None
 
 
-def _rebase(self: Tensor, result: Tensor) -> None:
+def _rebase(self: Tensor, result: Tensor, positions: np.ndarray | None) -> None:
     """Make the node that recorded `result` the history of `self`, whose values it now holds; through a view,
-    the base's history takes the node in at the view's positions. Then every view of the base reads its own."""
+    the base's history takes the node in at the view's `positions`. Then every view of the base reads its own."""
     node = result._grad_fn
     if node is None:
         return
@@ -193,7 +207,6 @@ def _rebase(self: Tensor, result: Tensor) -> None:
         _move_history(self, node)
         _refresh_views(self, old)
         return
-    positions = _positions(self._data, base._data)
     keep = np.ones(base._data.shape, np.bool_)
     keep.reshape(-1)[positions.ravel()] = False
     inputs = (_stand_in(base, False), Tensor(self._data, grad_fn=node, device=self._device))
@@ -263,7 +276,8 @@ def _inplace(self: Tensor, compute: Callable[[Tensor], Tensor], operands: tuple,
     records = grad_mode and (self.requires_grad or any(_requires_grad(o) for o in operands))
     if records:
         _check_rebase(self)
-        result = compute(_stand_in(self, saves_self))
+        positions = _view_positions(self)
+        result = compute(_stand_in(self, saves_self, positions))
     else:
         result = compute(self)
     data, target = result._data, self._data
@@ -279,7 +293,7 @@ def _inplace(self: Tensor, compute: Callable[[Tensor], Tensor], operands: tuple,
     _store(self, Ellipsis, data)
     bump_version(self)
     if records:
-        _rebase(self, result)
+        _rebase(self, result, positions)
     return self
 
 
@@ -385,9 +399,11 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     else:
         keep[basic][advanced] = False
     rule = COPY_SLICES if advanced is None else INDEX_PUT
-    inputs = (_stand_in(self, False), value if isinstance(value, Tensor) else Tensor(values, device=self._device))
+    positions = _view_positions(self)
+    written_value = value if isinstance(value, Tensor) else Tensor(values, device=self._device)
+    inputs = (_stand_in(self, False, positions), written_value)
     params = dict(keep=on_device(self, keep), basic=basic, advanced=placed, value_shape=values.shape)
-    _rebase(self, record(rule, np.empty_like(self._data), inputs, **params))
+    _rebase(self, record(rule, np.empty_like(self._data), inputs, **params), positions)
 
 
 def _store_advanced(self: Tensor, basic: tuple, advanced: tuple, values: np.ndarray) -> None:
