@@ -15,6 +15,7 @@ import numpy as np
 
 from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device
+from actorgrad.ops.operands import checked_int, fitted_number, wrapped_int
 from actorgrad.random import Generator, numpy_generator
 from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, int64
 
@@ -121,12 +122,17 @@ def _fill_dtype(fill_value: Any) -> np.dtype:
     raise TypeError(f"full(): fill_value must be a bool, int or float, got {type(fill_value).__name__}")
 
 
+def _fill(fill_value: Any, dtype: np.dtype) -> Any:
+    """A number as PyTorch fills a tensor of `dtype` with it: an integer dtype refuses one out of its range."""
+    return fitted_number(fill_value, dtype) if isinstance(fill_value, int | float) else fill_value
+
+
 def full(
     size: Sequence[int], fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
     _check_device(device)
     resolved = _dtype(dtype, _fill_dtype(fill_value))
-    return _leaf(np.full(_shape("full", (size,)), fill_value, resolved), requires_grad, device)
+    return _leaf(np.full(_shape("full", (size,)), _fill(fill_value, resolved), resolved), requires_grad, device)
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
@@ -141,26 +147,70 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool 
 
 
 # -- ranges ------------------------------------------------------------------------------------------------------
+def _range_number(value: Any, name: str, position: int) -> int | float:
+    """An arange bound as PyTorch takes it: a number, or a zero-dim tensor's value; a bool counts as an int."""
+    if isinstance(value, Tensor) and value.ndim == 0:
+        value = value.item()
+    if isinstance(value, bool | np.bool_ | np.integer):
+        value = int(value)
+    if isinstance(value, np.floating):
+        value = float(value)
+    if not isinstance(value, int | float):
+        raise TypeError(f"arange(): argument '{name}' (position {position}) must be Number, not {type(value).__name__}")
+    return checked_int(value) if isinstance(value, int) else value
+
+
+def _as_int64(value: int | float) -> int:
+    """A bound converted to int64, as PyTorch does for an integer dtype: a float goes toward 0."""
+    if not -(2.0**63) <= value < 2.0**63 or (isinstance(value, int) and value >= 1 << 63):
+        raise RuntimeError("value cannot be converted to type int64_t without overflow")
+    return int(value)
+
+
 def arange(
     start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
     """`arange(end)` or `arange(start, end, step)`: int64 when every bound is an int, else the default float."""
     _check_device(device)
     if end is None:
-        start, end = 0, start
-    if step == 0:
+        bounds = (0, _range_number(start, "end", 1), _range_number(step, "step", 2))
+    else:
+        bounds = tuple(_range_number(v, name, i) for i, (v, name) in
+                       enumerate(((start, "start"), (end, "end"), (step, "step")), 1))
+    start, end, step = bounds
+    resolved = _dtype(dtype, int64 if all(isinstance(v, int) for v in bounds) else _DEFAULT_FLOAT)
+    if resolved == bool_:
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
+    # PyTorch checks the bounds as doubles, then computes in the dtype's accumulate type (int64 for integer dtypes,
+    # so float bounds go toward 0 first: arange(0, 5, 1.5, dtype=int32) is 0, 1, 2, 3)
+    first, last, stride = (float(v) for v in bounds)
+    if not (stride > 0 or stride < 0):
         raise RuntimeError("arange(): step must be nonzero")
-    if not all(math.isfinite(v) for v in (start, end, step)):
-        raise RuntimeError(f"arange(): unsupported range: {start} -> {end} (step {step})")
-    if (end - start) * step < 0:
+    if not (math.isfinite(first) and math.isfinite(last)):
+        raise RuntimeError(f"arange(): unsupported range: {first:g} -> {last:g}")
+    if (stride > 0 and last < first) or (stride < 0 and last > first):
         raise RuntimeError(
-            f"arange(): upper bound and lower bound inconsistent with step sign (start={start}, end={end}, step={step})"
+            f"arange(): upper bound and lower bound inconsistent with step sign (start={start}, end={end}, "
+            f"step={step})"
         )
-    default = int64 if all(_is_int(v) for v in (start, end, step)) else _DEFAULT_FLOAT
-    length = math.ceil((end - start) / step)
+    if resolved.kind in "iu":
+        start, end, step = (_as_int64(v) for v in bounds)
+    if resolved == int64:  # PyTorch counts in int64 (wrapping on overflow) and truncates the division
+        if step == 0:
+            raise ValueError(f"arange(): step must be nonzero (step={stride:g} is 0 as an int64)")
+        count = wrapped_int(end - start + step - (1 if step > 0 else -1), int64)
+        length = abs(count) // abs(step) * (1 if (count < 0) == (step < 0) else -1)
+    else:
+        length = math.ceil((last - first) / stride)
+    if length < 0:  # the int64 count wrapped
+        raise RuntimeError("arange(): invalid size, possible overflow?")
     _check_storage("arange", (length,))
-    values = start + step * np.arange(length, dtype=np.float64 if default.kind == "f" else np.int64)
-    return _leaf(values.astype(_dtype(dtype, default)), requires_grad, device)
+    if resolved.kind in "iu":  # in int64, wrapping into narrower dtypes as PyTorch's cast does
+        values = start + step * np.arange(length, dtype=np.int64)
+    else:
+        values = first + stride * np.arange(length, dtype=np.float64)
+    with np.errstate(over="ignore"):  # float16's overflow gives inf, silently as in PyTorch
+        return _leaf(values.astype(resolved), requires_grad, device)
 
 
 def linspace(
@@ -196,7 +246,8 @@ def full_like(
     input: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
     _check_device(device)
-    return _leaf(np.full(input.shape, fill_value, _like_dtype(input, dtype)), requires_grad, device or input.device)
+    resolved = _like_dtype(input, dtype)
+    return _leaf(np.full(input.shape, _fill(fill_value, resolved), resolved), requires_grad, device or input.device)
 
 
 # -- random ------------------------------------------------------------------------------------------------------

@@ -11,7 +11,15 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices import cpu
-from actorgrad.ops.operands import as_operand, broadcast_error, data_as, floating, kernel_operands, result_type
+from actorgrad.ops.operands import (
+    as_operand,
+    broadcast_error,
+    data_as,
+    fitted_number,
+    floating,
+    kernel_operands,
+    result_type,
+)
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor, bool_
 
@@ -151,10 +159,11 @@ UNARY = {  # each kernel takes the device's ArrayOps, for its array module
 def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
     """Both operands as tensors, and their arrays in the dtype the op computes in (PyTorch's promotion)."""
     dtype = result_type(a, b)
-    a, b = as_operand(a, dtype, b), as_operand(b, dtype, a)
     if name == "div":
-        dtype = floating(dtype)  # true division: integers give the default float dtype
-    elif name == "sub" and dtype == bool_:
+        dtype = floating(dtype)  # true division: integers give the default float dtype, x / 1000 divides by 1000
+    # a number out of the dtype's range wraps, as PyTorch casts it: int8_tensor + 1000 adds -24
+    a, b = as_operand(a, dtype, b, wrap=True), as_operand(b, dtype, a, wrap=True)
+    if name == "sub" and dtype == bool_:
         raise RuntimeError(BOOL_SUBTRACTION)
     elif name == "pow" and dtype.kind in "iu" and np.any(b._data < 0):
         raise RuntimeError(NEGATIVE_INTEGER_POWER)
@@ -202,7 +211,8 @@ def _scaled(name: str, rule: Rule, input: Tensor, other: Any, alpha: Any) -> Ten
     where = input._device if input._device is not cpu else other._device  # a zero-dim cpu input meets any device
     kernel = getattr(where.xp, _BINARY[name][1].__name__)
     try:
-        data = kernel(*kernel_operands(x, y * x.dtype.type(alpha)))  # alpha as a scalar: CuPy rejects host arrays
+        # alpha checked as PyTorch checks it, and as a scalar: CuPy rejects host arrays
+        data = kernel(*kernel_operands(x, y * fitted_number(alpha, x.dtype)[()]))
     except ValueError:
         raise broadcast_error(rule.name, x.shape, y.shape) from None
     return record(rule, data, (input, other), alpha=alpha)
@@ -250,7 +260,9 @@ def rsub(input: Tensor, other: Any) -> Tensor:
     if dtype == bool_:
         raise RuntimeError(BOOL_SUBTRACTION)
     return record(
-        RSUB_SCALAR, np.subtract(*kernel_operands(as_operand(other, dtype)._data, data_as(input, dtype))), (input,)
+        RSUB_SCALAR,
+        np.subtract(*kernel_operands(as_operand(other, dtype, wrap=True)._data, data_as(input, dtype))),
+        (input,),
     )
 
 
@@ -263,11 +275,11 @@ def pow(input: Any, exponent: Any) -> Tensor:
         dtype = result_type(input, exponent)
         if dtype.kind in "iu" and exponent < 0:
             raise RuntimeError(NEGATIVE_INTEGER_POWER)
-        data = np.power(*kernel_operands(data_as(input, dtype), as_operand(exponent, dtype)._data))
+        data = np.power(*kernel_operands(data_as(input, dtype), fitted_number(exponent, dtype)))  # PyTorch checks it
         return record(POW_SCALAR, data, (input,), exponent=exponent)
     if isinstance(exponent, Tensor) and _is_number(input):
         dtype = result_type(input, exponent)
-        data = np.power(*kernel_operands(as_operand(input, dtype)._data, data_as(exponent, dtype)))
+        data = np.power(*kernel_operands(as_operand(input, dtype, wrap=True)._data, data_as(exponent, dtype)))
         return record(RPOW_SCALAR, data, (exponent,), base=input)
     return _binary("pow", input, exponent)
 

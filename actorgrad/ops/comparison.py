@@ -27,7 +27,8 @@ OPERAND = Tensor | bool | int | float | np.ndarray | np.generic
 
 def _elementwise(op: str, kernel: Any, input: Any, other: Any, *, promote: bool = True) -> Tensor:
     dtype = result_type(input, other)
-    a, b = as_operand(input, dtype, other), as_operand(other, dtype, input)
+    # A number out of the dtype's range wraps, as in PyTorch: int8_tensor == 1000 compares with -24
+    a, b = as_operand(input, dtype, other, wrap=True), as_operand(other, dtype, input, wrap=True)
     x, y = (data_as(a, dtype), data_as(b, dtype)) if promote else (a._data, b._data)
     try:
         where = a._device if a._device is b._device else common_device((a, b))

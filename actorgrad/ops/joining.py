@@ -34,7 +34,11 @@ def _marked(pieces: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
 
 def _piece(i: int):
     """The gradient of input i of a cat or stack: its part of `g`, at `where[i]`."""
-    return (("where",), lambda ops, g, where: ops.index(g, where[i], None))
+    def formula(ops, g, where):
+        if where[i] is None:  # a legacy 1-d empty input cat skipped: PyTorch gives it an empty (0,) gradient
+            return ops.reshape(ops.index(g, (slice(0, 0),) * g.ndim, None), (0,))
+        return ops.index(g, where[i], None)
+    return (("where",), formula)
 
 
 @lru_cache(maxsize=64)
@@ -56,17 +60,21 @@ def _tensor_list(tensors: Sequence[Tensor], op: str) -> list[Tensor]:
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = _tensor_list(tensors, "cat")
     arrays = [t._data for t in tensors]
-    # PyTorch's legacy rule: a 1-d empty tensor joins anything (`out = cat([empty(0), rows])`); its gradient is empty
-    joined = [a for a in arrays if a.shape != (0,)] or arrays
+    # PyTorch's legacy rule: a 1-d empty tensor joins anything (`out = cat([empty(0), rows])`): cat skips it and
+    # gives it an empty (0,) gradient. When every input is one, PyTorch joins them whatever `dim` says.
+    kept = [a.shape != (0,) for a in arrays]
+    only_legacy = not any(kept)
+    if only_legacy:
+        kept = [True] * len(arrays)
+    joined = [a for a, keep in zip(arrays, kept) if keep]
     first = joined[0]
-    skips = len(joined) < len(arrays)
-    checked = [(i, a) for i, a in enumerate(arrays) if not (skips and a.shape == (0,))]
+    checked = [(i, a) for i, (a, keep) in enumerate(zip(arrays, kept)) if keep]
     for i, a in checked:
         if a.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
         if a.ndim != first.ndim:
             raise RuntimeError(f"Tensors must have same number of dimensions: got {first.ndim} and {a.ndim}")
-    dim = single_dim(dim, first.ndim, "cat")
+    dim = 0 if only_legacy else single_dim(dim, first.ndim, "cat")
     for i, a in checked:
         for d, (want, got) in enumerate(zip(first.shape, a.shape)):
             if d != dim and want != got:
@@ -74,11 +82,10 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                     f"Sizes of tensors must match except in dimension {dim}. Expected size {want} but got size "
                     f"{got} for tensor number {i} in the list."
                 )
-    skipped = (slice(0, 0),) + (0,) * (first.ndim - 1)  # where a skipped 1-d empty tensor's (empty) gradient is
-    ends = np.cumsum([a.shape[dim] if a.ndim == first.ndim else 0 for a in arrays]).tolist()
+    ends = np.cumsum([a.shape[dim] if keep else 0 for a, keep in zip(arrays, kept)]).tolist()
     lead = (slice(None),) * dim
-    where = tuple(lead + (slice(end - a.shape[dim], end),) if a.ndim == first.ndim else skipped
-                  for a, end in zip(arrays, ends))
+    where = tuple(lead + (slice(end - a.shape[dim], end),) if keep else None
+                  for a, end, keep in zip(arrays, ends, kept))
     data = np.concatenate(joined, dim, dtype=common_dtype(*tensors))  # PyTorch's promotion, not numpy's
     return record(_joining_rule("CatBackward0", len(arrays)), data, tuple(tensors), where=where)
 

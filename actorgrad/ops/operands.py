@@ -107,13 +107,61 @@ def floating(dtype: np.dtype) -> np.dtype:
     return dtype if dtype.kind == "f" else _DEFAULT_FLOAT
 
 
-def as_operand(value: Any, dtype: np.dtype, beside: Any = None) -> Tensor:
-    """A tensor, a Python number or an array beside tensors, as a tensor: a number becomes a constant of `dtype`;
-    an array (a rule's saved index weights, say) is a constant on the device of the tensor `beside` it when that
-    device holds arrays of its kind (so a CuPy array beside a cuda tensor), else on the cpu."""
+# PyTorch's C++ names of the integer dtypes, for its error when a number does not fit one
+_C_TYPES = {np.dtype(t): name for t, name in (
+    (np.int8, "int8_t"), (np.uint8, "uint8_t"), (np.int16, "int16_t"), (np.int32, "int"), (np.int64, "int64_t"),
+)}
+
+
+def checked_int(value: int) -> int:
+    """A Python int as PyTorch takes one as a number: it must fit int64, or uint64 when positive."""
+    if value < -(1 << 63):
+        raise OverflowError("can't convert negative int to unsigned")
+    if value >= 1 << 64:
+        raise OverflowError("int too big to convert")
+    return value
+
+
+def wrapped_int(value: int, dtype: np.dtype) -> int:
+    """`value` cast to an integer dtype by keeping its low bits, as C's casts (and so PyTorch's) do."""
+    bits = 8 * dtype.itemsize
+    value %= 1 << bits
+    return value - (1 << bits) if dtype.kind == "i" and value >> (bits - 1) else value
+
+
+def number_array(value: int | float, dtype: np.dtype) -> np.ndarray:
+    """A Python number as a zero-dim array of `dtype` the way PyTorch's ops meet one: cast like a C value, so
+    `int8_tensor + 1000` adds 1000 wrapped to int8 (-24)."""
+    if value.__class__ is int and dtype.kind in "iu":
+        return np.asarray(wrapped_int(checked_int(value), dtype), dtype)
+    if value.__class__ is int:
+        checked_int(value)
+    return np.asarray(value, dtype)
+
+
+def fitted_number(value: int | float, dtype: np.dtype) -> np.ndarray:
+    """A Python number as PyTorch stores it into a tensor of `dtype` (full, where, clamp): an integer dtype
+    takes only a number in its range, or for an unsigned one a negative int down to -max (which wraps)."""
+    if dtype.kind in "iu" and not isinstance(value, bool):
+        info = np.iinfo(dtype)
+        low = -int(info.max) if dtype.kind == "u" and isinstance(value, int) else info.min
+        if not low <= value <= info.max:  # nan fails too
+            raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dtype]} without overflow")
+        return np.asarray(wrapped_int(int(value), dtype), dtype)  # int(): a float goes toward 0, as C's casts
+    return number_array(value, dtype)
+
+
+def as_operand(value: Any, dtype: np.dtype, beside: Any = None, *, wrap: bool = False) -> Tensor:
+    """A tensor, a Python number or an array beside tensors, as a tensor: a number becomes a constant of `dtype`
+    (with `wrap`, cast as PyTorch casts it: see number_array; without, an int out of range raises, for the ops
+    that do not compute in `dtype`); an array (a rule's saved index weights, say) is a constant on the device of
+    the tensor `beside` it when that device holds arrays of its kind (so a CuPy array beside a cuda tensor), else
+    on the cpu."""
     if isinstance(value, Tensor):
         return value
     if isinstance(value, int | float):
+        if wrap and value.__class__ is int:
+            return Tensor(number_array(value, dtype))
         return Tensor(np.asarray(value, dtype=dtype))
     where = beside._device if isinstance(beside, Tensor) else cpu
     if where is not cpu and isinstance(value, where.xp.ndarray):

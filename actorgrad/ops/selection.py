@@ -10,7 +10,15 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.operands import as_operand, broadcast_error, common_dtype, data_as, kernel_operands, result_type
+from actorgrad.ops.operands import (
+    as_operand,
+    broadcast_error,
+    common_dtype,
+    data_as,
+    fitted_number,
+    kernel_operands,
+    result_type,
+)
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor, bool_
 
@@ -88,7 +96,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     dtype = common_dtype(input, *bounds)
     x = data_as(input, dtype)
     if not any(isinstance(b, Tensor) for b in bounds):
-        lo, hi = (None if b is None else as_operand(b, dtype)._data for b in (min, max))
+        lo, hi = (None if b is None else fitted_number(b, dtype) for b in (min, max))
         return record(CLAMP_NUMBERS, _clamp_kernel(x, lo, hi), (input,), min=min, max=max)
     lo_t, hi_t = (None if b is None else as_operand(b, dtype) for b in (min, max))
     common_device((input, *(b for b in (lo_t, hi_t) if b is not None)))
@@ -151,7 +159,8 @@ def where(condition: Tensor, input: Any, other: Any) -> Tensor:
             f"where expected condition to be a boolean tensor, but got a tensor with dtype {condition._data.dtype}"
         )
     dtype = result_type(input, other)
-    a, b = as_operand(input, dtype), as_operand(other, dtype)
+    a, b = (Tensor(fitted_number(v, dtype)) if isinstance(v, int | float) else as_operand(v, dtype)
+            for v in (input, other))
     device = common_device((condition, a, b))  # the condition places the result too: where(mask, 1.0, 0.0)
     xp = device.xp
     c, x, y = condition._data, data_as(a, dtype), data_as(b, dtype)

@@ -15,15 +15,19 @@ from actorgrad.tensor import Tensor
 __all__ = ["norm", "std", "var"]
 
 
-def _var_grad(ops: Any, g: Any, self: Any, dims: tuple, kept_shape: tuple, count: int, scale: float) -> Any:
-    centered = self - ops.sum(self, dims, keepdim=True) / count
-    return ops.reshape(g, kept_shape) * centered * scale
+def _var_grad(ops: Any, g: Any, self: Any, dims: tuple, kept_shape: tuple, count: int, scale: float | None) -> Any:
+    mean = ops.sum(self, dims, keepdim=True) / count
+    g = ops.reshape(g, kept_shape)
+    if scale is None:  # PyTorch's rule over all dims with no degrees of freedom left: nan where x is its mean, else inf
+        with np.errstate(invalid="ignore"):  # 0 * inf is nan here, as in PyTorch
+            return ops.where(self == mean, g * math.nan, g * math.inf)
+    return g * (self - mean) * scale
 
 
 def _std_grad(ops: Any, g: Any, self: Any, result: Any, dims: tuple, kept_shape: tuple, count: int, scale: float):
-    # Where the deviation is 0 the gradient is 0, as in PyTorch (not 0/0).
-    zero = ops.equal_mask(result, ops.zeros_like(result))
-    return _var_grad(ops, g * (1 - zero) / (2 * result + zero), self, dims, kept_shape, count, scale)
+    # Where the deviation is 0 the gradient is +0, as in PyTorch (not 0/0).
+    zero = result == 0
+    return _var_grad(ops, ops.where(zero, 0.0, g / (2 * result + zero)), self, dims, kept_shape, count, scale)
 
 
 _MOMENTS = ("self", "dims", "kept_shape", "count", "scale")
@@ -39,7 +43,7 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
         raise TypeError(f"{op}(): give either unbiased= (legacy) or correction=, not both")
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
-    dims = reduced_dims(dim, x.ndim, op)
+    dims = reduced_dims(dim, x.ndim, op) if x.ndim else ()  # a 0-d tensor takes dim 0 or -1 but has none to reduce
     count = math.prod(x.shape[d] for d in dims)
     dof = count - correction
     if dof <= 0:
@@ -48,11 +52,17 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
             "(input numel divided by output numel).",
             stacklevel=3,
         )
-    with np.errstate(divide="ignore", invalid="ignore"):  # dof <= 0 gives inf or nan, as in PyTorch
-        centered = x - x.mean(axis=dims, keepdims=True)
-        data = (centered * centered).sum(axis=dims, keepdims=keepdim) / np.float64(max(dof, 0))
+    # dof <= 0 gives inf or nan, and an empty reduction nan whatever the correction, as in PyTorch
+    with np.errstate(divide="ignore", invalid="ignore"):
+        centered = x - x.mean(axis=dims, keepdims=True) if count else x  # empty: nothing to center (mean() warns)
+        data = (centered * centered).sum(axis=dims, keepdims=keepdim) / np.float64(max(dof, 0) if count else 0)
     data = data.astype(x.dtype, copy=False)
-    scale = 2 / dof if dof > 0 else math.inf
+    # With dof <= 0 PyTorch's gradient over given dims still scales by 2 / dof (negative, or inf at 0); over all
+    # dims (dim=None or a 0-d input) it is inf, or nan where x is its mean: see _var_grad.
+    if dof > 0 or (dim is not None and x.ndim):
+        scale = 2 / dof if dof else math.inf
+    else:
+        scale = None
     return data, dict(dims=dims, kept_shape=kept(x.shape, dims), count=count, scale=scale, self_shape=x.shape)
 
 
@@ -102,6 +112,23 @@ INF_NORM = Rule(_NORM, (("self", "result", "dims", "kept_shape"), _inf_norm_grad
 ZERO_NORM = Rule(_NORM, (("self",), lambda ops, g, self: ops.zeros_like(self)))
 
 
+def _check_identity(p: float, dim: Any, shape: tuple[int, ...]) -> None:
+    """PyTorch's errors for a norm without an identity (inf, or p < 0) over an empty tensor: it needs
+    every reduced dim to be non-empty, and the dims named."""
+    named = () if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+    if not named:
+        raise RuntimeError(
+            f"linalg.vector_norm cannot compute the {p:g} norm on an empty tensor because the operation does not "
+            "have an identity"
+        )
+    for d in named:
+        if shape[d] == 0:  # (PyTorch's message lacks the space after the dim)
+            raise RuntimeError(
+                f"linalg.vector_norm cannot compute the {p:g} norm on the dimension {d}because this dimension is "
+                "empty and the operation does not have an identity"
+            )
+
+
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
     """The vector p-norm over `dim` (all dims by default): p = 'fro' (2), any number, inf or -inf."""
     x = input._data
@@ -112,9 +139,9 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) 
     dims = reduced_dims(dim, x.ndim, "norm")
     params = dict(dims=dims, kept_shape=kept(x.shape, dims), self_shape=x.shape)
     magnitude = np.abs(x)
+    if x.size == 0 and (p < 0 or p == math.inf):
+        _check_identity(p, dim, x.shape)
     if math.isinf(p):
-        if x.size == 0:
-            raise RuntimeError(f"linalg.vector_norm cannot compute the {p} norm on an empty tensor")
         data = (np.amax if p > 0 else np.amin)(magnitude, axis=dims, keepdims=keepdim)
         return record(INF_NORM, data, (input,), **params)
     if p == 0:
