@@ -54,8 +54,8 @@ def test_an_optimizer_steps_on_cuda_as_on_the_cpu_and_keeps_its_state_there(make
         np.testing.assert_allclose(host(g), host(w), rtol=1e-10, atol=1e-12)
     for p, q in zip(got, want):
         for key, value in got_opt.state[p].items():
-            if isinstance(value, ag.Tensor):
-                assert value.device is ag.device("cuda:0"), key
+            if isinstance(value, ag.Tensor):  # Adam's step count stays a cpu scalar, as torch's
+                assert value.device is ag.device("cpu" if key == "step" else "cuda:0"), key
                 np.testing.assert_allclose(host(value), host(want_opt.state[q][key]), rtol=1e-10, atol=1e-12,
                                            err_msg=key)
 
@@ -69,7 +69,8 @@ def test_optimizer_state_moves_to_the_parameters_it_is_loaded_for(saved_on, load
     opt = make(ps)
     opt.load_state_dict(state)
     for p in ps:
-        assert all(v.device is p.device for v in opt.state[p].values() if isinstance(v, ag.Tensor))
+        assert all(v.device is (ag.device("cpu") if k == "step" else p.device)
+                   for k, v in opt.state[p].items() if isinstance(v, ag.Tensor))
     got, _ = train(make, loaded_on, steps=1, opt=opt, ps=ps)
     want, _ = train(make, saved_on, steps=4)
     for g, w in zip(got, want):
@@ -130,7 +131,7 @@ def test_checkpointing_on_cuda_gives_the_gradients_of_the_plain_model():
     def grads(use_checkpoint):
         w = ag.tensor(W.T, dtype=ag.float64, device="cuda", requires_grad=True)
         x = ag.tensor(X, dtype=ag.float64, device="cuda", requires_grad=True)
-        out = checkpoint(block, x, w) if use_checkpoint else block(x, w)
+        out = checkpoint(block, x, w, use_reentrant=True) if use_checkpoint else block(x, w)
         (out ** 2).sum().backward()
         return [host(x.grad), host(w.grad)]
 

@@ -7,19 +7,24 @@ Each function fills `tensor`'s array with values drawn from `generator` (the def
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
 
 from actorgrad.devices import cpu, is_writeable
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.random import Generator, numpy_generator
 from actorgrad.tensor import Tensor, bump_version
 
 __all__ = [
-    "calculate_gain", "constant_", "kaiming_uniform_", "normal_", "ones_", "uniform_", "xavier_uniform_", "zeros_",
+    "calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_", "orthogonal_",
+    "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_",
 ]
 
-_LINEAR_GAINS = ("linear", "conv1d", "conv2d", "conv3d", "sigmoid")
+_LINEAR_GAINS = (
+    "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "sigmoid",
+)
 
 
 def _fill(tensor: Tensor, values: Any) -> Tensor:
@@ -36,32 +41,77 @@ def _fill(tensor: Tensor, values: Any) -> Tensor:
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
-    """The recommended scale of weights feeding `nonlinearity`."""
+    """The recommended scale of weights feeding `nonlinearity` (an int 1 where PyTorch returns one)."""
     if nonlinearity in _LINEAR_GAINS:
-        return 1.0
+        return 1
     if nonlinearity == "tanh":
         return 5.0 / 3
     if nonlinearity == "relu":
         return math.sqrt(2.0)
     if nonlinearity == "leaky_relu":
-        slope = 0.01 if param is None else param
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, int | float) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
         return math.sqrt(2.0 / (1 + slope**2))
+    if nonlinearity == "selu":
+        return 3.0 / 4  # found empirically, as PyTorch's
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
 
 
-def _fans(tensor: Tensor) -> tuple[int, int]:
+def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
     if tensor.ndim < 2:
         raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
     receptive_field = math.prod(tensor.shape[2:])
     return tensor.shape[1] * receptive_field, tensor.shape[0] * receptive_field
 
 
+def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of ['fan_in', 'fan_out']")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def _check_floating(tensor: Tensor, kernel: str) -> None:
+    if tensor.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES.get(tensor.dtype, tensor.dtype)}\'')
+
+
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None) -> Tensor:
+    _check_floating(tensor, "check_uniform_bounds")
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
     return _fill(tensor, numpy_generator(generator).uniform(a, b, tensor.shape))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None) -> Tensor:
+    _check_floating(tensor, "normal_kernel_cpu")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     return _fill(tensor, numpy_generator(generator).normal(mean, std, tensor.shape))
+
+
+def trunc_normal_(
+    tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+    generator: Generator | None = None,
+) -> Tensor:
+    """N(mean, std^2) restricted to [a, b]: values outside are drawn again until they fall inside."""
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn(
+            "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may be "
+            "incorrect.", stacklevel=2,
+        )
+    draw = numpy_generator(generator)
+    values = draw.normal(mean, std, tensor.shape)
+    outside = (values < a) | (values > b)
+    while outside.any():
+        values[outside] = draw.normal(mean, std, int(outside.sum()))
+        outside = (values < a) | (values > b)
+    return _fill(tensor, values)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -76,29 +126,75 @@ def ones_(tensor: Tensor) -> Tensor:
     return _fill(tensor, 1)
 
 
+def eye_(tensor: Tensor) -> Tensor:
+    """The identity matrix (ones on the main diagonal) in a 2-D tensor."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _fill(tensor, np.eye(*tensor.shape))
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = None) -> Tensor:
+    """A (semi-)orthogonal matrix times `gain`, trailing dimensions flattened (Saxe et al., 2013); the Q of a
+    Gaussian matrix's QR, its signs fixed by R's diagonal so that it is uniformly distributed."""
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flattened = numpy_generator(generator).normal(0, 1, (rows, cols))
+    if rows < cols:
+        flattened = flattened.T
+    q, r = np.linalg.qr(flattened)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, (gain * q).reshape(tensor.shape))
+
+
+def _empty_is_no_op(tensor: Tensor) -> bool:
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        return True
+    return False
+
+
 def kaiming_uniform_(
     tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
     generator: Generator | None = None,
 ) -> Tensor:
     """U(-bound, bound) with bound = gain * sqrt(3 / fan), He et al. (2015)."""
-    if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
-    fan_in, fan_out = _fans(tensor)
-    fan = fan_in if mode == "fan_in" else fan_out
-    if fan == 0:
+    if _empty_is_no_op(tensor):
         return tensor
-    bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan)
+    bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / _calculate_correct_fan(tensor, mode))
     return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(
+    tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+    generator: Generator | None = None,
+) -> Tensor:
+    """N(0, std^2) with std = gain / sqrt(fan), He et al. (2015)."""
+    if _empty_is_no_op(tensor):
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
+    return normal_(tensor, 0, std, generator)
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
     """U(-bound, bound) with bound = gain * sqrt(6 / (fan_in + fan_out)), Glorot and Bengio (2010)."""
-    fan_in, fan_out = _fans(tensor)
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return uniform_(tensor, -bound, bound, generator)
 
 
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
+    """N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)), Glorot and Bengio (2010)."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
+
+
 def fan_in_bound(weight: Tensor) -> float:
     """1/sqrt(fan_in): the bound PyTorch's Linear and Conv layers draw their bias from (0 for an empty fan)."""
-    fan_in, _ = _fans(weight)
+    fan_in, _ = _calculate_fan_in_and_fan_out(weight)
     return 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0

@@ -30,12 +30,6 @@ def _init_weight_and_bias(layer: Module) -> None:
         init.uniform_(layer.bias, -bound, bound)
 
 
-def _positive(layer: str, **sizes: int) -> None:
-    for name, value in sizes.items():
-        if not isinstance(value, int) or value < 0:
-            raise ValueError(f"{layer}: {name} must be a non-negative int, got {value!r}")
-
-
 class Linear(Module):
     """y = x @ weight.T + bias, with weight of shape (out_features, in_features)."""
 
@@ -44,7 +38,6 @@ class Linear(Module):
     ) -> None:
         super().__init__()
         factory = {"dtype": dtype, "device": device}
-        _positive("Linear", in_features=in_features, out_features=out_features)
         self.in_features = in_features
         self.out_features = out_features
         self.weight = Parameter(empty(out_features, in_features, **factory))
@@ -79,7 +72,6 @@ class Conv2d(Module):
     ) -> None:
         super().__init__()
         factory = {"dtype": dtype, "device": device}
-        _positive("Conv2d", in_channels=in_channels, out_channels=out_channels)
         if not isinstance(groups, int) or groups <= 0:
             raise ValueError("groups must be a positive integer")
         if in_channels % groups:
@@ -88,6 +80,8 @@ class Conv2d(Module):
             raise ValueError("out_channels must be divisible by groups")
         if isinstance(padding, str) and padding not in ("same", "valid"):
             raise ValueError(f"Invalid padding string {padding!r}, should be one of ['valid', 'same']")
+        if padding == "same" and any(s != 1 for s in _pair(stride)):
+            raise ValueError("padding='same' is not supported for strided convolutions")
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = _pair(kernel_size)
@@ -108,7 +102,7 @@ class Conv2d(Module):
     def extra_repr(self) -> str:
         text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
         if self.padding != (0, 0):
-            text += f", padding={self.padding!r}"
+            text += f", padding={self.padding}"
         if self.dilation != (1, 1):
             text += f", dilation={self.dilation}"
         if self.groups != 1:
@@ -131,7 +125,6 @@ class Embedding(Module):
     ) -> None:
         super().__init__()
         factory = {"dtype": dtype, "device": device}
-        _positive("Embedding", num_embeddings=num_embeddings, embedding_dim=embedding_dim)
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise AssertionError("Padding_idx must be within num_embeddings")

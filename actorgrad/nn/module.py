@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import is_writeable
-from actorgrad.devices.device import DEVICE_TYPES, Device, device
+from actorgrad.devices.device import Device
+from actorgrad.devices.device import device as as_device
 from actorgrad.nn.parameter import Parameter
+from actorgrad.ops.casts import TYPE_BY_NAME, _is_device
 from actorgrad.tensor import Tensor, bump_version
 
 
@@ -31,6 +33,11 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 def _indent(text: str, spaces: int) -> str:
     first, *rest = text.split("\n")
     return "\n".join([first, *(" " * spaces + line for line in rest)])
+
+
+def _type_name(value: Any) -> str:
+    """The name PyTorch's registration errors give a value: a tensor's legacy type ('actorgrad.FloatTensor')."""
+    return value.type() if isinstance(value, Tensor) else type(value).__name__
 
 
 def _as_array(value: Any) -> np.ndarray:
@@ -57,89 +64,94 @@ class Module:
         return self.forward(*args, **kwargs)
 
     # -- registration --------------------------------------------------------------------------------------
-    def _registry(self, kind: str) -> dict:
+    def _registry(self, kind: str, what: str) -> dict:
         registry = self.__dict__.get(kind)
         if registry is None:
-            raise AttributeError(f"cannot assign {kind[1:]} before Module.__init__() call")
+            raise AttributeError(f"cannot assign {what} before Module.__init__() call")
         return registry
 
     def _check_name(self, kind: str, name: Any, registry: dict) -> None:
         if not isinstance(name, str):
-            raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
         if "." in name:
-            raise KeyError(f'{kind} name can\'t contain ".", got {name!r}')
+            raise KeyError(f'{kind} name can\'t contain "."' + (f", got: {name}" if kind == "module" else ""))
         if name == "":
             raise KeyError(f'{kind} name can\'t be empty string ""')
         if hasattr(self, name) and name not in registry:
             raise KeyError(f"attribute '{name}' already exists")
 
-    def _forget(self, name: str) -> None:
-        """Drop `name` from every registry and the instance dict, so one name lives in one place."""
+    def _forget(self, name: str, keep: str) -> None:
+        """Drop `name` from the instance dict and every registry but `keep`, so one name lives in one place;
+        in `keep` it stays where it is, so replacing a child, parameter or buffer keeps its position (and a
+        Sequential its order), as in PyTorch."""
         for kind in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[kind].pop(name, None)
-        self._non_persistent_buffers.discard(name)
+            if kind != keep:
+                self.__dict__[kind].pop(name, None)
+        if keep != "_buffers":
+            self._non_persistent_buffers.discard(name)
         self.__dict__.pop(name, None)
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
-        registry = self._registry("_parameters")
+        registry = self._registry("_parameters", "parameter")
         self._check_name("parameter", name, registry)
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(
-                f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                f"cannot assign '{_type_name(param)}' object to parameter '{name}' "
                 "(actorgrad.nn.Parameter or None required)"
             )
-        self._forget(name)
         registry[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """A tensor that is state but not a parameter (running statistics, masks); saved in `state_dict()`
         unless `persistent=False`."""
-        registry = self._registry("_buffers")
+        registry = self._registry("_buffers", "buffer")
         self._check_name("buffer", name, registry)
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(
-                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (actorgrad.Tensor or None required)"
+                f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' (actorgrad Tensor or None required)"
             )
-        self._forget(name)
         registry[name] = tensor
-        if not persistent:
+        if persistent:
+            self._non_persistent_buffers.discard(name)
+        else:
             self._non_persistent_buffers.add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
-        registry = self._registry("_modules")
+        registry = self._registry("_modules", "module")
         self._check_name("module", name, registry)
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self._forget(name)
+            raise TypeError(f"{_type_name(module)} is not a Module subclass")
         registry[name] = module
 
     register_module = add_module
 
     def __setattr__(self, name: str, value: Any) -> None:
         if isinstance(value, Parameter):
-            self._registry("_parameters")
-            self._forget(name)
-            self._parameters[name] = value
+            self._registry("_parameters", "parameters")
+            self._forget(name, "_parameters")
+            self.register_parameter(name, value)
         elif isinstance(value, Module):
-            self._registry("_modules")
-            self._forget(name)
+            self._registry("_modules", "module")
+            self._forget(name, "_modules")
             self._modules[name] = value
         elif name in self.__dict__.get("_parameters", ()):
             if value is not None:
                 raise TypeError(
-                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                    f"cannot assign '{_type_name(value)}' as parameter '{name}' "
                     "(actorgrad.nn.Parameter or None expected)"
                 )
             self._parameters[name] = None
         elif name in self.__dict__.get("_modules", ()):
             if value is not None:
                 raise TypeError(
-                    f"cannot assign '{type(value).__name__}' as child module '{name}' (Module or None expected)"
+                    f"cannot assign '{_type_name(value)}' as child module '{name}' "
+                    "(actorgrad.nn.Module or None expected)"
                 )
             self._modules[name] = None
         elif name in self.__dict__.get("_buffers", ()):
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)")
+                raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
+                                "(actorgrad.Tensor or None expected)")
             self._buffers[name] = value
         else:
             object.__setattr__(self, name, value)
@@ -238,20 +250,54 @@ class Module:
             param.requires_grad_(requires_grad)
         return self
 
-    def to(self, target: Any) -> Module:
-        """`to(dtype)` casts floating parameters and buffers (and their gradients); `to(device)` moves them.
-        The Parameter objects stay the same, so cast or move a model before building its optimizer."""
-        if isinstance(target, Device) or (isinstance(target, str) and target.split(":")[0] in DEVICE_TYPES):
-            return self._move(device(target))
-        dtype = np.dtype(target)
-        if dtype.kind != "f":
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
-        for tensor in [*self.parameters(), *self.buffers()]:
-            if tensor.dtype.kind == "f":
+    def to(self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False,
+           memory_format: Any = None) -> Module:
+        """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(tensor)` (its device and dtype) or keywords, as
+        PyTorch's: casts floating parameters and buffers (and their gradients) and moves them. The Parameter
+        objects stay the same, so cast or move a model before building its optimizer."""
+        rest = list(args)
+        if rest and isinstance(rest[0], Tensor):
+            other = rest.pop(0)
+            device, dtype = other._device, other.dtype
+        elif rest and _is_device(rest[0]):
+            device = rest.pop(0)
+            if rest and not isinstance(rest[0], bool):
+                dtype = rest.pop(0)
+        elif rest and not isinstance(rest[0], bool):
+            dtype = rest.pop(0)
+        if len(rest) > 2 or not all(isinstance(flag, bool) for flag in rest):  # non_blocking, copy
+            raise TypeError(f"to() received an invalid combination of arguments: {args!r}")
+        if dtype is not None:
+            dtype = np.dtype(dtype)
+            if dtype.kind not in "fc":
+                raise TypeError(
+                    f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                    f"dtype=actorgrad.{dtype}"
+                )
+        if device is not None:
+            self._move(as_device(device))
+        if dtype is not None:
+            self._cast(dtype, floating_only=True)
+        return self
+
+    def _cast(self, dtype: np.dtype, floating_only: bool) -> Module:
+        """Cast parameters and buffers (and gradients) in place: the floating ones, or all of them."""
+        tensors = [*self.parameters(), *self.buffers()]
+        if dtype.kind not in "fc" and any(t.requires_grad for t in tensors):
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
+        for tensor in tensors:
+            if tensor.dtype.kind == "f" or not floating_only:
                 tensor._data = tensor._data.astype(dtype)
                 if tensor.grad is not None:
                     tensor.grad = Tensor(tensor.grad._data.astype(dtype), device=tensor._device)
         return self
+
+    def type(self, dst_type: Any) -> Module:
+        """Cast every parameter and buffer, integer ones included, to `dst_type` (a dtype or a legacy name such
+        as 'actorgrad.DoubleTensor')."""
+        if isinstance(dst_type, str):
+            dst_type = TYPE_BY_NAME[dst_type.removeprefix("actorgrad.")]
+        return self._cast(np.dtype(dst_type), floating_only=False)
 
     def _move(self, where: Device) -> Module:
         for tensor in [*self.parameters(), *self.buffers()]:
@@ -263,16 +309,46 @@ class Module:
         return self
 
     def cpu(self) -> Module:
-        return self._move(device("cpu"))
+        return self._move(as_device("cpu"))
 
     def cuda(self, index: int = 0) -> Module:
-        return self._move(device("cuda", index))
+        return self._move(as_device("cuda", index))
 
     def double(self) -> Module:
         return self.to(np.float64)
 
     def float(self) -> Module:
         return self.to(np.float32)
+
+    def half(self) -> Module:
+        return self.to(np.float16)
+
+    # -- lookup by dotted name -----------------------------------------------------------------------------
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at dotted path `target` ('' is this module), with PyTorch's errors."""
+        module = self
+        for item in target.split(".") if target else ():
+            if not hasattr(module, item):
+                raise AttributeError(f"{type(module).__name__} has no attribute `{item}`")
+            module = getattr(module, item)
+            if not isinstance(module, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return module
+
+    def _get_member(self, target: str, kind: str, what: str) -> Any:
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+        if name not in module.__dict__[kind]:
+            raise AttributeError(f"`{name}` is not {what}")
+        return module.__dict__[kind][name]
+
+    def get_parameter(self, target: str) -> Parameter:
+        return self._get_member(target, "_parameters", "an nn.Parameter")
+
+    def get_buffer(self, target: str) -> Tensor:
+        return self._get_member(target, "_buffers", "a buffer")
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Drop every parameter's gradient, or zero it where `set_to_none=False`."""
@@ -282,25 +358,43 @@ class Module:
     # -- state -----------------------------------------------------------------------------------------------
     def state_dict(self, destination: dict | None = None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
         """Parameters and persistent buffers by dotted name, detached unless `keep_vars` (they share the
-        module's arrays until something writes a new one)."""
+        module's arrays until something writes a new one). Keys are `prefix` + name, as in PyTorch (so pass a
+        prefix ending in '.'); `_metadata` holds each module's version by its dotted path."""
         if destination is None:
             destination = OrderedDict()
-        for key, value in self._state_slots(prefix).items():
-            destination[key] = value if keep_vars else value.detach()
+            destination._metadata = OrderedDict()
+        metadata = getattr(destination, "_metadata", None)
+        for module_prefix, module in self._prefixed_modules(prefix):
+            if metadata is not None:
+                metadata[module_prefix[:-1]] = {"version": module._version}
+            for key, value in module._own_state(module_prefix).items():
+                destination[key] = value if keep_vars else value.detach()
         return destination
 
-    def _state_slots(self, prefix: str = "") -> dict[str, Tensor]:
-        """Every tensor `state_dict()` holds, by dotted name; a module reached by two names is listed under
-        both, as in PyTorch."""
+    # The version `state_dict()` records for each module in `_metadata`; a layer raises it when its saved
+    # format changes.
+    _version: int = 1
+
+    def _prefixed_modules(self, prefix: str) -> Iterator[tuple[str, Module]]:
+        """(prefix of its keys, module) for this module and every module below it, a module reached by two
+        names under both, as PyTorch's `state_dict()` walks them."""
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module._prefixed_modules(f"{prefix}{name}.")
+
+    def _own_state(self, prefix: str) -> dict[str, Tensor]:
+        slots = {prefix + name: param for name, param in self._parameters.items() if param is not None}
+        for name, buffer in self._buffers.items():
+            if buffer is not None and name not in self._non_persistent_buffers:
+                slots[prefix + name] = buffer
+        return slots
+
+    def _state_slots(self) -> dict[str, Tensor]:
+        """Every tensor `state_dict()` holds, by dotted name."""
         slots = {}
-        for module_prefix, module in self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False):
-            dotted = f"{module_prefix}." if module_prefix else ""
-            for name, param in module._parameters.items():
-                if param is not None:
-                    slots[dotted + name] = param
-            for name, buffer in module._buffers.items():
-                if buffer is not None and name not in module._non_persistent_buffers:
-                    slots[dotted + name] = buffer
+        for module_prefix, module in self._prefixed_modules(""):
+            slots.update(module._own_state(module_prefix))
         return slots
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> _IncompatibleKeys:
@@ -311,7 +405,7 @@ class Module:
         `state_dict()` results keep their values, and its version goes up as after PyTorch's in-place copy.
         """
         if not isinstance(state_dict, Mapping):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         slots = self._state_slots()
         missing = [key for key in slots if key not in state_dict]
         unexpected = [key for key in state_dict if key not in slots]
@@ -355,13 +449,16 @@ class Module:
 
 
 def zero_grad_of(param: Tensor, set_to_none: bool) -> None:
-    """Drop `param.grad`, or zero it in place (a fresh array where the held one is read-only)."""
+    """Drop `param.grad`, or detach and zero it in place (a fresh array where the held one is read-only)."""
     grad = param.grad
     if grad is None:
         return
     if set_to_none:
         param.grad = None
-    elif is_writeable(grad._data):
+        return
+    # A gradient from backward(create_graph=True) leaves its graph first, as PyTorch's detach_().
+    grad._grad_fn, grad._output_nr, grad._requires_grad = None, 0, False
+    if is_writeable(grad._data):
         grad._data[...] = 0
         bump_version(grad)
     else:

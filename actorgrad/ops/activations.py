@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.erf import erf as erf_kernel
+from actorgrad.ops.inplace import _inplace
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
@@ -50,8 +51,25 @@ def _leaky_relu_grad(ops: Any, g: Any, self: Any, negative_slope: float) -> Any:
     return ops.where(self > 0, g, g * negative_slope)
 
 
+LEAKY_RELU_INPLACE_NEGATIVE_SLOPE = (
+    "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is "
+    "caused by calling in-place forward function with a negative slope, please call out-of-place version instead. "
+    "File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward "
+    "calculation with negative slope"
+)
+
+
+def _leaky_relu_inplace_grad(ops: Any, g: Any, result: Any, negative_slope: float) -> Any:
+    """The gradient read off the result, which is positive where the input was for a slope >= 0; PyTorch refuses
+    a negative slope, whose result has the input's sign flipped."""
+    if negative_slope < 0:
+        raise RuntimeError(LEAKY_RELU_INPLACE_NEGATIVE_SLOPE)
+    return _leaky_relu_grad(ops, g, result, negative_slope)
+
+
 # leaky_relu's kink: at 0 the gradient is negative_slope, as in PyTorch (self > 0 picks the slope 1).
 LEAKY_RELU = Rule("LeakyReluBackward0", (("self", "negative_slope"), _leaky_relu_grad))
+LEAKY_RELU_INPLACE = Rule("LeakyReluBackward1", (("result", "negative_slope"), _leaky_relu_inplace_grad))
 LEAKY_RELU_BACKWARD = Rule(
     "LeakyReluBackwardBackward0", (("other", "negative_slope"), _leaky_relu_grad), ((), _zeros)
 )
@@ -71,9 +89,7 @@ SOFTPLUS = Rule(
 SILU = Rule("SiluBackward0", (("self",), _silu_grad))
 
 
-def _floating_data(op: str, input: Tensor, inplace: bool = False) -> np.ndarray:
-    if inplace:
-        raise NotImplementedError(f"{op}(): actorgrad has no in-place ops; call it with inplace=False")
+def _floating_data(op: str, input: Tensor) -> np.ndarray:
     x = input._data
     if x.dtype.kind != "f":
         raise NotImplementedError(f"{op}(): not implemented for tensors of dtype {x.dtype}; convert to a "
@@ -87,8 +103,16 @@ def relu_backward(g: Tensor, result: Tensor) -> Tensor:
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    x = _floating_data("leaky_relu", input, inplace)
-    return record(LEAKY_RELU, np.where(x > 0, x, x * negative_slope), (input,), negative_slope=negative_slope)
+    """max(0, x) + negative_slope * min(0, x); `inplace` writes it into `input` (LeakyReluBackward1, as
+    PyTorch's leaky_relu_, whose gradient comes from the result)."""
+    if inplace:
+        return _inplace(input, lambda s: _leaky_relu(LEAKY_RELU_INPLACE, s, negative_slope), (), False)
+    return _leaky_relu(LEAKY_RELU, input, negative_slope)
+
+
+def _leaky_relu(rule: Rule, input: Tensor, negative_slope: float) -> Tensor:
+    x = _floating_data("leaky_relu", input)
+    return record(rule, np.where(x > 0, x, x * negative_slope), (input,), negative_slope=negative_slope)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -112,8 +136,10 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """x * sigmoid(x)."""
-    x = _floating_data("silu", input, inplace)
+    """x * sigmoid(x); `inplace` writes it into `input` (its node keeps a copy of the old values)."""
+    if inplace:
+        return _inplace(input, silu, (), True)
+    x = _floating_data("silu", input)
     return record(SILU, x * input._device.ops.sigmoid(x), (input,))
 
 

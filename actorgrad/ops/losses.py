@@ -15,6 +15,7 @@ import numpy as np
 
 from actorgrad.devices import Device
 from actorgrad.ops.arithmetic import mul
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, common_device, record, same_device
 from actorgrad.ops.reductions import log_softmax
 from actorgrad.ops.selection import where
@@ -48,8 +49,8 @@ def _data_on(device: Device, t: Tensor) -> Any:
 def _class_targets(x: np.ndarray, target: Tensor, weight: Tensor | None, ignore_index: int) -> tuple:
     """Checked targets: (target with ignored entries at class 0, the not-ignored mask, each target's weight)."""
     t = target._data
-    if t.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long for the target but found {t.dtype}")
+    if t.dtype not in (np.int64, np.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {SCALAR_NAMES.get(t.dtype, t.dtype)}")
     if x.ndim == 1:
         if t.ndim != 0:
             raise RuntimeError(f"0D target tensor expected for a 1D input, got a target of shape {t.shape}")

@@ -10,6 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor, bump_version
 
@@ -95,12 +98,29 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
     return _normalize(LAYER_NORM, input, weight, bias, dims, shape, eps, None)
 
 
+def _check_batch_norm_dtypes(input: Tensor, params: tuple[Tensor | None, ...]) -> None:
+    """PyTorch's CPU rule: parameters and running statistics share the input's dtype, except that a float16
+    input may take float32 ones (when the first one given is float32, all must be)."""
+    given = [t.dtype for t in params if t is not None]
+    dtype = input.dtype
+    if given and given[0] != dtype:  # PyTorch's "mixed" case, decided by the first one given
+        if any(d != np.float32 for d in given):
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        if dtype != np.float16:
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+        return
+    for d in given:
+        if d != dtype:
+            raise RuntimeError(f"expected scalar type {SCALAR_NAMES[dtype]} but found {SCALAR_NAMES.get(d, d)}")
+
+
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
                bias: Tensor | None = None, training: bool = False, momentum: float = 0.1,
                eps: float = 1e-5) -> Tensor:
     """In training, normalises with the batch's statistics and updates the running ones in place (the variance
     unbiased), as PyTorch; in evaluation, normalises with the running statistics."""
     common_device(tuple(t for t in (input, running_mean, running_var, weight, bias) if t is not None))
+    _check_batch_norm_dtypes(input, (weight, bias, running_mean, running_var))
     x = input._data
     if x.ndim < 2:
         raise ValueError(f"batch_norm: expected at least 2D input (got {x.ndim}D input)")

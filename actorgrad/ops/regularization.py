@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.arithmetic import mul
+from actorgrad.ops.inplace import mul_
 from actorgrad.random import numpy_generator
 from actorgrad.tensor import Tensor
 
@@ -15,7 +16,7 @@ __all__ = ["dropout"]
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zeroes each element with probability p and scales the rest by 1/(1-p); recorded as MulBackward0, as in
-    PyTorch. `inplace` is accepted for compatibility and ignored (actorgrad does not modify tensors in place)."""
+    PyTorch; `inplace` multiplies `input` itself by the mask and returns it, as PyTorch does."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
@@ -28,7 +29,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         keep = numpy_generator(None).random(x.shape, dtype=dtype) >= p
         mask = (keep * (1.0 / (1.0 - p))).astype(x.dtype)
     where = input._device
-    return mul(input, Tensor(mask if where.type != "cuda" else where.asarray(mask), device=where))
+    mask = Tensor(mask if where.type != "cuda" else where.asarray(mask), device=where)
+    return mul_(input, mask) if inplace else mul(input, mask)
 
 
 METHODS: dict[str, Any] = {}

@@ -6,20 +6,28 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from actorgrad.devices import Device
-from actorgrad.optim.optimizer import Optimizer, check_non_negative
+from actorgrad.optim.optimizer import Optimizer, check_non_negative, check_tensor_lr, number
 from actorgrad.tensor import Tensor
 
 
 class Adam(Optimizer):
     """m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2 (v_max = max(v_max, v) with amsgrad), then
-    p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps); `decoupled_weight_decay` makes it AdamW."""
+    p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps); `decoupled_weight_decay` makes it AdamW.
+    The step count t is a 0-d float32 tensor on the CPU, as PyTorch keeps it."""
+
+    _loaded_group_defaults = dict(
+        amsgrad=False, maximize=False, foreach=None, capturable=False, differentiable=False,
+        decoupled_weight_decay=False, fused=None,
+    )
 
     def __init__(
         self,
         params: Iterable[Any],
-        lr: float = 1e-3,
-        betas: tuple[float, float] = (0.9, 0.999),
+        lr: float | Tensor = 1e-3,
+        betas: tuple[float | Tensor, float | Tensor] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 0,
         amsgrad: bool = False,
@@ -31,12 +39,18 @@ class Adam(Optimizer):
         fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
+        check_tensor_lr(lr)
         check_non_negative("learning rate", lr)
         check_non_negative("epsilon value", eps)
-        for i, beta in enumerate(betas):
-            if not 0.0 <= beta < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+        for i in (0, 1):  # a betas of another length fails here (at index 1, or on unpacking), as in PyTorch
+            if not 0.0 <= number(betas[i]) < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {number(betas[i])}")
         check_non_negative("weight_decay value", weight_decay)
+        if not (all(isinstance(b, float) for b in betas[:2]) or all(isinstance(b, Tensor) for b in betas[:2])):
+            raise ValueError("betas must be either both floats or both Tensors")
+        for i in (0, 1):
+            if isinstance(betas[i], Tensor) and betas[i].numel() != 1:
+                raise ValueError(f"Tensor betas[{i}] must be 1-element")
         defaults = dict(
             lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
             foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
@@ -45,19 +59,19 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, group: dict, param: Any, grad: Any, state: dict, device: Device) -> None:
-        lr, weight_decay = group["lr"], group["weight_decay"]
-        beta1, beta2 = group["betas"]
+        lr, weight_decay = number(group["lr"]), group["weight_decay"]
+        beta1, beta2 = map(number, group["betas"])
         if not state:
-            state["step"] = 0
+            state["step"] = Tensor(np.zeros((), np.float32))
             state["exp_avg"] = Tensor(device.xp.zeros_like(param), device=device)
             state["exp_avg_sq"] = Tensor(device.xp.zeros_like(param), device=device)
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = Tensor(device.xp.zeros_like(param), device=device)
-        state["step"] += 1
-        step = state["step"]
+        state["step"]._data += 1
+        step = state["step"].item()
         if group["maximize"]:
             grad = -grad
-        if weight_decay and group.get("decoupled_weight_decay", False):  # absent from older checkpoints
+        if weight_decay and group["decoupled_weight_decay"]:
             param *= 1 - lr * weight_decay
         elif weight_decay:
             grad = grad + weight_decay * param
@@ -75,6 +89,14 @@ class Adam(Optimizer):
         param -= step_size * exp_avg / denom
 
 
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Load as every optimizer does; a step saved as a number (by an older version) becomes a tensor."""
+        super().load_state_dict(state_dict)
+        for state in self.state.values():
+            if "step" in state and not isinstance(state["step"], Tensor):
+                state["step"] = Tensor(np.array(float(state["step"]), np.float32))
+
+
 class AdamW(Adam):
     """Adam with decoupled weight decay: p *= 1 - lr * weight_decay before the Adam step (Loshchilov and
     Hutter, 2019)."""
@@ -82,8 +104,8 @@ class AdamW(Adam):
     def __init__(
         self,
         params: Iterable[Any],
-        lr: float = 1e-3,
-        betas: tuple[float, float] = (0.9, 0.999),
+        lr: float | Tensor = 1e-3,
+        betas: tuple[float | Tensor, float | Tensor] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
         amsgrad: bool = False,

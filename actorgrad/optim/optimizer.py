@@ -23,6 +23,10 @@ from actorgrad.tensor import Tensor, bump_version
 class Optimizer:
     """Base class: subclasses pass their option defaults and define `_update(group, param, grad, state)`."""
 
+    # Options a loaded group may lack (saved by an older version) and the values they get, as each PyTorch
+    # optimizer's __setstate__ fills them in.
+    _loaded_group_defaults: dict[str, Any] = {}
+
     def __init__(self, params: Iterable[Tensor] | Iterable[dict], defaults: dict[str, Any]) -> None:
         if isinstance(params, Tensor):
             raise TypeError(
@@ -44,7 +48,7 @@ class Optimizer:
     def add_param_group(self, param_group: dict) -> None:
         """Add a group of parameters with its own options; options it leaves out take the defaults."""
         if not isinstance(param_group, dict):
-            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
         params = param_group["params"]
         if isinstance(params, Tensor):
             params = [params]
@@ -137,26 +141,29 @@ class Optimizer:
             self.state[params[i]] = _copy_state(saved, params[i])
         # Each group's options become the saved ones (none kept from before), as PyTorch replaces them.
         self.param_groups = [
-            {**{k: v for k, v in saved.items() if k != "params"}, "params": group["params"]}
+            {**self._loaded_group_defaults, **{k: v for k, v in saved.items() if k != "params"},
+             "params": group["params"]}
             for saved, group in zip(saved_groups, self.param_groups)
         ]
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
         for i, group in enumerate(self.param_groups):
-            lines.append(f"Parameter Group {i}")
+            lines += [""] * (i > 0) + [f"Parameter Group {i}"]
             lines += [f"    {key}: {group[key]}" for key in sorted(group) if key != "params"]
         return "\n".join([*lines, ")"])
 
 
 def _copy_state(state: dict, param: Tensor | None = None) -> dict:
     """One parameter's state with each Tensor's array copied: on its own device, or, given the `param` it is
-    loaded for, on that parameter's device and in its dtype (as PyTorch loads optimizer state)."""
+    loaded for, on that parameter's device and in its dtype (as PyTorch loads optimizer state; a `step` count
+    keeps its own dtype and device there too)."""
     if param is None:
         return {k: Tensor(v._data.copy(), device=v._device) if isinstance(v, Tensor) else v for k, v in state.items()}
     where = param._device
     return {
-        k: Tensor(where.asarray(v._data).astype(param.dtype, copy=False), device=where) if isinstance(v, Tensor) else v
+        k: Tensor(where.asarray(v._data).astype(param.dtype, copy=False), device=where)
+        if isinstance(v, Tensor) and k != "step" else _copy_state({k: v})[k]
         for k, v in state.items()
     }
 
@@ -172,7 +179,18 @@ def check_honoured_options(group: dict) -> None:
             )
 
 
-def check_non_negative(name: str, value: float) -> None:
+def check_non_negative(name: str, value: float | Tensor) -> None:
     """PyTorch's option checks: `Invalid learning rate: -0.1`."""
-    if not value >= 0.0:
-        raise ValueError(f"Invalid {name}: {value}")
+    if not number(value) >= 0.0:
+        raise ValueError(f"Invalid {name}: {number(value)}")
+
+
+def check_tensor_lr(lr: float | Tensor) -> None:
+    """A learning rate may be a Tensor of one element, as in PyTorch (a scheduler can then change it in place)."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+
+
+def number(value: float | Tensor) -> float:
+    """An option's value as a Python number: a one-element Tensor option is read at each step."""
+    return value.item() if isinstance(value, Tensor) else value

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from actorgrad.devices import Device
-from actorgrad.optim.optimizer import Optimizer, check_non_negative
+from actorgrad.optim.optimizer import Optimizer, check_non_negative, check_tensor_lr, number
 from actorgrad.tensor import Tensor
 
 
@@ -14,10 +14,12 @@ class SGD(Optimizer):
     """g = grad (+ weight_decay * p); with momentum, buf = momentum * buf + (1 - dampening) * g (buf = g on the
     first step) and g = buf, or g + momentum * buf with Nesterov; then p -= lr * g."""
 
+    _loaded_group_defaults = dict(nesterov=False, maximize=False, foreach=None, differentiable=False, fused=False)
+
     def __init__(
         self,
         params: Iterable[Any],
-        lr: float = 1e-3,
+        lr: float | Tensor = 1e-3,
         momentum: float = 0,
         dampening: float = 0,
         weight_decay: float = 0,
@@ -28,6 +30,7 @@ class SGD(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
+        check_tensor_lr(lr)
         check_non_negative("learning rate", lr)
         check_non_negative("momentum value", momentum)
         check_non_negative("weight_decay value", weight_decay)
@@ -52,4 +55,4 @@ class SGD(Optimizer):
                 buffer._data *= momentum
                 buffer._data += (1 - group["dampening"]) * step
             step = step + momentum * buffer._data if group["nesterov"] else buffer._data
-        param -= group["lr"] * step
+        param -= number(group["lr"]) * step

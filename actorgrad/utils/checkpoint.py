@@ -37,8 +37,9 @@ class CheckpointFunction(Function):
         outer = enclosing_task.get()
         if not outer.accumulate or outer.captures is not None:
             raise RuntimeError(
-                "Checkpointing is not compatible with .grad() or when an `inputs` parameter is passed to "
-                ".backward(). Please use .backward() and do not pass its `inputs` argument."
+                "When use_reentrant=True, actorgrad.utils.checkpoint is incompatible with .grad() or passing an "
+                "`inputs` parameter to .backward(). To resolve this error, you can either set use_reentrant=False, or "
+                "call .backward() without passing the `inputs` argument."
             )
         inputs = [
             arg if t is None else Tensor(t._data, requires_grad=t.requires_grad, device=t._device)
@@ -79,13 +80,41 @@ class _random_state:
             default_generator.set_state(self.current)
 
 
-def checkpoint(function: Callable, *args: Any, use_reentrant: bool = True, preserve_rng_state: bool = True) -> Any:
-    """`function(*args)`, keeping none of its intermediates for backward: they are recomputed there."""
+USE_REENTRANT_OMITTED = (
+    "actorgrad.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting in PyTorch 2.9, "
+    "calling checkpoint without use_reentrant will raise an exception. use_reentrant=False is recommended, but if "
+    "you need to preserve the current default behavior, you can pass use_reentrant=True. Refer to docs for more "
+    "details on the differences between the two variants."
+)
+
+
+def checkpoint(
+    function: Callable,
+    *args: Any,
+    use_reentrant: bool | None = None,
+    context_fn: Callable | None = None,
+    determinism_check: str = "default",
+    debug: bool = False,
+    early_stop: bool = True,
+    preserve_rng_state: bool = True,
+    **kwargs: Any,
+) -> Any:
+    """`function(*args)`, keeping none of its intermediates for backward: they are recomputed there.
+
+    Only PyTorch's reentrant variant exists here, so, as there, `determinism_check` and `early_stop` have no
+    effect and `context_fn` and `debug` are refused. Errors and warnings are PyTorch's, naming this module."""
+    if use_reentrant is None:
+        warnings.warn(USE_REENTRANT_OMITTED, stacklevel=2)
+        use_reentrant = True
+    if kwargs and use_reentrant:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
     if not use_reentrant:
         raise NotImplementedError(
             "checkpoint(use_reentrant=False) is not supported: actorgrad checkpoints by recomputing in a nested "
             "(reentrant) backward; pass use_reentrant=True"
         )
+    if context_fn is not None or debug is not False:
+        raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
     if is_grad_enabled() and not any(isinstance(a, Tensor) and a.requires_grad for a in args):
         warnings.warn(  # PyTorch's reentrant checkpoint has the same limit, and warns the same way
             "None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2

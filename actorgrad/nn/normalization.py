@@ -1,0 +1,90 @@
+"""BatchNorm1d and BatchNorm2d: batch statistics while training (folded into running buffers), running
+statistics in eval; the arithmetic is `nn.functional.batch_norm`'s."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actorgrad.creation import empty, ones, zeros
+from actorgrad.nn import functional as F
+from actorgrad.nn import init
+from actorgrad.nn.module import Module
+from actorgrad.nn.parameter import Parameter
+from actorgrad.tensor import Tensor, int64, tensor
+
+
+class _BatchNorm(Module):
+    """Per-channel (dim 1) normalisation. `momentum=None` makes the running statistics a cumulative average
+    (factor 1 / num_batches_tracked); `track_running_stats=False` keeps no buffers and always uses the batch."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
+        super().__init__()
+        factory = {"dtype": dtype, "device": device}
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        self.register_parameter("weight", Parameter(empty(num_features, **factory)) if affine else None)
+        self.register_parameter("bias", Parameter(empty(num_features, **factory)) if affine and bias else None)
+        tracked = track_running_stats
+        self.register_buffer("running_mean", zeros(num_features, **factory) if tracked else None)
+        self.register_buffer("running_var", ones(num_features, **factory) if tracked else None)
+        self.register_buffer("num_batches_tracked", tensor(0, dtype=int64, device=device) if tracked else None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        raise NotImplementedError
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked)
+        # The batch's statistics in training, and in eval when there are no running ones; the buffers are passed
+        # where they are updated (training, tracked) or used (eval).
+        use_batch = self.training or (self.running_mean is None and self.running_var is None)
+        pass_buffers = not self.training or self.track_running_stats
+        return F.batch_norm(
+            input, self.running_mean if pass_buffers else None, self.running_var if pass_buffers else None,
+            self.weight, self.bias, use_batch, factor, self.eps,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+            f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}"
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    """Over (N, C) or (N, C, L) inputs."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+
+
+class BatchNorm2d(_BatchNorm):
+    """Over (N, C, H, W) inputs."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 4:
+            raise ValueError(f"expected 4D input (got {input.dim()}D input)")

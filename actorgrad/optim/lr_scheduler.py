@@ -1,0 +1,395 @@
+"""Learning-rate schedulers in PyTorch's shape: each `step()` writes a new `lr` into every parameter group.
+
+As in PyTorch, a scheduler's constructor takes its first step (epoch 0), the rules are chained (each step scales
+the group's current `lr`, so the values match PyTorch's to the last bit), and `step(epoch)` switches to the closed
+form. The scheduler wraps its optimizer's `step` to warn when `scheduler.step()` comes first.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import types
+import warnings
+import weakref
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from actorgrad.optim.optimizer import Optimizer
+
+__all__ = [
+    "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "ReduceLROnPlateau",
+    "StepLR",
+]
+
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where possible. Please use "
+    "`scheduler.step()` to step the scheduler. During the deprecation, if epoch is different from None, the closed "
+    "form is used instead of the new chainable form, where available. Please open an issue if you are unable to "
+    "replicate your use case: https://github.com/pytorch/pytorch/issues/new/choose."
+)
+HOW_TO_ADJUST = "See more details at https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate"
+
+
+def _lrs(optimizer: Optimizer) -> list[float]:
+    return [group["lr"] for group in optimizer.param_groups]
+
+
+def _track_step_called(optimizer: Optimizer) -> None:
+    """Wrap `optimizer.step` (once) so the scheduler can tell whether it ran before the scheduler's first step;
+    the wrapper holds the optimizer weakly, so it makes no reference cycle."""
+    if hasattr(optimizer.step, "_wrapped_by_lr_sched"):
+        return
+    opt_ref = weakref.ref(optimizer)
+    func = optimizer.step.__func__
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        opt = opt_ref()
+        opt._opt_called = True
+        return func.__get__(opt, type(opt))(*args, **kwargs)
+
+    wrapper._wrapped_by_lr_sched = True
+    optimizer.step = wrapper
+
+
+class LRScheduler:
+    """Base class: subclasses define `get_lr()` (the chained rule) and, for `step(epoch)`, `_get_closed_form_lr()`.
+
+    `last_epoch=-1` starts a schedule (each group's `initial_lr` is set from its `lr`); a larger value resumes
+    one, which needs the groups' `initial_lr` (restored with the optimizer's state).
+    """
+
+    _get_lr_called_within_step: bool = False
+    _is_initial: bool = False
+
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(
+                        f"param 'initial_lr' is not specified in param_groups[{i}] when resuming scheduler with "
+                        "last_epoch >= 0.\nThis typically happens when:\n1. You're trying to resume training from a "
+                        "checkpoint but haven't properly loaded the optimizer state\n2. You're using last_epoch >= 0 "
+                        "for a fresh training run (not recommended)"
+                    )
+        self.base_lrs: list[float] = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        _track_step_called(optimizer)
+        self._step_count = 0
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
+
+    def state_dict(self) -> dict[str, Any]:
+        """Every attribute but the optimizer."""
+        return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.__dict__.update(state_dict)
+
+    def get_last_lr(self) -> list[float]:
+        """The learning rates the last `step()` set, one per parameter group."""
+        return self._last_lr
+
+    def get_lr(self) -> list[float]:
+        """The next learning rates (called by `step()`; use `get_last_lr()` to read the current ones)."""
+        raise NotImplementedError
+
+    def _warn_outside_step(self) -> None:
+        if not self._get_lr_called_within_step:
+            warnings.warn(
+                "To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
+                UserWarning, stacklevel=3,
+            )
+
+    def step(self, epoch: int | None = None) -> None:
+        """Advance one epoch (call it after `optimizer.step()`); `epoch` (deprecated) jumps to that epoch."""
+        if self._step_count == 1:
+            if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
+                warnings.warn(
+                    "Seems like `optimizer.step()` has been overridden after learning rate scheduler initialization. "
+                    "Please, make sure to call `optimizer.step()` before `lr_scheduler.step()`. " + HOW_TO_ADJUST,
+                    UserWarning, stacklevel=2,
+                )
+            elif not getattr(self.optimizer, "_opt_called", False):
+                warnings.warn(
+                    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and later, "
+                    "you should call them in the opposite order: `optimizer.step()` before `lr_scheduler.step()`.  "
+                    "Failure to do this will result in PyTorch skipping the first value of the learning rate "
+                    "schedule. " + HOW_TO_ADJUST,
+                    UserWarning, stacklevel=2,
+                )
+        self._step_count += 1
+        if epoch is not None:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self._get_lr_called_within_step = True
+        try:
+            if epoch is None:
+                self.last_epoch += 1
+                values = self.get_lr()
+            else:
+                self.last_epoch = epoch
+                values = self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr") else self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
+            group["lr"] = lr
+        self._last_lr = _lrs(self.optimizer)
+
+
+class LambdaLR(LRScheduler):
+    """lr = initial_lr * lr_lambda(epoch), one function for all groups or one per group."""
+
+    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
+                 last_epoch: int = -1) -> None:
+        self.optimizer = optimizer
+        if isinstance(lr_lambda, list | tuple):
+            if len(lr_lambda) != len(optimizer.param_groups):
+                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        else:
+            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        super().__init__(optimizer, last_epoch)
+
+    def state_dict(self) -> dict[str, Any]:
+        """As the base's, with each lambda's `__dict__` where it is a callable object (functions are not saved)."""
+        state = {key: value for key, value in self.__dict__.items() if key not in ("optimizer", "lr_lambdas")}
+        state["lr_lambdas"] = [
+            None if isinstance(fn, types.FunctionType) else fn.__dict__.copy() for fn in self.lr_lambdas
+        ]
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.__dict__.update({key: value for key, value in state_dict.items() if key != "lr_lambdas"})
+        for fn, saved in zip(self.lr_lambdas, state_dict["lr_lambdas"]):
+            if saved is not None:
+                fn.__dict__.update(saved)
+
+    def get_lr(self) -> list[float]:
+        self._warn_outside_step()
+        return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas, self.base_lrs, strict=True)]
+
+
+class StepLR(LRScheduler):
+    """Multiply the lr by `gamma` every `step_size` epochs."""
+
+    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
+        self.step_size = step_size
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        self._warn_outside_step()
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return _lrs(self.optimizer)
+        return [lr * self.gamma for lr in _lrs(self.optimizer)]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs]
+
+
+class MultiStepLR(LRScheduler):
+    """Multiply the lr by `gamma` at each milestone epoch (a milestone listed twice multiplies twice)."""
+
+    def __init__(self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
+        self.milestones = Counter(milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        self._warn_outside_step()
+        if self.last_epoch not in self.milestones:
+            return _lrs(self.optimizer)
+        return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in _lrs(self.optimizer)]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        milestones = sorted(self.milestones.elements())
+        return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch) for base_lr in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """Scale the lr by a factor going linearly from `start_factor` to `end_factor` over `total_iters` epochs."""
+
+    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
+                 total_iters: int = 5, last_epoch: int = -1) -> None:
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        self._warn_outside_step()
+        if self.last_epoch == 0:
+            return [lr * self.start_factor for lr in _lrs(self.optimizer)]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _lrs(self.optimizer)
+        change = self.end_factor - self.start_factor
+        ratio = 1.0 + change / (self.total_iters * self.start_factor + (self.last_epoch - 1) * change)
+        return [lr * ratio for lr in _lrs(self.optimizer)]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        progress = min(self.total_iters, self.last_epoch) / self.total_iters
+        return [base_lr * (self.start_factor + (self.end_factor - self.start_factor) * progress)
+                for base_lr in self.base_lrs]
+
+
+class ExponentialLR(LRScheduler):
+    """Multiply the lr by `gamma` every epoch."""
+
+    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        self._warn_outside_step()
+        if self._is_initial:
+            return _lrs(self.optimizer)
+        return [lr * self.gamma for lr in _lrs(self.optimizer)]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [base_lr * self.gamma**self.last_epoch for base_lr in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """eta_min + (initial_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2, computed by PyTorch's recurrence (so
+    an lr changed from outside is followed), and rising again after T_max."""
+
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        self._warn_outside_step()
+        if self._is_initial:
+            return _lrs(self.optimizer)
+        if self._step_count == 1 and self.last_epoch > 0:
+            return self._get_closed_form_lr()
+        if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
+            rise = (1 - math.cos(math.pi / self.T_max)) / 2
+            return [lr + (base_lr - self.eta_min) * rise
+                    for base_lr, lr in zip(self.base_lrs, _lrs(self.optimizer), strict=True)]
+        ratio = (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / (
+            1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max)
+        )
+        return [ratio * (lr - self.eta_min) + self.eta_min for lr in _lrs(self.optimizer)]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for base_lr in self.base_lrs]
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """Multiply the lr by `factor` (not below `min_lr`) once the metric passed to `step(metric)` has not improved
+    for more than `patience` epochs, then wait `cooldown` epochs before counting again."""
+
+    def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,
+                 threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
+                 min_lr: list[float] | float = 0, eps: float = 1e-8) -> None:
+        if factor >= 1.0:
+            raise ValueError("Factor should be < 1.0.")
+        self.factor = factor
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if isinstance(min_lr, list | tuple):
+            if len(min_lr) != len(optimizer.param_groups):
+                raise ValueError(f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}")
+            self.default_min_lr = None
+            self.min_lrs = list(min_lr)
+        else:
+            self.default_min_lr = min_lr
+            self.min_lrs = [min_lr] * len(optimizer.param_groups)
+        self.patience = patience
+        self.cooldown = cooldown
+        self.eps = eps
+        self.last_epoch = 0
+        self._last_lr = _lrs(optimizer)
+        self._init_is_better(mode, threshold, threshold_mode)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.best = self.mode_worse
+        self.cooldown_counter = 0
+        self.num_bad_epochs = 0
+
+    def step(self, metrics: Any, epoch: int | None = None) -> None:
+        current = float(metrics)
+        if epoch is None:
+            epoch = self.last_epoch + 1
+        else:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self.last_epoch = epoch
+        if self._is_better(current, self.best):
+            self.best = current
+            self.num_bad_epochs = 0
+        else:
+            self.num_bad_epochs += 1
+        if self.in_cooldown:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0  # bad epochs in cooldown do not count
+        if self.num_bad_epochs > self.patience:
+            self._reduce_lr()
+            self.cooldown_counter = self.cooldown
+            self.num_bad_epochs = 0
+        self._last_lr = _lrs(self.optimizer)
+
+    def _reduce_lr(self) -> None:
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.min_lrs):
+            if self.default_min_lr is None:
+                raise RuntimeError(
+                    f"The number of param groups in the `optimizer` ({len(groups)}) differs from when "
+                    f"`ReduceLROnPlateau` was initialized ({len(self.min_lrs)}), usually due to a new param group "
+                    "being added to the optimizer. Please modify the `min_lrs` field to match the length of the "
+                    "`optimizer` param groups."
+                )
+            self.min_lrs = [self.default_min_lr] * len(groups)
+        for group, min_lr in zip(groups, self.min_lrs):
+            old_lr = float(group["lr"])
+            new_lr = max(old_lr * self.factor, min_lr)
+            if old_lr - new_lr > self.eps:  # changes smaller than eps are ignored
+                group["lr"] = new_lr
+
+    @property
+    def in_cooldown(self) -> bool:
+        return self.cooldown_counter > 0
+
+    def _is_better(self, a: float, best: float) -> bool:
+        if self.mode == "min" and self.threshold_mode == "rel":
+            return a < best * (1.0 - self.threshold)
+        if self.mode == "min":
+            return a < best - self.threshold
+        if self.threshold_mode == "rel":
+            return a > best * (self.threshold + 1.0)
+        return a > best + self.threshold
+
+    def _init_is_better(self, mode: str, threshold: float, threshold_mode: str) -> None:
+        if mode not in {"min", "max"}:
+            raise ValueError("mode " + mode + " is unknown!")
+        if threshold_mode not in {"rel", "abs"}:
+            raise ValueError("threshold mode " + threshold_mode + " is unknown!")
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+        self.mode = mode
+        self.threshold = threshold
+        self.threshold_mode = threshold_mode
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.__dict__.update(state_dict)
+        self._init_is_better(self.mode, self.threshold, self.threshold_mode)
