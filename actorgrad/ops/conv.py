@@ -8,10 +8,12 @@ itself differentiable, to any order.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from actorgrad.devices.convolution import ConvGeometry, macs
-from actorgrad.ops.linalg import MACS_PER_NS
+from actorgrad.ops.linalg import MACS_PER_NS, TYPE_META_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
 
@@ -47,93 +49,121 @@ WEIGHT_GRAD = Rule(
 )
 
 
-def _pair(value: Any, dims: int, name: str, height: int = 1) -> tuple[int, int]:
-    """An int or a sequence of `dims` ints, as (height, width); a 1-d conv has a unit height, so its height
-    takes `height` (1 for a stride or dilation, 0 for padding)."""
-    values = (value,) * dims if isinstance(value, int) else tuple(value)
-    if len(values) != dims or not all(isinstance(v, int) for v in values):
-        raise RuntimeError(f"expected {name} to be a single integer value or a list of {dims} values, got {value!r}")
-    return (height, *values) if dims == 1 else values  # type: ignore[return-value]
+def _expanded(value: Any, name: str, dims: int, weight_dims: int) -> list[int]:
+    """A conv parameter as PyTorch's conv{dims}d passes it on (an int fills `dims` places), then matched to the
+    weight's spatial dims: a single value repeats, any other count must equal them."""
+    values = [value] * dims if isinstance(value, int) else list(value)
+    if not all(isinstance(v, int) for v in values):
+        raise TypeError(f"conv{dims}d(): argument '{name}' must be an int or a tuple of ints, got {value!r}")
+    if len(values) == 1:
+        return values * weight_dims
+    if len(values) != weight_dims:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {weight_dims} values to match "
+                           f"the convolution dimensions, but got {name}={values}")
+    return values
 
 
-def geometry(
-    op: str, kernel: tuple[int, int], stride: Any, padding: Any, dilation: Any, groups: int, dims: int
-) -> ConvGeometry:
-    """A conv's arguments checked and normalised; 'same' pads d*(k-1) in all, the extra one after, as PyTorch."""
-    stride2, dilation2 = _pair(stride, dims, "stride"), _pair(dilation, dims, "dilation")
-    if any(s <= 0 for s in stride2):
-        raise RuntimeError(f"{op}: non-positive stride is not supported")
-    if any(d <= 0 for d in dilation2):
-        raise RuntimeError(f"{op}: dilation should be greater than zero")
-    if padding == "valid":
-        pads = ((0, 0), (0, 0))
-    elif padding == "same":
-        if any(s != 1 for s in stride2):
-            raise RuntimeError("padding='same' is not supported for strided convolutions")
-        totals = [d * (k - 1) for d, k in zip(dilation2, kernel)]
-        pads = tuple((t // 2, t - t // 2) for t in totals)
-    elif isinstance(padding, str):
-        raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
-    else:
-        pads = tuple((p, p) for p in _pair(padding, dims, "padding", 0))
-        if any(p < 0 for p, _ in pads):
-            raise RuntimeError(f"{op}: negative padding is not supported")
+_warned_same = False  # PyTorch warns once per process (TORCH_WARN_ONCE)
+
+
+def _same_padding(dims: int, x: Any, w: Any, stride: Any, dilation: Any) -> list[tuple[int, int]]:
+    """'same' pads d*(k-1) in all, the extra one after, with the checks of PyTorch's 'same' path."""
+    if x.ndim != w.ndim:
+        raise RuntimeError(f"Expected {w.ndim}-dimensional input for {w.ndim}-dimensional weight{list(w.shape)}, but "
+                           f"got {x.ndim}-dimensional input of size {list(x.shape)} instead")
+    for name, value in (("stride", stride), ("dilation", dilation)):
+        if not isinstance(value, int) and len(value) not in (1, dims):
+            raise RuntimeError(f"{name} cannot broadcast to {dims} dimensions")
+    if any(s != 1 for s in _expanded(stride, "stride", dims, dims)):
+        raise RuntimeError("padding='same' is not supported for strided convolutions")
+    totals = [d * (k - 1) for d, k in zip(_expanded(dilation, "dilation", dims, dims), w.shape[2:])]
+    global _warned_same
+    if any(t % 2 for t in totals) and not _warned_same:
+        _warned_same = True
+        warnings.warn("Using padding='same' with even kernel lengths and odd dilation may require a zero-padded copy "
+                      "of the input be created", UserWarning, stacklevel=5)  # the caller of conv1d/conv2d
+    return [(t // 2, t - t // 2) for t in totals]
+
+
+def _geometry(dims: int, x: Any, w: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
+              groups: int) -> ConvGeometry:
+    """A batched conv's arguments checked in PyTorch's order and normalised to 2-d (a 1-d conv has a unit
+    height)."""
+    if isinstance(padding, str) and padding not in ("same", "valid"):
+        raise RuntimeError(f"Invalid padding string: '{padding}'")
+    weight_dims = w.ndim - 2
+    if weight_dims < 1:
+        raise RuntimeError("weight should have at least three dimensions")
     if not isinstance(groups, int) or groups <= 0:
-        raise RuntimeError(f"{op}: non-positive groups is not supported")
-    return ConvGeometry(stride2, pads, dilation2, groups)  # type: ignore[arg-type]
-
-
-def _check(op: str, x: Any, w: Any, bias: Tensor | None, geo: ConvGeometry) -> None:
-    dims = x.ndim - 2
-    if w.ndim != dims + 2:
-        raise RuntimeError(f"{op}: expected a {dims + 2}-D weight, got one of size {list(w.shape)}")
-    groups = geo.groups
+        raise RuntimeError("non-positive groups is not supported")
+    same = _same_padding(dims, x, w, stride, dilation) if padding == "same" else None
+    stride = _expanded(stride, "stride", dims, weight_dims)
+    pads = same or [(p, p) for p in _expanded(0 if padding == "valid" else padding, "padding", dims, weight_dims)]
+    dilation = _expanded(dilation, "dilation", dims, weight_dims)
+    _expanded([0] * dims, "output_padding", dims, weight_dims)  # PyTorch checks its transposed convs' parameter too
+    if any(p < 0 for pair in pads for p in pair):
+        raise RuntimeError("negative padding is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d < 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if w.ndim != x.ndim:
+        raise RuntimeError(f"Expected {w.ndim}-dimensional input for {w.ndim}-dimensional weight {list(w.shape)}, but "
+                           f"got {x.ndim}-dimensional input of size {list(x.shape)} instead")
+    if w.shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
+                           f"weight of size {list(w.shape)} instead")
     if w.shape[0] % groups:
-        raise RuntimeError(
-            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of "
-            f"size [{list(w.shape)}] instead"
-        )
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{list(w.shape)}] instead")
     if x.shape[1] != w.shape[1] * groups:
-        raise RuntimeError(
-            f"Given groups={groups}, weight of size {list(w.shape)}, expected input{list(x.shape)} to have "
-            f"{w.shape[1] * groups} channels, but got {x.shape[1]} channels instead"
-        )
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected input{list(x.shape)} to "
+                           f"have {w.shape[1] * groups} channels, but got {x.shape[1]} channels instead")
     if bias is not None and bias.shape != (w.shape[0],):
-        raise RuntimeError(f"{op}: expected bias of shape [{w.shape[0]}], got {list(bias.shape)}")
-    spatial = x.shape[2:]
-    kernel = w.shape[2:]
-    padded = [n + sum(p) for n, p in zip(spatial, geo.padding[2 - dims:])]
-    reach = [d * (k - 1) + 1 for d, k in zip(geo.dilation[2 - dims:], kernel)]
+        raise RuntimeError(f"Given weight of size {list(w.shape)}, expected bias to be 1-dimensional with {w.shape[0]} "
+                           f"elements, but got bias of size {list(bias.shape)} instead")
+    padded = [n + before + after for n, (before, after) in zip(x.shape[2:], pads)]
+    reach = [d * (k - 1) + 1 for d, k in zip(dilation, w.shape[2:])]
     if any(p < r for p, r in zip(padded, reach)):
         raise RuntimeError(
             f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel size: "
             f"({' x '.join(map(str, reach))}). Kernel size can't be greater than actual input size"
         )
+    if dims == 1:
+        stride, pads, dilation = [1, *stride], [(0, 0), *pads], [1, *dilation]
+    if 0 in dilation:  # the kernels' own check, on the 2-d parameters
+        raise RuntimeError(f"dilation should be greater than zero, but got {dilation}")
+    if w.dtype != x.dtype:
+        raise RuntimeError(f"expected scalar type {SCALAR_NAMES[x.dtype]} but found {SCALAR_NAMES[w.dtype]}")
+    return ConvGeometry(tuple(stride), tuple(pads), tuple(dilation), groups)  # type: ignore[arg-type]
 
 
 def _conv(op: str, dims: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
           dilation: Any, groups: int) -> Tensor:
     common_device((input, weight) if bias is None else (input, weight, bias))
     x, w = input._data, weight._data
+    if bias is not None and bias._data.dtype != x.dtype:
+        if not isinstance(padding, str):
+            raise RuntimeError(f"Input type ({TYPE_META_NAMES[x.dtype]}) and bias type "
+                               f"({TYPE_META_NAMES[bias._data.dtype]}) should be the same")
+        bias = bias.to(x.dtype)  # PyTorch's padding modes take a bias of any dtype
     if x.ndim not in (dims + 1, dims + 2):
         raise RuntimeError(
             f"Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to {op}, but got input of size: "
             f"{list(x.shape)}"
         )
-    if x.ndim == dims + 1:  # unbatched: a batch of one
-        out = _conv(op, dims, input.reshape(1, *x.shape), weight, bias, stride, padding, dilation, groups)
-        return out.reshape(out.shape[1:])
-    kernel = (1, w.shape[-1]) if dims == 1 else tuple(w.shape[-2:])
-    geo = geometry(op, kernel, stride, padding, dilation, groups, dims)
-    _check(op, x, w, bias, geo)
+    batched = input if x.ndim == dims + 2 else input.reshape(1, *x.shape)  # unbatched: a batch of one
+    x = batched._data
+    geo = _geometry(dims, x, w, bias, stride, padding, dilation, groups)
     data = input._device.ops.convolution(x, w, geo)
-    inputs: tuple[Tensor, ...] = (input, weight)
+    inputs: tuple[Tensor, ...] = (batched, weight)
     if bias is not None:
         data = data + bias._data.reshape(-1, *(1,) * dims)
-        inputs = (input, weight, bias)
+        inputs = (batched, weight, bias)
     bias_dims = (0, *range(2, 2 + dims))
-    return record(CONVOLUTION, data, inputs, geometry=geo, self_shape=x.shape, weight_shape=w.shape,
-                  bias_dims=bias_dims)
+    out = record(CONVOLUTION, data, inputs, geometry=geo, self_shape=x.shape, weight_shape=w.shape,
+                 bias_dims=bias_dims)
+    return out if batched is input else out.reshape(out.shape[1:])
 
 
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
 
@@ -112,15 +113,44 @@ LINEAR = {
 }
 
 
+# PyTorch's C++ names of dtypes, as its matmul and convolution errors print them
+TYPE_META_NAMES = {
+    np.dtype(t): name for t, name in (
+        (np.float64, "double"), (np.float32, "float"), (np.float16, "c10::Half"), (np.int64, "long int"),
+        (np.int32, "int"), (np.int16, "short int"), (np.int8, "signed char"), (np.uint8, "unsigned char"),
+        (np.bool_, "bool"),
+    )
+}
+
+
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """input @ weight.T + bias; other ranks than 2 go through a matrix view, as in PyTorch."""
+    """input @ weight.T + bias, down PyTorch's two paths and with their errors: with a bias and a matrix input
+    (or a 1-D bias) its fused addmm (other ranks than 2 through a matrix view), else a matmul with the bias added
+    after. A 1-D weight is a vector, so only the matmul path takes one."""
     x, w = input._data, weight._data
-    if w.ndim != 2:
-        raise RuntimeError(f"linear: expected a 2-D weight, got one of shape {list(w.shape)}")
-    if x.ndim == 0 or x.shape[-1] != w.shape[1]:
-        rows = f"{math.prod(x.shape[:-1])}x{x.shape[-1]}" if x.ndim else "0-d"
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows} and {w.shape[1]}x{w.shape[0]})")
-    _check_same_dtype(x, w)
+    if x.ndim == 0 or w.ndim == 0:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {x.ndim}D and {w.ndim}D")
+    if w.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {w.ndim}D")
+    fused = bias is not None and (x.ndim == 2 or bias.ndim == 1)
+    if w.ndim == 1:
+        if fused:
+            raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
+        out = matmul(input, weight)
+        return out if bias is None else out + bias
+    if bias is not None and not fused:
+        return linear(input, weight) + bias
+    if fused:  # addmm checks its operands' dtypes before their shapes
+        for name, operand in (("self", bias._data), ("mat1", x)):
+            if operand.dtype != w.dtype:
+                raise RuntimeError(f"{name} and mat2 must have the same dtype, but got {SCALAR_NAMES[operand.dtype]} "
+                                   f"and {SCALAR_NAMES[w.dtype]}")
+    if x.shape[-1] != w.shape[1]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({math.prod(x.shape[:-1])}x{x.shape[-1]} "
+                           f"and {w.shape[1]}x{w.shape[0]})")
+    if x.dtype != w.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {TYPE_META_NAMES[x.dtype]} != "
+                           f"{TYPE_META_NAMES[w.dtype]}")
     common_device((input, weight) if bias is None else (input, weight, bias))
     if x.ndim != 2:
         out = linear(input.reshape(math.prod(x.shape[:-1]), x.shape[-1]), weight, bias)  # -1: ambiguous if empty

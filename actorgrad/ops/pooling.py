@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.convolution import ConvGeometry
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
 from actorgrad.tensor import Tensor
@@ -21,16 +22,18 @@ from actorgrad.tensor import Tensor
 __all__ = ["max_pool2d"]  # avg_pool2d lives in nn.functional only, as in PyTorch
 
 
-def _unpool(ops: Any, g: Any, index: Any, self_shape: tuple, padding_won: Any) -> Any:
-    """Each window's gradient to the element that won it; none from a window that only padding won."""
-    flat = ops.reshape(g, index.shape)
-    if padding_won is not None:
-        flat = ops.where(padding_won, 0.0, flat)
-    return ops.reshape(ops.scatter_add_last(flat, index, self_shape[-2] * self_shape[-1]), self_shape)
+def _unpool(ops: Any, g: Any, index: Any, self_shape: tuple, slots: int) -> Any:
+    """Each window's gradient to the element its index names. A window over padding alone can name one past the
+    plane (PyTorch writes there out of bounds): that gradient lands in an extra slot, dropped."""
+    size = self_shape[-2] * self_shape[-1]
+    flat = ops.scatter_add_last(ops.reshape(g, index.shape), index, slots)
+    if slots > size:
+        flat = ops.index(flat, (slice(None),) * (index.ndim - 1) + (slice(0, size),), None)
+    return ops.reshape(flat, self_shape)
 
 
 MAX_POOL = Rule(
-    "MaxPool2DWithIndicesBackward0", (("index", "self_shape", "padding_won"), _unpool), cost=input_size
+    "MaxPool2DWithIndicesBackward0", (("index", "self_shape", "slots"), _unpool), cost=input_size
 )
 GATHER = Rule(
     "GatherBackward0", (("index", "size"), lambda ops, g, index, size: ops.scatter_add_last(g, index, size))
@@ -38,43 +41,64 @@ GATHER = Rule(
 SCATTER_ADD = Rule("ScatterAddBackward0", (("index",), lambda ops, g, index: ops.gather_last(g, index)))
 
 
-def _pair(value: Any, name: str) -> tuple[int, int]:
-    pair = (value, value) if isinstance(value, int) else tuple(value)
-    if len(pair) == 1:
-        pair = pair * 2
-    if len(pair) != 2:
-        raise RuntimeError(f"{name} must either be a single int, or a tuple of two ints")
-    return pair  # type: ignore[return-value]
+def _pair(op: str, value: Any, name: str, counts: str = "either be a single int") -> tuple[int, int]:
+    """An int or one or two ints as (height, width), with the pooling ops' error for another count."""
+    pair = (value,) if isinstance(value, int) else tuple(value)
+    if len(pair) not in (1, 2):
+        raise RuntimeError(f"{op}: {name} must {counts}, or a tuple of two ints")
+    return (pair[0], pair[-1])
 
 
 def _pool_size(size: int, kernel: int, stride: int, pad: int, dilation: int, ceil_mode: bool) -> int:
+    """PyTorch's output size of one dim, with its checks on the stride and padding of that dim."""
+    if stride == 0:
+        raise RuntimeError("stride should not be zero")
+    if pad < 0:
+        raise RuntimeError(f"pad must be non-negative, but got pad: {pad}")
+    effective = (kernel - 1) * dilation + 1
+    if pad > int(effective / 2):  # C++'s division, toward zero
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pad}, "
+                           f"kernel_size={kernel} and dilation={dilation}")
     span = size + 2 * pad - dilation * (kernel - 1) - 1
-    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    out = (span + (stride - 1 if ceil_mode else 0)) // stride + 1
     if ceil_mode and (out - 1) * stride >= size + pad:  # the last window must start inside the input
         out -= 1
     return out
 
 
 def _geometry(op: str, x: np.ndarray, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
-              ceil_mode: bool) -> tuple:
-    if x.ndim not in (3, 4):
-        raise RuntimeError(f"{op}: Expected 3D or 4D (batch mode) tensor for input, got shape {list(x.shape)}")
-    kernel = _pair(kernel_size, "kernel_size")
-    stride2 = kernel if stride is None or stride == [] else _pair(stride, "stride")
-    pad, dil = _pair(padding, "padding"), _pair(dilation, "dilation")
-    for what, pair in (("kernel size", kernel), ("stride", stride2), ("dilation", dil)):
-        if min(pair) <= 0:  # numpy would divide by zero or index backwards
-            raise RuntimeError(f"{op}: {what} should be greater than zero, but got {pair[0]} x {pair[1]}")
-    if min(pad) < 0:
-        raise RuntimeError(f"{op}: pad must be non-negative, but got pad: {min(pad)}")
-    for p, k, d in zip(pad, kernel, dil):
-        if p > (d * (k - 1) + 1) // 2:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
-                               f"kernel_size={k} and dilation={d}")
+              ceil_mode: bool, divisor_override: int | None = None) -> tuple:
+    """The checked kernel, stride, padding, dilation and output size as (height, width) pairs, in the order
+    PyTorch checks them (the count of each, the input's rank, each dim's stride and padding, then the rest)."""
+    kernel = _pair(op, kernel_size, "kernel_size")
+    omitted = stride is None or not isinstance(stride, int) and len(stride) == 0
+    stride2 = kernel if omitted else _pair(op, stride, "stride", "either be omitted, a single int")
+    pad = _pair(op, padding, "padding")
+    dil = _pair(op, dilation, "dilation", "be either a single int")
+    if divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    if op == "max_pool2d" and x.ndim not in (3, 4):
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    if x.ndim < 3:  # avg_pool2d reads the channel count first
+        raise IndexError("Dimension specified as -3 but tensor has no dimensions" if x.ndim == 0 else
+                         f"Dimension out of range (expected to be in range of [{-x.ndim}, {x.ndim - 1}], but got -3)")
     out = tuple(_pool_size(x.shape[-2 + i], kernel[i], stride2[i], pad[i], dil[i], ceil_mode) for i in (0, 1))
+    for what, pair, names in (("kernel size", kernel, "kH kW"), ("stride", stride2, "dH dW"),
+                              ("dilation", dil, "dilationH dilationW")):
+        if min(pair) <= 0:
+            h, w = names.split()
+            raise RuntimeError(f"{what} should be greater than zero, but got {h}: {pair[0]} {w}: {pair[1]}")
+    if x.ndim not in (3, 4) or 0 in x.shape[-3:]:
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but "
+                           f"got:{list(x.shape)}")
+    if pad[0] > kernel[0] // 2 or pad[1] > kernel[1] // 2:
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got padW = {pad[1]}, "
+                           f"padH = {pad[0]}, kW = {kernel[1]}, kH = {kernel[0]}")
     if min(out) <= 0:
-        raise RuntimeError(f"{op}: Given input size: {tuple(x.shape[-3:])}. Calculated output size: "
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[-3:]))}). Calculated output size: "
                            f"({x.shape[-3]}x{out[0]}x{out[1]}). Output size is too small")
+    if x.dtype == np.bool_ or op == "avg_pool2d" and x.dtype.kind in "iu" and x.dtype != np.int64:
+        raise NotImplementedError(f"\"{op}\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
     return kernel, stride2, pad, dil, out
 
 
@@ -86,8 +110,9 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     *lead, h, w = x.shape
     reach_h, reach_w = (oh - 1) * sh + dh * (kh - 1) + 1, (ow - 1) * sw + dw * (kw - 1) + 1
     xp = input._device.xp
+    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     if ph or pw or reach_h > h or reach_w > w:  # pad with -inf so padding never wins a window
-        padded = xp.full((*lead, max(reach_h, h + ph), max(reach_w, w + pw)), -np.inf, x.dtype)
+        padded = xp.full((*lead, max(reach_h, h + ph), max(reach_w, w + pw)), lowest, x.dtype)
         padded[..., ph:ph + h, pw:pw + w] = x
     else:
         padded = x
@@ -108,17 +133,18 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
             np.copyto(local, k, where=np.isnan(view))
     offsets = xp.asarray([(k // kw) * dh * w + (k % kw) * dw for k in range(kh * kw)])
     corners = (xp.arange(oh)[:, None] * sh - ph) * w + xp.arange(ow) * sw - pw
-    index = (corners + offsets[local]).reshape(*lead, oh * ow)
-    padding_won = None
-    if padded is not x:  # a window over padding alone (all -inf) is won by a padded position: it sends nothing
-        rows = xp.arange(oh)[:, None] * sh - ph + xp.asarray([(k // kw) * dh for k in range(kh * kw)])[local]
-        cols = xp.arange(ow) * sw - pw + xp.asarray([(k % kw) * dw for k in range(kh * kw)])[local]
-        outside = ((rows < 0) | (rows >= h) | (cols < 0) | (cols >= w)).reshape(*lead, oh * ow)
-        if outside.any():
-            padding_won = outside
-            index = xp.where(outside, 0, index)
-    out = record(MAX_POOL, data, (input,), index=index, self_shape=x.shape, padding_won=padding_won)
-    return (out, Tensor(index.reshape(data.shape), device=input._device)) if return_indices else out
+    index = corners + offsets[local]
+    if padded is not x:
+        # PyTorch starts a window's index at its first place inside the input (which, past the right edge, names
+        # the next row, or past the bottom, no element) and moves it only for a greater value, so a window that
+        # holds nothing but -inf and padding keeps that start.
+        rows, cols = xp.arange(oh) * sh - ph, xp.arange(ow) * sw - pw
+        first = xp.where(rows < 0, rows % dh, rows)[:, None] * w + xp.where(cols < 0, cols % dw, cols)
+        index = xp.where(data == lowest, first, index)
+    past = padded is not x and bool((index >= h * w).any())  # indices past the plane scatter to one more slot
+    saved = (xp.minimum(index, h * w) if past else index).reshape(*lead, oh * ow)
+    out = record(MAX_POOL, data, (input,), index=saved, self_shape=x.shape, slots=h * w + past)
+    return (out, Tensor(index, device=input._device)) if return_indices else out
 
 
 AVG_POOL = Rule(
@@ -136,7 +162,8 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     """A window's divisor counts its places inside the padded input (count_include_pad) or inside the input;
     with ceil_mode, the last windows may run past the padding, and those places never count, as in PyTorch."""
     x = input._data
-    kernel, stride2, pad, _, (oh, ow) = _geometry("avg_pool2d", x, kernel_size, stride, padding, 1, ceil_mode)
+    kernel, stride2, pad, _, (oh, ow) = _geometry(
+        "avg_pool2d", x, kernel_size, stride, padding, 1, ceil_mode, divisor_override)
     sizes = zip((oh, ow), stride2, kernel, x.shape[-2:], pad)
     extra = [max(0, (o - 1) * s + k - (n + 2 * p)) for o, s, k, n, p in sizes]
     geo = ConvGeometry(stride2, ((pad[0], pad[0] + extra[0]), (pad[1], pad[1] + extra[1])), (1, 1), 1)
@@ -153,7 +180,10 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         divisor = kernel[0] * kernel[1]
     else:
         divisor = ops.convolution(ops.xp.ones((1, 1, *x.shape[-2:]), x.dtype), ones, geo)[0, 0]
-    return record(AVG_POOL, sums / divisor, (input,), divisor=divisor, kernel=Tensor(ones, device=input._device),
+    means = sums / divisor
+    if x.dtype.kind == "i":  # PyTorch divides int64 sums in C++, toward zero
+        means = means.astype(x.dtype)
+    return record(AVG_POOL, means, (input,), divisor=divisor, kernel=Tensor(ones, device=input._device),
                   planes_shape=planes_shape, self_shape=x.shape, geometry=geo)
 
 
