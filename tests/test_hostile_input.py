@@ -78,7 +78,7 @@ INVALID = {
     "where on a float condition": (lambda: ag.where(ag.ones(2), ag.ones(2), ag.ones(2)), RuntimeError, "boolean"),
     "embedding float indices": (lambda: F.embedding(ag.tensor([0.0]), ag.ones(3, 2)), RuntimeError, "'indices'"),
     "matmul of float64 and float32": (
-        lambda: ag.ones(2, 3, dtype=ag.float64) @ ag.ones(3), RuntimeError, "same dtype, but got: float64 != float32",
+        lambda: ag.ones(2, 3, dtype=ag.float64) @ ag.ones(3), RuntimeError, "same dtype, but got: double != float",
     ),
     "matmul of float and int": (lambda: ag.ones(2, 3) @ ag.ones(3, dtype=ag.int64), RuntimeError, "same dtype"),
     "linear of float64 input, float32 weight": (

@@ -309,3 +309,8 @@ def test_avg_pool2d_of_int64_divides_toward_zero():
 def test_pooling_dtypes_pytorch_does_not_implement(op, dtype, name):
     _raises(lambda: getattr(F, op)(ag.ones(1, 1, 4, 4, dtype=dtype), 2), NotImplementedError,
             f'"{op}" not implemented for \'{name}\'')
+
+
+def test_matmul_of_two_dtypes_names_them_as_torch():
+    with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype, but got: float != double"):
+        ag.ones(3, 4) @ ag.ones(4, 2, dtype=ag.float64)

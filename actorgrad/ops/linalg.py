@@ -54,10 +54,21 @@ RULES = {
 MATMUL = _matmul_rule("MatmulBackward0")
 
 
+# PyTorch's C++ names of dtypes, as its matmul and convolution errors print them
+TYPE_META_NAMES = {
+    np.dtype(t): name for t, name in (
+        (np.float64, "double"), (np.float32, "float"), (np.float16, "c10::Half"), (np.int64, "long int"),
+        (np.int32, "int"), (np.int16, "short int"), (np.int8, "signed char"), (np.uint8, "unsigned char"),
+        (np.bool_, "bool"),
+    )
+}
+
+
 def _check_same_dtype(a: np.ndarray, b: np.ndarray) -> None:
     """PyTorch multiplies matrices of one dtype only: numpy would promote float32 with float64 silently."""
     if a.dtype != b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}")
+        first, second = (TYPE_META_NAMES.get(d, d) for d in (a.dtype, b.dtype))
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {first} != {second}")
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
@@ -113,16 +124,6 @@ LINEAR = {
 }
 
 
-# PyTorch's C++ names of dtypes, as its matmul and convolution errors print them
-TYPE_META_NAMES = {
-    np.dtype(t): name for t, name in (
-        (np.float64, "double"), (np.float32, "float"), (np.float16, "c10::Half"), (np.int64, "long int"),
-        (np.int32, "int"), (np.int16, "short int"), (np.int8, "signed char"), (np.uint8, "unsigned char"),
-        (np.bool_, "bool"),
-    )
-}
-
-
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """input @ weight.T + bias, down PyTorch's two paths and with their errors: with a bias and a matrix input
     (or a 1-D bias) its fused addmm (other ranks than 2 through a matrix view), else a matmul with the bias added
@@ -148,9 +149,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if x.shape[-1] != w.shape[1]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({math.prod(x.shape[:-1])}x{x.shape[-1]} "
                            f"and {w.shape[1]}x{w.shape[0]})")
-    if x.dtype != w.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {TYPE_META_NAMES[x.dtype]} != "
-                           f"{TYPE_META_NAMES[w.dtype]}")
+    _check_same_dtype(x, w)
     common_device((input, weight) if bias is None else (input, weight, bias))
     if x.ndim != 2:
         out = linear(input.reshape(math.prod(x.shape[:-1]), x.shape[-1]), weight, bias)  # -1: ambiguous if empty
