@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Generator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -19,9 +21,10 @@ from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, note_forward_stack
 from actorgrad.autograd.graph import GradientEdge
 from actorgrad.devices import cpu, is_writeable
-from actorgrad.grad_mode import enable_grad
+from actorgrad.grad_mode import enable_grad, grad_mode_on
 from actorgrad.hooks import has_post_accumulate_hooks, run_post_accumulate_hooks, run_post_accumulate_hooks_async
 from actorgrad.node import Edge, GraphRoot
+from actorgrad.ops.joining import stack
 from actorgrad.scheduler import (
     GraphTask,
     active_trace,
@@ -38,6 +41,17 @@ Inputs = Tensor | GradientEdge | Sequence[Tensor | GradientEdge]
 
 # Sync calls from several threads commit into shared leaves; this makes each commit one atomic step.
 _commit_lock = threading.Lock()
+
+# A pass runs with numpy's floating-point warnings off: PyTorch's backward gives none (a 1/0 is just inf).
+# numpy >= 2 holds that setting in a ContextVar, which every task and worker thread of a pass inherits; setting
+# it directly costs a few hundred instructions, where `with np.errstate(all="ignore")` cost 10,000 (6% of a
+# small backward call), mostly its Python.
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _fp_errors
+except ImportError:  # numpy 1.x keeps it per thread, not per task: its warnings stay on
+    _fp_errors = ContextVar("actorgrad_fp_errors_unused", default=None)
+with np.errstate(all="ignore"):
+    _FP_ERRORS_IGNORED = _fp_errors.get()
 
 
 def _sequence(value: Any, what: str, kinds: str) -> tuple:
@@ -60,8 +74,14 @@ def _as_tuple(value: Any, what: str, kinds: type | tuple = Tensor, named: str = 
 
 
 def _as_inputs(value: Any, what: str) -> tuple:
-    """The tensors (or gradient edges) whose gradients a call asks for."""
-    return _as_tuple(value, what, (Tensor, GradientEdge), "a Tensor or a GradientEdge")
+    """The tensors (or gradient edges) whose gradients a call asks for (PyTorch's error for any other value)."""
+    if isinstance(value, Tensor | GradientEdge):
+        return (value,)
+    values = _sequence(value, what, "a Tensor or a GradientEdge")
+    for v in values:
+        if not isinstance(v, Tensor | GradientEdge):
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(v).__name__}")
+    return values
 
 
 def _seed_grads(outputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
@@ -69,14 +89,15 @@ def _seed_grads(outputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
     if grad_outputs is None or isinstance(grad_outputs, Tensor):
         given = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
     else:
-        given = list(_sequence(grad_outputs, "grad_tensors", "a Tensor or None"))
+        # PyTorch pairs them with the outputs and ignores any extra gradients
+        given = list(_sequence(grad_outputs, "grad_tensors", "a Tensor or None"))[:len(outputs)]
     for i, grad in enumerate(given):
         if grad is not None and not isinstance(grad, Tensor):
             raise TypeError(f"grad_tensors[{i}] must be a Tensor or None, got {type(grad).__name__}")
     if len(given) != len(outputs):
         raise RuntimeError(
-            f"grad_tensors should have the same length as tensors: got {len(given)} gradients for "
-            f"{len(outputs)} tensors (give a Tensor, or None for a scalar, per tensor)"
+            f"got {len(outputs)} tensors and {len(given)} gradients: grad_tensors should have the same length as "
+            f"tensors (give a Tensor, or None for a scalar, per tensor)"
         )
     seeds = []
     for i, (out, grad) in enumerate(zip(outputs, given)):
@@ -131,39 +152,138 @@ def _input_edges(inputs: tuple, what: str) -> list[Edge]:
 async def backward(
     tensors: TensorOrTensors,
     grad_tensors: TensorOrTensors | None = None,
-    *,
     retain_graph: bool | None = None,
     create_graph: bool = False,
+    grad_variables: TensorOrTensors | None = None,
     inputs: Inputs | None = None,
 ) -> None:
-    """Accumulate d(tensors)/d(leaf) into each leaf's `.grad`, leaves committed only if the pass succeeds."""
+    """Accumulate d(tensors)/d(leaf) into each leaf's `.grad`, leaves committed only if the pass succeeds.
+    `grad_variables` is PyTorch's deprecated name for `grad_tensors`."""
+    if grad_variables is not None:
+        grad_tensors = _renamed_grad_tensors(grad_tensors, grad_variables)
     task = _backward_task(tensors, grad_tensors, retain_graph, create_graph, inputs)
-    await _run(task)
+    # `_run`'s body, inline: one coroutine fewer to resume at each of the pass's checkpoints saves 1,300
+    # instructions a call (0.7% of a small backward)
+    fp_errors = _fp_errors.set(_FP_ERRORS_IGNORED)
+    try:
+        await run_graph_task(task)
+    except Exception as error:
+        _explain(task, error)
+        _release_error(task)
+        raise
+    finally:
+        _fp_errors.reset(fp_errors)
     if _commit_or_stage(task, create_graph) and has_post_accumulate_hooks(task.staged):
-        await run_post_accumulate_hooks_async(task.staged)
+        await run_post_accumulate_hooks_async(task.staged, create_graph)
 
 
 async def grad(
     outputs: TensorOrTensors,
     inputs: Inputs,
     grad_outputs: TensorOrTensors | None = None,
-    *,
     retain_graph: bool | None = None,
     create_graph: bool = False,
+    only_inputs: bool = True,
     allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
     materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """d(outputs)/d(inputs), returned as a tuple; `.grad` of every leaf is left alone (a non-leaf that retains its
     gradient gets it, as in PyTorch). An input may be a
     GradientEdge (`actorgrad.autograd.graph.get_gradient_edge`): the gradient flowing into that edge. An unused
-    input gets None where allow_unused is True, zeros where materialize_grads is (which implies allow_unused)."""
+    input gets None where allow_unused is True, zeros where materialize_grads is (which implies allow_unused).
+    With is_grads_batched, the first dimension of each grad_output is a batch: the result has it too.
+    `only_inputs` is PyTorch's deprecated no-op."""
+    passes = _grad_passes(outputs, inputs, grad_outputs, retain_graph, create_graph, only_inputs, allow_unused,
+                          is_grads_batched, materialize_grads)
+    task = next(passes)  # there is always one
+    while True:
+        await _run(task)
+        try:
+            task = next(passes)
+        except StopIteration as done:
+            return done.value
+
+
+def _renamed_grad_tensors(grad_tensors: Any, grad_variables: Any) -> Any:
+    """`backward(grad_variables=...)`: PyTorch's deprecated name, warned about as PyTorch does."""
+    warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=3)
+    if grad_tensors is not None:
+        raise RuntimeError(
+            "`grad_tensors` and `grad_variables` (deprecated) arguments both passed to `backward()`. Please only "
+            "use `grad_tensors`."
+        )
+    return grad_variables
+
+
+def _grad_passes(
+    outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: Any, create_graph: bool, only_inputs: bool,
+    allow_unused: bool | None, is_grads_batched: bool, materialize_grads: bool,
+) -> Generator[GraphTask, None, tuple]:
+    """A grad() call as the passes it runs, each yielded for the caller to run (sync or awaited), and its result:
+    one pass, or with is_grads_batched one per element of the batch, each but the last keeping the graph for the
+    next, their gradients stacked (PyTorch runs one pass under vmap)."""
+    if not only_inputs:
+        warnings.warn(
+            "only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate gradient for "
+            "other parts of the graph, please use torch.autograd.backward.",
+            FutureWarning,
+            stacklevel=3,
+        )
     allow_unused = _allows_unused(allow_unused, materialize_grads)
     ins = _as_inputs(inputs, "inputs")
-    task = _grad_task(outputs, ins, grad_outputs, retain_graph, create_graph)
-    await _run(task)
-    _commit_or_stage(task, create_graph)  # the gradients of non-leaves that retain theirs
-    grads = _placed(_captured_grads(task, create_graph, allow_unused), ins)
+    if not ins:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    outs = _as_tuple(outputs, "outputs")
+    seeds = _unbatched(outs, grad_outputs) if is_grads_batched else [grad_outputs]
+    results = []
+    for k, seed in enumerate(seeds):
+        task = _grad_task(outs, ins, seed, True if k + 1 < len(seeds) else retain_graph, create_graph)
+        yield task
+        _commit_or_stage(task, create_graph)  # the gradients of non-leaves that retain theirs
+        results.append(_placed(_captured_grads(task, create_graph, allow_unused), ins))
+    grads = _stacked(results, create_graph) if is_grads_batched else results[0]
     return _materialized(grads, ins, create_graph) if materialize_grads else grads
+
+
+def _unbatched(outputs: tuple, grad_outputs: Any) -> list[list[Tensor]]:
+    """is_grads_batched: the grad_outputs of each pass, one list per element of the batch (the first dimension
+    of every grad_output), checked against the outputs as PyTorch checks them."""
+    if grad_outputs is None or isinstance(grad_outputs, Tensor):
+        given = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
+    else:
+        given = list(_sequence(grad_outputs, "grad_outputs", "a Tensor"))[:len(outputs)]
+    for i, (out, grad) in enumerate(zip(outputs, given)):
+        if not isinstance(grad, Tensor) or not grad.ndim:
+            got = f"a shape of {grad.shape}" if isinstance(grad, Tensor) else type(grad).__name__
+            raise RuntimeError(
+                f"If `is_grads_batched=True`, each grad_output needs a batch dimension first: grad_output[{i}] has "
+                f"{got} and output[{i}] has a shape of {out.shape}"
+            )
+        if grad.shape[1:] != out.shape:
+            raise RuntimeError(
+                f"If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
+                f"dimension. The sizes of the remaining dimensions are expected to match the shape of corresponding "
+                f"output, but a mismatch was detected: grad_output[{i}] has a shape of {grad.shape[1:]} and "
+                f"output[{i}] has a shape of {out.shape}. If you only want some tensors in `grad_output` to be "
+                f"considered batched, consider using vmap."
+            )
+    sizes = [grad.shape[0] for grad in given]
+    if len(set(sizes)) > 1 or 0 in sizes:
+        raise ValueError(
+            f"is_grads_batched=True needs one batch of at least one element: every grad_output the same size in "
+            f"its first dimension, got sizes {sizes}"
+        )
+    return [[grad[k] for grad in given] for k in range(sizes[0] if sizes else 1)]
+
+
+def _stacked(results: list[tuple], create_graph: bool) -> tuple:
+    """The gradients of a batch's passes, each input's stacked along a new first dimension (None stays None:
+    an input unused by one pass is unused by all)."""
+    def stacked(grads: tuple) -> Tensor | None:
+        return None if grads[0] is None else grad_mode_on(stack, grads) if create_graph else stack(grads)
+
+    return tuple(map(stacked, zip(*results)))
 
 
 def _backward_task(tensors: Any, grad_tensors: Any, retain_graph: Any, create_graph: bool, inputs: Any) -> GraphTask:
@@ -173,18 +293,15 @@ def _backward_task(tensors: Any, grad_tensors: Any, retain_graph: Any, create_gr
     if inputs is not None:
         chosen = _as_inputs(inputs, "inputs")
         if not chosen:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-        targets = {node: [] for node, _ in _input_edges(chosen, "inputs")}
-        for t in chosen:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        for t in chosen:  # first, as PyTorch: an input that does not require grad is refused by retain_grad
             if isinstance(t, Tensor):  # an edge has no tensor: only a leaf's accumulator keeps its gradient
                 t.retain_grad()
+        targets = {node: [] for node, _ in _input_edges(chosen, "inputs")}
     return _graph_task(root, retain_graph, create_graph, targets, accumulate=True)
 
 
-def _grad_task(outputs: Any, ins: tuple, grad_outputs: Any, retain_graph: Any, create_graph: bool) -> GraphTask:
-    outs = _as_tuple(outputs, "outputs")
-    if not ins:
-        raise RuntimeError("grad requires non-empty inputs.")
+def _grad_task(outs: tuple, ins: tuple, grad_outputs: Any, retain_graph: Any, create_graph: bool) -> GraphTask:
     root = _root(outs, _seed_grads(outs, grad_outputs, create_graph))
     captures: dict = {}
     for index, (node, input_nr) in enumerate(_input_edges(ins, "inputs")):
@@ -248,13 +365,16 @@ def _graph_task(root: GraphRoot, retain_graph: bool | None, create_graph: bool, 
 
 
 async def _run(task: GraphTask) -> None:
-    """Run a pass on the event loop."""
+    """Run a pass on the event loop, with numpy's floating-point warnings off."""
+    fp_errors = _fp_errors.set(_FP_ERRORS_IGNORED)
     try:
         await run_graph_task(task)
     except Exception as error:
         _explain(task, error)
         _release_error(task)
         raise
+    finally:
+        _fp_errors.reset(fp_errors)
 
 
 def _explain(task: GraphTask, error: BaseException) -> None:
@@ -318,7 +438,7 @@ def _commit_or_stage(task: GraphTask, create_graph: bool) -> bool:
 def _commit_sync(task: GraphTask, create_graph: bool) -> None:
     """`_commit_or_stage`, then the post-accumulate hooks when this pass committed (a sync call's)."""
     if _commit_or_stage(task, create_graph) and has_post_accumulate_hooks(task.staged):
-        run_post_accumulate_hooks(task.staged)
+        run_post_accumulate_hooks(task.staged, create_graph)
 
 
 def _commit(staged: dict, create_graph: bool) -> None:
@@ -363,7 +483,9 @@ def _refuse_inside_trio(name: str, async_name: str) -> None:
 def _run_sync(task: GraphTask) -> None:
     """Run a pass for a sync call: on this thread when it needs no worker thread (starting a trio run costs
     0.2 to 0.6 ms here, many times a small backward) or is nested in a node's backward (which may be running
-    on an event loop that must not be waited on), else in a trio run of its own."""
+    on an event loop that must not be waited on), else in a trio run of its own. numpy's floating-point
+    warnings are off for the pass."""
+    fp_errors = _fp_errors.set(_FP_ERRORS_IGNORED)
     try:
         if task.depth or (
             len(task.devices) == 1 and task.streamed is None and not (task.worker_devices and get_num_workers() > 1)
@@ -375,18 +497,36 @@ def _run_sync(task: GraphTask) -> None:
         _explain(task, error)
         _release_error(task)
         raise
+    finally:
+        _fp_errors.reset(fp_errors)
 
 
+def _named(qualname: str) -> Callable:
+    """Give a sync mirror its public name, which Python's own errors for its arguments print (`grad() got an
+    unexpected keyword argument ...`, not `grad_sync()`), as do tracebacks."""
+
+    def rename(fn: Callable) -> Callable:
+        name = qualname.rpartition(".")[2]
+        fn.__code__ = fn.__code__.replace(co_name=name, co_qualname=qualname)
+        fn.__name__, fn.__qualname__ = name, qualname
+        return fn
+
+    return rename
+
+
+@_named("backward")
 def backward_sync(
     tensors: TensorOrTensors,
     grad_tensors: TensorOrTensors | None = None,
-    *,
     retain_graph: bool | None = None,
     create_graph: bool = False,
+    grad_variables: TensorOrTensors | None = None,
     inputs: Inputs | None = None,
 ) -> None:
     """`actorgrad.autograd.backward`: the sync form of `await actorgrad.backward(...)`."""
     _refuse_inside_trio("backward", "actorgrad.backward")
+    if grad_variables is not None:
+        grad_tensors = _renamed_grad_tensors(grad_tensors, grad_variables)
     task = _backward_task(tensors, grad_tensors, retain_graph, create_graph, inputs)
     _run_sync(task)
     _commit_sync(task, create_graph)
@@ -402,27 +542,32 @@ def backward_collecting(tensors: TensorOrTensors, grad_tensors: Sequence[Tensor]
     return collected
 
 
+@_named("grad")
 def grad_sync(
     outputs: TensorOrTensors,
     inputs: Inputs,
     grad_outputs: TensorOrTensors | None = None,
-    *,
     retain_graph: bool | None = None,
     create_graph: bool = False,
+    only_inputs: bool = True,
     allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
     materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """`actorgrad.autograd.grad`: the sync form of `await actorgrad.grad(...)`."""
     _refuse_inside_trio("grad", "actorgrad.grad")
-    allow_unused = _allows_unused(allow_unused, materialize_grads)
-    ins = _as_inputs(inputs, "inputs")
-    task = _grad_task(outputs, ins, grad_outputs, retain_graph, create_graph)
-    _run_sync(task)
-    _commit_or_stage(task, create_graph)  # the gradients of non-leaves that retain theirs
-    grads = _placed(_captured_grads(task, create_graph, allow_unused), ins)
-    return _materialized(grads, ins, create_graph) if materialize_grads else grads
+    passes = _grad_passes(outputs, inputs, grad_outputs, retain_graph, create_graph, only_inputs, allow_unused,
+                          is_grads_batched, materialize_grads)
+    task = next(passes)  # there is always one
+    while True:
+        _run_sync(task)
+        try:
+            task = next(passes)
+        except StopIteration as done:
+            return done.value
 
 
+@_named("Tensor.backward")
 def tensor_backward(
     self: Tensor,
     gradient: Tensor | None = None,
@@ -431,7 +576,7 @@ def tensor_backward(
     inputs: Inputs | None = None,
 ) -> None:
     """`Tensor.backward`: sync, for scripts; in a trio app use `await actorgrad.backward(t)`."""
-    backward_sync(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+    backward_sync(self, gradient, retain_graph, create_graph, None, inputs)
 
 
 Tensor.backward = tensor_backward

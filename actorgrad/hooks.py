@@ -8,6 +8,7 @@ Around one run of a node, the hooks run in PyTorch's order: tensor hooks (per sl
 retain_grad of the slot's gradient, node prehooks, the node, node post hooks. `NodeHooks.steps` spells this
 order once, as a generator that yields each hook call; `run_steps` drives it with sync calls (an async hook
 gets a trio run of its own: there is no event loop), `run_steps_async` awaits the hooks that are async.
+As in PyTorch, every hook runs with grad mode on only when its pass records (create_graph).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 import trio
 
-from actorgrad.grad_mode import enable_grad
+from actorgrad.grad_mode import _grad_enabled, enable_grad
 from actorgrad.tensor import Tensor
 
 _handle_ids = itertools.count()
@@ -194,9 +195,8 @@ def _replace_all(hooks: dict, call: Callable, grads: Any, devices: tuple | None)
         result = yield call(fn, values)
         if result is None:
             continue
-        if isinstance(result, Tensor) or not isinstance(result, tuple | list):
-            raise TypeError(f"hook '{_hook_name(fn)}' must return a tuple of gradients or None, got "
-                            f"{type(result).__name__}")
+        if not isinstance(result, tuple):
+            raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
         if len(result) != len(values):
             raise RuntimeError(
                 f"hook '{_hook_name(fn)}' has returned an incorrect number of values (got {len(result)}, but "
@@ -256,12 +256,13 @@ def own_staged_grads(task: Any) -> None:
     _owned_upto[task] = end
 
 
-def _call(call: HookCall, task: Any) -> Any:
-    """A hook's call; during a pass, a backward the hook starts is nested in it (as in a node's backward)."""
+def _call(call: HookCall, task: Any, recording: bool) -> Any:
+    """A hook's call, with grad mode on only when the pass records (create_graph), as PyTorch's engine runs
+    hooks; during a pass, a backward the hook starts is nested in it (as in a node's backward)."""
     fn, args = call
     if task is not None:
         own_staged_grads(task)
-    token = current_graph_task.set(task)
+    token, mode = current_graph_task.set(task), _grad_enabled.set(recording)
     try:
         with nullcontext() if task is None else task.nested():
             result = fn(*args)
@@ -269,6 +270,7 @@ def _call(call: HookCall, task: Any) -> Any:
                 result = trio.run(_awaited, result)  # (a hook that is not `async def` may not return an awaitable)
         return result
     finally:
+        _grad_enabled.reset(mode)
         current_graph_task.reset(token)
 
 
@@ -276,35 +278,38 @@ async def _awaited(awaitable: Any) -> Any:
     return await awaitable
 
 
-async def _call_async(call: HookCall, task: Any) -> Any:
+async def _call_async(call: HookCall, task: Any, recording: bool) -> Any:
     fn, args = call
     if task is not None:
         own_staged_grads(task)
-    token = current_graph_task.set(task)
+    token, mode = current_graph_task.set(task), _grad_enabled.set(recording)
     try:
         with nullcontext() if task is None else task.nested():
             result = fn(*args)
             return await result if inspect.isawaitable(result) else result
     finally:
+        _grad_enabled.reset(mode)
         current_graph_task.reset(token)
 
 
 def run_steps(steps: Steps, task: Any) -> Any:
     """Drive `steps` to its result, calling each hook on this thread."""
+    recording = task.ops is not None
     try:
         call = next(steps)
         while True:
-            call = steps.send(_call(call, task))
+            call = steps.send(_call(call, task, recording))
     except StopIteration as done:
         return done.value
 
 
 async def run_steps_async(steps: Steps, task: Any) -> Any:
     """Drive `steps` to its result on the event loop, awaiting the hooks that are async."""
+    recording = task.ops is not None
     try:
         call = next(steps)
         while True:
-            call = steps.send(await _call_async(call, task))
+            call = steps.send(await _call_async(call, task, recording))
     except StopIteration as done:
         return done.value
 
@@ -320,20 +325,22 @@ def has_post_accumulate_hooks(tensors: Iterable[Tensor]) -> bool:
     return False
 
 
-def run_post_accumulate_hooks(tensors: Iterable[Tensor]) -> None:
-    """After a pass has committed `.grad`: each leaf's post-accumulate-grad hooks, `fn(leaf)`."""
+def run_post_accumulate_hooks(tensors: Iterable[Tensor], create_graph: bool) -> None:
+    """After a pass has committed `.grad`: each leaf's post-accumulate-grad hooks, `fn(leaf)`, with grad mode on
+    only for a pass that recorded (so that a hook may update its leaf in place, as an optimizer step does)."""
     for call in _post_accumulate_calls(tensors):
-        _returned_nothing(_call(call, None))
+        _returned_nothing(_call(call, None, create_graph), call)
 
 
-async def run_post_accumulate_hooks_async(tensors: Iterable[Tensor]) -> None:
+async def run_post_accumulate_hooks_async(tensors: Iterable[Tensor], create_graph: bool) -> None:
     for call in _post_accumulate_calls(tensors):
-        _returned_nothing(await _call_async(call, None))
+        _returned_nothing(await _call_async(call, None, create_graph), call)
 
 
-def _returned_nothing(result: Any) -> None:
-    """A post-accumulate-grad hook may not return a value (it would be ignored), as PyTorch checks it."""
-    if result is None:
+def _returned_nothing(result: Any, call: HookCall) -> None:
+    """A post-accumulate-grad hook may not return a value (it would be ignored), as PyTorch checks it; its leaf
+    itself counts as nothing (what `leaf.sub_(...)` returns)."""
+    if result is None or result is call[1][0]:
         return
     if not isinstance(result, Tensor):
         raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")

@@ -99,10 +99,12 @@ def pack_saved(node: Any, output: Tensor, hooks: tuple[Callable, Callable]) -> N
     grad mode (as in PyTorch), so ops inside `pack` record nothing and pack nothing."""
     pack, unpack = hooks
     device = node.device
-    done: dict[int, Any] = {}  # id -> packed: a value named by several formulas is packed once
+    # name (self, other, result, a keyword) -> packed: as PyTorch packs each variable an op saves once, however
+    # many formulas use it, but `x * x` saves `self` and `other`, which are the one tensor, twice
+    done: dict[str, Any] = {}
+    grads = node._rule.grads
 
-    def packed(value: Any) -> Any:
-        key = id(value)
+    def packed(key: str, value: Any) -> Any:
         if key not in done:
             if isinstance(value, Tensor):
                 done[key] = Packed(pack(value), unpack, INPUT, gradient_edge(value), device)
@@ -115,7 +117,7 @@ def pack_saved(node: Any, output: Tensor, hooks: tuple[Callable, Callable]) -> N
         return done[key]
 
     with no_grad():
-        saved = [(i, formula, tuple(map(packed, values)), reduce, cast)
+        saved = [(i, formula, tuple(map(packed, grads[i][0], values)), reduce, cast)
                  for i, formula, _, values, reduce, cast in node.saved]
     node.saved = tuple((i, f, UnpackOnUse(values, True), UnpackOnUse(values, False), r, c)
                        for i, f, values, r, c in saved)

@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 
 class AsyncEvent:
     """A point on a stream: complete once the stream has run every kernel queued before `record()`."""
@@ -97,12 +99,13 @@ class AsyncStream:
 
     def _run(self) -> None:
         get = self._queue.get
-        while True:
-            kernel = get()
-            try:
-                kernel()
-            except BaseException as error:  # noqa: BLE001 - a kernel reports its own errors; keep the stream alive
-                self.error = error
+        with np.errstate(all="ignore"):  # as PyTorch's kernels, a 1/0 gives inf without a warning
+            while True:
+                kernel = get()
+                try:
+                    kernel()
+                except BaseException as error:  # noqa: BLE001 - a kernel reports its own errors; keep it alive
+                    self.error = error
 
     def __repr__(self) -> str:
         return f"<AsyncStream {self.device} at {id(self):#x}>"
