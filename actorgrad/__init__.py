@@ -9,10 +9,18 @@ import numpy as np
 
 from actorgrad import autograd, creation, ops
 from actorgrad.accumulate_grad import AccumulateGrad
+from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from actorgrad.creation import *  # noqa: F403
 from actorgrad.devices import Device, device, stream
 from actorgrad.engine import backward, grad
-from actorgrad.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from actorgrad.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from actorgrad.node import Node
 from actorgrad.ops import *  # noqa: F403
 from actorgrad.random import Generator, initial_seed, manual_seed
@@ -26,7 +34,8 @@ bool, float, double, half, long, int = bool_, float32, float64, float16, int64, 
 __all__ = [
     "AccumulateGrad", "Device", "Generator", "Node", "Tensor", "autograd", "backward", "bool_", "device",
     "enable_grad", "float16", "float32", "float64", "functional", "get_num_workers", "grad", "initial_seed", "int8",
-    "int16", "int32", "int64", "is_grad_enabled", "manual_seed", "nn", "no_grad", "ops", "optim", "profile",
+    "int16", "int32", "int64", "is_grad_enabled", "inference_mode", "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled", "is_inference_mode_enabled", "manual_seed", "nn", "no_grad", "ops", "optim", "profile",
     "set_grad_enabled", "set_num_workers", "stream", "tensor", "uint8", "utils",
     *ops.__all__, *creation.__all__,
 ]

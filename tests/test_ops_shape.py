@@ -356,9 +356,9 @@ def test_pad_with_a_negative_width_crops():
     (lambda x: x.roll((1, 2), 0), RuntimeError, "shifts and dimensions must align. shifts: 2, dims:1"),
     (lambda x: ag.pad(x, (1, 2, 3)), RuntimeError, "Padding length must be divisible by 2"),
     (lambda x: ag.pad(x, (1,) * 8), RuntimeError, "Padding length should be less than or equal to two times"),
-    (lambda x: ag.pad(x, (-3, -3)), RuntimeError, "resulted in a negative output size"),
+    (lambda x: ag.pad(x, (-3, -3)), RuntimeError, r"^narrow\(\): length must be non-negative\.$"),
     (lambda x: ag.pad(x, (-5, 2)), RuntimeError, "narrow"),
-    (lambda x: ag.pad(x, (1, 1), mode="reflect"), NotImplementedError, "only mode='constant'"),
+    (lambda x: ag.pad(x, (1, 1), mode="foo"), NotImplementedError, "^Unrecognised padding mode foo$"),
     (lambda x: x[0, 0].tril(), RuntimeError, "tril: input tensor must have at least 2 dimensions"),
     (lambda x: x.view(5, -1), RuntimeError, r"shape '\[5, -1\]' is invalid for input of size 24"),
 ])

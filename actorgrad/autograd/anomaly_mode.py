@@ -86,10 +86,11 @@ def forward_stack() -> list[str]:
 
 
 def note_forward_stack(error: BaseException, node: Any) -> None:
-    """Add the forward stack of the node whose backward failed to the error, if the node kept one."""
+    """Warn with the forward stack of the node whose backward failed, as PyTorch does before it raises, and add it
+    to the error, if the node kept one."""
     metadata = node._metadata
     if metadata is not None and FORWARD_STACK_KEY in metadata:
-        error.add_note(
-            f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
-            + "".join(metadata[FORWARD_STACK_KEY]).rstrip()
-        )
+        stack = "".join(metadata[FORWARD_STACK_KEY])
+        message = f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+        warnings.warn(message + stack, UserWarning, stacklevel=2)
+        error.add_note(message + stack.rstrip())

@@ -199,7 +199,7 @@ def vjp_steps(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: b
         _check_outputs_require_grad(outputs, strict)
         v = _vector(v, outputs, is_outputs_tuple, create_graph, "vjp", "The vector v can only be None if the "
                     "user-provided function returns a single Tensor with a single element.")
-    with set_grad_enabled(create_graph or is_grad_enabled()):
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grads = yield from _grads(outputs, inputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grads, inputs, strict, create_graph, "back")
     return (_unpack(_postprocess(outputs, create_graph), is_outputs_tuple),
@@ -219,7 +219,7 @@ def jvp_steps(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: b
         vjps = yield from _grads(outputs, inputs, cotangents, create_graph=True)
         _check_grads_require_grad(vjps, strict, "The gradient with respect to input {i} is independent of the "
                                   "inputs of the user-provided function. This is not allowed in strict mode.")
-    with set_grad_enabled(create_graph or is_grad_enabled()):
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grads = yield from _grads(vjps, cotangents, v, create_graph=create_graph)
         result = _fill_in_zeros(grads, outputs, strict, create_graph, "back_trick")
     return (_unpack(_postprocess(outputs, create_graph), is_outputs_tuple),
@@ -271,13 +271,34 @@ def _move_leading_dims_last(block: Tensor, count: int) -> Tensor:
     return block.permute(*range(count, block.ndim), *range(count))
 
 
+# PyTorch's texts, naming actorgrad's path (hessian's errors name jacobian, which runs its outer Jacobian there);
+# the missing space in "isonly" is PyTorch's too.
 _FORWARD_NO_CREATE_GRAPH = (
-    'jacobian: `create_graph=True` and `strategy="forward-mode"` are not supported together (yet). Please either '
-    'set `create_graph=False` or `strategy="reverse-mode"`.'
+    'actorgrad.autograd.functional.jacobian: `create_graph=True` and `strategy="forward-mode"` are not supported '
+    'together (yet). Please either set `create_graph=False` or `strategy="reverse-mode"`.'
+)
+_FORWARD_NO_STRICT = (
+    'actorgrad.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` are not supported together '
+    '(yet). Please either set `strict=False` or `strategy="reverse-mode"`.'
 )
 _FORWARD_NEEDS_VECTORIZE = (
-    "Computing Jacobian using forward-AD or forward-over-reverse Hessian is only implemented for `vectorize=True`."
+    "Computing Jacobian using forward-AD or forward-over-reverse Hessian isonly implemented for `vectorize=True`."
 )
+_VECTORIZE_NO_STRICT = (
+    "actorgrad.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not supported together. Please "
+    "either set `strict=False` or `vectorize=False`."
+)
+
+
+def _check_forward_mode(inputs: Any, create_graph: bool, strict: bool, vectorize: bool) -> None:
+    """PyTorch's refusals for `strategy="forward-mode"`, in its order: the inputs are checked before `vectorize`."""
+    if create_graph:
+        raise NotImplementedError(_FORWARD_NO_CREATE_GRAPH)
+    if strict:
+        raise RuntimeError(_FORWARD_NO_STRICT)
+    _as_tuple(inputs, "inputs", "jacobian")
+    if not vectorize:
+        raise NotImplementedError(_FORWARD_NEEDS_VECTORIZE)
 
 
 def jacobian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool, vectorize: bool,
@@ -286,18 +307,15 @@ def jacobian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
                              'function has more outputs than inputs, "forward-mode" tends to be more performant. '
                              'Otherwise, prefer to use "reverse-mode".')
-    if strategy == "forward-mode" and create_graph:
-        raise NotImplementedError(_FORWARD_NO_CREATE_GRAPH)
-    if strategy == "forward-mode" and not vectorize:
-        raise NotImplementedError(_FORWARD_NEEDS_VECTORIZE)
-    if vectorize and strict:
-        raise RuntimeError("jacobian: `strict=True` and `vectorized=True` are not supported together. Please "
-                           "either set `strict=False` or `vectorize=False`.")
+    if strategy == "forward-mode":
+        _check_forward_mode(inputs, create_graph, strict, vectorize)
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _preprocess(inputs, create_graph, need_graph=True)
         is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jacobian")
         _check_outputs_require_grad(outputs, strict)
+        if vectorize and strict:  # refused only now, after the function ran, as in PyTorch
+            raise RuntimeError(_VECTORIZE_NO_STRICT)
         if strategy == "forward-mode":
             result = yield from _jacobian_columns(outputs, inputs, strict)
         else:
@@ -326,18 +344,18 @@ _JACOBIAN_CONSTANT = (
 
 def hessian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool, vectorize: bool,
                   outer_jacobian_strategy: str) -> Steps:
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
     if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
-    if outer_jacobian_strategy == "forward-mode" and not vectorize:
-        raise NotImplementedError(_FORWARD_NEEDS_VECTORIZE)
-    if outer_jacobian_strategy == "forward-mode" and create_graph:
-        raise NotImplementedError(_FORWARD_NO_CREATE_GRAPH)
+    if outer_jacobian_strategy == "forward-mode":
+        _check_forward_mode(inputs, create_graph, strict, vectorize)
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
         inputs = _preprocess(inputs, create_graph, need_graph=True)
         out = _scalar_output(func, inputs, strict, "hessian").reshape(())
         gradients = yield from _grads((out,), inputs, create_graph=True)
         _check_grads_require_grad(gradients, strict, _JACOBIAN_CONSTANT)
+        if vectorize and strict:  # PyTorch's outer jacobian refuses it once the gradients are taken
+            raise RuntimeError(_VECTORIZE_NO_STRICT)
         if outer_jacobian_strategy == "forward-mode":
             gradients = tuple(zeros_like(x) if g is None else g for g, x in zip(gradients, inputs))
             result = yield from _jacobian_columns(gradients, inputs, strict)
@@ -362,7 +380,7 @@ def vhp_steps(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: b
     with enable_grad():
         is_inputs_tuple, inputs, v, out, gradients = yield from _second_order_setup(
             func, inputs, v, create_graph, strict, "vhp")
-    with set_grad_enabled(create_graph or is_grad_enabled()):
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grads = yield from _grads(gradients, inputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grads, inputs, strict, create_graph, "double_back")
     return (_postprocess((out,), create_graph)[0], _unpack(_postprocess(result, create_graph), is_inputs_tuple))
@@ -375,7 +393,7 @@ def hvp_steps(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: b
         cotangents = tuple(zeros_like(x, requires_grad=True) for x in inputs)
         double_back = yield from _grads(gradients, inputs, cotangents, create_graph=True)
         _check_grads_require_grad(double_back, strict, _JACOBIAN_CONSTANT)
-    with set_grad_enabled(create_graph or is_grad_enabled()):
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grads = yield from _grads(double_back, cotangents, v, create_graph=create_graph)
         result = _fill_in_zeros(grads, inputs, strict, create_graph, "double_back_trick")
     return (_postprocess((out,), create_graph)[0], _unpack(_postprocess(result, create_graph), is_inputs_tuple))

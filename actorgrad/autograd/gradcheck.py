@@ -9,16 +9,19 @@ Inputs may be on any device, as in PyTorch: they are perturbed there, and the Ja
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from actorgrad.autograd import forward_ad
 from actorgrad.autograd.functional import _onehot
+from actorgrad.creation import zeros_like
 from actorgrad.devices import cpu
 from actorgrad.engine import grad_sync
-from actorgrad.tensor import Tensor, float64, tensor
+from actorgrad.tensor import Tensor, float64
 
 
 class GradcheckError(RuntimeError):
@@ -68,32 +71,58 @@ def _numerical_jacobians(func: Callable, inputs: tuple, wrt: list[int], eps: flo
     return jacobians
 
 
-def _analytical_jacobians(func: Callable, inputs: tuple, wrt: list[int]) -> tuple[dict, dict]:
-    """(output j, input i) -> the same matrices from the engine, on the host: row r is the gradient for the
-    one-hot output gradient at r; and output j -> its shape."""
+def _analytical_jacobians(func: Callable, inputs: tuple, wrt: list[int], check_grad_dtypes: bool) -> tuple[dict, dict]:
+    """(output j, input i) -> the same matrices from the engine, on the host, for the outputs that require grad:
+    row r is the gradient for the one-hot output gradient at r; and output j -> its shape."""
     outputs = _as_tuple(func(*inputs))
     targets = [inputs[i] for i in wrt]
     jacobians: dict = {}
     shapes: dict = {}
     for j, out in _differentiable_outputs(outputs):
+        if not out.requires_grad:
+            continue
         shapes[j] = out.shape
         rows = {i: np.zeros((out._data.size, inputs[i]._data.size)) for i in wrt}
         jacobians.update({(j, i): rows[i] for i in wrt})
-        if not out.requires_grad:
-            continue
         for r in range(out._data.size):
             grads = grad_sync(out, targets, _onehot(out, r), retain_graph=True, allow_unused=True)
             for i, g in zip(wrt, grads):
                 if g is None:
                     continue
-                x = inputs[i]
-                if g.shape != x.shape or g.dtype != x.dtype:
-                    raise GradcheckError(
-                        f"the gradient of input {i} has shape {g.shape} and dtype {g.dtype}, but the input has "
-                        f"shape {x.shape} and dtype {x.dtype}"
-                    )
+                if g.shape != inputs[i].shape:
+                    raise GradcheckError("Analytical gradient has incorrect size")
+                if check_grad_dtypes and g.dtype != inputs[i].dtype:
+                    raise GradcheckError("Gradient has dtype mismatch")
                 rows[i][r] = cpu.asarray(g._data).ravel()
     return jacobians, shapes
+
+
+def _forward_jacobians(func: Callable, inputs: tuple, wrt: list[int], outputs: dict) -> dict:
+    """(output j, input i) -> the same matrices from forward-mode AD, for the outputs in `outputs` (j -> shape):
+    column k is output j's tangent for the one-hot tangent at element k of input i."""
+    jacobians = {(j, i): np.zeros((math.prod(shape), inputs[i]._data.size)) for j, shape in outputs.items()
+                 for i in wrt}
+    for i in wrt:
+        x = inputs[i]
+        for k in range(x._data.size):
+            with forward_ad.dual_level():
+                args = list(inputs)
+                args[i] = forward_ad.make_dual(x.detach(), _onehot(x, k))
+                results = _as_tuple(func(*args))
+                for j in outputs:
+                    tangent = forward_ad.unpack_dual(results[j]).tangent
+                    if tangent is not None:
+                        jacobians[j, i][:, k] = cpu.asarray(tangent._data).ravel()
+    return jacobians
+
+
+def _check_backward_mul_by_grad_output(func: Callable, inputs: tuple, wrt: list[int]) -> None:
+    """Zero output gradients must give zero input gradients (PyTorch's check that backward multiplies by them)."""
+    outputs = _outputs_requiring_grad(func, inputs)
+    zeros = [zeros_like(o) for o in outputs]
+    grads = grad_sync(outputs, [inputs[i] for i in wrt], zeros, allow_unused=True)
+    if any(g is not None and np.any(cpu.asarray(g._data) != 0) for g in grads):
+        raise GradcheckError("backward not multiplied by grad_output")
 
 
 def _worst_mismatch(analytical: np.ndarray, numerical: np.ndarray, j: int, output_shape: tuple, i: int,
@@ -110,6 +139,25 @@ def _worst_mismatch(analytical: np.ndarray, numerical: np.ndarray, j: int, outpu
     )
 
 
+def _check_jacobians(kind: str, found: dict, numerical: dict, shapes: dict, inputs: tuple, atol: float,
+                     rtol: float) -> None:
+    for (j, i), a in found.items():
+        n = numerical[j, i]
+        if not np.allclose(a, n, rtol=rtol, atol=atol):
+            worst = _worst_mismatch(a, n, j, shapes[j], i, inputs[i].shape, atol, rtol)
+            raise GradcheckError(
+                f"Jacobian {kind}mismatch for output {j} with respect to input {i},\n{worst}\nnumerical:{n}\n"
+                f"analytical:{a}\n"
+            )
+
+
+FAILED_NONDET = (
+    "Backward is not reentrant, i.e., running backward with same input and grad_output multiple times gives "
+    "different values, although analytical gradient matches numerical gradient.The tolerance for nondeterminism "
+    "was {}."
+)
+
+
 def gradcheck(
     func: Callable[..., Any],
     inputs: Tensor | Sequence[Any],
@@ -118,33 +166,78 @@ def gradcheck(
     atol: float = 1e-5,
     rtol: float = 1e-3,
     raise_exception: bool = True,
+    nondet_tol: float = 0.0,
+    check_undefined_grad: bool = True,
+    check_grad_dtypes: bool = False,
+    check_batched_grad: bool = False,
+    check_batched_forward_grad: bool = False,
+    check_forward_ad: bool = False,
+    check_backward_ad: bool = True,
+    fast_mode: bool = False,
+    masked: bool | None = None,
 ) -> bool:
-    """Check the gradients of `func(*inputs)` with respect to every input tensor that requires grad."""
-    inputs = _as_tuple(inputs)
+    """Check the gradients of `func(*inputs)` with respect to every input tensor that requires grad, with
+    PyTorch's options: `check_backward_ad` (the engine's Jacobian, computed twice, the two within `nondet_tol`),
+    `check_forward_ad` (forward_ad's), `check_grad_dtypes`. A function none of whose outputs requires grad must have
+    a zero numerical gradient.
+
+    Deviations from PyTorch: `fast_mode` runs the full check (the same answer, not faster); `masked` changes nothing
+    (there are no sparse tensors); `check_undefined_grad` adds nothing to the check that zero output gradients give
+    zero input gradients (a node that receives no gradient passes on none); `check_batched_grad` and
+    `check_batched_forward_grad` need vmap, which actorgrad lacks, and raise NotImplementedError.
+    """
+    if not (check_forward_ad or check_backward_ad):
+        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
+    if check_batched_grad and not check_backward_ad:
+        raise AssertionError("Setting check_batched_grad=True requires check_backward_ad to be True")
+    if check_batched_forward_grad and not check_forward_ad:
+        raise AssertionError("Setting check_batched_forward_grad=True requires check_forward_ad to be True")
+    if check_batched_grad or check_batched_forward_grad:
+        raise NotImplementedError(
+            "gradcheck: check_batched_grad and check_batched_forward_grad need vmap, which actorgrad does not have; "
+            "leave them False"
+        )
+    try:
+        return _gradcheck(func, _as_tuple(inputs), eps, atol, rtol, nondet_tol, check_grad_dtypes, check_forward_ad,
+                          check_backward_ad)
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
+
+
+def _gradcheck(func: Callable, inputs: tuple, eps: float, atol: float, rtol: float, nondet_tol: float,
+               check_grad_dtypes: bool, check_forward_ad: bool, check_backward_ad: bool) -> bool:
     wrt = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    for i in wrt:
+        if inputs[i].dtype != float64:
+            warnings.warn(
+                f"Input #{i} requires gradient and is not a double precision floating point or complex. This check "
+                f"will likely fail if all the inputs are not of double precision floating point or complex. ",
+                stacklevel=3,
+            )
     if not wrt:
         raise ValueError(
             "gradcheck expects at least one input tensor to require gradient, but none of them have "
             "requires_grad=True."
         )
-    for i in wrt:
-        if inputs[i].dtype != float64:
-            warnings.warn(
-                f"Input #{i} requires gradient and is not a double precision floating point; the finite "
-                f"differences will be too coarse to check it", stacklevel=2,
-            )
-    analytical, output_shapes = _analytical_jacobians(func, inputs, wrt)
     numerical = _numerical_jacobians(func, inputs, wrt, eps)
-    for (j, i), a in analytical.items():
-        n = numerical[j, i]
-        if not np.allclose(a, n, rtol=rtol, atol=atol):
-            if not raise_exception:
-                return False
-            worst = _worst_mismatch(a, n, j, output_shapes[j], i, inputs[i].shape, atol, rtol)
-            raise GradcheckError(
-                f"Jacobian mismatch for output {j} with respect to input {i},\n{worst}\nnumerical:{n}\n"
-                f"analytical:{a}\n"
-            )
+    outputs = {j: o.shape for j, o in _differentiable_outputs(_as_tuple(func(*inputs))) if o.requires_grad}
+    if not outputs:
+        if any(np.any(n != 0) for n in numerical.values()):
+            raise GradcheckError("Numerical gradient for function expected to be zero")
+        return True
+    if check_forward_ad:
+        forward = _forward_jacobians(func, inputs, wrt, outputs)
+        _check_jacobians("computed with forward mode ", forward, numerical, outputs, inputs, atol, rtol)
+    if not check_backward_ad:
+        return True
+    analytical, _ = _analytical_jacobians(func, inputs, wrt, check_grad_dtypes)
+    again, _ = _analytical_jacobians(func, inputs, wrt, check_grad_dtypes)
+    if any(a.size and np.abs(a - again[key]).max() > nondet_tol for key, a in analytical.items()):
+        raise GradcheckError(FAILED_NONDET.format(nondet_tol))
+    _check_jacobians("", analytical, numerical, outputs, inputs, atol, rtol)
+    _check_backward_mul_by_grad_output(func, inputs, wrt)
     return True
 
 
@@ -156,19 +249,35 @@ def gradgradcheck(
     eps: float = 1e-6,
     atol: float = 1e-5,
     rtol: float = 1e-3,
+    gen_non_contig_grad_outputs: bool = False,
     raise_exception: bool = True,
+    nondet_tol: float = 0.0,
+    check_undefined_grad: bool = True,
+    check_grad_dtypes: bool = False,
+    check_batched_grad: bool = False,
+    check_fwd_over_rev: bool = False,
+    check_rev_over_rev: bool = True,
+    fast_mode: bool = False,
+    masked: bool = False,
     seed: int = 0,
 ) -> bool:
     """Check the second derivatives of `func`: gradcheck of the first gradients (taken with
-    `create_graph=True`) with respect to the inputs and to random output gradients drawn with `seed`."""
+    `create_graph=True`) with respect to the inputs and to random output gradients drawn with `seed` (made
+    non-contiguous with `gen_non_contig_grad_outputs`). `check_rev_over_rev` and `check_fwd_over_rev` are
+    gradcheck's `check_backward_ad` and `check_forward_ad` on the first gradients; the other options go to gradcheck
+    as they are."""
+    if not (check_fwd_over_rev or check_rev_over_rev):
+        raise AssertionError("Expected at least one of check_fwd_over_rev or check_rev_over_rev to be True")
+    if check_undefined_grad and not check_rev_over_rev:
+        raise AssertionError("Setting check_undefined_grad=True requires check_rev_over_rev to be True")
+    if check_batched_grad and not check_rev_over_rev:
+        raise AssertionError("Setting check_batched_grad=True requires check_rev_over_rev to be True")
     inputs = _as_tuple(inputs)
     wrt = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     outputs = _outputs_requiring_grad(func, inputs)
     if grad_outputs is None:
         rng = np.random.default_rng(seed)
-        grad_outputs = tuple(
-            tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device, requires_grad=True) for o in outputs
-        )
+        grad_outputs = tuple(_random_like(o, rng, gen_non_contig_grad_outputs) for o in outputs)
     grad_outputs = _as_tuple(grad_outputs)
     n = len(inputs)
 
@@ -180,5 +289,17 @@ def gradgradcheck(
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(
-        first_gradients, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception
+        first_gradients, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,
+        nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad, check_grad_dtypes=check_grad_dtypes,
+        check_batched_grad=check_batched_grad, check_forward_ad=check_fwd_over_rev,
+        check_backward_ad=check_rev_over_rev, fast_mode=fast_mode, masked=masked,
     )
+
+
+def _random_like(out: Tensor, rng: np.random.Generator, non_contiguous: bool) -> Tensor:
+    """A random output gradient that requires grad; with `non_contiguous`, a strided view (every other element of
+    a wider array), as PyTorch's `make_tensor(noncontiguous=True)` gives."""
+    values = rng.standard_normal(out.shape).astype(out.dtype)
+    if non_contiguous and values.size > 1:
+        values = np.repeat(values[..., None], 2, axis=-1)[..., 0]
+    return Tensor(out.device.asarray(values), requires_grad=True, device=out.device)

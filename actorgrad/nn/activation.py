@@ -1,4 +1,4 @@
-"""Layers without parameters: the activations, Dropout, and Identity, Flatten and Unflatten.
+"""The activations (PReLU the only one with a parameter), Dropout, and Identity, Flatten and Unflatten.
 
 Each forward is the matching function of `actorgrad.nn.functional` (or a Tensor method); `inplace` is passed on.
 """
@@ -9,8 +9,11 @@ import math
 import warnings
 from typing import Any
 
+from actorgrad.creation import empty
 from actorgrad.nn import functional as F
+from actorgrad.nn import init
 from actorgrad.nn.module import Module
+from actorgrad.nn.parameter import Parameter
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
 
@@ -19,13 +22,8 @@ def _inplace_repr(inplace: bool) -> str:
     return "inplace=True" if inplace else ""
 
 
-def _implicit_softmax_dim(name: str, ndim: int) -> int:
-    """PyTorch's legacy choice when a Softmax is built without `dim`: 0 for 0-, 1- and 3-dim inputs, else 1."""
-    warnings.warn(
-        f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as an argument.",
-        stacklevel=3,
-    )
-    return 0 if ndim in (0, 1, 3) else 1
+def _inplace_suffix(inplace: bool) -> str:
+    return ", inplace=True" if inplace else ""
 
 
 class Identity(Module):
@@ -122,8 +120,7 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, input: Tensor) -> Tensor:
-        dim = _implicit_softmax_dim("softmax", input.ndim) if self.dim is None else self.dim
-        return F.softmax(input, dim)
+        return F.softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
@@ -137,11 +134,181 @@ class LogSoftmax(Module):
         self.dim = dim
 
     def forward(self, input: Tensor) -> Tensor:
-        dim = _implicit_softmax_dim("log_softmax", input.ndim) if self.dim is None else self.dim
-        return F.log_softmax(input, dim)
+        return F.log_softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Softmin(Module):
+    """softmin over `dim`; without one, PyTorch's deprecated implicit choice (with its warning)."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmin(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class _InplaceActivation(Module):
+    """An activation whose only setting is `inplace`, shown in its repr when set."""
+
+    function: Any = None
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).function(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace)
+
+
+class SELU(_InplaceActivation):
+    function = staticmethod(F.selu)
+
+
+class Mish(_InplaceActivation):
+    function = staticmethod(F.mish)
+
+
+class Hardsigmoid(_InplaceActivation):
+    """PyTorch's repr of it never shows `inplace`."""
+
+    function = staticmethod(F.hardsigmoid)
+
+    def extra_repr(self) -> str:
+        return ""
+
+
+class Hardswish(Hardsigmoid):
+    function = staticmethod(F.hardswish)
+
+
+class _Stateless(Module):
+    function: Any = None
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).function(input)
+
+
+class LogSigmoid(_Stateless):
+    function = staticmethod(F.logsigmoid)
+
+
+class Softsign(_Stateless):
+    function = staticmethod(F.softsign)
+
+
+class Tanhshrink(_Stateless):
+    function = staticmethod(F.tanhshrink)
+
+
+class ELU(Module):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}{_inplace_suffix(self.inplace)}"
+
+
+class CELU(ELU):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.celu(input, self.alpha, self.inplace)
+
+
+class Hardtanh(Module):
+    """x clamped to [min_val, max_val]; `min_value` and `max_value` are PyTorch's deprecated names for them."""
+
+    def __init__(
+        self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False, min_value: float | None = None,
+        max_value: float | None = None,
+    ) -> None:
+        super().__init__()
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`", FutureWarning,
+                          stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`", FutureWarning,
+                          stacklevel=2)
+            max_val = max_value
+        if max_val <= min_val:
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
+        self.min_val = min_val
+        self.max_val = max_val
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}{_inplace_suffix(self.inplace)}"
+
+
+class ReLU6(Hardtanh):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace)
+
+
+class Threshold(Module):
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}{_inplace_suffix(self.inplace)}"
+
+
+class GLU(Module):
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """prelu with a learned slope: one for all channels, or one per channel (`num_parameters`), all `init`."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(empty(num_parameters, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
 
 
 class Dropout(Module):

@@ -4,28 +4,17 @@ warning."""
 
 from __future__ import annotations
 
-import warnings
-
 from actorgrad.nn import functional as F
 from actorgrad.nn.module import Module
+from actorgrad.ops.losses import legacy_reduction
 from actorgrad.tensor import Tensor
-
-
-def _legacy_reduction(size_average: bool | None, reduce: bool | None) -> str:
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    reduction = ("mean" if size_average else "sum") if reduce else "none"
-    warnings.warn(
-        f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.", stacklevel=2
-    )
-    return reduction
 
 
 class _Loss(Module):
     def __init__(self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean") -> None:
         super().__init__()
         if size_average is not None or reduce is not None:
-            reduction = _legacy_reduction(size_average, reduce)
+            reduction = legacy_reduction(size_average, reduce)
         self.reduction = reduction
 
 
@@ -80,3 +69,37 @@ class BCEWithLogitsLoss(_Loss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy_with_logits(input, target, self.weight, pos_weight=self.pos_weight,
                                                   reduction=self.reduction)
+
+
+class BCELoss(_WeightedLoss):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean",
+                 beta: float = 1.0) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class KLDivLoss(_Loss):
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean",
+                 log_target: bool = False) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)

@@ -1,5 +1,6 @@
 """BatchNorm1d and BatchNorm2d: batch statistics while training (folded into running buffers), running
-statistics in eval; the arithmetic is `nn.functional.batch_norm`'s."""
+statistics in eval; the arithmetic is `nn.functional.batch_norm`'s. GroupNorm: statistics per sample and group of
+channels, in training and eval alike."""
 
 from __future__ import annotations
 
@@ -88,3 +89,34 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class GroupNorm(Module):
+    """Normalises each sample's channels in num_groups groups, then scales and shifts per channel (when affine)."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device: Any = None,
+                 dtype: Any = None, *, bias: bool = True) -> None:
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
+        factory = {"dtype": dtype, "device": device}
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        self.register_parameter("weight", Parameter(empty(num_channels, **factory)) if affine else None)
+        self.register_parameter("bias", Parameter(empty(num_channels, **factory)) if affine and bias else None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")

@@ -1,26 +1,39 @@
-"""Activation functions (leaky_relu, gelu, softplus, silu) and their gradient rules.
+"""Activation functions (leaky_relu, gelu, softplus, silu, elu, hardtanh, mish, glu, prelu, ...) and their gradient
+rules, the functional faces of softmax and log_softmax, and one_hot.
 
-PyTorch has them in torch.nn.functional only, not as Tensor methods; like PyTorch they refuse integer tensors.
+PyTorch has most of them in torch.nn.functional only, not as Tensor methods; like PyTorch they refuse the integer
+tensors its kernels refuse, with its texts.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
 
 from actorgrad.devices.erf import erf as erf_kernel
+from actorgrad.ops import reductions
+from actorgrad.ops.arithmetic import BOOL_SUBTRACTION
+from actorgrad.ops.arithmetic import relu as _relu
 from actorgrad.ops.inplace import _inplace
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
+from actorgrad.ops.reductions import one_dim
 from actorgrad.tensor import Tensor
 
-__all__ = ["gelu", "leaky_relu", "silu", "softplus"]
+__all__ = [
+    "celu", "elu", "gelu", "glu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "logsigmoid", "mish",
+    "one_hot", "prelu", "relu6", "selu", "silu", "softmin", "softplus", "softsign", "tanhshrink", "threshold",
+]
 
 SQRT1_2 = 1 / math.sqrt(2)
 INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 GELU_CUBIC = 0.044715  # the cubic term of gelu's tanh approximation
+SELU_ALPHA = 1.6732632423543772848170429916717  # selu's constants, as PyTorch's
+SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def _gelu_grad(ops: Any, g: Any, self: Any, approximate: str) -> Any:
@@ -67,6 +80,36 @@ def _leaky_relu_inplace_grad(ops: Any, g: Any, result: Any, negative_slope: floa
     return _leaky_relu_grad(ops, g, result, negative_slope)
 
 
+def _elu_grad(ops: Any, g: Any, self: Any, alpha: float, scale: float, input_scale: float) -> Any:
+    # exp of the negative part only: no overflow for large inputs, and no 0 * inf in a double backward
+    negative = ops.where(self > 0, 0, self)
+    return ops.where(self > 0, g * scale, g * (scale * alpha * input_scale) * ops.exp(negative * input_scale))
+
+
+def _mish_grad(ops: Any, g: Any, self: Any) -> Any:
+    """tanh(softplus(x)) written with sigmoid(x) and sigmoid(-x), both exact in their tails:
+    1 + e^x = 1 / sigmoid(-x), so tanh(log(1 + e^x)) = sigmoid(x) (1 + sigmoid(-x)) / (1 + sigmoid(-x)^2)."""
+    s, q = ops.sigmoid(self), ops.sigmoid(-self)
+    t = s * (1 + q) / (1 + q * q)
+    return g * (t + self * s * (1 - t * t))
+
+
+def _inside(ops: Any, g: Any, self: Any, low: float, high: float) -> Any:
+    """`g` where low < self < high, else 0."""
+    return ops.where(self > low, ops.where(self < high, g, 0), 0)
+
+
+def _hardswish_grad(ops: Any, g: Any, self: Any) -> Any:
+    return ops.where(self > -3, ops.where(self < 3, g * (self / 3 + 0.5), g), 0)
+
+
+def _glu_grad(ops: Any, g: Any, self: Any, halves: tuple, widths: tuple) -> Any:
+    """Each half's gradient padded out to the input's shape along the halved dim, and the two added."""
+    a, b = ops.index(self, halves[0], None), ops.index(self, halves[1], None)
+    s = ops.sigmoid(b)
+    return ops.pad(g * s, widths[0]) + ops.pad(g * a * s * (1 - s), widths[1])
+
+
 # leaky_relu's kink: at 0 the gradient is negative_slope, as in PyTorch (self > 0 picks the slope 1).
 LEAKY_RELU = Rule("LeakyReluBackward0", (("self", "negative_slope"), _leaky_relu_grad))
 LEAKY_RELU_INPLACE = Rule("LeakyReluBackward1", (("result", "negative_slope"), _leaky_relu_inplace_grad))
@@ -87,19 +130,50 @@ SOFTPLUS = Rule(
     ),
 )
 SILU = Rule("SiluBackward0", (("self",), _silu_grad))
+# The kinks take PyTorch's sides: elu's at 0 the exponential one; hardtanh, hardsigmoid and threshold pass no
+# gradient at their bounds; hardswish's is 0 at -3 and 1 at 3; prelu takes the weight's slope at 0.
+_ELU_GRAD = (("self", "alpha", "scale", "input_scale"), _elu_grad)
+ELU = Rule("EluBackward0", _ELU_GRAD)
+CELU = Rule("CeluBackward0", _ELU_GRAD)
+HARDTANH = Rule(
+    "HardtanhBackward0",
+    (("self", "min_val", "max_val"), lambda ops, g, self, min_val, max_val: _inside(ops, g, self, min_val, max_val)),
+)
+HARDSIGMOID = Rule("HardsigmoidBackward0", (("self",), lambda ops, g, self: _inside(ops, g / 6, self, -3, 3)))
+HARDSWISH = Rule("HardswishBackward0", (("self",), _hardswish_grad))
+MISH = Rule("MishBackward0", (("self",), _mish_grad))
+LOG_SIGMOID = Rule("LogSigmoidBackward0", (("self",), lambda ops, g, self: g * ops.sigmoid(-self)))
+THRESHOLD = Rule(
+    "ThresholdBackward0",
+    (("self", "threshold"), lambda ops, g, self, threshold: ops.where(self > threshold, g, 0)),
+)
+GLU = Rule("GluBackward0", (("self", "halves", "widths"), _glu_grad))
+PRELU = Rule(
+    "PreluKernelBackward0",
+    (("self", "other"), lambda ops, g, self, other: ops.where(self > 0, g, g * other)),
+    (("self",), lambda ops, g, self: ops.where(self > 0, 0, g * self)),
+    broadcasts=True,
+)
 
 
-def _floating_data(op: str, input: Tensor) -> np.ndarray:
+def _floating_data(kernel: str, input: Tensor) -> np.ndarray:
+    """The input's array, or PyTorch's error for a dtype its kernel `kernel` does not take."""
     x = input._data
     if x.dtype.kind != "f":
-        raise NotImplementedError(f"{op}(): not implemented for tensors of dtype {x.dtype}; convert to a "
-                                  f"floating dtype first, e.g. input.float()")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_NAMES.get(x.dtype, x.dtype)}'")
     return x
 
 
 def relu_backward(g: Tensor, result: Tensor) -> Tensor:
     """relu's gradient as a recorded op, for a backward with create_graph=True."""
     return record(THRESHOLD_BACKWARD, g._device.ops.relu_grad(g._data, result._data), (g, result))
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """max(0, x) (torch.nn.functional.relu); `inplace` writes it into `input` and returns it, as relu_."""
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("Boolean inputs not supported for relu")
+    return input.relu_() if inplace else _relu(input)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
@@ -111,36 +185,240 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
 
 def _leaky_relu(rule: Rule, input: Tensor, negative_slope: float) -> Tensor:
-    x = _floating_data("leaky_relu", input)
+    x = _floating_data("leaky_relu_cpu", input)
     return record(rule, np.where(x > 0, x, x * negative_slope), (input,), negative_slope=negative_slope)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x), Phi the standard normal CDF (exact, through erf), or its tanh approximation."""
-    x = _floating_data("gelu", input)
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    x = _floating_data("GeluKernelImpl", input)
     if approximate == "none":
         data = 0.5 * x * (1 + erf_kernel(input._device.xp, x * SQRT1_2).astype(x.dtype, copy=False))
-    elif approximate == "tanh":
-        data = 0.5 * x * (1 + np.tanh(SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x)))
     else:
-        raise RuntimeError(f"gelu(): approximate argument must be either none or tanh, got {approximate!r}")
+        data = 0.5 * x * (1 + np.tanh(SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x)))
     return record(GELU, data, (input,), approximate=approximate)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta * x)) / beta, switching to x where beta * x > threshold."""
-    x = _floating_data("softplus", input)
+    x = _floating_data("softplus_cpu", input)
     scaled = x * beta
     data = np.where(scaled > threshold, x, np.logaddexp(0, scaled) / beta)
     return record(SOFTPLUS, data, (input,), beta=beta, threshold=threshold)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """x * sigmoid(x); `inplace` writes it into `input` (its node keeps a copy of the old values)."""
+    """x * sigmoid(x), computed as PyTorch's kernel computes it, x / (1 + exp(-x)); `inplace` writes it into
+    `input` (its node keeps a copy of the old values)."""
     if inplace:
         return _inplace(input, silu, (), True)
-    x = _floating_data("silu", input)
-    return record(SILU, x * input._device.ops.sigmoid(x), (input,))
+    x = _floating_data("silu_cpu", input)
+    with np.errstate(over="ignore"):  # exp(-x) is inf far left, where x / inf is PyTorch's -0
+        data = x / (1 + np.exp(-x))
+    return record(SILU, data, (input,))
+
+
+def _elu(rule: Rule, input: Tensor, alpha: float, scale: float, input_scale: float, inplace: bool) -> Tensor:
+    """scale * x for x > 0, else scale * alpha * (exp(x * input_scale) - 1): elu, selu and celu."""
+    if inplace:
+        return _inplace(input, lambda s: _elu(rule, s, alpha, scale, input_scale, False), (), True)
+    x = _floating_data("elu_cpu", input)
+    negative = np.expm1(np.minimum(x, 0) * input_scale) * (scale * alpha)
+    data = np.where(x > 0, x * scale, negative).astype(x.dtype, copy=False)
+    return record(rule, data, (input,), alpha=alpha, scale=scale, input_scale=input_scale)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x for x > 0, else alpha * (exp(x) - 1)."""
+    return _elu(ELU, input, alpha, 1.0, 1.0, inplace)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """elu with PyTorch's fixed alpha, scaled (recorded as EluBackward0, as in PyTorch)."""
+    return _elu(ELU, input, SELU_ALPHA, SELU_SCALE, 1.0, inplace)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x for x > 0, else alpha * (exp(x / alpha) - 1)."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _elu(CELU, input, alpha, 1.0, 1.0 / alpha, inplace)
+
+
+def _not_bool(input: Tensor, op: str) -> np.ndarray:
+    x = input._data
+    if x.dtype.kind == "b":
+        raise RuntimeError(f"Bool inputs not supported for {op}")
+    return x
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """x clamped to [min_val, max_val]; integer tensors stay integer, as in PyTorch."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if inplace:
+        return _inplace(input, lambda s: hardtanh(s, min_val, max_val), (), True)
+    x = _not_bool(input, "hardtanh")
+    data = np.clip(x, min_val, max_val).astype(x.dtype, copy=False)
+    return record(HARDTANH, data, (input,), min_val=min_val, max_val=max_val)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(0, x), 6): hardtanh(x, 0, 6), as PyTorch records it."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x + 3, 0), 6) / 6."""
+    if inplace:
+        return _inplace(input, hardsigmoid, (), True)
+    x = _floating_data("hardsigmoid_cpu", input)
+    return record(HARDSIGMOID, np.clip(x + 3, 0, 6) / 6, (input,))
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * min(max(x + 3, 0), 6) / 6."""
+    if inplace:
+        return _inplace(input, hardswish, (), True)
+    x = _floating_data("hardswish_cpu", input)
+    return record(HARDSWISH, x * np.clip(x + 3, 0, 6) / 6, (input,))
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * tanh(softplus(x))."""
+    if inplace:
+        return _inplace(input, mish, (), True)
+    x = _floating_data("mish_cpu", input)
+    return record(MISH, x * np.tanh(np.logaddexp(0, x)), (input,))
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), exact in both tails."""
+    x = _floating_data("log_sigmoid_cpu", input)
+    return record(LOG_SIGMOID, np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x))), (input,))
+
+
+def softsign(input: Tensor) -> Tensor:
+    """x / (1 + |x|), composed of abs, add and div as in PyTorch (integers give floats)."""
+    if input._data.dtype.kind == "b":
+        raise NotImplementedError("\"abs_cpu\" not implemented for 'Bool'")
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """x - tanh(x), composed of tanh and sub as in PyTorch."""
+    if input._data.dtype.kind == "b":
+        raise RuntimeError(BOOL_SUBTRACTION)
+    return input - input.tanh()
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """x where x > threshold, else value; integer tensors stay integer."""
+    if inplace:
+        return _inplace(input, lambda s: _threshold(s, threshold, value), (), True)
+    return _threshold(input, threshold, value)
+
+
+def _threshold(input: Tensor, threshold: float, value: float) -> Tensor:
+    x = input._data
+    if x.dtype.kind == "b":
+        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
+    data = np.where(x > threshold, x, value).astype(x.dtype, copy=False)
+    return record(THRESHOLD, data, (input,), threshold=threshold)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """a * sigmoid(b), a and b the two halves of `input` along `dim`."""
+    x = input._data
+    if x.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    (d,) = one_dim(dim, x.ndim, "glu")
+    if x.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {x.shape[d]}")
+    x = _floating_data("glu_cpu", input)
+    h = x.shape[d] // 2
+    lead = (slice(None),) * d
+    halves = (lead + (slice(0, h),), lead + (slice(h, None),))
+    after = (0, 0) * (x.ndim - 1 - d)  # pad's pairs run from the last dim back
+    widths = (after + (0, h), after + (h, 0))
+    a, b = x[halves[0]], x[halves[1]]
+    return record(GLU, a * input._device.ops.sigmoid(b), (input,), halves=halves, widths=widths)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """x for x > 0, else weight * x, one weight per channel (dim 1) or one for all."""
+    x, w = input._data, weight._data
+    if w.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {w.ndim}")
+    if w.size != 1:
+        if x.ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = x.shape[1] if x.ndim >= 2 else 1
+        if w.size != channels:
+            raise RuntimeError(
+                f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {w.size} and "
+                f"channel size = {channels}."
+            )
+    if w.dtype != x.dtype:
+        raise RuntimeError(
+            f"prelu: Type promoting not supported. Got {SCALAR_NAMES.get(x.dtype)} and {SCALAR_NAMES.get(w.dtype)}"
+        )
+    _floating_data("prelu_cpu", input)
+    if w.ndim:  # the weights along dim 1 (or one for all): a view that broadcasts, its gradient summed back
+        weight = weight.reshape((w.size,) + (1,) * (x.ndim - 2) if w.size != 1 else ())
+    return record(PRELU, np.where(x > 0, x, weight._data * x), (input, weight))
+
+
+def _implicit_dim(op: str, ndim: int, stacklevel: int) -> int:
+    """PyTorch's deprecated choice when a softmax is given no dim: 0 for 0-, 1- and 3-dim inputs, else 1."""
+    warnings.warn(
+        f"Implicit dimension choice for {op} has been deprecated. Change the call to include dim=X as an argument.",
+        stacklevel=stacklevel,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """torch.nn.functional.softmax: exp(x) / sum(exp(x)) over `dim`, after a cast to `dtype` when given."""
+    if dim is None:
+        dim = _implicit_dim("softmax", input._data.ndim, _stacklevel)
+    return reductions.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """torch.nn.functional.log_softmax: log(softmax(x)) over `dim`, after a cast to `dtype` when given."""
+    if dim is None:
+        dim = _implicit_dim("log_softmax", input._data.ndim, _stacklevel)
+    return reductions.log_softmax(input, dim, dtype=dtype)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """softmax(-x) over `dim` (recorded as SoftmaxBackward0 after a negation, as in PyTorch)."""
+    if dim is None:
+        dim = _implicit_dim("softmin", input._data.ndim, _stacklevel)
+    return reductions.softmax(-input, dim, dtype=dtype)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """An int64 tensor of shape `tensor.shape + (num_classes,)` with 1 at each class index; num_classes=-1 takes
+    the largest index + 1. Not differentiable."""
+    x = tensor._data
+    if x.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    xp = tensor._device.xp
+    if x.size == 0:
+        if num_classes <= 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        return Tensor(xp.zeros(x.shape + (num_classes,), np.int64), device=tensor._device)
+    if x.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = int(x.max()) + 1
+    elif x.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return Tensor((x[..., None] == xp.arange(num_classes)).astype(np.int64), device=tensor._device)
 
 
 METHODS: dict[str, Any] = {}

@@ -1,4 +1,5 @@
-"""layer_norm and batch_norm, one gradient rule for both.
+"""layer_norm and batch_norm, one gradient rule for both; group_norm is that rule over (N, groups, rest) plus a
+per-channel affine step, and normalize a division by a norm.
 
 The formulas rebuild the normalised input from `self` with ops-interface steps (means over the normalised dims),
 so a recorded backward carries x's dependence through the statistics and differentiates again. In evaluation,
@@ -14,9 +15,11 @@ import numpy as np
 
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, common_device, record
+from actorgrad.ops.selection import clamp
+from actorgrad.ops.statistics import norm
 from actorgrad.tensor import Tensor, bump_version
 
-__all__ = ["batch_norm", "layer_norm"]
+__all__ = ["batch_norm", "group_norm", "layer_norm", "normalize"]
 
 
 def _normalized(ops: Any, x: Any, dims: tuple, count: int, eps: float, stats: Any) -> tuple[Any, Any]:
@@ -69,7 +72,8 @@ def _normalize(rules: dict, input: Tensor, weight: Tensor | None, bias: Tensor |
                weight_shape: tuple, eps: float, stats: Any) -> Tensor:
     x = input._data
     count = math.prod(x.shape[d] for d in dims)
-    xhat, _ = _normalized(input._device.ops, x, dims, count, eps, stats)
+    with np.errstate(invalid="ignore", divide="ignore"):  # statistics over no elements: nan, silently, as in PyTorch
+        xhat, _ = _normalized(input._device.ops, x, dims, count, eps, stats)
     data = xhat
     if weight is not None:
         data = data * weight._data.reshape(weight_shape)
@@ -81,24 +85,13 @@ def _normalize(rules: dict, input: Tensor, weight: Tensor | None, bias: Tensor |
                   dims=dims, count=count, eps=eps, stats=stats, weight_shape=weight_shape, param_shape=param_shape)
 
 
-def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None, bias: Tensor | None = None,
-               eps: float = 1e-5) -> Tensor:
-    common_device(tuple(t for t in (input, weight, bias) if t is not None))
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    x = input._data
-    if not shape or x.shape[x.ndim - len(shape):] != shape or len(shape) > x.ndim:
-        raise RuntimeError(
-            f"Given normalized_shape={list(shape)}, expected input with shape [*, {', '.join(map(str, shape))}], "
-            f"but got input of size{list(x.shape)}"
-        )
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and t.shape != shape:
-            raise RuntimeError(f"layer_norm: expected {name} of shape {list(shape)}, got {list(t.shape)}")
-    dims = tuple(range(x.ndim - len(shape), x.ndim))
-    return _normalize(LAYER_NORM, input, weight, bias, dims, shape, eps, None)
+def _check_batch(values: int, size: Any) -> None:
+    """PyTorch's refusal of batch statistics over one value per channel (it reports `size` as given)."""
+    if values == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(size)}")
 
 
-def _check_batch_norm_dtypes(input: Tensor, params: tuple[Tensor | None, ...]) -> None:
+def _check_param_dtypes(input: Tensor, params: tuple[Tensor | None, ...]) -> None:
     """PyTorch's CPU rule: parameters and running statistics share the input's dtype, except that a float16
     input may take float32 ones (when the first one given is float32, all must be)."""
     given = [t.dtype for t in params if t is not None]
@@ -114,28 +107,99 @@ def _check_batch_norm_dtypes(input: Tensor, params: tuple[Tensor | None, ...]) -
             raise RuntimeError(f"expected scalar type {SCALAR_NAMES[dtype]} but found {SCALAR_NAMES.get(d, d)}")
 
 
+def _shape_argument(normalized_shape: Any) -> tuple[int, ...]:
+    """PyTorch's parsing of a `tuple of ints` argument: a tuple, list or Size of integers, nothing else."""
+    head = "layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints"
+    if not isinstance(normalized_shape, tuple | list):
+        raise TypeError(f"{head}, not {type(normalized_shape).__name__}")
+    for i, n in enumerate(normalized_shape):
+        if isinstance(n, bool) or not isinstance(n, int | np.integer):
+            raise TypeError(f"{head}, but found element of type {type(n).__name__} at pos {i}")
+    return tuple(int(n) for n in normalized_shape)
+
+
+def layer_norm(input: Tensor, normalized_shape: tuple[int, ...] | list[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    shape = _shape_argument(normalized_shape)
+    common_device(tuple(t for t in (input, weight, bias) if t is not None))
+    _check_param_dtypes(input, (weight, bias))
+    if not shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           "element, but got normalized_shape = []")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t.shape != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{list(t.shape)} and normalized_shape = {list(shape)}")
+    x = input._data
+    if x.shape[x.ndim - len(shape):] != shape or len(shape) > x.ndim:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape [*, {', '.join(map(str, shape))}], "
+            f"but got input of size{list(x.shape)}"
+        )
+    dims = tuple(range(x.ndim - len(shape), x.ndim))
+    return _normalize(LAYER_NORM, input, weight, bias, dims, shape, eps, None)
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Each sample's channels in num_groups groups, each group normalised over its channels and positions, then
+    scaled and shifted per channel."""
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    shape = input.shape
+    _check_batch(shape[0] * shape[1] // num_groups, [shape[0] * shape[1] // num_groups, num_groups, *shape[2:]])
+    common_device(tuple(t for t in (input, weight, bias) if t is not None))
+    channels = shape[1]
+    if channels % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(shape)} and num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t.shape != (channels,):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
+                               f"but got {name} of shape {list(t.shape)} and input of shape {list(shape)}")
+    _check_param_dtypes(input, (weight, bias))
+    grouped = input.reshape(shape[0], num_groups, math.prod(shape[1:]) // num_groups)
+    out = _normalize(LAYER_NORM, grouped, None, None, (2,), (), eps, None).reshape(shape)
+    per_channel = (channels, *(1,) * (len(shape) - 2))
+    if weight is not None:
+        out = out * weight.reshape(per_channel)
+    return out if bias is None else out + bias.reshape(per_channel)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None) -> Tensor:
+    """input divided by its p-norm over `dim`, the norm kept at eps or more; composed of tensor ops as PyTorch's."""
+    if input.dtype.kind != "f":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{SCALAR_NAMES.get(input.dtype, input.dtype)}")
+    quotient = input / clamp(norm(input, p, dim, keepdim=True), eps)
+    return quotient if out is None else out.copy_(quotient)
+
+
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
                bias: Tensor | None = None, training: bool = False, momentum: float = 0.1,
                eps: float = 1e-5) -> Tensor:
     """In training, normalises with the batch's statistics and updates the running ones in place (the variance
     unbiased), as PyTorch; in evaluation, normalises with the running statistics."""
+    shape = input.shape
+    if training:  # PyTorch checks this first, in Python; a 0-d input has no dim 0 to count
+        _check_batch(shape[0] * math.prod(shape[2:]), shape)
     common_device(tuple(t for t in (input, running_mean, running_var, weight, bias) if t is not None))
-    _check_batch_norm_dtypes(input, (weight, bias, running_mean, running_var))
-    x = input._data
-    if x.ndim < 2:
-        raise ValueError(f"batch_norm: expected at least 2D input (got {x.ndim}D input)")
-    channels = x.shape[1]
+    channels = shape[1] if len(shape) > 1 else 0
     for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
                     ("bias", bias)):
-        if t is not None and t.shape != (channels,):
-            raise RuntimeError(f"batch_norm: expected {name} of shape [{channels}], got {list(t.shape)}")
+        if t is not None and t.numel() != channels:
+            raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+        if t is None and not training and name.startswith("running"):
+            raise RuntimeError(f"{name} must be defined in evaluation mode")
+    if len(shape) < 2:
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    _check_param_dtypes(input, (weight, bias, running_mean, running_var))
+    x = input._data
     dims = (0, *range(2, x.ndim))
     weight_shape = (1, channels, *(1,) * (x.ndim - 2))
-    count = math.prod(x.shape[d] for d in dims)
     if training:
-        if count == 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(x.shape)}")
-        if running_mean is not None or running_var is not None:
+        count = math.prod(x.shape[d] for d in dims)
+        if count and (running_mean is not None or running_var is not None):  # no values: PyTorch keeps them
             mean, var = x.mean(axis=dims), x.var(axis=dims)
             if running_mean is not None:
                 running_mean._data[...] = (1 - momentum) * running_mean._data + momentum * mean
@@ -144,8 +208,6 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                 running_var._data[...] = (1 - momentum) * running_var._data + momentum * var * count / (count - 1)
                 bump_version(running_var)
         return _normalize(BATCH_NORM, input, weight, bias, dims, weight_shape, eps, None)
-    if running_mean is None or running_var is None:
-        raise RuntimeError("batch_norm: running_mean and running_var must be given when not training")
     mean = running_mean._data.reshape(weight_shape).astype(x.dtype)
     rstd = ((running_var._data + eps) ** -0.5).reshape(weight_shape).astype(x.dtype)
     return _normalize(BATCH_NORM, input, weight, bias, dims, weight_shape, eps, (mean, rstd))

@@ -6,6 +6,7 @@ and the formula itself. A node saves only what the formulas of inputs that requi
 
 from __future__ import annotations
 
+import functools
 import re
 import weakref
 from collections.abc import Callable
@@ -15,7 +16,7 @@ import numpy as np
 
 from actorgrad.accumulate_grad import grad_accumulator
 from actorgrad.devices import Device, cpu
-from actorgrad.grad_mode import _grad_enabled
+from actorgrad.grad_mode import _grad_enabled, _inference_mode
 from actorgrad.node import InputMetadata, Node
 from actorgrad.ops.operands import as_operand, result_type
 from actorgrad.saved_tensors import SavedOutput, _saved_tensors_hooks, pack_saved
@@ -58,6 +59,33 @@ class Rule:
         self.broadcasts = broadcasts
         self.multithreaded = multithreaded
         self.saves_result = any("result" in names for names, _ in grads)
+        for names, _ in grads:
+            for saved in names:
+                if "_saved_" + saved not in FormulaNode.__dict__:
+                    setattr(FormulaNode, "_saved_" + saved, property(functools.partial(_saved_value, name=saved)))
+
+
+def _saved_value(node: FormulaNode, name: str) -> Any:
+    """`node._saved_<name>`: what the node saved under a name its rule gives (`_saved_self`, `_saved_other`,
+    `_saved_result`, a keyword such as `_saved_exponent`), as PyTorch's nodes show them; None for a value that no
+    formula of an input needing a gradient took. Properties on FormulaNode, added as rules name values: a
+    `__getattr__` would slow every attribute read of every node (CPython stops specializing them)."""
+    grads = node._rule.grads
+    if not any(name in names for names, _ in grads):
+        raise AttributeError(f"'{node.name()}' object has no attribute '_saved_{name}'")
+    calls = node.saved
+    if calls is None:
+        raise RuntimeError(SECOND_BACKWARD)
+    for i, _, _, values, _, _ in calls:
+        names = grads[i][0]
+        if name in names:
+            value = list(values)[names.index(name)]  # a list: packed values unpack as they are read
+            if isinstance(value, SavedOutput):
+                return Tensor(value._data, grad_fn=node, device=node.device)
+            if isinstance(value, node.device.xp.ndarray):
+                return Tensor(value, device=node.device)
+            return value
+    return None
 
 
 _VERSIONED = (Tensor, SavedOutput)  # the saved values whose version a node checks at backward
@@ -234,6 +262,8 @@ def record(
     if data.base is not None:
         share_if_view(out, inputs)
     if not _grad_enabled.get():
+        if out._vc is None:  # a new tensor (a view shares its base's counter): an inference tensor in inference mode
+            out._vc = _inference_mode.get()
         return out
     edges = []
     needs_grad = False
@@ -250,6 +280,9 @@ def record(
             needs_grad = True
         else:
             edges.append(NO_EDGE)
+            base = t._base
+            if base is not None and base.requires_grad:  # a view made in no_grad mode requires grad, as in PyTorch
+                needs_grad = True
     if not needs_grad:
         return out
     cost = data.size if rule.cost is None else rule.cost(data, params)

@@ -208,15 +208,32 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     return record(LOGSUMEXP, data, (input,), kept_shape=kept_shape, self_shape=x.shape)
 
 
-def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+def _softmax_input(input: Tensor, dim: Any, dtype: Any, op: str) -> tuple[Any, tuple[int, ...]]:
+    """The array a softmax runs on (cast to `dtype` first) and its dim as a tuple (empty for a 0-d input), with
+    PyTorch's errors: an int dim in range, a floating array."""
     x = input._data if dtype is None else input._data.astype(dtype)
-    dims = one_dim(dim, x.ndim, "log_softmax")
-    return record(LOG_SOFTMAX, input._device.ops.log_softmax(x, dims), (input,), dim=dims)
+    n = x.ndim or 1  # a 0-d tensor takes dims -1 and 0
+    if dim.__class__ is not int:
+        if not isinstance(dim, int | np.integer) or isinstance(dim, bool):
+            raise TypeError(f"{op}(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+        dim = int(dim)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    if x.dtype.kind != "f":
+        kernel = f"{op}_lastdim_kernel_impl" if dim % n == n - 1 else f"{op}_kernel_impl"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_NAMES.get(x.dtype, x.dtype)}'")
+    return x, ((dim % n,) if x.ndim else ())
+
+
+def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    x, dims = _softmax_input(input, dim, dtype, "log_softmax")
+    # an empty input has nothing to normalise (its empty sums would take log(0) and warn)
+    data = input._device.ops.log_softmax(x, dims) if x.size else x.copy()
+    return record(LOG_SOFTMAX, data, (input,), dim=dims)
 
 
 def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    x = input._data if dtype is None else input._data.astype(dtype)
-    dims = one_dim(dim, x.ndim, "softmax")
+    x, dims = _softmax_input(input, dim, dtype, "softmax")
     with np.errstate(invalid="ignore"):  # a row of -inf gives nan, as in PyTorch
         e = np.exp(x - kept_max(x, dims))
         data = e / e.sum(axis=dims, keepdims=True)

@@ -8,6 +8,7 @@ import numpy as np
 
 from actorgrad.ops.arithmetic import mul
 from actorgrad.ops.inplace import mul_
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.random import numpy_generator
 from actorgrad.tensor import Tensor
 
@@ -22,10 +23,12 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     if not training or p == 0.0:
         return input
     x = input._data
-    dtype = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-    if p == 1.0:
+    if p == 1.0:  # all zeros, which any dtype holds, as PyTorch's
         mask = np.zeros(x.shape, x.dtype)
+    elif x.dtype.kind != "f":  # the 1 / (1 - p) scale is a float, as in PyTorch
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {SCALAR_NAMES[x.dtype]}")
     else:
+        dtype = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float64)  # random() draws only these
         keep = numpy_generator(None).random(x.shape, dtype=dtype) >= p
         mask = (keep * (1.0 / (1.0 - p))).astype(x.dtype)
     where = input._device
