@@ -447,7 +447,8 @@ def _format_tensor(t: Tensor) -> str:
     if data.dtype not in shown_dtypes:
         suffixes.append(f"dtype=actorgrad.{data.dtype}")
     if t._grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
+        node = t._grad_fn.name().removeprefix("torch::autograd::")  # PyTorch shows its type's name: CopySlices
+        suffixes.append(f"grad_fn=<{node}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     # A suffix that would run past the line width starts a new line, indented under the first value.

@@ -159,3 +159,10 @@ def test_int_and_bool_tensors_right_align_their_text():
 def test_str_matches_repr():
     t = ag.tensor([1e-5, 1.0])
     assert str(t) == repr(t)
+
+
+def test_a_tensor_written_through_a_view_shows_its_node_without_the_namespace():
+    y = ag.ones(3, requires_grad=True) * 1
+    y[0] = 5.0
+    assert repr(y) == "tensor([5., 1., 1.], grad_fn=<CopySlices>)"  # torch 2.13
+    assert y.grad_fn.name() == "torch::autograd::CopySlices"
