@@ -16,8 +16,9 @@ from actorgrad.ops import contraction, conv, embeddings, pooling
 from actorgrad.ops.activations import relu_backward
 from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.casts import to_device
-from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, take_index
+from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, scatter_add, take_index
 from actorgrad.ops.reductions import log_softmax, prod_over_dims
+from actorgrad.ops.scans import cumprod
 from actorgrad.ops.selection import where
 from actorgrad.ops.shape import broadcast_to, flip, pad, permute, roll, to_dtype
 from actorgrad.ops.special import erf
@@ -205,6 +206,28 @@ class TensorOps:
     @staticmethod
     def same_mask(x: Tensor, y: Tensor) -> Tensor:
         return Tensor(x._device.ops.same_mask(x._data, y._data), device=x._device)
+
+    @staticmethod
+    def put_along(g: Tensor, indices: Any, dim: int, shape: tuple[int, ...]) -> Tensor:
+        """Recorded as scatter_add into zeros, whose gradient takes `indices` back out of the gradient."""
+        where = g._device
+        zeros = Tensor(where.xp.zeros(shape, g.dtype), device=where)
+        return scatter_add(zeros, dim, Tensor(indices, device=where), g)
+
+    @staticmethod
+    def cumprod_grad(g: Tensor, x: Tensor, result: Tensor, dim: int) -> Tensor:
+        """Recorded: as ArrayOps.cumprod_grad, from recorded cumsum, cumprod and products."""
+        where = x._device
+        xp = where.xp
+        if bool(xp.all(x._data != 0)):
+            return TensorOps.reverse_cumsum(g * result, dim) / x
+        n = x.shape[dim]
+        eye = xp.eye(n, dtype=x.dtype)
+        later = Tensor(xp.triu(xp.ones((n, n), dtype=x.dtype)), device=where)
+        moved, gm = x.movedim(dim, -1), g.movedim(dim, -1)
+        others = moved.unsqueeze(-2) * Tensor(1 - eye, device=where) + Tensor(eye, device=where)
+        grad = (cumprod(others, -1) * later * gm.unsqueeze(-2)).sum(-1)
+        return grad.movedim(-1, dim)
 
     @staticmethod
     def to_device(g: Tensor, device: Any) -> Tensor:

@@ -35,6 +35,8 @@ def is_writeable(array: Any) -> bool:
 def padded(xp: ModuleType, x: Any, pad: tuple[int, ...], value: Any) -> Any:
     """`x` padded as `torch.nn.functional.pad(x, pad, value=value)`: pairs from the last dim backwards;
     negative widths crop the input."""
+    if not x.ndim:  # the only pad a 0-d array takes is (); numpy and CuPy refuse its empty pad widths
+        return x.copy()
     crop = [slice(None)] * x.ndim
     widths = [(0, 0)] * x.ndim
     for i in range(len(pad) // 2):
@@ -50,6 +52,15 @@ def kept_max(x: Any, dims: tuple[int, ...]) -> Any:
     if all(x.shape[d] for d in dims):
         return x.max(axis=dims, keepdims=True)
     return x.sum(axis=dims, keepdims=True) - np.inf
+
+
+def along(xp: ModuleType, indices: Any, dim: int) -> tuple:
+    """The advanced index that picks `indices`' entries along `dim` and their own positions along the other dims
+    (numpy's take_along_axis as an index, so it also assigns)."""
+    return tuple(
+        indices if d == dim else xp.arange(n).reshape((-1,) + (1,) * (indices.ndim - 1 - d))
+        for d, n in enumerate(indices.shape)
+    )
 
 
 class ArrayOps:
@@ -259,6 +270,28 @@ class ArrayOps:
         """1 where x equals y or both are NaN, else 0, in x's dtype: where a NaN extreme came from."""
         xp = self.xp
         return ((x == y) | (xp.isnan(x) & xp.isnan(y))).astype(x.dtype)
+
+    def put_along(self, g: Any, indices: Any, dim: int, shape: tuple[int, ...]) -> Any:
+        """Zeros of `shape` with g added at `indices` along `dim` (repeated indices, as cummax's, accumulate): the
+        adjoint of taking `indices` along `dim`."""
+        out = self.xp.zeros(shape, g.dtype)
+        self.xp.add.at(out, along(self.xp, indices, dim), g)
+        return out
+
+    def cumprod_grad(self, g: Any, x: Any, result: Any, dim: int) -> Any:
+        """cumprod's gradient: sum over j >= i of g_j times the product of x_k for k <= j but k != i. Without
+        zeros that is reverse_cumsum(g * result) / x; with one, each product is taken with x_i replaced by 1
+        (n x the memory, n the length along dim, only for inputs holding zeros)."""
+        xp = self.xp
+        if bool(xp.all(x != 0)):
+            return self.reverse_cumsum(g * result, dim) / x
+        moved, gm = xp.moveaxis(x, dim, -1), xp.moveaxis(g, dim, -1)
+        n = moved.shape[-1]
+        eye = xp.eye(n, dtype=bool)
+        others = xp.where(eye, 1, moved[..., None, :])  # row i: x with x_i replaced by 1
+        later = xp.triu(xp.ones((n, n), dtype=bool))  # j >= i
+        grad = (xp.cumprod(others, axis=-1) * later * gm[..., None, :]).sum(axis=-1)
+        return xp.moveaxis(grad.astype(x.dtype, copy=False), -1, dim)
 
     def to_device(self, g: Any, device: Any) -> Any:
         """g on `device`: host devices share numpy arrays, so only a move to or from a GPU copies."""

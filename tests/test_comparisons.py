@@ -108,9 +108,9 @@ def test_bitwise_operators_on_masks_and_integers():
     assert (ag.tensor([1, 2]) & ag.tensor([3, 1])).tolist() == [1, 0]
     x = ag.tensor([-1.0, 0.5, 2.0])
     assert ((x > 0) & (x < 1)).tolist() == [False, True, False]
-    with pytest.raises(TypeError, match=r"bitwise_and\(\): only implemented on integer and bool tensors"):
+    with pytest.raises(NotImplementedError, match="\"bitwise_and_cpu\" not implemented for 'Float'"):
         x & x
-    with pytest.raises(TypeError, match="bitwise_not"):
+    with pytest.raises(TypeError, match=r"~ \(operator.invert\) is only implemented on integer and Boolean-type"):
         operator.invert(x)
 
 

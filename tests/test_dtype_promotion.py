@@ -115,7 +115,10 @@ def test_result_type_and_arithmetic_follow_pytorch(a, b):
         assert ag.result_type(x, y) == want
         assert (x * y).dtype == want
         assert ag.add(x, y).dtype == want
-        if want != ag.bool_:
+        if "bool" in a + b or "True" in (a, b):  # PyTorch's `-` refuses a bool operand, whatever the other's dtype
+            with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with"):
+                x - y
+        else:
             assert (x - y).dtype == want
         if isinstance(x, ag.Tensor) and isinstance(y, ag.Tensor):
             assert ag.maximum(x, y).dtype == want

@@ -16,6 +16,8 @@ import numpy as np
 from actorgrad.devices.array_ops import is_writeable
 from actorgrad.devices.device import Device
 from actorgrad.devices.device import device as as_device
+from actorgrad.hooks import RemovableHandle
+from actorgrad.nn.module_hooks import HOOK_DICTS, MIXED_BACKWARD_HOOKS, add_hook, call_with_hooks
 from actorgrad.nn.parameter import Parameter
 from actorgrad.ops.casts import TYPE_BY_NAME, _is_device
 from actorgrad.tensor import Tensor, bump_version
@@ -50,18 +52,70 @@ class Module:
 
     training: bool
 
+    # True on a module once a hook is registered on it, and on Module once a global one is: until then a call
+    # costs this one check for hooks.
+    _with_hooks: bool = False
+
     def __init__(self) -> None:
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "_modules", {})
+        for name in HOOK_DICTS:
+            object.__setattr__(self, name, OrderedDict())
+        object.__setattr__(self, "_is_full_backward_hook", None)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+        if not self._with_hooks:
+            return self.forward(*args, **kwargs)
+        return call_with_hooks(self, args, kwargs)
+
+    # -- hooks -----------------------------------------------------------------------------------------------
+    def _add_hook(self, hooks: OrderedDict, hook: Callable, prepend: bool, *flags: dict) -> RemovableHandle:
+        """File `hook` in `hooks` (first, with `prepend`) and its id in each of `flags`."""
+        object.__setattr__(self, "_with_hooks", True)
+        return add_hook(hooks, hook, prepend, *flags)
+
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """`hook(module, args)` runs before each `forward` and may return new args (a value that is no tuple
+        stands for a 1-tuple); with `with_kwargs`, `hook(module, args, kwargs)` may return new `(args, kwargs)`."""
+        flags = [self._forward_pre_hooks_with_kwargs] if with_kwargs else []
+        return self._add_hook(self._forward_pre_hooks, hook, prepend, *flags)
+
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """`hook(module, args, output)` (or `hook(module, args, kwargs, output)`) runs after each `forward` and may
+        return a new output; with `always_call` it runs even when the call raises."""
+        flags = [d for d, on in ((self._forward_hooks_with_kwargs, with_kwargs),
+                                 (self._forward_hooks_always_called, always_call)) if on]
+        return self._add_hook(self._forward_hooks, hook, prepend, *flags)
+
+    def register_full_backward_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """`hook(module, grad_output)` runs when the gradients for the module's outputs are computed and may return
+        new ones (None for a non-tensor output or one that got no gradient)."""
+        return self._add_hook(self._backward_pre_hooks, hook, prepend)
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """`hook(module, grad_input, grad_output)` runs when the gradients for the module's positional inputs are
+        computed and may return new `grad_input` (None for a non-tensor input). If no input requires grad it runs
+        with the outputs' gradients, and with none if no output requires grad."""
+        if self._is_full_backward_hook is False:
+            raise RuntimeError(MIXED_BACKWARD_HOOKS.format(where="on a single Module"))
+        object.__setattr__(self, "_is_full_backward_hook", True)
+        return self._add_hook(self._backward_hooks, hook, prepend)
+
+    def register_backward_hook(self, hook: Callable) -> RemovableHandle:
+        """Deprecated, as in PyTorch: `hook(module, grad_input, grad_output)` becomes a hook on the node of the
+        module's first output, whose own inputs and outputs it sees. Use `register_full_backward_hook`."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError(MIXED_BACKWARD_HOOKS.format(where="on a single Module"))
+        object.__setattr__(self, "_is_full_backward_hook", False)
+        return self._add_hook(self._backward_hooks, hook, False)
 
     # -- registration --------------------------------------------------------------------------------------
     def _registry(self, kind: str, what: str) -> dict:
@@ -293,20 +347,34 @@ class Module:
         return self
 
     def type(self, dst_type: Any) -> Module:
-        """Cast every parameter and buffer, integer ones included, to `dst_type` (a dtype or a legacy name such
-        as 'actorgrad.DoubleTensor')."""
+        """Cast every parameter and buffer, integer ones included, to `dst_type`: a dtype, or a legacy name, which
+        also picks the device as Tensor.type's does ('actorgrad.DoubleTensor' the cpu, 'actorgrad.cuda.FloatTensor'
+        a GPU)."""
         if isinstance(dst_type, str):
-            dst_type = TYPE_BY_NAME[dst_type.removeprefix("actorgrad.")]
+            name = dst_type.removeprefix("actorgrad.")
+            on_cuda = name.startswith("cuda.")
+            dtype = TYPE_BY_NAME.get(name.removeprefix("cuda.")) if name != dst_type else None
+            if dtype is None:
+                raise ValueError(f"invalid type: '{dst_type}'")
+            for tensor in [*self.parameters(), *self.buffers()]:
+                if (tensor._device.type == "cuda") != on_cuda:
+                    self._move_tensor(tensor, as_device("cuda" if on_cuda else "cpu"))
+            dst_type = dtype
         return self._cast(np.dtype(dst_type), floating_only=False)
 
     def _move(self, where: Device) -> Module:
         for tensor in [*self.parameters(), *self.buffers()]:
             if tensor._device is not where:
-                tensor._data = where.asarray(tensor._data)
-                tensor._device = where
-                if tensor.grad is not None:
-                    tensor.grad = Tensor(where.asarray(tensor.grad._data), device=where)
+                self._move_tensor(tensor, where)
         return self
+
+    @staticmethod
+    def _move_tensor(tensor: Tensor, where: Device) -> None:
+        """Move a parameter or buffer (and its gradient) in place: it stays the same object."""
+        tensor._data = where.asarray(tensor._data)
+        tensor._device = where
+        if tensor.grad is not None:
+            tensor.grad = Tensor(where.asarray(tensor.grad._data), device=where)
 
     def cpu(self) -> Module:
         return self._move(as_device("cpu"))

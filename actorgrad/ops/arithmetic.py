@@ -135,6 +135,13 @@ BOOL_SUBTRACTION = (
     "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use "
     "the `~` or `logical_not()` operator instead."
 )
+TWO_BOOL_SUBTRACTION = (
+    "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator "
+    "instead."
+)
+UNSIGNED_PROMOTION = (
+    "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote Bool and UInt64"
+)
 NEGATIVE_INTEGER_POWER = "Integers to negative integer powers are not allowed."
 
 UNARY = {  # each kernel takes the device's ArrayOps, for its array module
@@ -156,16 +163,35 @@ UNARY = {  # each kernel takes the device's ArrayOps, for its array module
 }
 
 
+def _is_bool(value: Any) -> bool:
+    return value.__class__ is bool or (isinstance(value, Tensor) and value._data.dtype == bool_)
+
+
+def check_subtraction(a: Any, b: Any) -> None:
+    """PyTorch refuses a bool operand of `-`, tensor or Python bool, whatever the other's dtype."""
+    if _is_bool(a) or _is_bool(b):
+        raise RuntimeError(TWO_BOOL_SUBTRACTION if _is_bool(a) and _is_bool(b) else BOOL_SUBTRACTION)
+
+
+def check_unsigned_number(a: Any, b: Any) -> None:
+    """PyTorch takes an int in [2**63, 2**64) as a uint64 number, which a bool tensor cannot promote with. (Beside
+    any other tensor it does not decide the dtype, so it wraps: actorgrad needs no uint64.)"""
+    number, tensor = (a, b) if a.__class__ is int else (b, a)
+    if number.__class__ is int and 1 << 63 <= number < 1 << 64 and _is_bool(tensor):  # past it: OverflowError
+        raise RuntimeError(UNSIGNED_PROMOTION)
+
+
 def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
     """Both operands as tensors, and their arrays in the dtype the op computes in (PyTorch's promotion)."""
+    if name == "sub":
+        check_subtraction(a, b)
+    check_unsigned_number(a, b)
     dtype = result_type(a, b)
     if name == "div":
         dtype = floating(dtype)  # true division: integers give the default float dtype, x / 1000 divides by 1000
     # a number out of the dtype's range wraps, as PyTorch casts it: int8_tensor + 1000 adds -24
     a, b = as_operand(a, dtype, b, wrap=True), as_operand(b, dtype, a, wrap=True)
-    if name == "sub" and dtype == bool_:
-        raise RuntimeError(BOOL_SUBTRACTION)
-    elif name == "pow" and dtype.kind in "iu" and np.any(b._data < 0):
+    if name == "pow" and dtype.kind in "iu" and np.any(b._data < 0):
         raise RuntimeError(NEGATIVE_INTEGER_POWER)
     elif name in ("floor_divide", "remainder"):
         if dtype == bool_:
@@ -256,9 +282,9 @@ def rsub(input: Tensor, other: Any) -> Tensor:
     """`other - input` for a Python number `other`."""
     if isinstance(other, Tensor):
         return sub(other, input)
+    check_subtraction(other, input)
+    check_unsigned_number(input, other)
     dtype = result_type(input, other)
-    if dtype == bool_:
-        raise RuntimeError(BOOL_SUBTRACTION)
     return record(
         RSUB_SCALAR,
         np.subtract(*kernel_operands(as_operand(other, dtype, wrap=True)._data, data_as(input, dtype))),
@@ -303,6 +329,8 @@ def _unary(name: str, input: Tensor) -> Tensor:
                 "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
                 "mask, use the `~` or `logical_not()` operator instead."
             )
+        if name == "relu" and x.dtype == bool_:
+            raise RuntimeError("Boolean inputs not supported for relu")
         if name not in ("neg", "relu"):
             x = x.astype(floating(x.dtype), copy=False)  # exp of an int tensor is float32, as in PyTorch
     return record(rule, kernel(input._device.ops, x), (input,))

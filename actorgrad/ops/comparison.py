@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.ops.arithmetic import check_unsigned_number
 from actorgrad.ops.operands import SCALAR_NAMES, as_operand, broadcast_error, data_as, kernel_operands, result_type
 from actorgrad.ops.record import common_device
 from actorgrad.ops.reductions import one_dim, reduced_dims
@@ -26,6 +27,7 @@ OPERAND = Tensor | bool | int | float | np.ndarray | np.generic
 
 
 def _elementwise(op: str, kernel: Any, input: Any, other: Any, *, promote: bool = True) -> Tensor:
+    check_unsigned_number(input, other)
     dtype = result_type(input, other)
     # A number out of the dtype's range wraps, as in PyTorch: int8_tensor == 1000 compares with -24
     a, b = as_operand(input, dtype, other, wrap=True), as_operand(other, dtype, input, wrap=True)
@@ -78,13 +80,15 @@ def logical_not(input: Tensor) -> Tensor:
     return Tensor(np.logical_not(input._data), device=input._device)
 
 
-def _integral(op: str, dtype: np.dtype) -> None:
+def _integral(op: str, dtype: np.dtype, tensor: Tensor) -> None:
+    """PyTorch's error for a bitwise op computing in a floating dtype: its kernel has none."""
     if dtype.kind not in "biu":
-        raise TypeError(f"{op}(): only implemented on integer and bool tensors, got dtype {dtype}")
+        raise NotImplementedError(f"\"{op}_{tensor._device.type}\" not implemented for '{SCALAR_NAMES[dtype]}'")
 
 
 def _bitwise(op: str, kernel: Any, input: Any, other: Any) -> Tensor:
-    _integral(op, result_type(input, other))
+    check_unsigned_number(input, other)
+    _integral(op, result_type(input, other), input if isinstance(input, Tensor) else other)
     return _elementwise(op, kernel, input, other)
 
 
@@ -102,8 +106,15 @@ def bitwise_xor(input: Any, other: Any) -> Tensor:
 
 def bitwise_not(input: Tensor) -> Tensor:
     """`~`: logical not of a bool tensor, two's complement not of an integer one."""
-    _integral("bitwise_not", input._data.dtype)
+    _integral("bitwise_not", input._data.dtype, input)
     return Tensor(np.invert(input._data), device=input._device)
+
+
+def _invert(input: Tensor) -> Tensor:
+    """`~`, with the error PyTorch's operator gives a floating tensor."""
+    if input._data.dtype.kind not in "biu":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return bitwise_not(input)
 
 
 def _value_test(kernel: Any, otherwise: bool, input: Tensor) -> Tensor:
@@ -187,7 +198,7 @@ METHODS: dict[str, Any] = {
     "logical_and": logical_and, "logical_or": logical_or, "logical_xor": logical_xor, "logical_not": logical_not,
     "__and__": _operator(bitwise_and), "__or__": _operator(bitwise_or), "__xor__": _operator(bitwise_xor),
     "__rand__": _reflected_operator(bitwise_and), "__ror__": _reflected_operator(bitwise_or),
-    "__rxor__": _reflected_operator(bitwise_xor), "__invert__": bitwise_not,
+    "__rxor__": _reflected_operator(bitwise_xor), "__invert__": _invert,
     "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite,
     "isclose": isclose, "allclose": allclose, "equal": equal, "any": any, "all": all,

@@ -1,4 +1,4 @@
-"""max and min (over all elements, or along a dim with their indices), argmax and argmin.
+"""max and min (over all elements, or along a dim with their indices), argmax, argmin and aminmax.
 
 Over all elements, ties share the gradient evenly (as amax does); along a dim, the gradient goes to the one
 element whose index is returned, as in PyTorch. Indices are int64 tensors without a gradient.
@@ -12,15 +12,16 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import input_size, kept, normalize_dims
+from actorgrad.ops.reductions import _amax_grad, input_size, kept, normalize_dims
 from actorgrad.ops.selection import maximum, minimum
 from actorgrad.tensor import Tensor
 
-__all__ = ["argmax", "argmin", "max", "min"]
+__all__ = ["aminmax", "argmax", "argmin", "max", "min"]
 
 # The (values, indices) pairs of max and min along a dim, named as torch.return_types names them.
 MaxResult = namedtuple("max", ["values", "indices"])
 MinResult = namedtuple("min", ["values", "indices"])
+AminmaxResult = namedtuple("aminmax", ["min", "max"])
 
 
 def _select_grad(ops: Any, g: Any, indices: Any, dim: int, rows_shape: tuple, self_shape: tuple) -> Any:
@@ -41,6 +42,10 @@ MIN_ALL = Rule("MinBackward1", _EXTREME_ALL, cost=input_size)
 _SELECT = (("indices", "dim", "rows_shape", "self_shape"), _select_grad)
 MAX_DIM = Rule("MaxBackward0", _SELECT, cost=input_size)
 MIN_DIM = Rule("MinBackward0", _SELECT, cost=input_size)
+
+# aminmax's two results, each with amin's or amax's rule (ties share the gradient evenly). PyTorch gives both one
+# node; here each has its own, of the same name.
+AMINMAX = Rule("AminmaxBackward0", (("self", "result", "dim", "kept_shape"), _amax_grad), cost=input_size)
 
 _ARG_KERNELS = {"max": np.argmax, "argmax": np.argmax, "min": np.argmin, "argmin": np.argmin}
 
@@ -117,4 +122,23 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
     return _arg("argmin", input, dim, keepdim)
 
 
-METHODS = {"max": max, "min": min, "argmax": argmax, "argmin": argmin}
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> AminmaxResult:
+    """The smallest and largest elements, over all elements or along `dim`, as the named tuple (min, max)."""
+    x = input._data
+    if dim is None:
+        if x.size == 0:
+            raise RuntimeError(
+                "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity."
+            )
+        dims = tuple(range(x.ndim))
+    else:
+        dims = normalize_dims(dim, x.ndim or 1, "aminmax") if x.ndim else ()
+        if x.ndim and x.shape[dims[0]] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {dims[0]} to have non-zero size.")
+    params = {"dim": dims, "kept_shape": kept(x.shape, dims), "self_shape": x.shape}
+    low = record(AMINMAX, x.min(axis=dims, keepdims=keepdim), (input,), **params)
+    high = record(AMINMAX, x.max(axis=dims, keepdims=keepdim), (input,), **params)
+    return AminmaxResult(low, high)
+
+
+METHODS = {"max": max, "min": min, "argmax": argmax, "argmin": argmin, "aminmax": aminmax}

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices import cpu
-from actorgrad.ops.operands import kernel_operands
+from actorgrad.ops.operands import checked_int, fitted_number, kernel_operands
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
 from actorgrad.ops.shape import MASKED_GRAD, single_dim
@@ -280,6 +280,14 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     return take_index(input, (), where, INDEX_RULES["IndexSelectBackward0"])
 
 
+def fill_value(value: Any, dtype: np.dtype) -> np.ndarray:
+    """A number as PyTorch's fill_ and masked_fill take one: an int must fit int64 or uint64 (Python's
+    OverflowError), then `dtype` (PyTorch's RuntimeError, for int8_tensor.fill_(1000) say: see fitted_number)."""
+    if value.__class__ is int:
+        checked_int(value)
+    return fitted_number(value, dtype)
+
+
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     x = input._data
     m = mask._data if isinstance(mask, Tensor) else on_device(input, np.asarray(mask))
@@ -295,7 +303,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
             f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
             f"dimension(s)."
         )
-    fill = value._data.astype(x.dtype) if isinstance(value, Tensor) else x.dtype.type(value)
+    fill = fill_value(value.item() if isinstance(value, Tensor) else value, x.dtype)
     try:
         data = np.where(*kernel_operands(m, fill), x)
     except ValueError:

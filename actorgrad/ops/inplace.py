@@ -35,9 +35,9 @@ from actorgrad.devices import is_writeable
 from actorgrad.grad_mode import INFERENCE, INFERENCE_INPLACE, _grad_enabled, _inference_mode
 from actorgrad.node import InputMetadata
 from actorgrad.ops.arithmetic import add, div, exp, mul, relu, sigmoid, sub, tanh
-from actorgrad.ops.indexing import KEPT_GRAD, on_device, parse_index, placed_index
+from actorgrad.ops.indexing import KEPT_GRAD, fill_value, masked_fill, on_device, parse_index, placed_index
 from actorgrad.ops.joining import MULTI_OUTPUT_VIEWS
-from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, category
+from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, category, fitted_number
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.selection import clamp
 from actorgrad.tensor import Tensor, as_array, bump_version
@@ -337,7 +337,8 @@ def zero_(self: Tensor) -> Tensor:
 
 def fill_(self: Tensor, value: Any) -> Tensor:
     if not isinstance(value, Tensor):
-        return _inplace(self, lambda s: record(FILL_NUMBER, np.full_like(s._data, value), (s,)), (), False)
+        fill = fill_value(value, self._data.dtype)[()]  # checked before anything is written
+        return _inplace(self, lambda s: record(FILL_NUMBER, np.full_like(s._data, fill), (s,)), (), False)
     if value.ndim:
         raise RuntimeError(
             f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
@@ -347,6 +348,11 @@ def fill_(self: Tensor, value: Any) -> Tensor:
     return _inplace(
         self, lambda s: record(FILL_TENSOR, np.full_like(s._data, value._data), (s, value)), (value,), False
     )
+
+
+def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """`value` written where `mask` (broadcasting to this tensor's shape) is True."""
+    return _inplace(self, lambda s: masked_fill(s, mask, value), (value,), False)
 
 
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
@@ -378,7 +384,14 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         raise TypeError(f"can't assign a {type(value).__name__} to a actorgrad.{self._data.dtype} tensor")
     if isinstance(value, Tensor) and value._device is not self._device:
         value = value.to(self._device)  # as PyTorch, a tensor from another device is copied over
-    values = value._data if isinstance(value, Tensor) else on_device(self, as_array(value, self._data.dtype))
+    if isinstance(value, Tensor):
+        values = value._data
+    elif isinstance(value, int | float):  # checked as PyTorch stores a number: int8_tensor[0] = 1000 raises
+        if value.__class__ is int and not -(1 << 63) <= value < 1 << 63:
+            raise ValueError("Overflow when unpacking long long")
+        values = on_device(self, fitted_number(value, self._data.dtype))
+    else:
+        values = on_device(self, as_array(value, self._data.dtype))
     written = values.reshape(_without_leading_ones(values.shape))
     try:
         np.broadcast_to(written, shape)
@@ -425,6 +438,6 @@ METHODS = {
     "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "clamp_": clamp_, "clip_": clamp_,
     "relu_": _unary_inplace(relu), "exp_": _unary_inplace(exp), "sigmoid_": _unary_inplace(sigmoid),
     "tanh_": _unary_inplace(tanh),
-    "zero_": zero_, "fill_": fill_, "copy_": copy_, "__setitem__": setitem,
+    "zero_": zero_, "fill_": fill_, "masked_fill_": masked_fill_, "copy_": copy_, "__setitem__": setitem,
     "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_,
 }

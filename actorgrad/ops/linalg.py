@@ -13,6 +13,7 @@ import numpy as np
 
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, common_device, record
+from actorgrad.ops.shape import _expanded_shape
 from actorgrad.tensor import Tensor
 
 __all__ = ["bmm", "matmul", "mm", "outer"]
@@ -138,9 +139,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         if fused:
             raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
         out = matmul(input, weight)
-        return out if bias is None else out + bias
+        return out if bias is None else _bias_added(out, bias)
     if bias is not None and not fused:
-        return linear(input, weight) + bias
+        return _bias_added(linear(input, weight), bias)
     if fused:  # addmm checks its operands' dtypes before their shapes
         for name, operand in (("self", bias._data), ("mat1", x)):
             if operand.dtype != w.dtype:
@@ -154,13 +155,25 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if x.ndim != 2:
         out = linear(input.reshape(math.prod(x.shape[:-1]), x.shape[-1]), weight, bias)  # -1: ambiguous if empty
         return out.reshape(*x.shape[:-1], w.shape[0])
-    data = x @ w.T
     inputs: tuple[Tensor, ...] = (input, weight)
+    if bias is not None:  # addmm expands its bias to the product's shape, with expand's error
+        _expanded_shape(bias.shape, (x.shape[0], w.shape[0]))
+    data = x @ w.T
     if bias is not None:
         data = data + bias._data
         inputs = (input, weight, bias)
     return record(LINEAR[bias is not None], data, inputs, inner=w.shape[1],
                   bias_shape=None if bias is None else bias.shape)
+
+
+def _bias_added(out: Tensor, bias: Tensor) -> Tensor:
+    """out + bias off addmm's path: PyTorch adds it in place, so the bias must broadcast to the output's shape."""
+    result = out + bias
+    if result.shape != out.shape:
+        raise RuntimeError(
+            f"output with shape {list(out.shape)} doesn't match the broadcast shape {list(result.shape)}"
+        )
+    return result
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:

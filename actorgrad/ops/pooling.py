@@ -128,7 +128,8 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         better = view > data
         np.maximum(data, view, out=data)
         np.maximum(local, better.view(np.uint8) * kind.type(k), out=local)
-    if np.isnan(data).any():
+    # Whether a NaN came is a host sync on a GPU, which queues the NaN pass for every float input instead.
+    if x.dtype.kind == "f" and (xp is not np or np.isnan(data).any()):
         for k, view in enumerate(views):
             np.copyto(local, k, where=np.isnan(view))
     offsets = xp.asarray([(k // kw) * dh * w + (k % kw) * dw for k in range(kh * kw)])
@@ -138,10 +139,12 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         # PyTorch starts a window's index at its first place inside the input (which, past the right edge, names
         # the next row, or past the bottom, no element) and moves it only for a greater value, so a window that
         # holds nothing but -inf and padding keeps that start.
-        rows, cols = xp.arange(oh) * sh - ph, xp.arange(ow) * sw - pw
-        first = xp.where(rows < 0, rows % dh, rows)[:, None] * w + xp.where(cols < 0, cols % dw, cols)
-        index = xp.where(data == lowest, first, index)
-    past = padded is not x and bool((index >= h * w).any())  # indices past the plane scatter to one more slot
+        # Worked out on the host from the geometry alone: whether one is past the plane costs a GPU no sync.
+        rows, cols = np.arange(oh) * sh - ph, np.arange(ow) * sw - pw
+        first = np.where(rows < 0, rows % dh, rows)[:, None] * w + np.where(cols < 0, cols % dw, cols)
+        index = xp.where(data == lowest, xp.asarray(first), index)
+    # An index past the plane (a window's start past the input, so padding alone) scatters to one more slot.
+    past = padded is not x and bool((first >= h * w).any())
     saved = (xp.minimum(index, h * w) if past else index).reshape(*lead, oh * ow)
     out = record(MAX_POOL, data, (input,), index=saved, self_shape=x.shape, slots=h * w + past)
     return (out, Tensor(index, device=input._device)) if return_indices else out

@@ -82,10 +82,15 @@ def _saved_value(node: FormulaNode, name: str) -> Any:
             value = list(values)[names.index(name)]  # a list: packed values unpack as they are read
             if isinstance(value, SavedOutput):
                 return Tensor(value._data, grad_fn=node, device=node.device)
-            if isinstance(value, node.device.xp.ndarray):
-                return Tensor(value, device=node.device)
-            return value
+            if value.__class__ is tuple:  # an advanced index: its arrays as tensors too, as PyTorch shows indices
+                return tuple(_array_as_tensor(v, node.device) for v in value)
+            return _array_as_tensor(value, node.device)
     return None
+
+
+def _array_as_tensor(value: Any, device: Device) -> Any:
+    """A raw array a node saved (on its device) as a tensor; any other value as it is."""
+    return Tensor(value, device=device) if isinstance(value, device.xp.ndarray) else value
 
 
 _VERSIONED = (Tensor, SavedOutput)  # the saved values whose version a node checks at backward

@@ -1,4 +1,5 @@
-"""Ops that pick, per element, one of their operands (clamp, maximum, minimum, where) and their gradient rules.
+"""Ops that pick, per element, one of their operands (clamp, clamp_min, clamp_max, maximum, minimum, where) and
+their gradient rules.
 
 Each gradient goes to the operand that was picked, through `ops.where` masks; at a tie or a bound the split
 follows PyTorch: clamp passes the gradient at its bounds, maximum and minimum halve it between equal operands.
@@ -22,7 +23,7 @@ from actorgrad.ops.operands import (
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor, bool_
 
-__all__ = ["clamp", "clip", "maximum", "minimum", "where"]
+__all__ = ["clamp", "clamp_max", "clamp_min", "clip", "maximum", "minimum", "where"]
 
 
 def _inside(ops: Any, g: Any, self: Any, min: Any, max: Any) -> Any:
@@ -110,6 +111,49 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     return record(CLAMP_TENSORS, data, inputs, min=lo_t, max=hi_t)
 
 
+# One bound: a number (Backward0) or a broadcasting tensor (Backward1), which gets the gradient where it was picked.
+CLAMP_MIN = Rule("ClampMinBackward0", (("self", "bound"), lambda ops, g, self, bound: ops.where(self >= bound, g, 0)))
+CLAMP_MAX = Rule("ClampMaxBackward0", (("self", "bound"), lambda ops, g, self, bound: ops.where(self <= bound, g, 0)))
+CLAMP_MIN_TENSOR = Rule(
+    "ClampMinBackward1",
+    (("self", "other"), lambda ops, g, self, other: ops.where(self >= other, g, 0)),
+    (("self", "other"), lambda ops, g, self, other: ops.where(self < other, g, 0)),
+    broadcasts=True,
+)
+CLAMP_MAX_TENSOR = Rule(
+    "ClampMaxBackward1",
+    (("self", "other"), lambda ops, g, self, other: ops.where(self <= other, g, 0)),
+    (("self", "other"), lambda ops, g, self, other: ops.where(self > other, g, 0)),
+    broadcasts=True,
+)
+
+
+def _one_bound(op: str, number_rule: Rule, tensor_rule: Rule, input: Tensor, bound: Any) -> Tensor:
+    dtype = common_dtype(input, bound)
+    x = data_as(input, dtype)
+    xp = input._device.xp
+    kernel = xp.maximum if op == "clamp_min" else xp.minimum
+    if not isinstance(bound, Tensor):
+        return record(number_rule, kernel(*kernel_operands(x, fitted_number(bound, dtype))), (input,), bound=bound)
+    common_device((input, bound))
+    b = data_as(bound, dtype)
+    try:
+        data = kernel(*kernel_operands(x, b))
+    except ValueError:
+        raise broadcast_error(op, x.shape, b.shape) from None
+    return record(tensor_rule, data, (input, bound))
+
+
+def clamp_min(input: Tensor, min: Any) -> Tensor:
+    """Each element at least `min` (a number or a broadcasting tensor)."""
+    return _one_bound("clamp_min", CLAMP_MIN, CLAMP_MIN_TENSOR, input, min)
+
+
+def clamp_max(input: Tensor, max: Any) -> Tensor:
+    """Each element at most `max` (a number or a broadcasting tensor)."""
+    return _one_bound("clamp_max", CLAMP_MAX, CLAMP_MAX_TENSOR, input, max)
+
+
 def clip(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Alias of clamp."""
     return clamp(input, min, max)
@@ -172,6 +216,7 @@ def where(condition: Tensor, input: Any, other: Any) -> Tensor:
 
 
 METHODS = {
-    "clamp": clamp, "clip": clip, "maximum": maximum, "minimum": minimum,
+    "clamp": clamp, "clip": clip, "clamp_min": clamp_min, "clamp_max": clamp_max, "maximum": maximum,
+    "minimum": minimum,
     "where": lambda self, condition, other: where(condition, self, other),
 }

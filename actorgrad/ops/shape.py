@@ -158,24 +158,23 @@ def _expanded_shape(shape: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[int
             f"expand(size={list(sizes)}): the number of sizes provided ({len(sizes)}) must be greater or equal "
             f"to the number of dimensions in the tensor ({len(shape)}, shape {list(shape)})"
         )
-    out = []
-    for i, n in enumerate(sizes):
+    out = list(sizes)
+    for i in reversed(range(len(sizes))):  # from the last dim, so a clash names the last one, as PyTorch's
+        n = sizes[i]
         if i < lead:
             if n < 0:
                 raise RuntimeError(
                     f"The expanded size of the tensor ({n}) isn't allowed in a leading, non-existing dimension {i}"
                 )
-            out.append(n)
             continue
         have = shape[i - lead]
         if n == -1:
-            n = have
+            out[i] = have
         elif have != 1 and n != have:
             raise RuntimeError(
                 f"The expanded size of the tensor ({n}) must match the existing size ({have}) at non-singleton "
-                f"dimension {i}.  Target sizes: {sizes}.  Tensor sizes: {shape}"
+                f"dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(shape)}"
             )
-        out.append(n)
     return tuple(out)
 
 
@@ -288,7 +287,7 @@ def pad(input: Tensor, pad: tuple[int, ...], mode: str = "constant", value: floa
     for i in range(len(pad) // 2):
         if x.shape[x.ndim - 1 - i] + min(pad[2 * i], 0) + min(pad[2 * i + 1], 0) < 0:
             raise RuntimeError("narrow(): length must be non-negative.")
-    data = padded(np, x, pad, 0 if value is None else value) if x.ndim else x.copy()  # numpy pads no 0-d array
+    data = padded(input._device.xp, x, pad, 0 if value is None else value)
     return record(CONSTANT_PAD, data, (input,), pad=pad)
 
 

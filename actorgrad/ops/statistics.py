@@ -83,20 +83,22 @@ def std(
 
 
 def _pnorm_grad(ops: Any, g: Any, self: Any, result: Any, p: float, kept_shape: tuple) -> Any:
-    # g * sign(x) |x|^(p-1) / norm^(p-1); zeros of x and of the norm give 0 (PyTorch's rule), never 0/0.
-    # (A norm is 0 only where all its x are, except for p < 0, where one zero is enough.)
+    # PyTorch's rule, down to the signs of its zeros: sign(x) |x|^(p-1) (x |x|^(p-2) for p > 2, so a -0.0 keeps its
+    # sign) times g / norm^(p-1), that factor 0 where the norm is (never 0/0); for p < 1, 0 where x is (never
+    # 0 * inf) times g * norm^(1-p). (A norm is 0 only where all its x are, except for p < 0, where one zero is enough.)
     g = ops.reshape(g, kept_shape)
     if p == 1:
         return g * ops.sign(self)
     result = ops.reshape(result, kept_shape)
     zero_norm = ops.equal_mask(result, ops.zeros_like(result))
-    scale = result + zero_norm
     if p == 2:
-        return g * self / scale
+        return g * ops.where(result == 0, 0, self / (result + zero_norm))
     sign = ops.sign(self)
-    magnitude = self * sign + ops.equal_mask(self, ops.zeros_like(self))
-    grad = g * sign * magnitude ** (p - 1) / scale ** (p - 1)
-    return grad * (1 - zero_norm) if p < 0 else grad
+    magnitude = self * sign + ops.equal_mask(self, ops.zeros_like(self))  # |x|, 1 where x is 0: no 0 ** negative
+    if p < 1:
+        return ops.where(self == 0, 0, sign * magnitude ** (p - 1)) * g * result ** (1 - p)
+    scale = ops.where(result == 0, 0, g / (result + zero_norm) ** (p - 1))
+    return (sign * magnitude ** (p - 1) if p < 2 else self * magnitude ** (p - 2)) * scale
 
 
 def _inf_norm_grad(ops: Any, g: Any, self: Any, result: Any, dims: tuple, kept_shape: tuple) -> Any:
@@ -109,7 +111,8 @@ def _inf_norm_grad(ops: Any, g: Any, self: Any, result: Any, dims: tuple, kept_s
 _NORM = "LinalgVectorNormBackward0"
 P_NORM = Rule(_NORM, (("self", "result", "p", "kept_shape"), _pnorm_grad), cost=input_size)
 INF_NORM = Rule(_NORM, (("self", "result", "dims", "kept_shape"), _inf_norm_grad), cost=input_size)
-ZERO_NORM = Rule(_NORM, (("self",), lambda ops, g, self: ops.zeros_like(self)))
+# PyTorch's p=0 norm gives no gradient (an undefined one, not zeros): grad() reports its input unused.
+ZERO_NORM = Rule(_NORM, ((), lambda ops, g: None))
 
 
 def _check_identity(p: float, dim: Any, shape: tuple[int, ...]) -> None:

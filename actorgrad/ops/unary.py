@@ -1,29 +1,45 @@
-"""Unary math ops (sqrt, rsqrt, sin, cos, abs, sign, log1p, expm1, square) and their gradient rules."""
+"""Unary math ops (sqrt, rsqrt, trigonometric and hyperbolic functions, log2, log10, exp2, abs, sign, log1p, expm1,
+square, logit, nan_to_num) and their gradient rules."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from actorgrad.ops.arithmetic import pow
-from actorgrad.ops.operands import floating
+from actorgrad.ops.operands import floating, number_array
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor, bool_
 
-__all__ = ["abs", "cos", "expm1", "log1p", "rsqrt", "sign", "sin", "sqrt", "square"]
+__all__ = [
+    "abs", "acos", "arccos", "arcsin", "arctan", "asin", "atan", "cos", "cosh", "exp2", "expm1", "log10", "log1p",
+    "log2", "logit", "nan_to_num", "rsqrt", "sign", "sin", "sinh", "sqrt", "square", "tan",
+]
+LN2, LN10 = math.log(2), math.log(10)
 
 # Ops whose result is floating: an integer input gives the default float dtype, as in PyTorch.
 FLOATING = {
-    "sqrt": (Rule("SqrtBackward0", (("result",), lambda ops, g, result: g / (2 * result))), np.sqrt),
+    "sqrt": (Rule("SqrtBackward0", (("result",), lambda ops, g, result: g / (2 * result))), "sqrt"),
     "rsqrt": (
         Rule("RsqrtBackward0", (("result",), lambda ops, g, result: -0.5 * g * (result * result * result))),
-        lambda x: 1 / np.sqrt(x),
+        lambda xp, x: 1 / xp.sqrt(x),
     ),
-    "sin": (Rule("SinBackward0", (("self",), lambda ops, g, self: g * ops.cos(self))), np.sin),
-    "cos": (Rule("CosBackward0", (("self",), lambda ops, g, self: -g * ops.sin(self))), np.cos),
-    "log1p": (Rule("Log1PBackward0", (("self",), lambda ops, g, self: g / (self + 1))), np.log1p),
-    "expm1": (Rule("Expm1Backward0", (("result",), lambda ops, g, result: g * (result + 1))), np.expm1),
+    "sin": (Rule("SinBackward0", (("self",), lambda ops, g, self: g * ops.cos(self))), "sin"),
+    "cos": (Rule("CosBackward0", (("self",), lambda ops, g, self: -g * ops.sin(self))), "cos"),
+    "tan": (Rule("TanBackward0", (("result",), lambda ops, g, result: g * (1 + result * result))), "tan"),
+    "asin": (Rule("AsinBackward0", (("self",), lambda ops, g, self: g / (1 - self * self) ** 0.5)), "arcsin"),
+    "acos": (Rule("AcosBackward0", (("self",), lambda ops, g, self: -g / (1 - self * self) ** 0.5)), "arccos"),
+    "atan": (Rule("AtanBackward0", (("self",), lambda ops, g, self: g / (1 + self * self))), "arctan"),
+    # cosh and sinh from exp: the rule's helpers have no hyperbolic functions, and exp is differentiable again
+    "sinh": (Rule("SinhBackward0", (("self",), lambda ops, g, self: g * (ops.exp(self) + ops.exp(-self)) / 2)), "sinh"),
+    "cosh": (Rule("CoshBackward0", (("self",), lambda ops, g, self: g * (ops.exp(self) - ops.exp(-self)) / 2)), "cosh"),
+    "log1p": (Rule("Log1PBackward0", (("self",), lambda ops, g, self: g / (self + 1))), "log1p"),
+    "expm1": (Rule("Expm1Backward0", (("result",), lambda ops, g, result: g * (result + 1))), "expm1"),
+    "log2": (Rule("Log2Backward0", (("self",), lambda ops, g, self: g / (self * LN2))), "log2"),
+    "log10": (Rule("Log10Backward0", (("self",), lambda ops, g, self: g / (self * LN10))), "log10"),
+    "exp2": (Rule("Exp2Backward0", (("result",), lambda ops, g, result: g * result * LN2)), "exp2"),
 }
 # abs' kink: the gradient at 0 is 0 (sign(0)), as in PyTorch.
 ABS = Rule("AbsBackward0", (("self",), lambda ops, g, self: g * ops.sign(self)))
@@ -32,9 +48,13 @@ SIGN = Rule("SignBackward0", ((), lambda ops, g: ops.zeros_like(g)))
 
 
 def _floating(name: str, input: Tensor) -> Tensor:
+    """The kernel (a function of the device's array module, or the name of one of its functions) on the input
+    in its floating dtype."""
     rule, kernel = FLOATING[name]
     x = input._data
-    return record(rule, kernel(x.astype(floating(x.dtype), copy=False)), (input,))
+    xp = input._device.xp
+    x = x.astype(floating(x.dtype), copy=False)
+    return record(rule, getattr(xp, kernel)(x) if kernel.__class__ is str else kernel(xp, x), (input,))
 
 
 def sqrt(input: Tensor) -> Tensor:
@@ -52,6 +72,58 @@ def sin(input: Tensor) -> Tensor:
 
 def cos(input: Tensor) -> Tensor:
     return _floating("cos", input)
+
+
+def tan(input: Tensor) -> Tensor:
+    return _floating("tan", input)
+
+
+def asin(input: Tensor) -> Tensor:
+    return _floating("asin", input)
+
+
+def acos(input: Tensor) -> Tensor:
+    return _floating("acos", input)
+
+
+def atan(input: Tensor) -> Tensor:
+    return _floating("atan", input)
+
+
+def arcsin(input: Tensor) -> Tensor:
+    """Alias of asin."""
+    return asin(input)
+
+
+def arccos(input: Tensor) -> Tensor:
+    """Alias of acos."""
+    return acos(input)
+
+
+def arctan(input: Tensor) -> Tensor:
+    """Alias of atan."""
+    return atan(input)
+
+
+def sinh(input: Tensor) -> Tensor:
+    return _floating("sinh", input)
+
+
+def cosh(input: Tensor) -> Tensor:
+    return _floating("cosh", input)
+
+
+def log2(input: Tensor) -> Tensor:
+    return _floating("log2", input)
+
+
+def log10(input: Tensor) -> Tensor:
+    return _floating("log10", input)
+
+
+def exp2(input: Tensor) -> Tensor:
+    """2 ** input."""
+    return _floating("exp2", input)
 
 
 def log1p(input: Tensor) -> Tensor:
@@ -77,12 +149,53 @@ def sign(input: Tensor) -> Tensor:
     return record(SIGN, x.copy() if x.dtype == bool_ else np.nan_to_num(np.sign(x)), (input,))
 
 
+# logit's gradient outside its domain: NaN without eps (as 1 / (x (1 - x)) has no meaning there), 0 with eps
+# (the input was clamped there, so it had no effect), as PyTorch's logit_backward.
+LOGIT = Rule(
+    "LogitBackward0",
+    (("self", "outside", "off_domain"),
+     lambda ops, g, self, outside, off_domain: ops.where(outside, off_domain, g / (self * (1 - self)))),
+)
+# nan_to_num passes the gradient where the input was finite; the values it put in are constants.
+NAN_TO_NUM = Rule("NanToNumBackward0", (("finite",), lambda ops, g, finite: ops.where(finite, g, 0)))
+
+
+def logit(input: Tensor, eps: float | None = None) -> Tensor:
+    """log(p / (1 - p)); with `eps`, p is first clamped to [eps, 1 - eps]."""
+    x = input._data
+    xp = input._device.xp
+    x = x.astype(floating(x.dtype), copy=False)
+    if eps is None:
+        outside, off_domain, p = (x < 0) | (x > 1), math.nan, x
+    else:
+        lo, hi = number_array(eps, x.dtype)[()], number_array(1 - eps, x.dtype)[()]
+        outside, off_domain, p = (x < lo) | (x > hi), 0, xp.clip(x, lo, hi)
+    with np.errstate(divide="ignore", invalid="ignore"):  # p = 0 or 1 gives -inf or inf, as in PyTorch
+        data = xp.log(p / (1 - p))
+    return record(LOGIT, data, (input,), outside=Tensor(outside, device=input._device), off_domain=off_domain)
+
+
+def nan_to_num(
+    input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None
+) -> Tensor:
+    """NaN, inf and -inf replaced by `nan`, `posinf` and `neginf` (by default 0 and the dtype's largest and
+    smallest values); integer and bool tensors come back as copies."""
+    x = input._data
+    xp = input._device.xp
+    if x.dtype.kind != "f":  # never requires grad: no mask to save
+        return record(NAN_TO_NUM, x.copy(), (input,), finite=None)
+    data = xp.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+    return record(NAN_TO_NUM, data, (input,), finite=Tensor(xp.isfinite(x), device=input._device))
+
+
 def square(input: Tensor) -> Tensor:
     """input ** 2, recorded as PowBackward0 as in PyTorch."""
     return pow(input, 2)
 
 
 METHODS: dict[str, Any] = {
-    "sqrt": sqrt, "rsqrt": rsqrt, "sin": sin, "cos": cos, "log1p": log1p, "expm1": expm1,
-    "abs": abs, "__abs__": abs, "sign": sign, "square": square,
+    "sqrt": sqrt, "rsqrt": rsqrt, "sin": sin, "cos": cos, "tan": tan, "asin": asin, "acos": acos, "atan": atan,
+    "arcsin": arcsin, "arccos": arccos, "arctan": arctan, "sinh": sinh, "cosh": cosh, "log2": log2,
+    "log10": log10, "exp2": exp2, "log1p": log1p, "expm1": expm1, "abs": abs, "__abs__": abs, "sign": sign,
+    "square": square, "logit": logit, "nan_to_num": nan_to_num,
 }

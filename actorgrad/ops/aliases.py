@@ -1,0 +1,215 @@
+"""Ops PyTorch spells in terms of others, so they record the same nodes its versions do: expand_as, view_as,
+reshape_as, swapaxes, movedim, unflatten, narrow, select, tile, take_along_dim, diff, and the `new_*` creation
+methods."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from actorgrad.ops.indexing import gather, getitem
+from actorgrad.ops.joining import cat
+from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.shape import _shape_arg, broadcast_to, permute, repeat, reshape, single_dim, transpose, view
+from actorgrad.tensor import Tensor, bool_, int64
+from actorgrad.tensor import tensor as new_tensor_from
+
+__all__ = [
+    "diff", "empty_like", "moveaxis", "movedim", "narrow", "select", "swapaxes", "swapdims", "take_along_dim", "tile",
+    "unflatten",
+]
+
+
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    return broadcast_to(input, other.shape)
+
+
+def view_as(input: Tensor, other: Tensor) -> Tensor:
+    return view(input, other.shape)
+
+
+def reshape_as(input: Tensor, other: Tensor) -> Tensor:
+    return reshape(input, other.shape)
+
+
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    """Alias of transpose."""
+    return transpose(input, axis0, axis1)
+
+
+def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Alias of transpose."""
+    return transpose(input, dim0, dim1)
+
+
+def _dims_list(dims: int | tuple[int, ...] | list[int], ndim: int, what: str) -> list[int]:
+    """Dims in the order given, non-negative, with PyTorch's movedim errors."""
+    given = [dims] if isinstance(dims, int) else list(dims)
+    out = [single_dim(d, ndim, "movedim") for d in given]
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"movedim: repeated dim in `{what}` ({given})")
+    return out
+
+
+def movedim(input: Tensor, source: int | tuple[int, ...], destination: int | tuple[int, ...]) -> Tensor:
+    """The dims at `source` moved to `destination`; the other dims keep their order."""
+    ndim = input.ndim
+    src, dst = _dims_list(source, ndim, "source"), _dims_list(destination, ndim, "destination")
+    if len(src) != len(dst):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({src} dims) should contain the same number of "
+            f"dims as destination ({dst} dims)"
+        )
+    rest = iter(d for d in range(ndim) if d not in src)
+    placed = dict(zip(dst, src))
+    return permute(input, tuple(placed[d] if d in placed else next(rest) for d in range(ndim)))
+
+
+def moveaxis(input: Tensor, source: int | tuple[int, ...], destination: int | tuple[int, ...]) -> Tensor:
+    """Alias of movedim."""
+    return movedim(input, source, destination)
+
+
+def unflatten(input: Tensor, dim: int, sizes: tuple[int, ...]) -> Tensor:
+    """Dim `dim` split into `sizes` (one of them may be -1, inferred)."""
+    shape = input.shape
+    d = single_dim(dim, input.ndim, "unflatten")
+    sizes = tuple(sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    if sizes.count(-1) > 1:
+        raise RuntimeError("unflatten: only one dimension can be inferred")
+    known = math.prod(n for n in sizes if n != -1)
+    if -1 in sizes and known and shape[d] % known == 0:
+        sizes = tuple(shape[d] // known if n == -1 else n for n in sizes)
+    if math.prod(sizes) != shape[d] or -1 in sizes:
+        raise RuntimeError(
+            f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} ({shape[d]}) in the "
+            "input tensor"
+        )
+    return view(input, shape[:d] + sizes + shape[d + 1:])
+
+
+def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
+    """The `length` elements of dim `dim` from `start` on (a view)."""
+    d = single_dim(dim, input.ndim, "narrow")
+    size = input.shape[d]
+    start = int(start)
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start < 0:
+        start += size
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return getitem(input, (slice(None),) * d + (slice(start, start + length),))
+
+
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """The slice at `index` of dim `dim`, without that dim (a view)."""
+    if input.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = single_dim(dim, input.ndim, "select")
+    size = input.shape[d]
+    if not -size <= index < size:
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension {d}"
+        )
+    return getitem(input, (slice(None),) * d + (index % size,))
+
+
+def tile(input: Tensor, dims: tuple[int, ...]) -> Tensor:
+    """repeat, with `dims` padded by leading 1s to the input's number of dims."""
+    dims = _shape_arg(dims) if isinstance(dims, tuple | list) else (dims,)
+    return repeat(input, (1,) * (input.ndim - len(dims)) + tuple(dims))
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """input's elements at `indices` along `dim` (the other dims broadcast); without `dim`, of the flattened
+    input. Recorded as gather, after an expand where broadcasting needs one, as in PyTorch."""
+    if indices.dtype != int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{SCALAR_NAMES.get(indices.dtype, indices.dtype)}")
+    if dim is None:
+        return gather(reshape(input, (-1,)), 0, reshape(indices, (-1,)))
+    if input.ndim != indices.ndim:
+        raise RuntimeError(
+            f"torch.take_along_dim(): input and indices should have the same number of dimensions, but got "
+            f"{input.ndim} dimensions for input, and {indices.ndim} dimensions for indices"
+        )
+    d = single_dim(dim, input.ndim, "take_along_dim")
+    common = []
+    for k, (a, b) in enumerate(zip(input.shape, indices.shape)):
+        if k != d and a != b and 1 not in (a, b):
+            raise RuntimeError(
+                f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton dimension {k}"
+            )
+        common.append(a if b == 1 else b)
+    input_shape = tuple(common[:d]) + (input.shape[d],) + tuple(common[d + 1:])
+    indices_shape = tuple(common[:d]) + (indices.shape[d],) + tuple(common[d + 1:])
+    if input.shape != input_shape:
+        input = broadcast_to(input, input_shape)
+    if indices.shape != indices_shape:
+        indices = broadcast_to(indices, indices_shape)
+    return gather(input, d, indices)
+
+
+def diff(
+    input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None, append: Tensor | None = None
+) -> Tensor:
+    """The n-th forward difference along `dim`, after joining `prepend` and `append` to the input there; bool
+    tensors give `!=` (logical xor), as in PyTorch."""
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = single_dim(dim, input.ndim, "diff")
+    for extra in (prepend, append):
+        if extra is not None and extra.ndim != input.ndim:
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+    if prepend is not None or append is not None:
+        input = cat([t for t in (prepend, input, append) if t is not None], d)
+    lead = (slice(None),) * d
+    for _ in range(min(n, input.shape[d])):  # each step shortens the dim by one, down to empty
+        later, earlier = getitem(input, lead + (slice(1, None),)), getitem(input, lead + (slice(None, -1),))
+        input = later != earlier if input.dtype == bool_ else later - earlier
+    return input
+
+
+def empty_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+    from actorgrad.creation import empty  # creation imports the ops package: at call time, not import time
+
+    return empty(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad,
+                          device=input.device if device is None else device)
+
+
+def _new(name: str) -> Any:
+    """A `new_*` method: the creation function `name`, whose dtype and device default to the tensor's."""
+
+    def method(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+               **kwargs: Any) -> Tensor:
+        from actorgrad import creation  # creation imports the ops package: at call time, not import time
+
+        return getattr(creation, name)(*args, dtype=self.dtype if dtype is None else dtype,
+                    device=self.device if device is None else device, requires_grad=requires_grad, **kwargs)
+
+    method.__name__ = method.__qualname__ = f"new_{name}"
+    return method
+
+
+def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False):
+    """A new leaf holding a copy of `data` (never its graph), with this tensor's dtype and device by default."""
+    if isinstance(data, Tensor):
+        data = data.detach()
+    return new_tensor_from(data, self.dtype if dtype is None else dtype, self.device if device is None else device,
+                           requires_grad)
+
+
+METHODS: dict[str, Any] = {
+    "expand_as": expand_as, "view_as": view_as, "reshape_as": reshape_as, "swapaxes": swapaxes,
+    "swapdims": swapdims, "movedim": movedim, "moveaxis": moveaxis, "unflatten": unflatten, "narrow": narrow,
+    "select": select, "tile": lambda self, *dims: tile(self, dims), "take_along_dim": take_along_dim,
+    "diff": diff, "new_zeros": _new("zeros"), "new_ones": _new("ones"),
+    "new_empty": _new("empty"), "new_full": _new("full"), "new_tensor": _new_tensor,
+}

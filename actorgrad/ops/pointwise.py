@@ -1,0 +1,152 @@
+"""Elementwise ops of several tensors (atan2, lerp, addcmul, addcdiv) and their gradient rules.
+
+Operands broadcast; each rule's node sums its gradients back to the inputs' shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actorgrad.ops.linalg import TYPE_META_NAMES
+from actorgrad.ops.operands import (
+    SCALAR_NAMES,
+    broadcast_error,
+    common_dtype,
+    data_as,
+    floating,
+    kernel_operands,
+    number_array,
+)
+from actorgrad.ops.record import Rule, common_device, record
+from actorgrad.tensor import Tensor
+
+__all__ = ["addcdiv", "addcmul", "atan2", "arctan2", "lerp"]
+
+
+def _atan2_grad(ops: Any, g: Any, self: Any, other: Any, swap: bool) -> Any:
+    denominator = self * self + other * other
+    return g * (-self if swap else other) / denominator
+
+
+ATAN2 = Rule(
+    "Atan2Backward0",
+    (("self", "other"), lambda ops, g, self, other: _atan2_grad(ops, g, self, other, False)),
+    (("self", "other"), lambda ops, g, self, other: _atan2_grad(ops, g, self, other, True)),
+    broadcasts=True,
+)
+LERP_NUMBER = Rule(
+    "LerpBackward0",
+    (("weight",), lambda ops, g, weight: g * (1 - weight)),
+    (("weight",), lambda ops, g, weight: g * weight),
+    broadcasts=True,
+)
+LERP_TENSOR = Rule(
+    "LerpBackward1",
+    (("weight",), lambda ops, g, weight: g * (1 - weight)),
+    (("weight",), lambda ops, g, weight: g * weight),
+    (("self", "end"), lambda ops, g, self, end: g * (end - self)),
+    broadcasts=True,
+)
+ADDCMUL = Rule(
+    "AddcmulBackward0",
+    ((), None),
+    (("tensor2", "value"), lambda ops, g, tensor2, value: g * tensor2 * value),
+    (("tensor1", "value"), lambda ops, g, tensor1, value: g * tensor1 * value),
+    broadcasts=True,
+)
+ADDCDIV = Rule(
+    "AddcdivBackward0",
+    ((), None),
+    (("tensor2", "value"), lambda ops, g, tensor2, value: g * value / tensor2),
+    (("tensor1", "tensor2", "value"),
+     lambda ops, g, tensor1, tensor2, value: -g * value * tensor1 / (tensor2 * tensor2)),
+    broadcasts=True,
+)
+
+
+def _require_tensors(op: str, **operands: Any) -> None:
+    for position, (name, value) in enumerate(operands.items(), 1):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not "
+                            f"{type(value).__name__}")
+
+
+def _broadcast_kernel(op: str, kernel: Any, *arrays: Any) -> Any:
+    try:
+        return kernel(*arrays)
+    except ValueError:
+        raise broadcast_error(op, *(a.shape for a in arrays)) from None
+
+
+def atan2(input: Tensor, other: Tensor) -> Tensor:
+    """The angle of the point (other, input), in (-pi, pi]; integer inputs give the default float dtype."""
+    _require_tensors("atan2", input=input, other=other)
+    device = common_device((input, other))
+    dtype = floating(common_dtype(input, other))
+    x, y = kernel_operands(data_as(input, dtype), data_as(other, dtype))
+    return record(ATAN2, _broadcast_kernel("atan2", device.xp.arctan2, x, y), (input, other))
+
+
+def arctan2(input: Tensor, other: Tensor) -> Tensor:
+    """Alias of atan2."""
+    return atan2(input, other)
+
+
+def lerp(input: Tensor, end: Tensor, weight: float | Tensor) -> Tensor:
+    """input + weight * (end - input), computed from whichever end is nearer (as PyTorch's kernel, so weight 1
+    gives `end` exactly). All tensors must share one floating dtype."""
+    _require_tensors("lerp", input=input, end=end)
+    tensors = {"end": end, "weight": weight} if isinstance(weight, Tensor) else {"end": end}
+    x = input._data
+    for name, t in tensors.items():
+        if t.dtype != x.dtype:
+            raise RuntimeError(f"expected dtype {TYPE_META_NAMES.get(x.dtype, x.dtype)} for `{name}` but got dtype "
+                               f"{TYPE_META_NAMES.get(t.dtype, t.dtype)}")
+    if x.dtype.kind != "f":
+        kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES.get(x.dtype, x.dtype)}\'')
+    device = common_device((input, *tensors.values()))
+    xp = device.xp
+    w = weight._data if isinstance(weight, Tensor) else number_array(weight, x.dtype)
+    x, e = kernel_operands(x, end._data)
+    w = w if isinstance(w, xp.ndarray) else w[()]
+    data = _broadcast_kernel("lerp", lambda a, b, t: xp.where(abs(t) < 0.5, a + t * (b - a), b - (b - a) * (1 - t)),
+                             x, e, w)
+    if isinstance(weight, Tensor):
+        return record(LERP_TENSOR, data, (input, end, weight), end=end, weight=weight)
+    return record(LERP_NUMBER, data, (input, end), weight=weight)
+
+
+def _addc(op: str, rule: Rule, kernel: Any, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:
+    _require_tensors(op, input=input, tensor1=tensor1, tensor2=tensor2)
+    device = common_device((input, tensor1, tensor2))
+    dtype = common_dtype(input, tensor1, tensor2)
+    scale = number_array(value, dtype)[()]  # value is cast to the result's dtype, as PyTorch casts the Scalar
+    a, b, c = (data_as(t, dtype) for t in (input, tensor1, tensor2))
+    arrays = [v if isinstance(v, device.xp.ndarray) or v.ndim else v[()] for v in (a, b, c)]
+    data = _broadcast_kernel(op, lambda a, b, c: a + scale * kernel(b, c), *arrays)
+    return record(rule, device.xp.asarray(data, dtype=dtype), (input, tensor1, tensor2), tensor1=tensor1,
+                  tensor2=tensor2, value=value)
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """input + value * tensor1 * tensor2."""
+    return _addc("addcmul", ADDCMUL, lambda b, c: b * c, input, tensor1, tensor2, value)
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """input + value * tensor1 / tensor2; integer tensor1 and tensor2 are refused, as in PyTorch."""
+    if tensor1.dtype.kind in "biu" and tensor2.dtype.kind in "biu":
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a "
+            "true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + "
+            "value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * "
+            "tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: "
+            "(input + value * tensor1 / tensor2), for all dtypes."
+        )
+    return _addc("addcdiv", ADDCDIV, lambda b, c: b / c, input, tensor1, tensor2, value)
+
+
+METHODS: dict[str, Any] = {
+    "atan2": atan2, "arctan2": arctan2, "lerp": lerp, "addcmul": addcmul, "addcdiv": addcdiv,
+}

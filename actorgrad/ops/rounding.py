@@ -1,0 +1,84 @@
+"""Rounding ops (floor, ceil, round, trunc, frac) and their gradient rules.
+
+floor, ceil, round and trunc are flat wherever they are differentiable: PyTorch records a node whose gradient is
+zeros, and so do these. frac (x - trunc(x)) passes the gradient on unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.record import Rule, record
+from actorgrad.tensor import Tensor, bool_
+
+__all__ = ["ceil", "fix", "floor", "frac", "round", "trunc"]
+
+_FLAT = ((), lambda ops, g: ops.zeros_like(g))
+FLOOR = Rule("FloorBackward0", _FLAT)
+CEIL = Rule("CeilBackward0", _FLAT)
+TRUNC = Rule("TruncBackward0", _FLAT)
+ROUND = Rule("RoundBackward0", _FLAT)
+ROUND_DECIMALS = Rule("RoundBackward1", _FLAT)
+FRAC = Rule("FracBackward0", ((), None))
+
+
+def _not_implemented(kernel: str, x: Any) -> NotImplementedError:
+    return NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES.get(x.dtype, x.dtype)}\'')
+
+
+def _to_whole(op: str, rule: Rule, input: Tensor) -> Tensor:
+    """An integer input is already whole: a copy, in its own dtype, as in PyTorch."""
+    x = input._data
+    if x.dtype == bool_:
+        raise _not_implemented(f"{op}_vml_cpu", x)
+    data = x.copy() if x.dtype.kind != "f" else getattr(input._device.xp, "rint" if op == "round" else op)(x)
+    return record(rule, data, (input,))
+
+
+def floor(input: Tensor) -> Tensor:
+    return _to_whole("floor", FLOOR, input)
+
+
+def ceil(input: Tensor) -> Tensor:
+    return _to_whole("ceil", CEIL, input)
+
+
+def trunc(input: Tensor) -> Tensor:
+    """Rounds toward zero."""
+    return _to_whole("trunc", TRUNC, input)
+
+
+def fix(input: Tensor) -> Tensor:
+    """Alias of trunc."""
+    return trunc(input)
+
+
+def round(input: Tensor, *, decimals: int | None = None) -> Tensor:
+    """Rounds half to even; with `decimals`, to that many decimal places (negative: to tens, hundreds, ...),
+    scaling by 10 ** |decimals| in the input's dtype as PyTorch's kernel does. Giving `decimals`, even 0, picks
+    PyTorch's other overload (RoundBackward1, floating inputs only)."""
+    x = input._data
+    if decimals is None:
+        return _to_whole("round", ROUND, input)
+    if not isinstance(decimals, int) or isinstance(decimals, bool):
+        raise TypeError(f"round(): argument 'decimals' must be int, not {type(decimals).__name__}")
+    if x.dtype.kind != "f":  # PyTorch's kernel names differ by overload
+        raise _not_implemented("round_cpu" if decimals else "round_vml_cpu", x)
+    xp = input._device.xp
+    scale = xp.asarray(10.0 ** abs(decimals), dtype=x.dtype)
+    data = xp.rint(x * scale) / scale if decimals >= 0 else xp.rint(x / scale) * scale
+    return record(ROUND_DECIMALS, data, (input,))
+
+
+def frac(input: Tensor) -> Tensor:
+    """The fractional part, input - trunc(input), with input's sign."""
+    x = input._data
+    if x.dtype.kind != "f":
+        raise _not_implemented("frac_cpu", x)
+    return record(FRAC, x - input._device.xp.trunc(x), (input,))
+
+
+METHODS: dict[str, Any] = {
+    "floor": floor, "ceil": ceil, "trunc": trunc, "fix": fix, "round": round, "frac": frac,
+}

@@ -1,0 +1,70 @@
+"""Running products and extremes along a dim (cumprod, cummax, cummin) and their gradient rules; cumsum is with
+the reductions."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+from actorgrad.ops.record import Rule, record
+from actorgrad.ops.reductions import input_size
+from actorgrad.ops.shape import single_dim
+from actorgrad.tensor import Tensor, int64
+
+__all__ = ["cummax", "cummin", "cumprod"]
+
+# The (values, indices) pairs, named as torch.return_types names them.
+CummaxResult = namedtuple("cummax", ["values", "indices"])
+CumminResult = namedtuple("cummin", ["values", "indices"])
+
+CUMPROD = Rule(
+    "CumprodBackward0",
+    (("self", "result", "dim"), lambda ops, g, self, result, dim: ops.cumprod_grad(g, self, result, dim)),
+)
+# Each running extreme's gradient goes to the element it came from (added up: many positions share one).
+_PUT_BACK = (("indices", "dim", "rows_shape", "self_shape"),
+             lambda ops, g, indices, dim, rows_shape, self_shape: ops.reshape(
+                 ops.put_along(ops.reshape(g, rows_shape), indices, dim, rows_shape), self_shape))
+CUMMAX = Rule("CummaxBackward0", _PUT_BACK, cost=input_size)
+CUMMIN = Rule("CumminBackward0", _PUT_BACK, cost=input_size)
+
+
+def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """The running product along `dim`; integer and bool inputs give int64 unless `dtype` says otherwise, as
+    cumsum's."""
+    x = input._data
+    if dtype is None:
+        dtype = int64 if x.dtype.kind in "biu" else x.dtype
+    d = single_dim(dim, x.ndim, "cumprod")
+    rows = x.reshape(x.shape or (1,)).astype(dtype, copy=False)
+    data = input._device.xp.cumprod(rows, axis=d).reshape(x.shape)
+    return record(CUMPROD, data, (input,), dim=d)
+
+
+def _running(op: str, rule: Rule, result: Any, input: Tensor, dim: int) -> Any:
+    """The running extreme along `dim` and the index of the last element that set it; NaN is an extreme that
+    stays, as in PyTorch."""
+    x = input._data
+    xp = input._device.xp
+    d = single_dim(dim, x.ndim, op)
+    rows = x.reshape(x.shape or (1,))
+    values = (xp.maximum if op == "cummax" else xp.minimum).accumulate(rows, axis=d)
+    positions = xp.arange(rows.shape[d]).reshape((-1,) + (1,) * (rows.ndim - 1 - d))
+    sets = (rows == values) | (xp.isnan(rows) if rows.dtype.kind == "f" else False)
+    indices = xp.maximum.accumulate(xp.where(sets, positions, 0), axis=d)
+    out = record(rule, values.reshape(x.shape), (input,), indices=indices, dim=d, rows_shape=rows.shape,
+                 self_shape=x.shape)
+    return result(out, Tensor(indices.reshape(x.shape).astype(int64, copy=False), device=input._device))
+
+
+def cummax(input: Tensor, dim: int) -> CummaxResult:
+    """The running maximum along `dim`, and where each came from."""
+    return _running("cummax", CUMMAX, CummaxResult, input, dim)
+
+
+def cummin(input: Tensor, dim: int) -> CumminResult:
+    """The running minimum along `dim`, and where each came from."""
+    return _running("cummin", CUMMIN, CumminResult, input, dim)
+
+
+METHODS: dict[str, Any] = {"cumprod": cumprod, "cummax": cummax, "cummin": cummin}

@@ -1,0 +1,166 @@
+"""Finding elements: masked_select (differentiable), and nonzero, argwhere, count_nonzero, isin, unique, bincount,
+searchsorted and bucketize, whose results are indices, counts or masks without a gradient."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error
+from actorgrad.ops.record import Rule, common_device, record, same_device
+from actorgrad.ops.reductions import normalize_dims
+from actorgrad.tensor import Tensor, bool_, float64, int32, int64
+
+__all__ = [
+    "argwhere", "bincount", "bucketize", "count_nonzero", "isin", "masked_select", "nonzero", "searchsorted",
+    "unique",
+]
+
+# masked_select's gradient: g written back where the mask held, over the broadcast shape; the node sums it back
+# to the input's shape.
+MASKED_SELECT = Rule(
+    "MaskedSelectBackward0",
+    (("shape", "advanced"), lambda ops, g, shape, advanced: ops.index_put_zeros(g, shape, (), advanced)),
+    broadcasts=True,
+)
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """The elements of input where the (broadcasting) bool mask holds, as a 1-D tensor."""
+    if mask.dtype != bool_:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    device = common_device((input, mask))
+    xp = device.xp
+    x, m = input._data, mask._data
+    try:
+        shape = np.broadcast_shapes(x.shape, m.shape)
+    except ValueError:
+        raise broadcast_error("masked_select", x.shape, m.shape) from None
+    advanced = xp.nonzero(xp.broadcast_to(m, shape))
+    return record(MASKED_SELECT, xp.broadcast_to(x, shape)[advanced], (input,), shape=shape, advanced=advanced)
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
+    """The indices of the nonzero elements: an (n, ndim) int64 tensor, or with as_tuple one 1-D tensor per dim
+    (a 0-dim input counts as 1-D there, as in PyTorch)."""
+    xp = input._device.xp
+    x = input._data
+    if as_tuple:
+        indices = xp.nonzero(x.reshape(x.shape or (1,)))
+        return tuple(Tensor(i.astype(int64, copy=False), device=input._device) for i in indices)
+    return Tensor(xp.argwhere(x).astype(int64, copy=False), device=input._device)
+
+
+def argwhere(input: Tensor) -> Tensor:
+    """nonzero(input): the (n, ndim) indices of the nonzero elements."""
+    return nonzero(input)
+
+
+def count_nonzero(input: Tensor, dim: int | tuple[int, ...] | None = None) -> Tensor:
+    """The number of nonzero elements, in all or along `dim`."""
+    x = input._data
+    dims = None if dim is None else normalize_dims(dim, max(x.ndim, 1), "count_nonzero")
+    if x.ndim == 0:
+        dims = None
+    counts = (x != 0).sum(axis=dims, dtype=int64)
+    return Tensor(input._device.xp.asarray(counts), device=input._device)
+
+
+def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
+    """Whether each of `elements` is among `test_elements` (either may be a number)."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError("isin(): expected at least one of elements and test_elements to be a Tensor")
+    like = elements if isinstance(elements, Tensor) else test_elements
+    xp = like._device.xp
+    a, b = (v._data if isinstance(v, Tensor) else xp.asarray(v) for v in (elements, test_elements))
+    return Tensor(xp.isin(a, b, assume_unique=assume_unique, invert=invert), device=like._device)
+
+
+def unique(
+    input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
+    dim: int | None = None,
+) -> Any:
+    """The distinct elements (or, along `dim`, slices), sorted (on the cpu PyTorch sorts whatever `sorted` says);
+    with return_inverse, where each element went, with return_counts, how often each occurs."""
+    xp = input._device.xp
+    x = input._data
+    axis = None if dim is None else normalize_dims(dim, max(x.ndim, 1), "unique")[0]
+    values, inverse, counts = xp.unique(x, return_inverse=True, return_counts=True, axis=axis)
+    where = input._device
+    out = [Tensor(values, device=where)]
+    if return_inverse:
+        shape = x.shape if axis is None else (x.shape[axis],)
+        out.append(Tensor(inverse.reshape(shape).astype(int64, copy=False), device=where))
+    if return_counts:
+        out.append(Tensor(counts.astype(int64, copy=False), device=where))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+    """How often each value 0, 1, ... occurs in a 1-D tensor of non-negative integers (weighted: the sum of their
+    weights, float weights in their dtype, others in float64)."""
+    x = input._data
+    if x.dtype.kind not in "iu":
+        raise NotImplementedError(f'"bincount_cpu" not implemented for \'{SCALAR_NAMES.get(x.dtype, x.dtype)}\'')
+    if x.ndim != 1 or (x.size and int(x.min()) < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    xp = input._device.xp
+    if weights is None:
+        return Tensor(xp.bincount(x, minlength=minlength).astype(int64, copy=False), device=input._device)
+    same_device(input, weights)
+    w = weights._data
+    dtype = w.dtype if w.dtype.kind == "f" else float64
+    counts = xp.bincount(x, weights=w.astype(float64, copy=False), minlength=minlength)
+    return Tensor(counts.astype(dtype, copy=False), device=input._device)
+
+
+def _side(op: str, right: bool, side: str | None) -> str:
+    if side is None:
+        return "right" if right else "left"
+    if side not in ("left", "right"):
+        raise RuntimeError(f"{op}(): side can only be 'left' or 'right' but got {side}")
+    if right and side == "left":
+        raise RuntimeError(f"{op}(): side and right can't be set to opposites, got side of left while right was True")
+    return side
+
+
+def searchsorted(
+    sorted_sequence: Tensor, input: Any, *, out_int32: bool = False, right: bool = False, side: str | None = None,
+    sorter: Tensor | None = None,
+) -> Tensor:
+    """Where each of `input` would go in `sorted_sequence` to keep it sorted (its innermost dim: a 1-D sequence
+    serves every value, an N-D one row by row with input's matching rows)."""
+    where = sorted_sequence._device
+    xp = where.xp
+    seq = sorted_sequence._data
+    values = input._data if isinstance(input, Tensor) else xp.asarray(input)
+    chosen = _side("torch.searchsorted", right, side)
+    if sorter is not None:
+        seq = xp.take_along_axis(seq, sorter._data, axis=-1)
+    if seq.ndim > 1 and seq.shape[:-1] != values.shape[:-1]:
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
+            f"tensor and input value tensor must match, but we got boundaries tensor {list(seq.shape)} and input "
+            f"value tensor {list(values.shape)}"
+        )
+    if seq.ndim <= 1:
+        out = xp.searchsorted(seq, values, side=chosen)
+    else:
+        rows, row_values = seq.reshape(-1, seq.shape[-1]), values.reshape(-1, values.shape[-1])
+        out = xp.stack([xp.searchsorted(r, v, side=chosen) for r, v in zip(rows, row_values)]).reshape(values.shape)
+    return Tensor(xp.asarray(out).astype(int32 if out_int32 else int64), device=where)
+
+
+def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:
+    """The index of the bucket of 1-D sorted `boundaries` each of `input` falls in: boundaries[i-1] < x <=
+    boundaries[i], or with right=True boundaries[i-1] <= x < boundaries[i]."""
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+METHODS: dict[str, Any] = {
+    "masked_select": masked_select, "nonzero": nonzero, "argwhere": argwhere, "count_nonzero": count_nonzero,
+    "unique": unique, "bincount": bincount, "isin": isin,
+}
