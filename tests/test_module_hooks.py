@@ -372,21 +372,49 @@ async def test_full_backward_hooks_in_an_awaited_pass():
     _close(x.grad, [[0.5, 0.3, -0.3]])
 
 
-def test_inplace_change_of_an_output_or_input_is_refused():
+def test_inplace_change_of_an_output_or_input_is_refused_at_the_change():
     message = ("^Output 0 of BackwardHookFunction is a view and is being modified inplace. This view was created "
                "inside a custom Function")
     lin = _linear()
     lin.register_full_backward_hook(lambda m, gi, go: None)
     x = ag.tensor([[1.0, 2.0, 3.0]], dtype=ag.float64, requires_grad=True)
     y = lin(x)
-    y.add_(1)
     with pytest.raises(RuntimeError, match=message):
-        y.sum().backward()
+        y.add_(1)
 
     relu = nn.ReLU(inplace=True)
     relu.register_full_backward_hook(lambda m, gi, go: None)
     with pytest.raises(RuntimeError, match=message):
-        relu(x * 1).sum().backward()
+        relu(x * 1)
+
+
+def test_inplace_change_of_one_of_several_inputs_names_multiple_views():
+    class Scale(nn.Module):
+        def forward(self, a, b):
+            a.mul_(2)
+            return a * b
+
+    module = Scale()
+    module.register_full_backward_hook(lambda *args: None)
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="^Output 0 of BackwardHookFunction is a view and is being modified "
+                                           "inplace. This view is the output of a function that returns multiple "
+                                           "views."):
+        module(x * 1, x * 1)
+    a = ag.tensor([1.0, 2.0])
+    _close(module(a, x * 1), [2.0, 8.0])  # an input that requires no grad may change, as in PyTorch
+
+
+def test_output_changed_in_no_grad_mode_is_refused_at_backward():
+    lin = _linear()
+    lin.register_full_backward_hook(lambda m, gi, go: None)
+    y = lin(ag.tensor([[1.0, 2.0, 3.0]], dtype=ag.float64, requires_grad=True))
+    with ag.no_grad():
+        y.add_(1)
+    with pytest.raises(RuntimeError, match="^Output 0 of BackwardHookFunction is a view and its base or another "
+                                           "view of its base has been modified inplace. This view was created "
+                                           "inside a custom Function"):
+        y.sum().backward()
 
 
 def test_output_that_is_no_tensor_or_tuple_warns():

@@ -21,10 +21,19 @@ from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.grad_mode import _grad_enabled, no_grad, set_grad_enabled
 from actorgrad.hooks import own_staged_grads
 from actorgrad.node import InputMetadata, Node
-from actorgrad.ops.record import SECOND_BACKWARD, _modified_error
+from actorgrad.ops.inplace import CUSTOM_FUNCTION, CUSTOM_FUNCTION_VIEWS, MULTI_OUTPUT, rebase_view
+from actorgrad.ops.record import SECOND_BACKWARD, _modified_error, share_if_view
 from actorgrad.tensor import Tensor
 
 __all__ = ["BackwardCFunction", "Function", "FunctionCtx", "once_differentiable"]
+
+DIRTY_VIEW = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot return more "
+    "than one Tensor. This is not supported by the current autograd engine. You should either make sure the input is "
+    "not a view (using .clone() for example) or make your Function only return one Tensor (potentially splitting it "
+    "into two Functions: one doing the inplace that returns a single Tensor and a second one that does the other "
+    "operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do this change."
+)
 
 
 class FunctionCtx:
@@ -237,7 +246,9 @@ class Function:
             else:
                 result = cls.forward(ctx, *args, **kwargs)
         if not (_grad_enabled.get() and any(ctx.needs_input_grad)):
-            return result
+            if isinstance(result, tuple):
+                return tuple(_alias_input(ctx, o, args) for o in result)
+            return _alias_input(ctx, result, args)
         outputs = result if isinstance(result, tuple) else (result,)
         edges = tuple(gradient_edge(a) if isinstance(a, Tensor) else (None, 0) for a in args)
         metadata = tuple(
@@ -249,13 +260,23 @@ class Function:
             InputMetadata(a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args
         )
         wrapped = tuple(_wrap_output(ctx, o, k, args) for k, o in enumerate(outputs))
+        _note_views(ctx, wrapped)
         return wrapped if isinstance(result, tuple) else wrapped[0]
 
 
+def _alias_input(ctx: BackwardCFunction, output: Any, args: tuple) -> Any:
+    """An output that is an input returned as is (not marked dirty) as a new tensor without history on its data,
+    sharing its version counter, as PyTorch returns `input.detach()` for it."""
+    if isinstance(output, Tensor) and any(output is a for a in args) and not any(output is t for t in ctx._dirty):
+        return output.detach()
+    return output
+
+
 def _wrap_output(ctx: BackwardCFunction, output: Any, k: int, args: tuple) -> Any:
-    """Output k as a tensor whose history is the node: a tensor marked dirty is rebased in place; an input
-    returned as is becomes a new tensor sharing its data. Outputs marked non-differentiable, and those of a
-    dtype that cannot have gradients (integers, bools), get no history."""
+    """Output k as a tensor whose history is the node: a tensor marked dirty is rebased in place (through its
+    base, for a view); an input returned as is becomes a view of it (a new tensor on its data, sharing its version
+    counter). Outputs marked non-differentiable, and those of a dtype that cannot have gradients (integers, bools),
+    get no history."""
     if not isinstance(output, Tensor):
         return output
     dirty = any(output is t for t in ctx._dirty)
@@ -263,14 +284,34 @@ def _wrap_output(ctx: BackwardCFunction, output: Any, k: int, args: tuple) -> An
     if dirty:
         if output._grad_fn is None and output._requires_grad:
             raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+        if output._base is not None and differentiable:
+            if len(ctx.input_metadata) > 1:
+                raise RuntimeError(DIRTY_VIEW)
+            rebase_view(output, ctx)
+            return output
     elif any(output is a for a in args):
-        output = Tensor(output._data, device=output._device)
+        if not differentiable:
+            return output.detach()
+        view = Tensor(output._data, device=output._device)
+        share_if_view(view, (output,))
+        output = view
     if not differentiable:
         output._grad_fn = None
         return output
     output._grad_fn = ctx
     output._output_nr = k
     return output
+
+
+def _note_views(ctx: BackwardCFunction, outputs: tuple) -> None:
+    """Tell the in-place ops which outputs with this node as history are views (an input returned as is, a view
+    made in forward, not one marked dirty): as in PyTorch they refuse to change those (or views of them), which
+    would bypass this node's backward, with PyTorch's error for a function returning several views when it has
+    more than one differentiable output."""
+    ours = [k for k, o in enumerate(outputs) if isinstance(o, Tensor) and o._grad_fn is ctx]
+    views = [k for k in ours if outputs[k]._base is not None and not any(outputs[k] is t for t in ctx._dirty)]
+    if views:
+        CUSTOM_FUNCTION_VIEWS[ctx] = dict.fromkeys(views, MULTI_OUTPUT if len(ours) > 1 else CUSTOM_FUNCTION)
 
 
 class _DelayedErrorNode(Node):

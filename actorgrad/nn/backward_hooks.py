@@ -3,9 +3,9 @@ inputs and one around its tensor outputs. When the gradients for the outputs rea
 pre-hooks see them (and may replace them) and the pass keeps them; when the gradients for the inputs reach the
 inner one, the backward hooks see both (and may replace the inputs' ones).
 
-PyTorch refuses an in-place change of such an identity's output (the forward's view of an input, or the caller's
-view of an output) at the change; actorgrad's in-place ops cannot tell these tensors apart, so the identity's
-backward refuses one that changed since, in PyTorch's words.
+The identity's outputs are views of its inputs made by a custom Function, so, as in PyTorch, the in-place ops refuse
+to change them (the forward's view of an input, or the caller's view of an output) with grad mode on, and a later
+use of one changed in no_grad mode raises at backward.
 """
 
 from __future__ import annotations
@@ -17,14 +17,8 @@ from typing import Any
 from actorgrad.autograd.function import Function
 from actorgrad.grad_mode import is_grad_enabled
 from actorgrad.ops.casts import TYPE_NAMES
-from actorgrad.tensor import Tensor, version_counter
+from actorgrad.tensor import Tensor
 
-INPLACE_VIEW = (
-    "Output {nr} of BackwardHookFunction is a view and is being modified inplace. This view was created inside a "
-    "custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would "
-    "override the custom backward associated with the custom Function, leading to incorrect gradients. This "
-    "behavior is forbidden. You can fix this by cloning the output of the custom Function."
-)
 NO_INPUT_GRAD = (
     "Full backward hook is firing when gradients are computed with respect to module outputs since no inputs require "
     "gradients. See https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
@@ -43,9 +37,6 @@ class BackwardHookFunction(Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Tensor | None) -> tuple:
-        for nr, (counter, version) in enumerate(ctx.versions):
-            if counter.value != version:
-                raise RuntimeError(INPLACE_VIEW.format(nr=nr))
         return ctx.on_grads(ctx, grads)
 
 
@@ -112,7 +103,6 @@ class BackwardHook:
         new = BackwardHookFunction.apply(*tensors)
         node = next(t.grad_fn for t in new if t.grad_fn is not None)
         node.on_grads = on_grads
-        node.versions = [(counter, counter.value) for counter in map(version_counter, new)]
         wrapped = list(args)
         for i, tensor in zip(index, new):
             wrapped[i] = tensor

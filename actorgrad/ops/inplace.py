@@ -9,7 +9,8 @@ a stand-in for the tensor (its array, its grad_fn), and the node this makes beco
 tensor's previous grad_fn as its first edge. The stand-in gets a copy of the array when the node saves it, since
 the write would otherwise change what was saved. A leaf that requires grad, or a view of one, is refused (unless
 grad mode is off, as optimizers run); so, as in PyTorch, are a view made in no_grad mode of a tensor that requires
-grad, and a piece of split, chunk or unbind (or a view of one).
+grad, a piece of split, chunk or unbind, and a custom Function's output that is a view of its input (or a view of
+either): rebasing such a view would bypass the node that made it.
 
 A write through a view changes its base too, so, as in PyTorch, the base's history becomes a CopySlices node (the
 base's old gradient path everywhere but the view's positions, the op's node there; the op's first edge reads those
@@ -57,6 +58,13 @@ MULTI_OUTPUT = (
     "views. Such functions do not allow the output views to be modified inplace. You should replace the inplace "
     "operation by an out-of-place one."
 )
+CUSTOM_FUNCTION = (
+    "Output {nr} of {name} is a view and {what}. This view was created inside a custom Function (or because an input "
+    "was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated "
+    "with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by "
+    "cloning the output of the custom Function."
+)
+BASE_CHANGED = "its base or another view of its base has been modified inplace"
 SHARED_MEMORY = (
     "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
     "Please clone() the tensor before performing the operation."
@@ -100,11 +108,15 @@ def _raise(ops: Any, g: Any, message: str) -> Any:
     raise RuntimeError(message)
 
 
-# The history of a piece of a split, chunk or unbind (or a view of one) after its base changed in place: PyTorch
-# refuses to use it, here its backward does (and an in-place change of it, see `_multi_output_error`).
+# The history of a piece of a split, chunk or unbind, or of a custom Function's view output (or a view of either),
+# after its storage changed in place: PyTorch refuses to use it, here its backward does (and an in-place change of
+# it, see `_view_error`).
 INVALIDATED = Rule("torch::autograd::Error", (("message",), _raise))
-# Such a node -> the view's (output number, node name) as PyTorch's errors name them.
+# Such a node -> the view's (error template, output number, node name) as PyTorch's errors name them.
 INVALIDATED_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# A custom Function's node -> its outputs that are views (an input returned as is, a view made in forward), as
+# output number -> the error template for changing one in place (MULTI_OUTPUT or CUSTOM_FUNCTION).
+CUSTOM_FUNCTION_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # A view's history read out of its base's: its gradient goes back to its positions in the base.
 AS_STRIDED = Rule(
     "AsStridedBackward0",
@@ -137,31 +149,77 @@ def _check_rebase(self: Tensor) -> None:
     base = self._base
     if base is None:
         return
-    error = _multi_output_error(self, base._grad_fn, "is being modified inplace")
+    error = _view_error(self, base._grad_fn, "is being modified inplace")
     if error is not None:
         raise error
     if base._grad_fn is None and base._requires_grad:
         raise RuntimeError(VIEW_OF_LEAF)
 
 
-def _multi_output_error(view: Tensor, base_node: Any, what: str) -> RuntimeError | None:
+def _view_error(view: Tensor, base_node: Any, what: str) -> RuntimeError | None:
     """PyTorch's error for `view` when its history from its base (whose node is `base_node`) runs through a
-    piece of a split, chunk or unbind, naming `view`'s own node as it was made; None for any other view."""
-    node = view._grad_fn
+    piece of a split, chunk or unbind or through a custom Function's view output, naming `view`'s own node as it
+    was made; None for any other view."""
+    template = _view_template(view, base_node)
+    if template is None:
+        return None
+    _, nr, name = _view_name(view)
+    return RuntimeError(template.format(nr=nr, name=name, what=what))
+
+
+def _view_template(view: Tensor, base_node: Any) -> str | None:
+    """The template of `_view_error`'s error, found walking `view`'s history back to its base's node."""
+    node, nr = view._grad_fn, view._output_nr
     while node is not None and node is not base_node:
-        if node in INVALIDATED_VIEWS or node in MULTI_OUTPUT_VIEWS:
-            nr, name = _view_name(view)
-            return RuntimeError(MULTI_OUTPUT.format(nr=nr, name=name, what=what))
+        invalidated = INVALIDATED_VIEWS.get(node)
+        if invalidated is not None:
+            return invalidated[0]
+        if node in MULTI_OUTPUT_VIEWS:
+            return MULTI_OUTPUT
+        views = CUSTOM_FUNCTION_VIEWS.get(node)
+        if views is not None and nr in views:
+            return views[nr]
         edges = node.next_functions
-        node = edges[0][0] if edges else None
+        node, nr = edges[0] if edges else (None, 0)
     return None
 
 
-def _view_name(view: Tensor) -> tuple[int, str]:
-    """The output number and node name (without `Backward0`) of `view` in PyTorch's graph."""
+def _view_name(view: Tensor) -> tuple[str | None, int, str]:
+    """The error template (once its history was invalidated), output number and node name (without
+    `Backward0`) of `view` in PyTorch's graph."""
     fn = view._grad_fn
-    return INVALIDATED_VIEWS.get(fn) or (MULTI_OUTPUT_VIEWS.get(fn, view._output_nr),
-                                         re.sub(r"Backward[0-9]+$", "", fn.name()))
+    return INVALIDATED_VIEWS.get(fn) or (None, MULTI_OUTPUT_VIEWS.get(fn, view._output_nr),
+                                         re.sub(r"Backward[0-9]*$", "", fn.name()))
+
+
+def _invalidate(view: Tensor, base_node: Any) -> bool:
+    """After a change of its storage, give `view` a history that raises if PyTorch refuses to use it now (see
+    `_view_template`; `base_node`: its base's node before the change); whether it did."""
+    template = _view_template(view, base_node)
+    if template is None:
+        return False
+    _, nr, name = _view_name(view)
+    message = template.format(nr=nr, name=name, what=BASE_CHANGED)
+    read = record(INVALIDATED, np.empty_like(view._data), (view,), message=message)
+    INVALIDATED_VIEWS[read._grad_fn] = (template, nr, name)
+    _move_history(view, read._grad_fn)
+    return True
+
+
+def _invalidate_views(self: Tensor) -> None:
+    """`_invalidate` each view of `self`'s storage after a change of it, as PyTorch refuses those views' histories
+    at their next use: `_refresh_views` does it for a recorded change of their base; this is for the rest (a change
+    in no_grad mode, of a tensor that does not require grad, of a `detach()` of the base)."""
+    views = self._vc.views if self._vc is not None else None
+    if not views or not (MULTI_OUTPUT_VIEWS or CUSTOM_FUNCTION_VIEWS):
+        return
+    token = _grad_enabled.set(True)  # the raising node is recorded even when the write ran in no_grad mode
+    try:
+        for view in list(views):
+            if view._grad_fn is not None and view._grad_fn not in INVALIDATED_VIEWS:
+                _invalidate(view, view._base._grad_fn)
+    finally:
+        _grad_enabled.reset(token)
 
 
 def _stand_in(self: Tensor, copy: bool, positions: np.ndarray | None = None) -> Tensor:
@@ -224,21 +282,26 @@ def _rebase(self: Tensor, result: Tensor, positions: np.ndarray | None) -> None:
     _refresh_views(base, old)
 
 
+def rebase_view(view: Tensor, node: Any) -> None:
+    """Take in a change a custom Function's forward made to `view` in place (marked dirty; `node` is the Function's,
+    `view` its only output): the base's history takes `node` in at the view's positions and the view's is read out
+    of the base's, as after an in-place op through a view."""
+    _check_rebase(view)
+    _rebase(view, Tensor(view._data, grad_fn=node, device=view._device), _view_positions(view))
+
+
 def _refresh_views(base: Tensor, old: Any) -> None:
     """Give every live view of `base` a history read out of the base's new one (PyTorch regenerates a view's
-    grad_fn when its base changed); `old` is the base's node before. A piece of a split, chunk or unbind gets
-    one that raises PyTorch's error instead."""
+    grad_fn when its base changed); `old` is the base's node before. A view PyTorch refuses to regenerate (see
+    `_view_template`) gets one that raises PyTorch's error instead."""
     views = base._vc.views if base._vc is not None else None
     for view in list(views or ()):
         if view._base is base:
-            error = _multi_output_error(view, old, "its base or another view of its base has been modified inplace")
-            if error is not None:
-                read = record(INVALIDATED, np.empty_like(view._data), (base,), message=str(error))
-                INVALIDATED_VIEWS[read._grad_fn] = _view_name(view)
-            else:
-                positions = _positions(view._data, base._data)
-                read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=on_device(base, positions),
-                              base_shape=base.shape)
+            if _invalidate(view, old):
+                continue
+            positions = _positions(view._data, base._data)
+            read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=on_device(base, positions),
+                          base_shape=base.shape)
             _move_history(view, read._grad_fn)
 
 
@@ -301,6 +364,7 @@ def _inplace(self: Tensor, compute: Callable[[Tensor], Tensor], operands: tuple,
     bump_version(self)
     if records:
         _rebase(self, result, positions)
+    _invalidate_views(self)
     return self
 
 
@@ -412,6 +476,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         _store_advanced(self, basic, placed, written)
     bump_version(self)
     if not records:
+        _invalidate_views(self)
         return
     keep = np.ones(self._data.shape, np.bool_)
     if advanced is None:
@@ -424,6 +489,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     inputs = (_stand_in(self, False, positions), written_value)
     params = dict(keep=on_device(self, keep), basic=basic, advanced=placed, value_shape=values.shape)
     _rebase(self, record(rule, np.empty_like(self._data), inputs, **params), positions)
+    _invalidate_views(self)
 
 
 def _store_advanced(self: Tensor, basic: tuple, advanced: tuple, values: np.ndarray) -> None:
