@@ -6,6 +6,7 @@ sent back the gradients. `run_steps` answers with the sync engine (these functio
 use the double-vjp trick (the vjp of a vjp with respect to its cotangent), as PyTorch's do: two reverse passes.
 jacobian and hessian take one reverse pass per output element, or with `strategy="forward-mode"` two per input
 element (there is no vmap: `vectorize=True` is accepted, as forward mode requires, and runs the same loop).
+How the algorithms take their arguments and give back their results lives in functional_arguments.
 """
 
 from __future__ import annotations
@@ -13,13 +14,24 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any, NamedTuple
 
-import numpy as np
-
+from actorgrad.autograd.functional_arguments import (
+    JACOBIAN_CONSTANT,
+    as_tuple,
+    check_grads_require_grad,
+    check_outputs_require_grad,
+    checked_vector,
+    fill_in_zeros,
+    onehot,
+    postprocess,
+    preprocess,
+    scalar_output,
+    unpack,
+)
 from actorgrad.creation import zeros, zeros_like
 from actorgrad.engine import _refuse_inside_trio, grad_sync
 from actorgrad.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from actorgrad.ops import stack
-from actorgrad.tensor import Tensor, tensor
+from actorgrad.tensor import Tensor
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
@@ -54,79 +66,6 @@ def run_steps(steps: Steps) -> Any:
         steps.close()
 
 
-# -- helpers, after PyTorch's torch/autograd/functional.py --------------------------------------------------------
-
-def _as_tuple(value: Any, arg_name: str, fn_name: str) -> tuple[bool, tuple]:
-    is_tuple = isinstance(value, tuple)
-    values = value if is_tuple else (value,)
-    for i, v in enumerate(values):
-        if not isinstance(v, Tensor):
-            where = f"the value at index {i}" if is_tuple else f"the given {arg_name}"
-            raise TypeError(
-                f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of Tensors but {where} has "
-                f"type {type(v)}."
-            )
-    return is_tuple, values
-
-
-def _unpack(result: tuple, is_tuple: bool | tuple[bool, bool]) -> Any:
-    """Undo `_as_tuple` on a result (a pair of flags for a tuple of tuples: outer, inner)."""
-    if isinstance(is_tuple, tuple):
-        if not is_tuple[1]:
-            result = tuple(r[0] for r in result)
-        is_tuple = is_tuple[0]
-    return result if is_tuple else result[0]
-
-
-def _preprocess(inputs: tuple, create_graph: bool, need_graph: bool) -> tuple:
-    """New tensor objects for the inputs, so that the function's use of the given tensors stays distinct;
-    differentiably linked to them only under `create_graph`."""
-    return tuple(
-        x.view(x.shape) if create_graph and x.requires_grad else x.detach().requires_grad_(need_graph)
-        for x in inputs
-    )
-
-
-def _postprocess(values: tuple, create_graph: bool) -> tuple:
-    if values and isinstance(values[0], tuple):
-        return tuple(_postprocess(v, create_graph) for v in values)
-    return values if create_graph else tuple(v.detach() for v in values)
-
-
-def _validate_v(v: tuple, other: tuple, is_other_tuple: bool) -> None:
-    if len(v) != len(other):
-        if is_other_tuple:
-            raise RuntimeError(f"v is a tuple of invalid length: should be {len(other)} but got {len(v)}.")
-        raise RuntimeError("The given v should contain a single Tensor.")
-    for i, (el_v, el_other) in enumerate(zip(v, other)):
-        if el_v.shape != el_other.shape:
-            prepend = f"Entry {i} in " if is_other_tuple else ""
-            raise RuntimeError(f"{prepend}v has invalid size: should be {el_other.shape} but got {el_v.shape}.")
-
-
-def _check_outputs_require_grad(outputs: tuple, strict: bool) -> None:
-    for i, out in enumerate(outputs):
-        if strict and not out.requires_grad:
-            raise RuntimeError(
-                f"Output {i} of the user-provided function does not require gradients. The outputs must be "
-                f"computed in a differentiable manner from the input when running in strict mode."
-            )
-
-
-def _check_grads_require_grad(grads: tuple, strict: bool, what: str) -> None:
-    """Strict mode: every first-pass gradient must exist and depend on what the second pass differentiates."""
-    if not strict:
-        return
-    for i, g in enumerate(grads):
-        if g is None:
-            raise RuntimeError(
-                f"The output of the user-provided function is independent of input {i}. This is not allowed in "
-                f"strict mode."
-            )
-        if not g.requires_grad:
-            raise RuntimeError(what.format(i=i))
-
-
 def _grads(outputs: tuple, inputs: tuple, grad_outputs: tuple | None = None, *, create_graph: bool = False,
            retain_graph: bool | None = None) -> Steps:
     """`grad` that skips outputs which are None or do not require grad (all None if none is left)."""
@@ -139,91 +78,46 @@ def _grads(outputs: tuple, inputs: tuple, grad_outputs: tuple | None = None, *, 
                               retain_graph))
 
 
-_STRICT_MISSING = {
-    "back": "The output of the user-provided function is independent of input {i}. This is not allowed in strict "
-            "mode.",
-    "back_trick": "The gradient with respect to the input is independent of entry {i} in the grad_outputs when "
-                  "using the double backward trick to compute forward mode gradients. This is not allowed in strict "
-                  "mode.",
-    "double_back": "The jacobian of the user-provided function is independent of input {i}. This is not allowed in "
-                   "strict mode.",
-    "double_back_trick": "The hessian of the user-provided function is independent of entry {i} in the "
-                         "grad_jacobian. This is not allowed in strict mode as it prevents from using the double "
-                         "backward trick to replace forward mode AD.",
-}
-
-
-def _fill_in_zeros(grads: tuple, refs: tuple, strict: bool, create_graph: bool, stage: str) -> tuple:
-    """Zeros for the gradients the engine found unused (an error in strict mode)."""
-    filled = []
-    for i, (g, ref) in enumerate(zip(grads, refs)):
-        if g is None:
-            if strict:
-                raise RuntimeError(_STRICT_MISSING[stage].format(i=i))
-            g = zeros_like(ref)
-        elif strict and create_graph and not g.requires_grad:
-            which = "hessian" if "double" in stage else "jacobian"
-            raise RuntimeError(
-                f"The {which} of the user-provided function is independent of input {i}. This is not allowed in "
-                f"strict mode when create_graph=True."
-            )
-        filled.append(g)
-    return tuple(filled)
-
-
-def _onehot(like: Tensor, k: int) -> Tensor:
-    """The output gradient that picks element k of `like` (flat, C order), on `like`'s device."""
-    onehot = np.zeros(like.numel(), like.dtype)
-    onehot[k] = 1
-    return tensor(onehot.reshape(like.shape), dtype=like.dtype, device=like.device)
-
-
 # -- the algorithms ------------------------------------------------------------------------------------------------
 
-def _vector(v: Any, other: tuple, is_other_tuple: bool, create_graph: bool, fn_name: str, none_message: str):
-    if v is None:
-        if len(other) != 1 or other[0].numel() != 1:
-            raise RuntimeError(none_message)
-        return None
-    _, v = _as_tuple(v, "v", fn_name)
-    v = _preprocess(v, create_graph, need_graph=False)
-    _validate_v(v, other, is_other_tuple)
-    return v
+_V_NONE_FOR_INPUTS = (
+    "The vector v can only be None if the input to the user-provided function is a single Tensor with a single "
+    "element."
+)
 
 
 def vjp_steps(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: bool) -> Steps:
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
-        inputs = _preprocess(inputs, create_graph, need_graph=True)
-        is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "vjp")
-        _check_outputs_require_grad(outputs, strict)
-        v = _vector(v, outputs, is_outputs_tuple, create_graph, "vjp", "The vector v can only be None if the "
-                    "user-provided function returns a single Tensor with a single element.")
+        is_inputs_tuple, inputs = as_tuple(inputs, "inputs", "vjp")
+        inputs = preprocess(inputs, create_graph, need_graph=True)
+        is_outputs_tuple, outputs = as_tuple(func(*inputs), "outputs of the user-provided function", "vjp")
+        check_outputs_require_grad(outputs, strict)
+        v = checked_vector(v, outputs, is_outputs_tuple, create_graph, "vjp", "The vector v can only be None if the "
+                           "user-provided function returns a single Tensor with a single element.")
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grads = yield from _grads(outputs, inputs, v, create_graph=create_graph)
-        result = _fill_in_zeros(grads, inputs, strict, create_graph, "back")
-    return (_unpack(_postprocess(outputs, create_graph), is_outputs_tuple),
-            _unpack(_postprocess(result, create_graph), is_inputs_tuple))
+        result = fill_in_zeros(grads, inputs, strict, create_graph, "back")
+    return (unpack(postprocess(outputs, create_graph), is_outputs_tuple),
+            unpack(postprocess(result, create_graph), is_inputs_tuple))
 
 
 def jvp_steps(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: bool) -> Steps:
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
-        inputs = _preprocess(inputs, create_graph, need_graph=True)
-        v = _vector(v, inputs, is_inputs_tuple, create_graph, "jvp", "The vector v can only be None if the input "
-                    "to the user-provided function is a single Tensor with a single element.")
-        is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jvp")
-        _check_outputs_require_grad(outputs, strict)
+        is_inputs_tuple, inputs = as_tuple(inputs, "inputs", "jvp")
+        inputs = preprocess(inputs, create_graph, need_graph=True)
+        v = checked_vector(v, inputs, is_inputs_tuple, create_graph, "jvp", _V_NONE_FOR_INPUTS)
+        is_outputs_tuple, outputs = as_tuple(func(*inputs), "outputs of the user-provided function", "jvp")
+        check_outputs_require_grad(outputs, strict)
         # The vjp is linear in its cotangent, so zeros serve: they never reach the result.
         cotangents = tuple(zeros_like(out, requires_grad=True) for out in outputs)
         vjps = yield from _grads(outputs, inputs, cotangents, create_graph=True)
-        _check_grads_require_grad(vjps, strict, "The gradient with respect to input {i} is independent of the "
+        check_grads_require_grad(vjps, strict, "The gradient with respect to input {i} is independent of the "
                                   "inputs of the user-provided function. This is not allowed in strict mode.")
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grads = yield from _grads(vjps, cotangents, v, create_graph=create_graph)
-        result = _fill_in_zeros(grads, outputs, strict, create_graph, "back_trick")
-    return (_unpack(_postprocess(outputs, create_graph), is_outputs_tuple),
-            _unpack(_postprocess(result, create_graph), is_outputs_tuple))
+        result = fill_in_zeros(grads, outputs, strict, create_graph, "back_trick")
+    return (unpack(postprocess(outputs, create_graph), is_outputs_tuple),
+            unpack(postprocess(result, create_graph), is_outputs_tuple))
 
 
 def _jacobian_rows(outputs: tuple, inputs: tuple, create_graph: bool, strict: bool, what: str) -> Steps:
@@ -234,7 +128,7 @@ def _jacobian_rows(outputs: tuple, inputs: tuple, create_graph: bool, strict: bo
         rows: list[list] = [[] for _ in inputs]
         size = 0 if out is None else out.numel()
         for k in range(size):
-            grads = yield from _grads((out,), inputs, (_onehot(out, k),),
+            grads = yield from _grads((out,), inputs, (onehot(out, k),),
                                       retain_graph=True, create_graph=create_graph)
             for j, (g, x) in enumerate(zip(grads, inputs)):
                 if g is None:
@@ -296,7 +190,7 @@ def _check_forward_mode(inputs: Any, create_graph: bool, strict: bool, vectorize
         raise NotImplementedError(_FORWARD_NO_CREATE_GRAPH)
     if strict:
         raise RuntimeError(_FORWARD_NO_STRICT)
-    _as_tuple(inputs, "inputs", "jacobian")
+    as_tuple(inputs, "inputs", "jacobian")
     if not vectorize:
         raise NotImplementedError(_FORWARD_NEEDS_VECTORIZE)
 
@@ -310,50 +204,31 @@ def jacobian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool
     if strategy == "forward-mode":
         _check_forward_mode(inputs, create_graph, strict, vectorize)
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-        inputs = _preprocess(inputs, create_graph, need_graph=True)
-        is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jacobian")
-        _check_outputs_require_grad(outputs, strict)
+        is_inputs_tuple, inputs = as_tuple(inputs, "inputs", "jacobian")
+        inputs = preprocess(inputs, create_graph, need_graph=True)
+        is_outputs_tuple, outputs = as_tuple(func(*inputs), "outputs of the user-provided function", "jacobian")
+        check_outputs_require_grad(outputs, strict)
         if vectorize and strict:  # refused only now, after the function ran, as in PyTorch
             raise RuntimeError(_VECTORIZE_NO_STRICT)
         if strategy == "forward-mode":
             result = yield from _jacobian_columns(outputs, inputs, strict)
         else:
             result = yield from _jacobian_rows(outputs, inputs, create_graph, strict, "jacobian")
-    return _unpack(_postprocess(result, create_graph), (is_outputs_tuple, is_inputs_tuple))
-
-
-def _scalar_output(func: Callable, inputs: tuple, strict: bool, fn_name: str) -> Tensor:
-    out = func(*inputs)
-    is_tuple, outputs = _as_tuple(out, "outputs of the user-provided function", fn_name)
-    _check_outputs_require_grad(outputs, strict)
-    if is_tuple:
-        raise RuntimeError(f"The function given to {fn_name} should return a single Tensor")
-    if out.numel() != 1:
-        raise RuntimeError(f"The Tensor returned by the function given to {fn_name} should contain a single element")
-    return out
-
-
-_JACOBIAN_CONSTANT = (
-    "While computing the hessian, found that the jacobian of the user-provided function with respect to input {i} "
-    "is independent of the input. This is not allowed in strict mode. You should ensure that your function is "
-    "twice differentiable and that the jacobian depends on the inputs (this would be violated by a linear "
-    "function for example)."
-)
+    return unpack(postprocess(result, create_graph), (is_outputs_tuple, is_inputs_tuple))
 
 
 def hessian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool, vectorize: bool,
                   outer_jacobian_strategy: str) -> Steps:
-    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
+    is_inputs_tuple, inputs = as_tuple(inputs, "inputs", "hessian")
     if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
     if outer_jacobian_strategy == "forward-mode":
         _check_forward_mode(inputs, create_graph, strict, vectorize)
     with enable_grad():
-        inputs = _preprocess(inputs, create_graph, need_graph=True)
-        out = _scalar_output(func, inputs, strict, "hessian").reshape(())
+        inputs = preprocess(inputs, create_graph, need_graph=True)
+        out = scalar_output(func, inputs, strict, "hessian").reshape(())
         gradients = yield from _grads((out,), inputs, create_graph=True)
-        _check_grads_require_grad(gradients, strict, _JACOBIAN_CONSTANT)
+        check_grads_require_grad(gradients, strict, JACOBIAN_CONSTANT)
         if vectorize and strict:  # PyTorch's outer jacobian refuses it once the gradients are taken
             raise RuntimeError(_VECTORIZE_NO_STRICT)
         if outer_jacobian_strategy == "forward-mode":
@@ -361,18 +236,17 @@ def hessian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool,
             result = yield from _jacobian_columns(gradients, inputs, strict)
         else:
             result = yield from _jacobian_rows(gradients, inputs, create_graph, strict, "hessian")
-    return _unpack(_postprocess(result, create_graph), (is_inputs_tuple, is_inputs_tuple))
+    return unpack(postprocess(result, create_graph), (is_inputs_tuple, is_inputs_tuple))
 
 
 def _second_order_setup(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: bool,
                         fn_name: str) -> Steps:
-    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
-    inputs = _preprocess(inputs, create_graph, need_graph=True)
-    v = _vector(v, inputs, is_inputs_tuple, create_graph, fn_name, "The vector v can only be None if the input to "
-                "the user-provided function is a single Tensor with a single element.")
-    out = _scalar_output(func, inputs, strict, fn_name)
+    is_inputs_tuple, inputs = as_tuple(inputs, "inputs", fn_name)
+    inputs = preprocess(inputs, create_graph, need_graph=True)
+    v = checked_vector(v, inputs, is_inputs_tuple, create_graph, fn_name, _V_NONE_FOR_INPUTS)
+    out = scalar_output(func, inputs, strict, fn_name)
     gradients = yield from _grads((out,), inputs, create_graph=True)
-    _check_grads_require_grad(gradients, strict, _JACOBIAN_CONSTANT)
+    check_grads_require_grad(gradients, strict, JACOBIAN_CONSTANT)
     return is_inputs_tuple, inputs, v, out, gradients
 
 
@@ -382,8 +256,8 @@ def vhp_steps(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: b
             func, inputs, v, create_graph, strict, "vhp")
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grads = yield from _grads(gradients, inputs, v, create_graph=create_graph)
-        result = _fill_in_zeros(grads, inputs, strict, create_graph, "double_back")
-    return (_postprocess((out,), create_graph)[0], _unpack(_postprocess(result, create_graph), is_inputs_tuple))
+        result = fill_in_zeros(grads, inputs, strict, create_graph, "double_back")
+    return (postprocess((out,), create_graph)[0], unpack(postprocess(result, create_graph), is_inputs_tuple))
 
 
 def hvp_steps(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: bool) -> Steps:
@@ -392,11 +266,11 @@ def hvp_steps(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: b
             func, inputs, v, create_graph, strict, "hvp")
         cotangents = tuple(zeros_like(x, requires_grad=True) for x in inputs)
         double_back = yield from _grads(gradients, inputs, cotangents, create_graph=True)
-        _check_grads_require_grad(double_back, strict, _JACOBIAN_CONSTANT)
+        check_grads_require_grad(double_back, strict, JACOBIAN_CONSTANT)
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grads = yield from _grads(double_back, cotangents, v, create_graph=create_graph)
-        result = _fill_in_zeros(grads, inputs, strict, create_graph, "double_back_trick")
-    return (_postprocess((out,), create_graph)[0], _unpack(_postprocess(result, create_graph), is_inputs_tuple))
+        result = fill_in_zeros(grads, inputs, strict, create_graph, "double_back_trick")
+    return (postprocess((out,), create_graph)[0], unpack(postprocess(result, create_graph), is_inputs_tuple))
 
 
 # -- the sync entry points -----------------------------------------------------------------------------------------

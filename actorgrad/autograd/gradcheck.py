@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.autograd import forward_ad
-from actorgrad.autograd.functional import _onehot
+from actorgrad.autograd.functional_arguments import onehot
 from actorgrad.creation import zeros_like
 from actorgrad.devices import cpu
 from actorgrad.engine import grad_sync
@@ -30,6 +30,11 @@ class GradcheckError(RuntimeError):
 
 def _as_tuple(value: Any) -> tuple:
     return tuple(value) if isinstance(value, tuple | list) else (value,)
+
+
+def _requiring_grad(inputs: tuple) -> list[int]:
+    """The positions of the inputs whose gradients are checked."""
+    return [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
 
 
 def _differentiable_outputs(outputs: tuple) -> list[tuple[int, Tensor]]:
@@ -85,7 +90,7 @@ def _analytical_jacobians(func: Callable, inputs: tuple, wrt: list[int], check_g
         rows = {i: np.zeros((out._data.size, inputs[i]._data.size)) for i in wrt}
         jacobians.update({(j, i): rows[i] for i in wrt})
         for r in range(out._data.size):
-            grads = grad_sync(out, targets, _onehot(out, r), retain_graph=True, allow_unused=True)
+            grads = grad_sync(out, targets, onehot(out, r), retain_graph=True, allow_unused=True)
             for i, g in zip(wrt, grads):
                 if g is None:
                     continue
@@ -107,7 +112,7 @@ def _forward_jacobians(func: Callable, inputs: tuple, wrt: list[int], outputs: d
         for k in range(x._data.size):
             with forward_ad.dual_level():
                 args = list(inputs)
-                args[i] = forward_ad.make_dual(x.detach(), _onehot(x, k))
+                args[i] = forward_ad.make_dual(x.detach(), onehot(x, k))
                 results = _as_tuple(func(*args))
                 for j in outputs:
                     tangent = forward_ad.unpack_dual(results[j]).tangent
@@ -151,6 +156,16 @@ def _check_jacobians(kind: str, found: dict, numerical: dict, shapes: dict, inpu
             )
 
 
+def _refuse_contradictions(options: dict[str, Any], either: tuple[str, str], *needs: tuple[str, str]) -> None:
+    """PyTorch's refusals of contradictory options: one of `either` must be set, and each (flag, needed) in
+    `needs` may be set only with `needed` set too."""
+    if not any(options[name] for name in either):
+        raise AssertionError(f"Expected at least one of {either[0]} or {either[1]} to be True")
+    for flag, needed in needs:
+        if options[flag] and not options[needed]:
+            raise AssertionError(f"Setting {flag}=True requires {needed} to be True")
+
+
 FAILED_NONDET = (
     "Backward is not reentrant, i.e., running backward with same input and grad_output multiple times gives "
     "different values, although analytical gradient matches numerical gradient.The tolerance for nondeterminism "
@@ -186,12 +201,9 @@ def gradcheck(
     zero input gradients (a node that receives no gradient passes on none); `check_batched_grad` and
     `check_batched_forward_grad` need vmap, which actorgrad lacks, and raise NotImplementedError.
     """
-    if not (check_forward_ad or check_backward_ad):
-        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
-    if check_batched_grad and not check_backward_ad:
-        raise AssertionError("Setting check_batched_grad=True requires check_backward_ad to be True")
-    if check_batched_forward_grad and not check_forward_ad:
-        raise AssertionError("Setting check_batched_forward_grad=True requires check_forward_ad to be True")
+    _refuse_contradictions(locals(), ("check_forward_ad", "check_backward_ad"),
+                           ("check_batched_grad", "check_backward_ad"),
+                           ("check_batched_forward_grad", "check_forward_ad"))
     if check_batched_grad or check_batched_forward_grad:
         raise NotImplementedError(
             "gradcheck: check_batched_grad and check_batched_forward_grad need vmap, which actorgrad does not have; "
@@ -208,7 +220,7 @@ def gradcheck(
 
 def _gradcheck(func: Callable, inputs: tuple, eps: float, atol: float, rtol: float, nondet_tol: float,
                check_grad_dtypes: bool, check_forward_ad: bool, check_backward_ad: bool) -> bool:
-    wrt = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    wrt = _requiring_grad(inputs)
     for i in wrt:
         if inputs[i].dtype != float64:
             warnings.warn(
@@ -266,14 +278,11 @@ def gradgradcheck(
     non-contiguous with `gen_non_contig_grad_outputs`). `check_rev_over_rev` and `check_fwd_over_rev` are
     gradcheck's `check_backward_ad` and `check_forward_ad` on the first gradients; the other options go to gradcheck
     as they are."""
-    if not (check_fwd_over_rev or check_rev_over_rev):
-        raise AssertionError("Expected at least one of check_fwd_over_rev or check_rev_over_rev to be True")
-    if check_undefined_grad and not check_rev_over_rev:
-        raise AssertionError("Setting check_undefined_grad=True requires check_rev_over_rev to be True")
-    if check_batched_grad and not check_rev_over_rev:
-        raise AssertionError("Setting check_batched_grad=True requires check_rev_over_rev to be True")
+    _refuse_contradictions(locals(), ("check_fwd_over_rev", "check_rev_over_rev"),
+                           ("check_undefined_grad", "check_rev_over_rev"),
+                           ("check_batched_grad", "check_rev_over_rev"))
     inputs = _as_tuple(inputs)
-    wrt = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    wrt = _requiring_grad(inputs)
     outputs = _outputs_requiring_grad(func, inputs)
     if grad_outputs is None:
         rng = np.random.default_rng(seed)

@@ -36,122 +36,13 @@ class Identity(Module):
         return input
 
 
-class ReLU(Module):
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
+class _Stateless(Module):
+    """An activation without settings: `function(input)`."""
+
+    function: Any = None
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.relu(input, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
-
-
-class LeakyReLU(Module):
-    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
-        super().__init__()
-        self.negative_slope = negative_slope
-        self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.leaky_relu(input, self.negative_slope, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
-
-
-class SiLU(Module):
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.silu(input, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
-
-
-class Softplus(Module):
-    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
-        super().__init__()
-        self.beta = beta
-        self.threshold = threshold
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.softplus(input, self.beta, self.threshold)
-
-    def extra_repr(self) -> str:
-        return f"beta={self.beta}, threshold={self.threshold}"
-
-
-class Sigmoid(Module):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.sigmoid(input)
-
-
-class Tanh(Module):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.tanh(input)
-
-
-class GELU(Module):
-    """x * Phi(x), exactly (`approximate='none'`) or with PyTorch's tanh approximation (`'tanh'`)."""
-
-    def __init__(self, approximate: str = "none") -> None:
-        super().__init__()
-        if approximate not in ("none", "tanh"):
-            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
-        self.approximate = approximate
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.gelu(input, approximate=self.approximate)
-
-    def extra_repr(self) -> str:
-        return f"approximate={self.approximate!r}"
-
-
-class Softmax(Module):
-    """softmax over `dim`; without one, PyTorch's deprecated implicit choice (with its warning)."""
-
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.softmax(input, self.dim, _stacklevel=5)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
-
-
-class LogSoftmax(Module):
-    """log_softmax over `dim`; without one, PyTorch's deprecated implicit choice (with its warning)."""
-
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.log_softmax(input, self.dim, _stacklevel=5)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
-
-
-class Softmin(Module):
-    """softmin over `dim`; without one, PyTorch's deprecated implicit choice (with its warning)."""
-
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.softmin(input, self.dim, _stacklevel=5)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
+        return type(self).function(input)
 
 
 class _InplaceActivation(Module):
@@ -168,6 +59,30 @@ class _InplaceActivation(Module):
 
     def extra_repr(self) -> str:
         return _inplace_repr(self.inplace)
+
+
+class _SoftmaxOverDim(Module):
+    """A softmax-like function over `dim`; without one, PyTorch's deprecated implicit choice (with its warning)."""
+
+    function: Any = None
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).function(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class ReLU(_InplaceActivation):
+    function = staticmethod(F.relu)
+
+
+class SiLU(_InplaceActivation):
+    function = staticmethod(F.silu)
 
 
 class SELU(_InplaceActivation):
@@ -191,11 +106,12 @@ class Hardswish(Hardsigmoid):
     function = staticmethod(F.hardswish)
 
 
-class _Stateless(Module):
-    function: Any = None
+class Sigmoid(_Stateless):
+    function = staticmethod(F.sigmoid)
 
-    def forward(self, input: Tensor) -> Tensor:
-        return type(self).function(input)
+
+class Tanh(_Stateless):
+    function = staticmethod(F.tanh)
 
 
 class LogSigmoid(_Stateless):
@@ -208,6 +124,60 @@ class Softsign(_Stateless):
 
 class Tanhshrink(_Stateless):
     function = staticmethod(F.tanhshrink)
+
+
+class Softmax(_SoftmaxOverDim):
+    function = staticmethod(F.softmax)
+
+
+class LogSoftmax(_SoftmaxOverDim):
+    function = staticmethod(F.log_softmax)
+
+
+class Softmin(_SoftmaxOverDim):
+    function = staticmethod(F.softmin)
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        super().__init__()
+        self.negative_slope = negative_slope
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}{_inplace_suffix(self.inplace)}"
+
+
+class Softplus(Module):
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class GELU(Module):
+    """x * Phi(x), exactly (`approximate='none'`) or with PyTorch's tanh approximation (`'tanh'`)."""
+
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
 
 
 class ELU(Module):

@@ -13,10 +13,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain
 from typing import Any
 
-from actorgrad.nn.module import Module, _indent
+from actorgrad.nn.module import Module, indent
 
 
-def _absolute_index(idx: Any, size: int) -> int:
+def absolute_index(idx: Any, size: int) -> int:
+    """`idx` (negative from the end) as a position among `size` items, with PyTorch's errors."""
     idx = operator.index(idx)  # a str or a float is refused, as in PyTorch
     if not -size <= idx < size:
         raise IndexError(f"index {idx} is out of range")
@@ -30,7 +31,7 @@ def _renumber(module: Module) -> None:
     module._modules.update((str(i), m) for i, m in enumerate(modules))
 
 
-def _pairs(owner: str, values: Any) -> Iterable[tuple[Any, Any]]:
+def update_pairs(owner: str, values: Any) -> Iterable[tuple[Any, Any]]:
     """The (key, value) pairs of an `update` argument that is no mapping, checked as PyTorch checks them."""
     for j, pair in enumerate(values):
         if not isinstance(pair, Iterable):
@@ -38,6 +39,31 @@ def _pairs(owner: str, values: Any) -> Iterable[tuple[Any, Any]]:
         if len(pair) != 2:
             raise ValueError(f"{owner} update sequence element #{j} has length {len(pair)}; 2 is required")
         yield pair[0], pair[1]
+
+
+class KeyedContainer:
+    """The mapping protocol ModuleDict and ParameterDict share, over the dict `_ordered_keys()` of their keys in
+    insertion order."""
+
+    def _ordered_keys(self) -> dict:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self._ordered_keys())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ordered_keys())
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._ordered_keys()
+
+    def keys(self) -> Any:
+        return self._ordered_keys().keys()
+
+    def pop(self, key: str) -> Any:
+        value = self[key]
+        del self[key]
+        return value
 
 
 class Sequential(Module):
@@ -54,7 +80,7 @@ class Sequential(Module):
                 self.add_module(str(index), module)
 
     def _key(self, idx: Any) -> str:
-        return list(self._modules)[_absolute_index(idx, len(self))]
+        return list(self._modules)[absolute_index(idx, len(self))]
 
     def __getitem__(self, idx: int | slice) -> Module:
         if isinstance(idx, slice):  # keeps the names, as PyTorch's slice does
@@ -135,13 +161,13 @@ class ModuleList(Module):
     def __getitem__(self, idx: int | slice) -> Module | ModuleList:
         if isinstance(idx, slice):
             return type(self)(list(self._modules.values())[idx])
-        return self._modules[str(_absolute_index(idx, len(self)))]
+        return self._modules[str(absolute_index(idx, len(self)))]
 
     def __setitem__(self, idx: int, module: Module) -> None:
-        setattr(self, str(_absolute_index(idx, len(self))), module)
+        setattr(self, str(absolute_index(idx, len(self))), module)
 
     def __delitem__(self, idx: int | slice) -> None:
-        indices = range(len(self))[idx] if isinstance(idx, slice) else [_absolute_index(idx, len(self))]
+        indices = range(len(self))[idx] if isinstance(idx, slice) else [absolute_index(idx, len(self))]
         for i in indices:
             delattr(self, str(i))
         _renumber(self)
@@ -189,18 +215,21 @@ class ModuleList(Module):
         for end in range(1, len(reprs) + 1):
             if end == len(reprs) or reprs[end] != reprs[start]:
                 label = f"({start}): " if end - start == 1 else f"({start}-{end - 1}): {end - start} x "
-                lines.append(_indent(label + reprs[start], 2))
+                lines.append(indent(label + reprs[start], 2))
                 start = end
         return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
 
 
-class ModuleDict(Module):
+class ModuleDict(KeyedContainer, Module):
     """Modules by name, in insertion order; it has no forward of its own."""
 
     def __init__(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]] | None = None) -> None:
         super().__init__()
         if modules is not None:
             self.update(modules)
+
+    def _ordered_keys(self) -> dict:
+        return self._modules
 
     def __getitem__(self, key: str) -> Module:
         return self._modules[key]
@@ -211,25 +240,8 @@ class ModuleDict(Module):
     def __delitem__(self, key: str) -> None:
         del self._modules[key]
 
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._modules)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._modules
-
     def clear(self) -> None:
         self._modules.clear()
-
-    def pop(self, key: str) -> Module:
-        value = self[key]
-        del self[key]
-        return value
-
-    def keys(self) -> Any:
-        return self._modules.keys()
 
     def items(self) -> Any:
         return self._modules.items()
@@ -244,6 +256,6 @@ class ModuleDict(Module):
                 f"ModuleDict.update should be called with an iterable of key/value pairs, but got "
                 f"{type(modules).__name__}"
             )
-        pairs = modules.items() if isinstance(modules, Mapping | ModuleDict) else _pairs("ModuleDict", modules)
+        pairs = modules.items() if isinstance(modules, Mapping | ModuleDict) else update_pairs("ModuleDict", modules)
         for key, module in pairs:
             self[key] = module

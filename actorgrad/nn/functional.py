@@ -4,40 +4,35 @@ from actorgrad.ops.activations import (
     celu,
     elu,
     gelu,
-    glu,
     hardsigmoid,
     hardswish,
     hardtanh,
     leaky_relu,
-    log_softmax,
     logsigmoid,
     mish,
     one_hot,
-    prelu,
     relu,
     relu6,
     selu,
     silu,
-    softmax,
-    softmin,
     softplus,
     softsign,
     tanhshrink,
     threshold,
 )
 from actorgrad.ops.arithmetic import sigmoid, tanh
+from actorgrad.ops.class_losses import cross_entropy, nll_loss
 from actorgrad.ops.conv import conv1d, conv2d
+from actorgrad.ops.dim_activations import glu, log_softmax, prelu, softmax, softmin
 from actorgrad.ops.embeddings import embedding
 from actorgrad.ops.linalg import linear
 from actorgrad.ops.losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
-    cross_entropy,
     huber_loss,
     kl_div,
     l1_loss,
     mse_loss,
-    nll_loss,
     smooth_l1_loss,
 )
 from actorgrad.ops.normalization import batch_norm, group_norm, layer_norm, normalize

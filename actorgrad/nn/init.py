@@ -152,11 +152,18 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
     return _fill(tensor, (gain * q).reshape(tensor.shape))
 
 
-def _empty_is_no_op(tensor: Tensor) -> bool:
+def _kaiming(tensor: Tensor, a: float, mode: str, nonlinearity: str, uniform: bool,
+             generator: Generator | None) -> Tensor:
+    """He et al. (2015): U(-bound, bound) with bound = gain * sqrt(3 / fan), or N(0, std^2) with
+    std = gain / sqrt(fan); a zero-element tensor is left as it is, with PyTorch's warning."""
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
-        return True
-    return False
+        return tensor
+    gain, fan = calculate_gain(nonlinearity, a), _calculate_correct_fan(tensor, mode)
+    if uniform:
+        bound = gain * math.sqrt(3.0 / fan)
+        return uniform_(tensor, -bound, bound, generator)
+    return normal_(tensor, 0, gain / math.sqrt(fan), generator)
 
 
 def kaiming_uniform_(
@@ -164,10 +171,7 @@ def kaiming_uniform_(
     generator: Generator | None = None,
 ) -> Tensor:
     """U(-bound, bound) with bound = gain * sqrt(3 / fan), He et al. (2015)."""
-    if _empty_is_no_op(tensor):
-        return tensor
-    bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / _calculate_correct_fan(tensor, mode))
-    return uniform_(tensor, -bound, bound, generator)
+    return _kaiming(tensor, a, mode, nonlinearity, True, generator)
 
 
 def kaiming_normal_(
@@ -175,10 +179,7 @@ def kaiming_normal_(
     generator: Generator | None = None,
 ) -> Tensor:
     """N(0, std^2) with std = gain / sqrt(fan), He et al. (2015)."""
-    if _empty_is_no_op(tensor):
-        return tensor
-    std = calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
-    return normal_(tensor, 0, std, generator)
+    return _kaiming(tensor, a, mode, nonlinearity, False, generator)
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:

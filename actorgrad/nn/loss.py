@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from actorgrad.nn import functional as F
 from actorgrad.nn.module import Module
-from actorgrad.ops.losses import legacy_reduction
+from actorgrad.ops.loss_arguments import legacy_reduction
 from actorgrad.tensor import Tensor
 
 

@@ -2,37 +2,30 @@
 
 Assigning a Parameter, a Module or (after `register_buffer`) a Tensor to an attribute files it in the
 module's `_parameters`, `_modules` or `_buffers`, which `parameters()`, `state_dict()`, `train()` and
-`zero_grad()` walk recursively with dotted names (`encoder.0.weight`), as PyTorch does.
+`zero_grad()` walk recursively with dotted names (`encoder.0.weight`), as PyTorch does. The state dicts live in
+module_state.py, the casts and moves (`to`, `cuda`, `double`, ...) in module_casts.py, the hooks' machinery in
+module_hooks.py.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict, namedtuple
-from collections.abc import Callable, Iterator, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from actorgrad.devices.array_ops import is_writeable
-from actorgrad.devices.device import Device
-from actorgrad.devices.device import device as as_device
 from actorgrad.hooks import RemovableHandle
+from actorgrad.nn.module_casts import CastMethods
 from actorgrad.nn.module_hooks import HOOK_DICTS, MIXED_BACKWARD_HOOKS, add_hook, call_with_hooks
+from actorgrad.nn.module_state import StateDictMethods
 from actorgrad.nn.parameter import Parameter
-from actorgrad.ops.casts import TYPE_BY_NAME, _is_device
 from actorgrad.tensor import Tensor, bump_version
 
 
-class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
-    def __repr__(self) -> str:
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return super().__repr__()
-
-    __str__ = __repr__
-
-
-def _indent(text: str, spaces: int) -> str:
+def indent(text: str, spaces: int) -> str:
+    """`text` with every line but the first indented, for a child's repr nested in its parent's."""
     first, *rest = text.split("\n")
     return "\n".join([first, *(" " * spaces + line for line in rest)])
 
@@ -42,11 +35,7 @@ def _type_name(value: Any) -> str:
     return value.type() if isinstance(value, Tensor) else type(value).__name__
 
 
-def _as_array(value: Any) -> np.ndarray:
-    return value._data if isinstance(value, Tensor) else np.asarray(value)
-
-
-class Module:
+class Module(StateDictMethods, CastMethods):
     """Base class for all layers: subclasses set attributes in `__init__` (after `super().__init__()`) and
     define `forward`; calling the module calls `forward`."""
 
@@ -304,92 +293,10 @@ class Module:
             param.requires_grad_(requires_grad)
         return self
 
-    def to(self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False,
-           memory_format: Any = None) -> Module:
-        """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(tensor)` (its device and dtype) or keywords, as
-        PyTorch's: casts floating parameters and buffers (and their gradients) and moves them. The Parameter
-        objects stay the same, so cast or move a model before building its optimizer."""
-        rest = list(args)
-        if rest and isinstance(rest[0], Tensor):
-            other = rest.pop(0)
-            device, dtype = other._device, other.dtype
-        elif rest and _is_device(rest[0]):
-            device = rest.pop(0)
-            if rest and not isinstance(rest[0], bool):
-                dtype = rest.pop(0)
-        elif rest and not isinstance(rest[0], bool):
-            dtype = rest.pop(0)
-        if len(rest) > 2 or not all(isinstance(flag, bool) for flag in rest):  # non_blocking, copy
-            raise TypeError(f"to() received an invalid combination of arguments: {args!r}")
-        if dtype is not None:
-            dtype = np.dtype(dtype)
-            if dtype.kind not in "fc":
-                raise TypeError(
-                    f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
-                    f"dtype=actorgrad.{dtype}"
-                )
-        if device is not None:
-            self._move(as_device(device))
-        if dtype is not None:
-            self._cast(dtype, floating_only=True)
-        return self
-
-    def _cast(self, dtype: np.dtype, floating_only: bool) -> Module:
-        """Cast parameters and buffers (and gradients) in place: the floating ones, or all of them."""
-        tensors = [*self.parameters(), *self.buffers()]
-        if dtype.kind not in "fc" and any(t.requires_grad for t in tensors):
-            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
-        for tensor in tensors:
-            if tensor.dtype.kind == "f" or not floating_only:
-                tensor._data = tensor._data.astype(dtype)
-                if tensor.grad is not None:
-                    tensor.grad = Tensor(tensor.grad._data.astype(dtype), device=tensor._device)
-        return self
-
-    def type(self, dst_type: Any) -> Module:
-        """Cast every parameter and buffer, integer ones included, to `dst_type`: a dtype, or a legacy name, which
-        also picks the device as Tensor.type's does ('actorgrad.DoubleTensor' the cpu, 'actorgrad.cuda.FloatTensor'
-        a GPU)."""
-        if isinstance(dst_type, str):
-            name = dst_type.removeprefix("actorgrad.")
-            on_cuda = name.startswith("cuda.")
-            dtype = TYPE_BY_NAME.get(name.removeprefix("cuda.")) if name != dst_type else None
-            if dtype is None:
-                raise ValueError(f"invalid type: '{dst_type}'")
-            for tensor in [*self.parameters(), *self.buffers()]:
-                if (tensor._device.type == "cuda") != on_cuda:
-                    self._move_tensor(tensor, as_device("cuda" if on_cuda else "cpu"))
-            dst_type = dtype
-        return self._cast(np.dtype(dst_type), floating_only=False)
-
-    def _move(self, where: Device) -> Module:
-        for tensor in [*self.parameters(), *self.buffers()]:
-            if tensor._device is not where:
-                self._move_tensor(tensor, where)
-        return self
-
-    @staticmethod
-    def _move_tensor(tensor: Tensor, where: Device) -> None:
-        """Move a parameter or buffer (and its gradient) in place: it stays the same object."""
-        tensor._data = where.asarray(tensor._data)
-        tensor._device = where
-        if tensor.grad is not None:
-            tensor.grad = Tensor(where.asarray(tensor.grad._data), device=where)
-
-    def cpu(self) -> Module:
-        return self._move(as_device("cpu"))
-
-    def cuda(self, index: int = 0) -> Module:
-        return self._move(as_device("cuda", index))
-
-    def double(self) -> Module:
-        return self.to(np.float64)
-
-    def float(self) -> Module:
-        return self.to(np.float32)
-
-    def half(self) -> Module:
-        return self.to(np.float16)
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Drop every parameter's gradient, or zero it where `set_to_none=False`."""
+        for param in self.parameters():
+            zero_grad_of(param, set_to_none)
 
     # -- lookup by dotted name -----------------------------------------------------------------------------
     def get_submodule(self, target: str) -> Module:
@@ -418,91 +325,6 @@ class Module:
     def get_buffer(self, target: str) -> Tensor:
         return self._get_member(target, "_buffers", "a buffer")
 
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        """Drop every parameter's gradient, or zero it where `set_to_none=False`."""
-        for param in self.parameters():
-            zero_grad_of(param, set_to_none)
-
-    # -- state -----------------------------------------------------------------------------------------------
-    def state_dict(self, destination: dict | None = None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
-        """Parameters and persistent buffers by dotted name, detached unless `keep_vars` (they share the
-        module's arrays until something writes a new one). Keys are `prefix` + name, as in PyTorch (so pass a
-        prefix ending in '.'); `_metadata` holds each module's version by its dotted path."""
-        if destination is None:
-            destination = OrderedDict()
-            destination._metadata = OrderedDict()
-        metadata = getattr(destination, "_metadata", None)
-        for module_prefix, module in self._prefixed_modules(prefix):
-            if metadata is not None:
-                metadata[module_prefix[:-1]] = {"version": module._version}
-            for key, value in module._own_state(module_prefix).items():
-                destination[key] = value if keep_vars else value.detach()
-        return destination
-
-    # The version `state_dict()` records for each module in `_metadata`; a layer raises it when its saved
-    # format changes.
-    _version: int = 1
-
-    def _prefixed_modules(self, prefix: str) -> Iterator[tuple[str, Module]]:
-        """(prefix of its keys, module) for this module and every module below it, a module reached by two
-        names under both, as PyTorch's `state_dict()` walks them."""
-        yield prefix, self
-        for name, module in self._modules.items():
-            if module is not None:
-                yield from module._prefixed_modules(f"{prefix}{name}.")
-
-    def _own_state(self, prefix: str) -> dict[str, Tensor]:
-        slots = {prefix + name: param for name, param in self._parameters.items() if param is not None}
-        for name, buffer in self._buffers.items():
-            if buffer is not None and name not in self._non_persistent_buffers:
-                slots[prefix + name] = buffer
-        return slots
-
-    def _state_slots(self) -> dict[str, Tensor]:
-        """Every tensor `state_dict()` holds, by dotted name."""
-        slots = {}
-        for module_prefix, module in self._prefixed_modules(""):
-            slots.update(module._own_state(module_prefix))
-        return slots
-
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> _IncompatibleKeys:
-        """Copy the values of `state_dict` (Tensors or arrays) into this module's parameters and buffers.
-
-        Nothing is loaded when a shape mismatches or, with `strict`, when keys are missing or unexpected; the
-        error lists them all, in PyTorch's words. Each tensor receives a new array, so earlier
-        `state_dict()` results keep their values, and its version goes up as after PyTorch's in-place copy.
-        """
-        if not isinstance(state_dict, Mapping):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        slots = self._state_slots()
-        missing = [key for key in slots if key not in state_dict]
-        unexpected = [key for key in state_dict if key not in slots]
-        errors = []
-        if strict and missing:
-            errors.append("Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
-        if strict and unexpected:
-            errors.append("Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
-        arrays = {}
-        for key, current in slots.items():
-            if key not in state_dict:
-                continue
-            array = _as_array(state_dict[key])
-            if array.shape != current.shape:
-                errors.append(
-                    f"size mismatch for {key}: copying a param with shape {array.shape} from checkpoint, "
-                    f"the shape in current model is {current.shape}."
-                )
-            arrays[key] = array
-        if errors:
-            raise RuntimeError(
-                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors)
-            )
-        for key, array in arrays.items():
-            current = slots[key]
-            current._data = current._device.asarray(array).astype(current.dtype, copy=False)  # a copy on its device
-            bump_version(current)  # PyTorch copies in place, so graphs that saved the old value refuse backward
-        return _IncompatibleKeys(missing, unexpected)
-
     # -- repr --------------------------------------------------------------------------------------------------
     def extra_repr(self) -> str:
         """The layer's own settings, shown inside its parentheses; layers override it."""
@@ -510,7 +332,7 @@ class Module:
 
     def __repr__(self) -> str:
         lines = self.extra_repr().split("\n") if self.extra_repr() else []
-        lines += [f"({name}): {_indent(repr(module), 2)}" for name, module in self._modules.items()]
+        lines += [f"({name}): {indent(repr(module), 2)}" for name, module in self._modules.items()]
         if not self._modules and len(lines) <= 1:
             return f"{type(self).__name__}({''.join(lines)})"
         return f"{type(self).__name__}(\n" + "\n".join("  " + line for line in lines) + "\n)"

@@ -14,6 +14,20 @@ from actorgrad.nn.parameter import Parameter
 from actorgrad.tensor import Tensor, int64, tensor
 
 
+def _register_affine(module: Module, channels: int, affine: bool, bias: bool, factory: dict) -> None:
+    """The per-channel scale and shift, `weight` and `bias` (None when not affine, `bias` None without bias)."""
+    module.register_parameter("weight", Parameter(empty(channels, **factory)) if affine else None)
+    module.register_parameter("bias", Parameter(empty(channels, **factory)) if affine and bias else None)
+
+
+def _reset_affine(module: Module) -> None:
+    """Scale 1 and shift 0, so a fresh layer only normalises."""
+    if module.affine:
+        init.ones_(module.weight)
+        if module.bias is not None:
+            init.zeros_(module.bias)
+
+
 class _BatchNorm(Module):
     """Per-channel (dim 1) normalisation. `momentum=None` makes the running statistics a cumulative average
     (factor 1 / num_batches_tracked); `track_running_stats=False` keeps no buffers and always uses the batch."""
@@ -28,8 +42,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        self.register_parameter("weight", Parameter(empty(num_features, **factory)) if affine else None)
-        self.register_parameter("bias", Parameter(empty(num_features, **factory)) if affine and bias else None)
+        _register_affine(self, num_features, affine, bias, factory)
         tracked = track_running_stats
         self.register_buffer("running_mean", zeros(num_features, **factory) if tracked else None)
         self.register_buffer("running_var", ones(num_features, **factory) if tracked else None)
@@ -44,10 +57,7 @@ class _BatchNorm(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def _check_input_dim(self, input: Tensor) -> None:
         raise NotImplementedError
@@ -104,15 +114,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        self.register_parameter("weight", Parameter(empty(num_channels, **factory)) if affine else None)
-        self.register_parameter("bias", Parameter(empty(num_channels, **factory)) if affine and bias else None)
+        _register_affine(self, num_channels, affine, bias, factory)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)

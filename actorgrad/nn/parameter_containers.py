@@ -7,7 +7,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from actorgrad.nn.container import _absolute_index, _pairs
+from actorgrad.nn.container import KeyedContainer, absolute_index, update_pairs
 from actorgrad.nn.module import Module
 from actorgrad.nn.parameter import Parameter
 from actorgrad.tensor import Tensor
@@ -35,10 +35,10 @@ class ParameterList(Module):
     def __getitem__(self, idx: int | slice) -> Any:
         if isinstance(idx, slice):
             return type(self)([self[i] for i in range(len(self))[idx]])
-        return getattr(self, str(_absolute_index(idx, len(self))))
+        return getattr(self, str(absolute_index(idx, len(self))))
 
     def __setitem__(self, idx: int, param: Any) -> None:
-        key = str(_absolute_index(idx, len(self)))
+        key = str(absolute_index(idx, len(self)))
         if isinstance(param, Tensor) and not isinstance(param, Parameter):
             param = Parameter(param)
         setattr(self, key, param)
@@ -73,7 +73,7 @@ class ParameterList(Module):
         raise RuntimeError("ParameterList should not be called.")
 
 
-class ParameterDict(Module):
+class ParameterDict(KeyedContainer, Module):
     """Parameters by string key, in insertion order (a plain dict given to `update` is taken in sorted key
     order, as PyTorch does); a plain Tensor put in becomes a Parameter."""
 
@@ -82,6 +82,9 @@ class ParameterDict(Module):
         self._keys: dict[str, None] = {}
         if parameters is not None:
             self.update(parameters)
+
+    def _ordered_keys(self) -> dict:
+        return self._keys
 
     @staticmethod
     def _checked(key: Any) -> str:
@@ -105,17 +108,8 @@ class ParameterDict(Module):
         del self._keys[key]
         delattr(self, self._checked(key))
 
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._keys)
-
     def __reversed__(self) -> Iterator[str]:
         return reversed(self._keys)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._keys
 
     def copy(self) -> ParameterDict:
         return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
@@ -129,11 +123,6 @@ class ParameterDict(Module):
         for key in list(self._keys):
             del self[key]
 
-    def pop(self, key: str) -> Any:
-        value = self[key]
-        del self[key]
-        return value
-
     def popitem(self) -> tuple[str, Any]:
         key = next(reversed(self._keys))
         return key, self.pop(key)
@@ -143,9 +132,6 @@ class ParameterDict(Module):
 
     def fromkeys(self, keys: Iterable[str], default: Any = None) -> ParameterDict:
         return ParameterDict((k, default) for k in keys)
-
-    def keys(self) -> Any:
-        return self._keys.keys()
 
     def items(self) -> Iterator[tuple[str, Any]]:
         return ((k, self[k]) for k in self._keys)
@@ -164,7 +150,7 @@ class ParameterDict(Module):
         elif isinstance(parameters, Mapping):
             pairs = sorted(parameters.items())
         else:
-            pairs = _pairs("ParameterDict", parameters)
+            pairs = update_pairs("ParameterDict", parameters)
         for key, value in pairs:
             self[key] = value
 

@@ -1,5 +1,7 @@
-"""Activation functions (leaky_relu, gelu, softplus, silu, elu, hardtanh, mish, glu, prelu, ...) and their gradient
-rules, the functional faces of softmax and log_softmax, and one_hot.
+"""Activation functions applied per element (leaky_relu, gelu, softplus, silu, elu, hardtanh, mish, threshold, ...)
+and their gradient rules, and one_hot. The ones that look along a dim (glu, prelu, the functional softmax,
+log_softmax and softmin) live in dim_activations; glu, prelu and softmin are exported from here too, as this
+family's.
 
 PyTorch has most of them in torch.nn.functional only, not as Tensor methods; like PyTorch they refuse the integer
 tensors its kernels refuse, with its texts.
@@ -8,19 +10,18 @@ tensors its kernels refuse, with its texts.
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 
 from actorgrad.devices.erf import erf as erf_kernel
-from actorgrad.ops import reductions
 from actorgrad.ops.arithmetic import BOOL_SUBTRACTION
 from actorgrad.ops.arithmetic import relu as _relu
+from actorgrad.ops.dim_activations import floating_data, glu, prelu, softmin
+from actorgrad.ops.dim_activations import log_softmax as log_softmax
+from actorgrad.ops.dim_activations import softmax as softmax
 from actorgrad.ops.inplace import _inplace
-from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import one_dim
 from actorgrad.tensor import Tensor
 
 __all__ = [
@@ -103,13 +104,6 @@ def _hardswish_grad(ops: Any, g: Any, self: Any) -> Any:
     return ops.where(self > -3, ops.where(self < 3, g * (self / 3 + 0.5), g), 0)
 
 
-def _glu_grad(ops: Any, g: Any, self: Any, halves: tuple, widths: tuple) -> Any:
-    """Each half's gradient padded out to the input's shape along the halved dim, and the two added."""
-    a, b = ops.index(self, halves[0], None), ops.index(self, halves[1], None)
-    s = ops.sigmoid(b)
-    return ops.pad(g * s, widths[0]) + ops.pad(g * a * s * (1 - s), widths[1])
-
-
 # leaky_relu's kink: at 0 the gradient is negative_slope, as in PyTorch (self > 0 picks the slope 1).
 LEAKY_RELU = Rule("LeakyReluBackward0", (("self", "negative_slope"), _leaky_relu_grad))
 LEAKY_RELU_INPLACE = Rule("LeakyReluBackward1", (("result", "negative_slope"), _leaky_relu_inplace_grad))
@@ -131,7 +125,7 @@ SOFTPLUS = Rule(
 )
 SILU = Rule("SiluBackward0", (("self",), _silu_grad))
 # The kinks take PyTorch's sides: elu's at 0 the exponential one; hardtanh, hardsigmoid and threshold pass no
-# gradient at their bounds; hardswish's is 0 at -3 and 1 at 3; prelu takes the weight's slope at 0.
+# gradient at their bounds; hardswish's is 0 at -3 and 1 at 3.
 _ELU_GRAD = (("self", "alpha", "scale", "input_scale"), _elu_grad)
 ELU = Rule("EluBackward0", _ELU_GRAD)
 CELU = Rule("CeluBackward0", _ELU_GRAD)
@@ -147,21 +141,6 @@ THRESHOLD = Rule(
     "ThresholdBackward0",
     (("self", "threshold"), lambda ops, g, self, threshold: ops.where(self > threshold, g, 0)),
 )
-GLU = Rule("GluBackward0", (("self", "halves", "widths"), _glu_grad))
-PRELU = Rule(
-    "PreluKernelBackward0",
-    (("self", "other"), lambda ops, g, self, other: ops.where(self > 0, g, g * other)),
-    (("self",), lambda ops, g, self: ops.where(self > 0, 0, g * self)),
-    broadcasts=True,
-)
-
-
-def _floating_data(kernel: str, input: Tensor) -> np.ndarray:
-    """The input's array, or PyTorch's error for a dtype its kernel `kernel` does not take."""
-    x = input._data
-    if x.dtype.kind != "f":
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_NAMES.get(x.dtype, x.dtype)}'")
-    return x
 
 
 def relu_backward(g: Tensor, result: Tensor) -> Tensor:
@@ -185,7 +164,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
 
 def _leaky_relu(rule: Rule, input: Tensor, negative_slope: float) -> Tensor:
-    x = _floating_data("leaky_relu_cpu", input)
+    x = floating_data("leaky_relu_cpu", input)
     return record(rule, np.where(x > 0, x, x * negative_slope), (input,), negative_slope=negative_slope)
 
 
@@ -193,7 +172,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x), Phi the standard normal CDF (exact, through erf), or its tanh approximation."""
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
-    x = _floating_data("GeluKernelImpl", input)
+    x = floating_data("GeluKernelImpl", input)
     if approximate == "none":
         data = 0.5 * x * (1 + erf_kernel(input._device.xp, x * SQRT1_2).astype(x.dtype, copy=False))
     else:
@@ -203,7 +182,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta * x)) / beta, switching to x where beta * x > threshold."""
-    x = _floating_data("softplus_cpu", input)
+    x = floating_data("softplus_cpu", input)
     scaled = x * beta
     data = np.where(scaled > threshold, x, np.logaddexp(0, scaled) / beta)
     return record(SOFTPLUS, data, (input,), beta=beta, threshold=threshold)
@@ -214,7 +193,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     `input` (its node keeps a copy of the old values)."""
     if inplace:
         return _inplace(input, silu, (), True)
-    x = _floating_data("silu_cpu", input)
+    x = floating_data("silu_cpu", input)
     with np.errstate(over="ignore"):  # exp(-x) is inf far left, where x / inf is PyTorch's -0
         data = x / (1 + np.exp(-x))
     return record(SILU, data, (input,))
@@ -224,7 +203,7 @@ def _elu(rule: Rule, input: Tensor, alpha: float, scale: float, input_scale: flo
     """scale * x for x > 0, else scale * alpha * (exp(x * input_scale) - 1): elu, selu and celu."""
     if inplace:
         return _inplace(input, lambda s: _elu(rule, s, alpha, scale, input_scale, False), (), True)
-    x = _floating_data("elu_cpu", input)
+    x = floating_data("elu_cpu", input)
     negative = np.expm1(np.minimum(x, 0) * input_scale) * (scale * alpha)
     data = np.where(x > 0, x * scale, negative).astype(x.dtype, copy=False)
     return record(rule, data, (input,), alpha=alpha, scale=scale, input_scale=input_scale)
@@ -274,7 +253,7 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """min(max(x + 3, 0), 6) / 6."""
     if inplace:
         return _inplace(input, hardsigmoid, (), True)
-    x = _floating_data("hardsigmoid_cpu", input)
+    x = floating_data("hardsigmoid_cpu", input)
     return record(HARDSIGMOID, np.clip(x + 3, 0, 6) / 6, (input,))
 
 
@@ -282,7 +261,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * min(max(x + 3, 0), 6) / 6."""
     if inplace:
         return _inplace(input, hardswish, (), True)
-    x = _floating_data("hardswish_cpu", input)
+    x = floating_data("hardswish_cpu", input)
     return record(HARDSWISH, x * np.clip(x + 3, 0, 6) / 6, (input,))
 
 
@@ -290,13 +269,13 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * tanh(softplus(x))."""
     if inplace:
         return _inplace(input, mish, (), True)
-    x = _floating_data("mish_cpu", input)
+    x = floating_data("mish_cpu", input)
     return record(MISH, x * np.tanh(np.logaddexp(0, x)), (input,))
 
 
 def logsigmoid(input: Tensor) -> Tensor:
     """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), exact in both tails."""
-    x = _floating_data("log_sigmoid_cpu", input)
+    x = floating_data("log_sigmoid_cpu", input)
     return record(LOG_SIGMOID, np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x))), (input,))
 
 
@@ -327,78 +306,6 @@ def _threshold(input: Tensor, threshold: float, value: float) -> Tensor:
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
     data = np.where(x > threshold, x, value).astype(x.dtype, copy=False)
     return record(THRESHOLD, data, (input,), threshold=threshold)
-
-
-def glu(input: Tensor, dim: int = -1) -> Tensor:
-    """a * sigmoid(b), a and b the two halves of `input` along `dim`."""
-    x = input._data
-    if x.ndim == 0:
-        raise RuntimeError("glu does not support scalars because halving size must be even")
-    (d,) = one_dim(dim, x.ndim, "glu")
-    if x.shape[d] % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {x.shape[d]}")
-    x = _floating_data("glu_cpu", input)
-    h = x.shape[d] // 2
-    lead = (slice(None),) * d
-    halves = (lead + (slice(0, h),), lead + (slice(h, None),))
-    after = (0, 0) * (x.ndim - 1 - d)  # pad's pairs run from the last dim back
-    widths = (after + (0, h), after + (h, 0))
-    a, b = x[halves[0]], x[halves[1]]
-    return record(GLU, a * input._device.ops.sigmoid(b), (input,), halves=halves, widths=widths)
-
-
-def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    """x for x > 0, else weight * x, one weight per channel (dim 1) or one for all."""
-    x, w = input._data, weight._data
-    if w.ndim > 1:
-        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {w.ndim}")
-    if w.size != 1:
-        if x.ndim == 0:
-            raise RuntimeError("Not allow zero-dim input tensor.")
-        channels = x.shape[1] if x.ndim >= 2 else 1
-        if w.size != channels:
-            raise RuntimeError(
-                f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {w.size} and "
-                f"channel size = {channels}."
-            )
-    if w.dtype != x.dtype:
-        raise RuntimeError(
-            f"prelu: Type promoting not supported. Got {SCALAR_NAMES.get(x.dtype)} and {SCALAR_NAMES.get(w.dtype)}"
-        )
-    _floating_data("prelu_cpu", input)
-    if w.ndim:  # the weights along dim 1 (or one for all): a view that broadcasts, its gradient summed back
-        weight = weight.reshape((w.size,) + (1,) * (x.ndim - 2) if w.size != 1 else ())
-    return record(PRELU, np.where(x > 0, x, weight._data * x), (input, weight))
-
-
-def _implicit_dim(op: str, ndim: int, stacklevel: int) -> int:
-    """PyTorch's deprecated choice when a softmax is given no dim: 0 for 0-, 1- and 3-dim inputs, else 1."""
-    warnings.warn(
-        f"Implicit dimension choice for {op} has been deprecated. Change the call to include dim=X as an argument.",
-        stacklevel=stacklevel,
-    )
-    return 0 if ndim in (0, 1, 3) else 1
-
-
-def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
-    """torch.nn.functional.softmax: exp(x) / sum(exp(x)) over `dim`, after a cast to `dtype` when given."""
-    if dim is None:
-        dim = _implicit_dim("softmax", input._data.ndim, _stacklevel)
-    return reductions.softmax(input, dim, dtype=dtype)
-
-
-def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
-    """torch.nn.functional.log_softmax: log(softmax(x)) over `dim`, after a cast to `dtype` when given."""
-    if dim is None:
-        dim = _implicit_dim("log_softmax", input._data.ndim, _stacklevel)
-    return reductions.log_softmax(input, dim, dtype=dtype)
-
-
-def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
-    """softmax(-x) over `dim` (recorded as SoftmaxBackward0 after a negation, as in PyTorch)."""
-    if dim is None:
-        dim = _implicit_dim("softmin", input._data.ndim, _stacklevel)
-    return reductions.softmax(-input, dim, dtype=dtype)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

@@ -26,7 +26,8 @@ TYPE_BY_NAME = {name: dtype for dtype, name in TYPE_NAMES.items()}
 DEVICE_NAMES = (*DEVICE_TYPES, "mps")  # mps parses as a device here, so that device() names what it lacks
 
 
-def _is_device(value: Any) -> bool:
+def is_device(value: Any) -> bool:
+    """Whether a positional argument of `to()` names a device (rather than a dtype)."""
     return isinstance(value, Device) or (isinstance(value, str) and value.split(":")[0] in DEVICE_NAMES)
 
 
@@ -65,7 +66,7 @@ def to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, non_bloc
         if rest:
             raise TypeError("to(other): no further positional arguments")
         dtype, device = other.dtype, other.device
-    elif args and _is_device(args[0]):
+    elif args and is_device(args[0]):
         device = args[0]
         if len(args) == 2:
             dtype = args[1]

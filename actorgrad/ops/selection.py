@@ -128,20 +128,26 @@ CLAMP_MAX_TENSOR = Rule(
 )
 
 
+def _of_tensors(op: str, rule: Rule, kernel: Any, input: Tensor, other: Tensor, dtype: Any) -> Tensor:
+    """`kernel` of two broadcasting tensors, both as `dtype`, with PyTorch's errors for two devices or shapes
+    that do not broadcast."""
+    common_device((input, other))  # PyTorch's error, before a kernel meets arrays of two devices
+    x, y = data_as(input, dtype), data_as(other, dtype)
+    try:
+        data = kernel(*kernel_operands(x, y))
+    except ValueError:
+        raise broadcast_error(op, x.shape, y.shape) from None
+    return record(rule, data, (input, other))
+
+
 def _one_bound(op: str, number_rule: Rule, tensor_rule: Rule, input: Tensor, bound: Any) -> Tensor:
     dtype = common_dtype(input, bound)
-    x = data_as(input, dtype)
     xp = input._device.xp
     kernel = xp.maximum if op == "clamp_min" else xp.minimum
-    if not isinstance(bound, Tensor):
-        return record(number_rule, kernel(*kernel_operands(x, fitted_number(bound, dtype))), (input,), bound=bound)
-    common_device((input, bound))
-    b = data_as(bound, dtype)
-    try:
-        data = kernel(*kernel_operands(x, b))
-    except ValueError:
-        raise broadcast_error(op, x.shape, b.shape) from None
-    return record(tensor_rule, data, (input, bound))
+    if isinstance(bound, Tensor):
+        return _of_tensors(op, tensor_rule, kernel, input, bound, dtype)
+    x = data_as(input, dtype)
+    return record(number_rule, kernel(*kernel_operands(x, fitted_number(bound, dtype))), (input,), bound=bound)
 
 
 def clamp_min(input: Tensor, min: Any) -> Tensor:
@@ -168,14 +174,7 @@ def _tensor_pair(op: str, input: Any, other: Any) -> None:
 
 def _pick(op: str, rule: Rule, kernel: Any, input: Tensor, other: Tensor) -> Tensor:
     _tensor_pair(op, input, other)
-    common_device((input, other))  # PyTorch's error, before a kernel meets arrays of two devices
-    dtype = result_type(input, other)
-    x, y = data_as(input, dtype), data_as(other, dtype)
-    try:
-        data = kernel(*kernel_operands(x, y))
-    except ValueError:
-        raise broadcast_error(op, x.shape, y.shape) from None
-    return record(rule, data, (input, other))
+    return _of_tensors(op, rule, kernel, input, other, result_type(input, other))
 
 
 def maximum(input: Tensor, other: Tensor) -> Tensor:

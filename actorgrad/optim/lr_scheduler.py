@@ -181,7 +181,20 @@ class LambdaLR(LRScheduler):
         return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas, self.base_lrs, strict=True)]
 
 
-class StepLR(LRScheduler):
+class _ScalingLR(LRScheduler):
+    """A scheduler whose chained rule multiplies every group's current lr by one factor per step."""
+
+    def _factor(self) -> float | None:
+        """This step's factor, or None where the step leaves the lrs as they are."""
+        raise NotImplementedError
+
+    def get_lr(self) -> list[float]:
+        self._warn_outside_step()
+        factor = self._factor()
+        return _lrs(self.optimizer) if factor is None else [lr * factor for lr in _lrs(self.optimizer)]
+
+
+class StepLR(_ScalingLR):
     """Multiply the lr by `gamma` every `step_size` epochs."""
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
@@ -189,17 +202,16 @@ class StepLR(LRScheduler):
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
-        self._warn_outside_step()
+    def _factor(self) -> float | None:
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
-            return _lrs(self.optimizer)
-        return [lr * self.gamma for lr in _lrs(self.optimizer)]
+            return None
+        return self.gamma
 
     def _get_closed_form_lr(self) -> list[float]:
         return [base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs]
 
 
-class MultiStepLR(LRScheduler):
+class MultiStepLR(_ScalingLR):
     """Multiply the lr by `gamma` at each milestone epoch (a milestone listed twice multiplies twice)."""
 
     def __init__(self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1,
@@ -208,18 +220,17 @@ class MultiStepLR(LRScheduler):
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
-        self._warn_outside_step()
+    def _factor(self) -> float | None:
         if self.last_epoch not in self.milestones:
-            return _lrs(self.optimizer)
-        return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in _lrs(self.optimizer)]
+            return None
+        return self.gamma ** self.milestones[self.last_epoch]
 
     def _get_closed_form_lr(self) -> list[float]:
         milestones = sorted(self.milestones.elements())
         return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch) for base_lr in self.base_lrs]
 
 
-class LinearLR(LRScheduler):
+class LinearLR(_ScalingLR):
     """Scale the lr by a factor going linearly from `start_factor` to `end_factor` over `total_iters` epochs."""
 
     def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
@@ -233,15 +244,13 @@ class LinearLR(LRScheduler):
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
-        self._warn_outside_step()
+    def _factor(self) -> float | None:
         if self.last_epoch == 0:
-            return [lr * self.start_factor for lr in _lrs(self.optimizer)]
+            return self.start_factor
         if self._is_initial or self.last_epoch > self.total_iters:
-            return _lrs(self.optimizer)
+            return None
         change = self.end_factor - self.start_factor
-        ratio = 1.0 + change / (self.total_iters * self.start_factor + (self.last_epoch - 1) * change)
-        return [lr * ratio for lr in _lrs(self.optimizer)]
+        return 1.0 + change / (self.total_iters * self.start_factor + (self.last_epoch - 1) * change)
 
     def _get_closed_form_lr(self) -> list[float]:
         progress = min(self.total_iters, self.last_epoch) / self.total_iters
@@ -249,18 +258,15 @@ class LinearLR(LRScheduler):
                 for base_lr in self.base_lrs]
 
 
-class ExponentialLR(LRScheduler):
+class ExponentialLR(_ScalingLR):
     """Multiply the lr by `gamma` every epoch."""
 
     def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
-        self._warn_outside_step()
-        if self._is_initial:
-            return _lrs(self.optimizer)
-        return [lr * self.gamma for lr in _lrs(self.optimizer)]
+    def _factor(self) -> float | None:
+        return None if self._is_initial else self.gamma
 
     def _get_closed_form_lr(self) -> list[float]:
         return [base_lr * self.gamma**self.last_epoch for base_lr in self.base_lrs]

@@ -1,0 +1,105 @@
+"""Module.to, type, cpu, cuda, double, float and half: a module's parameters and buffers (and their gradients) cast
+and moved in place, so the Parameter objects an optimizer holds stay the same. Module inherits them from
+CastMethods."""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+import numpy as np
+
+from actorgrad.devices.device import Device
+from actorgrad.devices.device import device as as_device
+from actorgrad.ops.casts import TYPE_BY_NAME, is_device
+from actorgrad.tensor import Tensor
+
+
+class CastMethods:
+    """The casts and moves of a module's parameters and buffers, as PyTorch's."""
+
+    def to(self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False,
+           memory_format: Any = None) -> Self:
+        """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(tensor)` (its device and dtype) or keywords, as
+        PyTorch's: casts floating parameters and buffers (and their gradients) and moves them. The Parameter
+        objects stay the same, so cast or move a model before building its optimizer."""
+        rest = list(args)
+        if rest and isinstance(rest[0], Tensor):
+            other = rest.pop(0)
+            device, dtype = other._device, other.dtype
+        elif rest and is_device(rest[0]):
+            device = rest.pop(0)
+            if rest and not isinstance(rest[0], bool):
+                dtype = rest.pop(0)
+        elif rest and not isinstance(rest[0], bool):
+            dtype = rest.pop(0)
+        if len(rest) > 2 or not all(isinstance(flag, bool) for flag in rest):  # non_blocking, copy
+            raise TypeError(f"to() received an invalid combination of arguments: {args!r}")
+        if dtype is not None:
+            dtype = np.dtype(dtype)
+            if dtype.kind not in "fc":
+                raise TypeError(
+                    f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                    f"dtype=actorgrad.{dtype}"
+                )
+        if device is not None:
+            self._move(as_device(device))
+        if dtype is not None:
+            self._cast(dtype, floating_only=True)
+        return self
+
+    def _cast(self, dtype: np.dtype, floating_only: bool) -> Self:
+        """Cast parameters and buffers (and gradients) in place: the floating ones, or all of them."""
+        tensors = [*self.parameters(), *self.buffers()]
+        if dtype.kind not in "fc" and any(t.requires_grad for t in tensors):
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
+        for tensor in tensors:
+            if tensor.dtype.kind == "f" or not floating_only:
+                tensor._data = tensor._data.astype(dtype)
+                if tensor.grad is not None:
+                    tensor.grad = Tensor(tensor.grad._data.astype(dtype), device=tensor._device)
+        return self
+
+    def type(self, dst_type: Any) -> Self:
+        """Cast every parameter and buffer, integer ones included, to `dst_type`: a dtype, or a legacy name, which
+        also picks the device as Tensor.type's does ('actorgrad.DoubleTensor' the cpu, 'actorgrad.cuda.FloatTensor'
+        a GPU)."""
+        if isinstance(dst_type, str):
+            name = dst_type.removeprefix("actorgrad.")
+            on_cuda = name.startswith("cuda.")
+            dtype = TYPE_BY_NAME.get(name.removeprefix("cuda.")) if name != dst_type else None
+            if dtype is None:
+                raise ValueError(f"invalid type: '{dst_type}'")
+            for tensor in [*self.parameters(), *self.buffers()]:
+                if (tensor._device.type == "cuda") != on_cuda:
+                    self._move_tensor(tensor, as_device("cuda" if on_cuda else "cpu"))
+            dst_type = dtype
+        return self._cast(np.dtype(dst_type), floating_only=False)
+
+    def _move(self, where: Device) -> Self:
+        for tensor in [*self.parameters(), *self.buffers()]:
+            if tensor._device is not where:
+                self._move_tensor(tensor, where)
+        return self
+
+    @staticmethod
+    def _move_tensor(tensor: Tensor, where: Device) -> None:
+        """Move a parameter or buffer (and its gradient) in place: it stays the same object."""
+        tensor._data = where.asarray(tensor._data)
+        tensor._device = where
+        if tensor.grad is not None:
+            tensor.grad = Tensor(where.asarray(tensor.grad._data), device=where)
+
+    def cpu(self) -> Self:
+        return self._move(as_device("cpu"))
+
+    def cuda(self, index: int = 0) -> Self:
+        return self._move(as_device("cuda", index))
+
+    def double(self) -> Self:
+        return self.to(np.float64)
+
+    def float(self) -> Self:
+        return self.to(np.float32)
+
+    def half(self) -> Self:
+        return self.to(np.float16)

@@ -1,0 +1,114 @@
+"""The activations that are no function of one element alone: glu (of the two halves along a dim), prelu (a
+learned slope per channel, dim 1), and the functional faces of softmax, log_softmax and softmin (over a dim, or
+PyTorch's deprecated implicit choice of one). Also the check of the floating-only kernels all activations share.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from actorgrad.ops import reductions
+from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.record import Rule, record
+from actorgrad.ops.reductions import one_dim
+from actorgrad.tensor import Tensor
+
+
+def floating_data(kernel: str, input: Tensor) -> np.ndarray:
+    """The input's array, or PyTorch's error for a dtype its kernel `kernel` does not take."""
+    x = input._data
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_NAMES.get(x.dtype, x.dtype)}'")
+    return x
+
+
+def _glu_grad(ops: Any, g: Any, self: Any, halves: tuple, widths: tuple) -> Any:
+    """Each half's gradient padded out to the input's shape along the halved dim, and the two added."""
+    a, b = ops.index(self, halves[0], None), ops.index(self, halves[1], None)
+    s = ops.sigmoid(b)
+    return ops.pad(g * s, widths[0]) + ops.pad(g * a * s * (1 - s), widths[1])
+
+
+GLU = Rule("GluBackward0", (("self", "halves", "widths"), _glu_grad))
+# prelu takes the weight's slope at 0, as PyTorch's.
+PRELU = Rule(
+    "PreluKernelBackward0",
+    (("self", "other"), lambda ops, g, self, other: ops.where(self > 0, g, g * other)),
+    (("self",), lambda ops, g, self: ops.where(self > 0, 0, g * self)),
+    broadcasts=True,
+)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """a * sigmoid(b), a and b the two halves of `input` along `dim`."""
+    x = input._data
+    if x.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    (d,) = one_dim(dim, x.ndim, "glu")
+    if x.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {x.shape[d]}")
+    x = floating_data("glu_cpu", input)
+    h = x.shape[d] // 2
+    lead = (slice(None),) * d
+    halves = (lead + (slice(0, h),), lead + (slice(h, None),))
+    after = (0, 0) * (x.ndim - 1 - d)  # pad's pairs run from the last dim back
+    widths = (after + (0, h), after + (h, 0))
+    a, b = x[halves[0]], x[halves[1]]
+    return record(GLU, a * input._device.ops.sigmoid(b), (input,), halves=halves, widths=widths)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """x for x > 0, else weight * x, one weight per channel (dim 1) or one for all."""
+    x, w = input._data, weight._data
+    if w.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {w.ndim}")
+    if w.size != 1:
+        if x.ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = x.shape[1] if x.ndim >= 2 else 1
+        if w.size != channels:
+            raise RuntimeError(
+                f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {w.size} and "
+                f"channel size = {channels}."
+            )
+    if w.dtype != x.dtype:
+        raise RuntimeError(
+            f"prelu: Type promoting not supported. Got {SCALAR_NAMES.get(x.dtype)} and {SCALAR_NAMES.get(w.dtype)}"
+        )
+    floating_data("prelu_cpu", input)
+    if w.ndim:  # the weights along dim 1 (or one for all): a view that broadcasts, its gradient summed back
+        weight = weight.reshape((w.size,) + (1,) * (x.ndim - 2) if w.size != 1 else ())
+    return record(PRELU, np.where(x > 0, x, weight._data * x), (input, weight))
+
+
+def _implicit_dim(op: str, ndim: int, stacklevel: int) -> int:
+    """PyTorch's deprecated choice when a softmax is given no dim: 0 for 0-, 1- and 3-dim inputs, else 1."""
+    warnings.warn(
+        f"Implicit dimension choice for {op} has been deprecated. Change the call to include dim=X as an argument.",
+        stacklevel=stacklevel,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """torch.nn.functional.softmax: exp(x) / sum(exp(x)) over `dim`, after a cast to `dtype` when given."""
+    if dim is None:
+        dim = _implicit_dim("softmax", input._data.ndim, _stacklevel)
+    return reductions.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """torch.nn.functional.log_softmax: log(softmax(x)) over `dim`, after a cast to `dtype` when given."""
+    if dim is None:
+        dim = _implicit_dim("log_softmax", input._data.ndim, _stacklevel)
+    return reductions.log_softmax(input, dim, dtype=dtype)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """softmax(-x) over `dim` (recorded as SoftmaxBackward0 after a negation, as in PyTorch)."""
+    if dim is None:
+        dim = _implicit_dim("softmin", input._data.ndim, _stacklevel)
+    return reductions.softmax(-input, dim, dtype=dtype)

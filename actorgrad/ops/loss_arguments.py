@@ -1,0 +1,42 @@
+"""The arguments every loss checks alike: the reduction (or PyTorch's deprecated size_average and reduce, which
+pick one) and the weights PyTorch's kernels refuse to differentiate."""
+
+from __future__ import annotations
+
+import warnings
+
+from actorgrad.grad_mode import is_grad_enabled
+from actorgrad.tensor import Tensor
+
+REDUCTIONS = ("none", "mean", "sum")
+
+
+def legacy_reduction(size_average: bool | None, reduce: bool | None, stacklevel: int = 3) -> str:
+    """The reduction the deprecated size_average / reduce pick, with PyTorch's warning."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = ("mean" if size_average else "sum") if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
+                  stacklevel=stacklevel)
+    return reduction
+
+
+def check_reduction(reduction: str, allowed: tuple = REDUCTIONS) -> None:
+    if reduction not in allowed:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def resolve_reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
+    """The reduction a loss runs with: the deprecated size_average / reduce, when given, override `reduction`."""
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce, stacklevel=4)
+    check_reduction(reduction)
+    return reduction
+
+
+def refuse_grad(function: str, name: str, t: Tensor | None) -> None:
+    """PyTorch's kernel has no derivative for this argument, so it refuses one that requires grad (in grad mode)
+    rather than leave it silently without a gradient."""
+    if t is not None and t.requires_grad and is_grad_enabled():
+        raise RuntimeError(f"The function '{function}' is not differentiable with respect to argument '{name}'. "
+                           "This input cannot have requires_grad True.")
