@@ -457,7 +457,7 @@ def _commit(staged: dict, create_graph: bool) -> None:
                 tensor._grad = Tensor(held._data + grad, device=tensor._device)
 
 
-def _refuse_inside_trio(name: str, async_name: str) -> None:
+def refuse_inside_trio(name: str, async_name: str) -> None:
     if reentrant_depth.get():  # nested in a node's backward: runs inline, never waiting on the loop
         return
     try:
@@ -514,7 +514,7 @@ def backward_sync(
     inputs: Inputs | None = None,
 ) -> None:
     """`actorgrad.autograd.backward`: the sync form of `await actorgrad.backward(...)`."""
-    _refuse_inside_trio("backward", "actorgrad.backward")
+    refuse_inside_trio("backward", "actorgrad.backward")
     if grad_variables is not None:
         grad_tensors = _renamed_grad_tensors(grad_tensors, grad_variables)
     task = _backward_task(tensors, grad_tensors, retain_graph, create_graph, inputs)
@@ -545,7 +545,7 @@ def grad_sync(
     materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """`actorgrad.autograd.grad`: the sync form of `await actorgrad.grad(...)`."""
-    _refuse_inside_trio("grad", "actorgrad.grad")
+    refuse_inside_trio("grad", "actorgrad.grad")
     passes = _grad_passes(outputs, inputs, grad_outputs, retain_graph, create_graph, only_inputs, allow_unused,
                           is_grads_batched, materialize_grads)
     task = next(passes)  # there is always one

@@ -28,7 +28,7 @@ from contextvars import ContextVar
 from typing import NamedTuple
 
 from actorgrad.creation import zeros_like
-from actorgrad.engine import _refuse_inside_trio, grad_sync
+from actorgrad.engine import grad_sync, refuse_inside_trio
 from actorgrad.grad_mode import enable_grad, is_grad_enabled
 from actorgrad.ops.record import SECOND_BACKWARD
 from actorgrad.tensor import Tensor
@@ -150,7 +150,7 @@ def _tangent(level: _Level, y: Tensor) -> Tensor | None:
     cached = level.tangents.get(id(y))
     if cached is not None:
         return cached[1]
-    _refuse_inside_trio("unpack_dual", "actorgrad.functional.jvp")
+    refuse_inside_trio("unpack_dual", "actorgrad.functional.jvp")
     duals = list(level.duals.values())
     cotangent = zeros_like(y, requires_grad=True)
     recording = is_grad_enabled()

@@ -28,7 +28,7 @@ from actorgrad.autograd.functional_arguments import (
     unpack,
 )
 from actorgrad.creation import zeros, zeros_like
-from actorgrad.engine import _refuse_inside_trio, grad_sync
+from actorgrad.engine import grad_sync, refuse_inside_trio
 from actorgrad.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from actorgrad.ops import stack
 from actorgrad.tensor import Tensor
@@ -276,7 +276,7 @@ def hvp_steps(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: b
 # -- the sync entry points -----------------------------------------------------------------------------------------
 
 def _sync(name: str, steps: Steps) -> Any:
-    _refuse_inside_trio(name, f"actorgrad.functional.{name}")
+    refuse_inside_trio(name, f"actorgrad.functional.{name}")
     return run_steps(steps)
 
 
