@@ -20,7 +20,7 @@ from actorgrad.ops.arithmetic import relu as _relu
 from actorgrad.ops.dim_activations import floating_data, glu, prelu, softmin
 from actorgrad.ops.dim_activations import log_softmax as log_softmax
 from actorgrad.ops.dim_activations import softmax as softmax
-from actorgrad.ops.inplace import _inplace
+from actorgrad.ops.inplace import write_in_place
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
@@ -159,7 +159,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     """max(0, x) + negative_slope * min(0, x); `inplace` writes it into `input` (LeakyReluBackward1, as
     PyTorch's leaky_relu_, whose gradient comes from the result)."""
     if inplace:
-        return _inplace(input, lambda s: _leaky_relu(LEAKY_RELU_INPLACE, s, negative_slope), (), False)
+        return write_in_place(input, lambda s: _leaky_relu(LEAKY_RELU_INPLACE, s, negative_slope), (), False)
     return _leaky_relu(LEAKY_RELU, input, negative_slope)
 
 
@@ -192,7 +192,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x), computed as PyTorch's kernel computes it, x / (1 + exp(-x)); `inplace` writes it into
     `input` (its node keeps a copy of the old values)."""
     if inplace:
-        return _inplace(input, silu, (), True)
+        return write_in_place(input, silu, (), True)
     x = floating_data("silu_cpu", input)
     with np.errstate(over="ignore"):  # exp(-x) is inf far left, where x / inf is PyTorch's -0
         data = x / (1 + np.exp(-x))
@@ -202,7 +202,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 def _elu(rule: Rule, input: Tensor, alpha: float, scale: float, input_scale: float, inplace: bool) -> Tensor:
     """scale * x for x > 0, else scale * alpha * (exp(x * input_scale) - 1): elu, selu and celu."""
     if inplace:
-        return _inplace(input, lambda s: _elu(rule, s, alpha, scale, input_scale, False), (), True)
+        return write_in_place(input, lambda s: _elu(rule, s, alpha, scale, input_scale, False), (), True)
     x = floating_data("elu_cpu", input)
     negative = np.expm1(np.minimum(x, 0) * input_scale) * (scale * alpha)
     data = np.where(x > 0, x * scale, negative).astype(x.dtype, copy=False)
@@ -238,7 +238,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     if inplace:
-        return _inplace(input, lambda s: hardtanh(s, min_val, max_val), (), True)
+        return write_in_place(input, lambda s: hardtanh(s, min_val, max_val), (), True)
     x = _not_bool(input, "hardtanh")
     data = np.clip(x, min_val, max_val).astype(x.dtype, copy=False)
     return record(HARDTANH, data, (input,), min_val=min_val, max_val=max_val)
@@ -252,7 +252,7 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """min(max(x + 3, 0), 6) / 6."""
     if inplace:
-        return _inplace(input, hardsigmoid, (), True)
+        return write_in_place(input, hardsigmoid, (), True)
     x = floating_data("hardsigmoid_cpu", input)
     return record(HARDSIGMOID, np.clip(x + 3, 0, 6) / 6, (input,))
 
@@ -260,7 +260,7 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * min(max(x + 3, 0), 6) / 6."""
     if inplace:
-        return _inplace(input, hardswish, (), True)
+        return write_in_place(input, hardswish, (), True)
     x = floating_data("hardswish_cpu", input)
     return record(HARDSWISH, x * np.clip(x + 3, 0, 6) / 6, (input,))
 
@@ -268,7 +268,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * tanh(softplus(x))."""
     if inplace:
-        return _inplace(input, mish, (), True)
+        return write_in_place(input, mish, (), True)
     x = floating_data("mish_cpu", input)
     return record(MISH, x * np.tanh(np.logaddexp(0, x)), (input,))
 
@@ -296,7 +296,7 @@ def tanhshrink(input: Tensor) -> Tensor:
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """x where x > threshold, else value; integer tensors stay integer."""
     if inplace:
-        return _inplace(input, lambda s: _threshold(s, threshold, value), (), True)
+        return write_in_place(input, lambda s: _threshold(s, threshold, value), (), True)
     return _threshold(input, threshold, value)
 
 

@@ -337,7 +337,7 @@ def _positions(view: np.ndarray, base: np.ndarray) -> np.ndarray:
     return found
 
 
-def _inplace(self: Tensor, compute: Callable[[Tensor], Tensor], operands: tuple, saves_self: bool) -> Tensor:
+def write_in_place(self: Tensor, compute: Callable[[Tensor], Tensor], operands: tuple, saves_self: bool) -> Tensor:
     """Run `compute` (the op out of place) and write its result into `self`, rebasing `self`'s history when the
     op needs a gradient. `saves_self`: the recorded node keeps `self`'s values, which must be copied first."""
     grad_mode = _grad_enabled.get()
@@ -370,53 +370,53 @@ def _inplace(self: Tensor, compute: Callable[[Tensor], Tensor], operands: tuple,
 
 # -- arithmetic ----------------------------------------------------------------------------------------------------
 def add_(self: Tensor, other: Any, alpha: Any = 1) -> Tensor:
-    return _inplace(self, lambda s: add(s, other, alpha=alpha), (other,), False)
+    return write_in_place(self, lambda s: add(s, other, alpha=alpha), (other,), False)
 
 
 def sub_(self: Tensor, other: Any, alpha: Any = 1) -> Tensor:
-    return _inplace(self, lambda s: sub(s, other, alpha=alpha), (other,), False)
+    return write_in_place(self, lambda s: sub(s, other, alpha=alpha), (other,), False)
 
 
 def mul_(self: Tensor, other: Any) -> Tensor:
-    return _inplace(self, lambda s: mul(s, other), (other,), _requires_grad(other))
+    return write_in_place(self, lambda s: mul(s, other), (other,), _requires_grad(other))
 
 
 def div_(self: Tensor, other: Any) -> Tensor:
-    return _inplace(self, lambda s: div(s, other), (other,), _requires_grad(other))
+    return write_in_place(self, lambda s: div(s, other), (other,), _requires_grad(other))
 
 
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
-    return _inplace(self, lambda s: clamp(s, min, max), (min, max), True)
+    return write_in_place(self, lambda s: clamp(s, min, max), (min, max), True)
 
 
 def _unary_inplace(op: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
     """The in-place form of a unary op whose node saves its result (a new array), never `self`'s values."""
-    return lambda self: _inplace(self, op, (), False)
+    return lambda self: write_in_place(self, op, (), False)
 
 
 # -- filling and copying -------------------------------------------------------------------------------------------
 def zero_(self: Tensor) -> Tensor:
-    return _inplace(self, lambda s: record(ZERO, np.zeros_like(s._data), (s,)), (), False)
+    return write_in_place(self, lambda s: record(ZERO, np.zeros_like(s._data), (s,)), (), False)
 
 
 def fill_(self: Tensor, value: Any) -> Tensor:
     if not isinstance(value, Tensor):
         fill = fill_value(value, self._data.dtype)[()]  # checked before anything is written
-        return _inplace(self, lambda s: record(FILL_NUMBER, np.full_like(s._data, fill), (s,)), (), False)
+        return write_in_place(self, lambda s: record(FILL_NUMBER, np.full_like(s._data, fill), (s,)), (), False)
     if value.ndim:
         raise RuntimeError(
             f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
         )
     if value._device is not self._device:  # from another device, as PyTorch: its gradient goes back there
         value = value.to(self._device)
-    return _inplace(
+    return write_in_place(
         self, lambda s: record(FILL_TENSOR, np.full_like(s._data, value._data), (s, value)), (value,), False
     )
 
 
 def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
     """`value` written where `mask` (broadcasting to this tensor's shape) is True."""
-    return _inplace(self, lambda s: masked_fill(s, mask, value), (value,), False)
+    return write_in_place(self, lambda s: masked_fill(s, mask, value), (value,), False)
 
 
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
@@ -433,7 +433,7 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
             raise broadcast_error("copy_", s.shape, src.shape) from None
         return record(COPY, data, (s, src))
 
-    return _inplace(self, compute, (src,), False)
+    return write_in_place(self, compute, (src,), False)
 
 
 # -- tensor[index] = value -----------------------------------------------------------------------------------------
