@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import reduced_axes
-from actorgrad.ops import contraction, conv, embeddings, pooling
+from actorgrad.ops import contraction, conv, embeddings, linalg_decompositions, pooling
 from actorgrad.ops.activations import relu_backward
 from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.casts import to_device
@@ -20,7 +20,7 @@ from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, scatter_add, ta
 from actorgrad.ops.reductions import log_softmax, prod_over_dims
 from actorgrad.ops.scans import cumprod
 from actorgrad.ops.selection import where
-from actorgrad.ops.shape import broadcast_to, flip, pad, permute, roll, to_dtype
+from actorgrad.ops.shape import broadcast_to, flip, pad, permute, roll, to_dtype, tril
 from actorgrad.ops.special import erf
 from actorgrad.ops.unary import cos, sign, sin
 from actorgrad.saved_tensors import SavedOutput
@@ -232,6 +232,24 @@ class TensorOps:
     @staticmethod
     def to_device(g: Tensor, device: Any) -> Tensor:
         return g if g._device is device else to_device(g, device)
+
+    @staticmethod
+    def inv(x: Tensor) -> Tensor:
+        return linalg_decompositions.inv(x)
+
+    @staticmethod
+    def solve(a: Tensor, b: Tensor) -> Tensor:
+        return linalg_decompositions.solve_matrices(a, b)
+
+    @staticmethod
+    def suffix_sum(g: Tensor, dim: int) -> Tensor:
+        """The running sum from the far end, as a cumsum of the flipped tensor: reverse_cumsum's sum - cumsum + g
+        cancels away terms much smaller than the total."""
+        return flip(flip(g, (dim,)).cumsum(dim), (dim,))
+
+    @staticmethod
+    def tril(x: Tensor, diagonal: int) -> Tensor:
+        return tril(x, diagonal)
 
 
 tensor_ops = TensorOps()

@@ -296,3 +296,21 @@ class ArrayOps:
     def to_device(self, g: Any, device: Any) -> Any:
         """g on `device`: host devices share numpy arrays, so only a move to or from a GPU copies."""
         return g if device.xp is self.xp else device.asarray(g)
+
+    def inv(self, x: Any) -> Any:
+        """The inverse of each matrix of a batch."""
+        return self.xp.linalg.inv(x)
+
+    def solve(self, a: Any, b: Any) -> Any:
+        """x with a x = b, for batches of matrices whose batch dims broadcast (CuPy's solve takes equal ones)."""
+        xp = self.xp
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        return xp.linalg.solve(xp.broadcast_to(a, batch + a.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:]))
+
+    def suffix_sum(self, g: Any, dim: int) -> Any:
+        """reverse_cumsum, which here already runs from the far end (exact for terms of very different sizes)."""
+        return self.reverse_cumsum(g, dim)
+
+    def tril(self, x: Any, diagonal: int) -> Any:
+        """The lower triangle of each matrix of a batch, from `diagonal` down."""
+        return self.xp.tril(x, diagonal)

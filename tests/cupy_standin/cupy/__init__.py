@@ -81,8 +81,8 @@ def _wrap(x: Any) -> Any:
         return wrapper
     if isinstance(x, _np.generic):
         return _wrap(_np.asarray(x))
-    if isinstance(x, tuple | list):
-        return type(x)(_wrap(v) for v in x)
+    if isinstance(x, tuple | list):  # a numpy named tuple (slogdet's) comes back plain, as CuPy's results do
+        return (list if isinstance(x, list) else tuple)(_wrap(v) for v in x)
     return x
 
 

@@ -1,0 +1,230 @@
+"""Inverses, determinants, linear solves and the Cholesky factor of (batches of) square matrices, with PyTorch's
+gradient rules (`actorgrad.linalg` and the top-level inverse, det, logdet, slogdet).
+
+Each rule is written with matrix products, transposes and `ops.inv` / `ops.solve` (themselves recorded ops), so a
+backward with `create_graph=True` differentiates again. The gradients assume invertible matrices, as PyTorch's
+fast paths do; a singular one raises in the backward.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.record import Rule, record, same_device
+from actorgrad.ops.selection import where
+from actorgrad.tensor import Tensor
+
+__all__ = ["det", "inverse", "logdet", "slogdet"]
+
+SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
+
+
+class LinAlgError(RuntimeError):
+    """A matrix the factorization cannot take (singular, not positive-definite), as torch.linalg.LinAlgError."""
+
+
+def _mT(ops: Any, x: Any) -> Any:
+    return ops.swapaxes(x, -1, -2)
+
+
+def _as_matrices(ops: Any, g: Any) -> Any:
+    """A batch of numbers (det's, logabsdet's gradient) as a batch of 1x1 matrices, to scale matrices with."""
+    return ops.reshape(g, g.shape + (1, 1))
+
+
+def _det_grad(ops: Any, g: Any, self: Any, result: Any) -> Any:
+    return _as_matrices(ops, g * result) * _mT(ops, ops.inv(self))
+
+
+def _cholesky_grad(ops: Any, g: Any, result: Any) -> Any:
+    """PyTorch's cholesky_backward: with P = tril(L^T gL), gA = L^-T (P + tril(P, -1)^T) / 2 L^-1 (symmetric)."""
+    p = ops.tril(_mT(ops, result) @ g, 0)
+    inverse = ops.inv(result)
+    return _mT(ops, inverse) @ ((p + _mT(ops, ops.tril(p, -1))) * 0.5) @ inverse
+
+
+def _solve_other_grad(ops: Any, g: Any, self: Any, vector: bool, other_shape: tuple) -> Any:
+    grad = ops.solve(_mT(ops, self), ops.reshape(g, g.shape + (1,)) if vector else g)
+    return ops.sum_to(ops.reshape(grad, grad.shape[:-1]) if vector else grad, other_shape)
+
+
+def _solve_self_grad(ops: Any, g: Any, self: Any, result: Any, vector: bool, self_shape: tuple) -> Any:
+    if vector:
+        g, result = ops.reshape(g, g.shape + (1,)), ops.reshape(result, result.shape + (1,))
+    grad = -(ops.solve(_mT(ops, self), g) @ _mT(ops, result))
+    return ops.sum_to(grad, self_shape)
+
+
+INV = Rule("LinalgInvExBackward0", (("result",), lambda ops, g, result: -(_mT(ops, result) @ g @ _mT(ops, result))))
+DET = Rule("LinalgDetBackward0", (("self", "result"), _det_grad))
+SLOGDET = Rule("LinalgSlogdetBackward0",
+               (("self",), lambda ops, g, self: _as_matrices(ops, g) * _mT(ops, ops.inv(self))))
+SLOGDET_SIGN = Rule("LinalgSlogdetBackward0", ((), lambda ops, g: None))  # a real sign is piecewise constant
+SOLVE = Rule(
+    "LinalgSolveExBackward0",
+    (("self", "result", "vector", "self_shape"), _solve_self_grad),
+    (("self", "vector", "other_shape"), _solve_other_grad),
+)
+CHOLESKY = Rule("LinalgCholeskyExBackward0", (("result",), _cholesky_grad))
+
+
+def check_square(op: str, input: Tensor, name: str = "A") -> Any:
+    """The input's array, after PyTorch's checks for a batch of square floating-point matrices."""
+    x = input._data
+    if x.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
+    if x.shape[-1] != x.shape[-2]:
+        raise RuntimeError(f"{op}: {name} must be batches of square matrices, but they are {x.shape[-2]} by "
+                           f"{x.shape[-1]} matrices")
+    check_floating(op, x)
+    return x
+
+
+def check_floating(op: str, x: Any) -> None:
+    if x.dtype.kind != "f":
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {SCALAR_NAMES[x.dtype]}")
+    if x.dtype == np.float16:
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got Half")
+
+
+def _zero_pivot(matrix: np.ndarray) -> int:
+    """The 1-based index of the first zero diagonal element of the LU factor (partial pivoting, as LAPACK's
+    getrf), or 0: only on the error path, to name what PyTorch names."""
+    u = np.array(matrix, dtype=np.float64)
+    n = u.shape[0]
+    for k in range(n):
+        pivot = k + int(np.argmax(np.abs(u[k:, k])))
+        u[[k, pivot]] = u[[pivot, k]]
+        if u[k, k] == 0:
+            return k + 1
+        u[k + 1:] -= np.outer(u[k + 1:, k] / u[k, k], u[k])
+    return 0
+
+
+def _batch_prefix(x: Any, index: int) -> str:
+    return f"(Batch element {index}): " if x.ndim > 2 else ""
+
+
+def _singular(op: str, x: Any) -> LinAlgError:
+    """PyTorch's error for a singular matrix: the batch element and the LU factor's zero diagonal element."""
+    host = np.asarray(x.get() if hasattr(x, "get") else x).reshape((-1,) + x.shape[-2:])
+    for i, matrix in enumerate(host):
+        k = _zero_pivot(matrix)
+        if k:
+            return LinAlgError(f"{op}: {_batch_prefix(x, i)}The diagonal element {k} is zero, the inversion could "
+                               "not be completed because the input matrix is singular.")
+    return LinAlgError(f"{op}: The inversion could not be completed because the input matrix is singular.")
+
+
+def _inverted(op: str, input: Tensor) -> Any:
+    x = input._data
+    try:
+        return input._device.xp.linalg.inv(x)
+    except np.linalg.LinAlgError:
+        raise _singular(op, x) from None
+
+
+def inv(A: Tensor) -> Tensor:
+    """The inverse of each square matrix."""
+    check_square("linalg.inv", A)
+    return record(INV, _inverted("linalg.inv", A), (A,))
+
+
+def inverse(input: Tensor) -> Tensor:
+    """torch.inverse: linalg.inv."""
+    return inv(input)
+
+
+def det(A: Tensor) -> Tensor:
+    """The determinant of each square matrix."""
+    x = check_square("linalg.det", A)
+    return record(DET, A._device.xp.linalg.det(x).astype(x.dtype, copy=False), (A,))
+
+
+def slogdet(A: Tensor) -> SlogdetResult:
+    """The sign and the log of the absolute value of each determinant: (0, -inf) for a singular matrix."""
+    x = check_square("linalg.slogdet", A)
+    sign, logabsdet = A._device.xp.linalg.slogdet(x)
+    return SlogdetResult(record(SLOGDET_SIGN, sign.astype(x.dtype, copy=False), (A,)),
+                         record(SLOGDET, logabsdet.astype(x.dtype, copy=False), (A,)))
+
+
+def logdet(input: Tensor) -> Tensor:
+    """log(det): nan for a negative determinant, -inf for a singular matrix, as PyTorch's (a where over slogdet)."""
+    check_square("logdet", input)
+    sign, logabsdet = slogdet(input)
+    return where(sign < 0, np.nan, logabsdet)
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """X with A X = B (batch dims broadcast); B may be a vector, or a batch of vectors (B.ndim == A.ndim - 1 with
+    A's leading shape), as in PyTorch. left=False solves X A = B."""
+    if not left:
+        return solve(A.mT, B.mT).mT
+    a, b = A._data, B._data
+    return solve_matrices(A, B, vector=b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1]))
+
+
+def solve_matrices(A: Tensor, B: Tensor, vector: bool = False) -> Tensor:
+    """solve with B a batch of matrices, or (`vector`) of vectors."""
+    a = check_square("linalg.solve", A)
+    b = B._data
+    same_device(A, B)
+    if b.dtype != a.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
+                           f"{SCALAR_NAMES[a.dtype]} and B of type {SCALAR_NAMES[b.dtype]} instead")
+    matrix = b[..., None] if vector else b
+    if matrix.ndim < 2 or matrix.shape[-2] != a.shape[-1]:
+        rows = matrix.shape[-2] if matrix.ndim > 1 else 1
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+                           f"({a.shape[-2]}x{a.shape[-1]} and {rows}x{matrix.shape[-1]})")
+    try:
+        data = solved(A._device.xp, a, matrix)
+    except np.linalg.LinAlgError:
+        raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is singular.") from None
+    if vector:
+        data = data[..., 0]
+    return record(SOLVE, data, (A, B), vector=vector, self_shape=a.shape, other_shape=b.shape)
+
+
+def solved(xp: Any, a: Any, b: Any) -> Any:
+    """The solution of a x = b for a batch of matrices b, the batch dims broadcast (CuPy's solve takes equal ones)."""
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return xp.linalg.solve(xp.broadcast_to(a, batch + a.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:]))
+
+
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
+    """The lower-triangular L with A = L L^T (only A's lower triangle is read), or with upper=True L^T."""
+    x = check_square("linalg.cholesky", A)
+    xp = A._device.xp
+    lower = xp.tril(x)
+    symmetric = lower + xp.swapaxes(xp.tril(x, -1), -1, -2)
+    try:
+        factor = xp.linalg.cholesky(symmetric)
+    except np.linalg.LinAlgError:
+        raise _not_positive_definite(symmetric) from None
+    out = record(CHOLESKY, factor, (A,))
+    return out.mT if upper else out
+
+
+def _not_positive_definite(x: Any) -> LinAlgError:
+    """PyTorch's error: the batch element and the order of the first leading minor that is not positive-definite."""
+    host = np.asarray(x.get() if hasattr(x, "get") else x).reshape((-1,) + x.shape[-2:])
+    for i, matrix in enumerate(host):
+        for order in range(1, matrix.shape[0] + 1):
+            try:
+                np.linalg.cholesky(matrix[:order, :order])
+            except np.linalg.LinAlgError:
+                return LinAlgError(
+                    f"linalg.cholesky: {_batch_prefix(x, i)}The factorization could not be completed because the "
+                    f"input is not positive-definite (the leading minor of order {order} is not positive-definite)."
+                )
+    return LinAlgError("linalg.cholesky: The factorization could not be completed because the input is not "
+                       "positive-definite.")
+
+
+METHODS: dict[str, Any] = {"inverse": inverse, "det": det, "logdet": logdet, "slogdet": slogdet}

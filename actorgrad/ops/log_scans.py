@@ -1,0 +1,41 @@
+"""logcumsumexp: the running log of the sum of exponentials along a dim, and its gradient rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.record import Rule, record
+from actorgrad.ops.shape import single_dim
+from actorgrad.tensor import Tensor
+
+__all__ = ["logcumsumexp"]
+
+
+def _logcumsumexp_grad(ops: Any, g: Any, self: Any, result: Any, dim: int, last: tuple) -> Any:
+    """grad_i = sum over j >= i of g_j exp(x_i - r_j), written as exp(x_i - t) * sum g_j exp(t - r_j) with t the
+    total (the last running value), which is at least every x_i and r_j: neither exponential overflows unless
+    the running values span more than the float range. The terms span as much as the running values do, so they are
+    summed from the far end (suffix_sum), never as total - cumsum, which would cancel the small ones away."""
+    if last is None:  # a 0-dim input is its own logcumsumexp
+        return g
+    total = ops.index(result, last, None)
+    return ops.exp(self - total) * ops.suffix_sum(g * ops.exp(total - result), dim)
+
+
+LOGCUMSUMEXP = Rule("LogcumsumexpBackward0", (("self", "result", "dim", "last"), _logcumsumexp_grad))
+
+
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """log(cumsum(exp(input))) along `dim`, without overflow: a running logaddexp."""
+    x = input._data
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
+    d = single_dim(dim, x.ndim, "logcumsumexp")
+    rows = x.reshape(x.shape or (1,))
+    data = input._device.xp.logaddexp.accumulate(rows, axis=d).reshape(x.shape)
+    last = (slice(None),) * d + (slice(-1, None),) if x.ndim else None
+    return record(LOGCUMSUMEXP, data, (input,), dim=d, last=last)
+
+
+METHODS: dict[str, Any] = {"logcumsumexp": logcumsumexp}

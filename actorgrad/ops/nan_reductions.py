@@ -1,0 +1,142 @@
+"""Reductions that look past NaN or pick a middle element: nansum, nanmean, median and nanmedian, with their
+gradient rules; and std_mean / var_mean, the spread and the mean from one call.
+
+A median over all elements shares its gradient evenly among the elements equal to it (PyTorch's
+evenly_distribute_backward); along a dim the gradient goes to the element whose index is returned.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from actorgrad.ops.extrema import _extreme_all_grad, _select_grad
+from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.record import Rule, record
+from actorgrad.ops.reductions import MEAN, _spread, input_size, kept, one_dim, reduced_dims, sum
+from actorgrad.ops.shape import single_dim
+from actorgrad.ops.statistics import STD, VAR, _variance
+from actorgrad.tensor import Tensor, int64
+
+__all__ = ["median", "nanmean", "nanmedian", "nansum", "std_mean", "var_mean"]
+
+MedianResult = namedtuple("median", ["values", "indices"])
+NanmedianResult = namedtuple("nanmedian", ["values", "indices"])
+
+NANSUM = Rule(
+    "NansumBackward0",
+    (("self", "kept_shape", "self_shape"),
+     lambda ops, g, self, kept_shape, self_shape: ops.where(self != self, 0, _spread(ops, g, kept_shape, self_shape))),
+    cost=input_size,
+)
+_EVENLY = (("self", "result", "dim", "kept_shape"), _extreme_all_grad)
+_SELECT = (("indices", "dim", "rows_shape", "self_shape"), _select_grad)
+MEDIAN_ALL = Rule("MedianBackward0", _EVENLY, cost=input_size)
+MEDIAN_DIM = Rule("MedianBackward1", _SELECT, cost=input_size)
+NANMEDIAN_ALL = Rule("NanmedianBackward0", _EVENLY, cost=input_size)
+NANMEDIAN_DIM = Rule("NanmedianBackward1", _SELECT, cost=input_size)
+# std_mean's and var_mean's two results each get the rule of std (var) and of mean, under PyTorch's one node name.
+STD_MEAN = (Rule("StdMeanBackward0", *STD.grads, cost=input_size), Rule("StdMeanBackward0", *MEAN.grads))
+VAR_MEAN = (Rule("VarMeanBackward0", *VAR.grads, cost=input_size), Rule("VarMeanBackward0", *MEAN.grads))
+
+
+def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """The sum over `dim` with NaNs counted as zero; integers and bools sum in int64, as sum's."""
+    x = input._data
+    if dtype is not None:
+        x = x.astype(dtype, copy=False)
+    elif x.dtype.kind in "biu":
+        x = x.astype(int64)
+    dims = reduced_dims(dim, x.ndim, "nansum") if x.ndim else one_dim(dim or 0, 0, "nansum")
+    kernel = input._device.xp.nansum if x.dtype.kind == "f" else input._device.xp.sum
+    data = kernel(x, axis=dims, keepdims=keepdim)
+    return record(NANSUM, data.astype(x.dtype, copy=False), (input,), kept_shape=kept(x.shape, dims),
+                  self_shape=x.shape)
+
+
+def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """The mean of the non-NaN elements over `dim` (NaN where there are none), as PyTorch's: nansum / count."""
+    if input._data.dtype.kind != "f":
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{SCALAR_NAMES[input._data.dtype]}")
+    counted = sum(~input.isnan(), dim, keepdim)
+    return nansum(input, dim, keepdim, dtype=dtype) / counted
+
+
+def _lower_middle(xp: Any, rows: Any, d: int, ignore_nan: bool) -> tuple[Any, Any]:
+    """The indices (dim d kept) and values of the lower middle element of each row in stable sorted order: the
+    first NaN where a row holds one (median), or the middle of the non-NaN elements (nanmedian, NaN where all are)."""
+    order = xp.argsort(rows, axis=d, kind="stable")  # NaN sorts last
+    n = rows.shape[d]
+    if rows.dtype.kind == "f":
+        nans = xp.isnan(rows).sum(axis=d, keepdims=True)
+    else:
+        nans = xp.zeros(kept(rows.shape, (d,)), dtype=np.int64)
+    if ignore_nan:
+        position = xp.maximum((n - nans - 1) // 2, 0)
+    else:
+        position = xp.where(nans > 0, n - nans, (n - 1) // 2)
+    indices = xp.take_along_axis(order, position.astype(order.dtype), axis=d)
+    return indices, xp.take_along_axis(rows, indices, axis=d)
+
+
+def _median(op: str, all_rule: Rule, dim_rule: Rule, result: Any, input: Tensor, dim: int | None,
+            keepdim: bool) -> Any:
+    x = input._data
+    xp = input._device.xp
+    if dim is None:
+        if x.size == 0:
+            return record(all_rule, xp.full((), np.nan, x.dtype), (input,), dim=(), kept_shape=(), self_shape=x.shape)
+        _, value = _lower_middle(xp, x.reshape(-1), 0, op == "nanmedian")
+        dims = tuple(range(x.ndim))
+        return record(all_rule, value.reshape(()), (input,), dim=dims, kept_shape=(1,) * x.ndim, self_shape=x.shape)
+    d = single_dim(dim, x.ndim, op)
+    rows = x.reshape(x.shape or (1,))
+    if rows.shape[d] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    indices, values = _lower_middle(xp, rows, d, op == "nanmedian")
+    shape = kept(x.shape, (d,)) if keepdim else x.shape[:d] + x.shape[d + 1:]
+    out = record(dim_rule, values.reshape(shape), (input,), indices=indices, dim=d, rows_shape=rows.shape,
+                 self_shape=x.shape)
+    return result(out, Tensor(indices.reshape(shape).astype(int64, copy=False), device=input._device))
+
+
+def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """The lower median of all elements (NaN if any is), or along `dim` the named tuple (values, indices)."""
+    return _median("median", MEDIAN_ALL, MEDIAN_DIM, MedianResult, input, dim, keepdim)
+
+
+def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """median over the non-NaN elements (NaN where all are NaN)."""
+    return _median("nanmedian", NANMEDIAN_ALL, NANMEDIAN_DIM, NanmedianResult, input, dim, keepdim)
+
+
+def _moments(op: str, rules: tuple[Rule, Rule], input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool,
+             correction: Any) -> tuple[Tensor, Tensor]:
+    x = input._data
+    if x.dtype.kind != "f":
+        raise RuntimeError(f"{op} only support floating point and complex dtypes")
+    data, params = _variance(op, input, dim, unbiased, keepdim, correction)
+    if rules is STD_MEAN:
+        data = np.sqrt(data)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = x.sum(axis=params["dims"], keepdims=keepdim) / np.float64(params["count"])
+    spread = record(rules[0], data, (input,), **params)
+    return spread, record(rules[1], mean.astype(x.dtype, copy=False), (input,), **params)
+
+
+def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple[Tensor, Tensor]:
+    """(std, mean) over `dim`, with std's arguments."""
+    return _moments("std_mean", STD_MEAN, input, dim, unbiased, keepdim, correction)
+
+
+def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple[Tensor, Tensor]:
+    """(var, mean) over `dim`, with var's arguments."""
+    return _moments("var_mean", VAR_MEAN, input, dim, unbiased, keepdim, correction)
+
+
+METHODS: dict[str, Any] = {"nansum": nansum, "nanmean": nanmean, "median": median, "nanmedian": nanmedian}
