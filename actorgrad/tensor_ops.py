@@ -115,7 +115,9 @@ class TensorOps:
 
     @staticmethod
     def reverse_cumsum(g: Tensor, dim: int) -> Tensor:
-        return g.sum((dim,), keepdim=True) - g.cumsum(dim) + g
+        """As a cumsum of the flipped tensor: `sum - cumsum + g` would cancel away terms much smaller than the
+        total."""
+        return flip(flip(g, (dim,)).cumsum(dim), (dim,))
 
     @staticmethod
     def scatter_along(g: Tensor, indices: Any, dim: int, shape: tuple[int, ...]) -> Tensor:
@@ -240,12 +242,6 @@ class TensorOps:
     @staticmethod
     def solve(a: Tensor, b: Tensor) -> Tensor:
         return linalg_decompositions.solve_matrices(a, b)
-
-    @staticmethod
-    def suffix_sum(g: Tensor, dim: int) -> Tensor:
-        """The running sum from the far end, as a cumsum of the flipped tensor: reverse_cumsum's sum - cumsum + g
-        cancels away terms much smaller than the total."""
-        return flip(flip(g, (dim,)).cumsum(dim), (dim,))
 
     @staticmethod
     def tril(x: Tensor, diagonal: int) -> Tensor:

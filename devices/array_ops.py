@@ -307,10 +307,6 @@ class ArrayOps:
         batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         return xp.linalg.solve(xp.broadcast_to(a, batch + a.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:]))
 
-    def suffix_sum(self, g: Any, dim: int) -> Any:
-        """reverse_cumsum, which here already runs from the far end (exact for terms of very different sizes)."""
-        return self.reverse_cumsum(g, dim)
-
     def tril(self, x: Any, diagonal: int) -> Any:
         """The lower triangle of each matrix of a batch, from `diagonal` down."""
         return self.xp.tril(x, diagonal)

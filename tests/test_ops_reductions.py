@@ -362,3 +362,10 @@ def test_max_and_min_with_a_tensor_are_the_elementwise_forms():
     np.testing.assert_array_equal(a.min(b).detach().numpy(), [1.0, 4.0, -2.0])
     assert ag.max(a, b).grad_fn.name() == "MaximumBackward0"
     assert a.min(b).grad_fn.name() == "MinimumBackward0"
+
+
+def test_cumsums_recorded_gradient_keeps_terms_much_smaller_than_the_total():
+    x = ag.tensor([1.0, 2.0, 3.0], dtype=ag.float64, requires_grad=True)
+    c = ag.tensor([1e20, 1.0, 1.0], dtype=ag.float64)
+    (g,) = ag.autograd.grad((x.cumsum(0) * c).sum(), x, create_graph=True)
+    assert g.tolist() == [1e20, 2.0, 1.0]  # sum - cumsum + g would give 1.0 for the middle one

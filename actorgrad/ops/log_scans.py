@@ -16,11 +16,11 @@ def _logcumsumexp_grad(ops: Any, g: Any, self: Any, result: Any, dim: int, last:
     """grad_i = sum over j >= i of g_j exp(x_i - r_j), written as exp(x_i - t) * sum g_j exp(t - r_j) with t the
     total (the last running value), which is at least every x_i and r_j: neither exponential overflows unless
     the running values span more than the float range. The terms span as much as the running values do, so they are
-    summed from the far end (suffix_sum), never as total - cumsum, which would cancel the small ones away."""
+    summed from the far end (reverse_cumsum), never as total - cumsum, which would cancel the small ones away."""
     if last is None:  # a 0-dim input is its own logcumsumexp
         return g
     total = ops.index(result, last, None)
-    return ops.exp(self - total) * ops.suffix_sum(g * ops.exp(total - result), dim)
+    return ops.exp(self - total) * ops.reverse_cumsum(g * ops.exp(total - result), dim)
 
 
 LOGCUMSUMEXP = Rule("LogcumsumexpBackward0", (("self", "result", "dim", "last"), _logcumsumexp_grad))
