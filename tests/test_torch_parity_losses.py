@@ -338,3 +338,89 @@ def test_new_loss_and_norm_modules():
     assert gn(ag.arange(24.0).reshape(2, 4, 3)).shape == (2, 4, 3)
     with raises(ValueError, "num_channels (5) must be divisible by num_groups (2)"):
         nn.GroupNorm(2, 5)
+
+
+# -- broadcast operands, kinks, dtype refusals (fuzz against torch 2.13) ------------------------------------------
+DIFFERENCE_LOSSES = (F.mse_loss, F.l1_loss, F.smooth_l1_loss, F.huber_loss)
+
+
+@pytest.mark.parametrize("loss", DIFFERENCE_LOSSES)
+def test_difference_losses_sum_a_zero_dim_operand_gradient_back_to_zero_dim(loss):
+    x, y = f64([[0.5, -1.0, 2.0]], True), f64(0.25, True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gx, gy = ag.autograd.grad(loss(x, y), (x, y))
+        assert gx.shape == (1, 3) and gy.shape == ()
+        z = f64([[0.5, -1.0, 2.0], [0.1, 0.2, -0.3]], True)
+        gy2, gz = ag.autograd.grad(loss(y, z), (y, z))
+        assert gy2.shape == () and gz.shape == (2, 3)
+        assert gradcheck(lambda a, b: loss(a, b, reduction="sum"), (y, z))
+        assert gradgradcheck(lambda a, b: loss(a, b), (z, y))
+    # torch 2.13's gradients of the 0-d operand (mean over 3 elements)
+    expected = {F.mse_loss: -0.5, F.l1_loss: -1 / 3, F.smooth_l1_loss: -0.25 / 3, F.huber_loss: -0.25 / 3}[loss]
+    assert gy.item() == pytest.approx(expected, rel=1e-12)
+
+
+def test_kl_div_target_broadcasts_with_gradients_of_each_operand_shape():
+    x = f64([[0.5, -1.0], [2.0, 0.3]], True)
+    t = f64([[0.2, 0.7]], True)
+    gx, gt = ag.autograd.grad(F.kl_div(x, t, reduction="sum"), (x, t))
+    np.testing.assert_allclose(gx.numpy(), [[-0.2, -0.7], [-0.2, -0.7]], rtol=1e-12)
+    np.testing.assert_allclose(gt.numpy(), [[-3.7188758248682006, 1.986650112122535]], rtol=1e-12)
+    row = f64([0.2, 0.7], True)
+    gx, gt = ag.autograd.grad(F.kl_div(x, row, reduction="batchmean"), (x, row))
+    assert gx.shape == (2, 2)
+    np.testing.assert_allclose(gt.numpy(), [-1.8594379124341003, 0.9933250560612675], rtol=1e-12)
+    scalar = f64(0.4, True)
+    gx, gt = ag.autograd.grad(F.kl_div(x, scalar, reduction="sum", log_target=True), (x, scalar))
+    np.testing.assert_allclose(gx.numpy(), np.full((2, 2), -1.4918246976412703), rtol=1e-12)
+    assert gt.item() == pytest.approx(5.668933851036827, rel=1e-12)
+    assert gradgradcheck(lambda a, b: F.kl_div(a, b, reduction="sum"), (x, row))
+    assert gradgradcheck(lambda a, b: F.kl_div(a, b, reduction="none", log_target=True), (row, x))
+
+
+def test_kl_div_target_gradient_at_zero_target_is_nan():
+    x, t = f64([0.5, -1.0], True), f64([0.0, 0.7], True)
+    gx, gt = ag.autograd.grad(F.kl_div(x, t, reduction="sum"), (x, t))
+    assert gx.tolist() == [0.0, -0.7]
+    assert np.isnan(gt[0].item()) and gt[1].item() == pytest.approx(1.6433250560612676, rel=1e-12)
+
+
+def test_pointwise_loss_kernels_refuse_integer_and_bool_operands():
+    i, j, b = ag.tensor([1, 2]), ag.tensor([0, 3]), ag.tensor([True, False])
+    for loss, kernel in ((F.mse_loss, "mse_cpu"), (F.smooth_l1_loss, "smooth_l1_cpu"), (F.huber_loss, "huber_cpu")):
+        for reduction in ("none", "sum", "mean"):
+            with raises(NotImplementedError, f"\"{kernel}\" not implemented for 'Long'"):
+                loss(i, j, reduction=reduction)
+        with raises(NotImplementedError, f"\"{kernel}\" not implemented for 'Bool'"):
+            loss(b, b)
+        assert loss(i.float(), j).item() == (1.0 if loss is F.mse_loss else 0.5)
+    mean_error = ("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
+                  "Got: Long")
+    with raises(RuntimeError, mean_error):
+        F.l1_loss(i, j)
+    with raises(RuntimeError, mean_error):
+        F.smooth_l1_loss(i, j, beta=0.0)
+    assert F.l1_loss(i, j, reduction="sum").item() == 2
+    assert F.mse_loss(i, j, weight=ag.ones(2)).item() == 1.0  # torch's weighted path is composed: no kernel check
+
+
+def test_group_norm_counts_values_per_group_over_batch_and_positions():
+    np.testing.assert_allclose(F.group_norm(ag.tensor([[[1.0, 2.0], [3.0, 5.0]]]), 2).numpy(),
+                               [[[-0.9999799728393555, 0.9999799728393555], [-0.9999949932098389, 0.9999949932098389]]],
+                               rtol=1e-6)
+    with raises(ValueError, "Expected more than 1 value per channel when training, got input size [1, 2, 1]"):
+        F.group_norm(ag.zeros(1, 2, 1), 2)
+    with raises(NotImplementedError, "\"GroupNormKernelImpl\" not implemented for 'Long'"):
+        F.group_norm(ag.tensor([[[1, 2], [3, 5]]]), 2)
+
+
+def test_normalize_zero_dim_and_dim_out_of_range():
+    assert F.normalize(ag.tensor(2.0), dim=0).item() == 1.0
+    assert F.normalize(ag.tensor(-2.0), dim=-1).item() == -1.0
+    s = f64(0.7, True)
+    assert gradgradcheck(lambda a: F.normalize(a, dim=0, eps=0.1), (s,))
+    with raises(IndexError, "Dimension out of range (expected to be in range of [-1, 0], but got 1)"):
+        F.normalize(ag.tensor([1.0, 2.0]))
+    with raises(IndexError, "Dimension out of range (expected to be in range of [-1, 0], but got 1)"):
+        F.normalize(ag.tensor(2.0), dim=1)

@@ -71,6 +71,13 @@ def _per_element(ops: Any, g: Any, kept: tuple, count: int) -> Any:
     return ops.reshape(g, kept) / count
 
 
+def _summed_back(ops: Any, grad: Any, shape: tuple, own: tuple) -> Any:
+    """An input's gradient over the broadcast `shape`, summed back to the input's `own` shape. Done here, not by
+    the Rule: it sums back only an input whose shape differs from the output's, and a reduced loss's 0-d output
+    has the shape of a 0-d input."""
+    return ops.sum_to(ops.broadcast_to(grad, shape), own)
+
+
 def _smooth_l1_slope(ops: Any, d: Any, beta: float) -> Any:
     return ops.where(d * d < beta * beta, d / beta, ops.sign(d))
 
@@ -81,17 +88,22 @@ def _huber_slope(ops: Any, d: Any, delta: float) -> Any:
 
 def _difference_grads(slope: Any, *names: str) -> tuple:
     """The gradient rows of a loss of d = input - target: slope(d) for the input, slope(-d) for the target."""
-    keys = ("self", "other", "count", "kept_shape", *names)
-    return (
-        (keys, lambda ops, g, x, t, count, kept, *p: _per_element(ops, g, kept, count) * slope(ops, x - t, *p)),
-        (keys, lambda ops, g, x, t, count, kept, *p: _per_element(ops, g, kept, count) * slope(ops, t - x, *p)),
-    )
+    keys = ("self", "other", "count", "kept_shape", "shape", *names)
+
+    def input_grad(ops: Any, g: Any, x: Any, t: Any, count: int, kept: tuple, shape: tuple, *p: Any) -> Any:
+        return _summed_back(ops, _per_element(ops, g, kept, count) * slope(ops, x - t, *p), shape, x.shape)
+
+    def target_grad(ops: Any, g: Any, x: Any, t: Any, count: int, kept: tuple, shape: tuple, *p: Any) -> Any:
+        return _summed_back(ops, _per_element(ops, g, kept, count) * slope(ops, t - x, *p), shape, t.shape)
+
+    return (keys, input_grad), (keys, target_grad)
 
 
 MSE_LOSS = Rule("MseLossBackward0", *_difference_grads(lambda ops, d: d * 2), broadcasts=True)
 L1_LOSS = Rule("L1LossBackward0", *_difference_grads(lambda ops, d: ops.sign(d)), broadcasts=True)
 SMOOTH_L1_LOSS = Rule("SmoothL1LossBackward0", *_difference_grads(_smooth_l1_slope, "beta"), broadcasts=True)
 HUBER_LOSS = Rule("HuberLossBackward0", *_difference_grads(_huber_slope, "delta"), broadcasts=True)
+KERNEL_NAMES = {MSE_LOSS: "mse_cpu", SMOOTH_L1_LOSS: "smooth_l1_cpu", HUBER_LOSS: "huber_cpu"}
 
 
 def _warn_size(input: Tensor, target: Tensor) -> None:
@@ -114,7 +126,8 @@ def _pointwise(rule: Rule, kernel: Any, input: Tensor, target: Tensor, reduction
     with np.errstate(invalid="ignore", divide="ignore"):
         data = _reduced(kernel(device.xp, x - t), reduction)
     kept_shape = shape if reduction == "none" else ()
-    return record(rule, data, (input, target), count=_count(shape, reduction), kept_shape=kept_shape, **params)
+    return record(rule, data, (input, target), count=_count(shape, reduction), kept_shape=kept_shape, shape=shape,
+                  **params)
 
 
 def _weighted(losses: Tensor, input: Tensor, weight: Tensor, reduction: str, mean_over_weights: bool) -> Tensor:
@@ -132,6 +145,18 @@ def _weighted(losses: Tensor, input: Tensor, weight: Tensor, reduction: str, mea
         return losses.sum() / (weight.sum() if mean_over_weights else losses.numel())
 
 
+def _check_dtype(rule: Rule, dtype: Any, reduction: str) -> None:
+    """PyTorch's kernels refuse integer and bool operands; its l1 (composed in Python) refuses only their mean."""
+    if dtype.kind == "f":
+        return
+    name = SCALAR_NAMES.get(dtype, dtype)
+    if rule is not L1_LOSS:
+        raise NotImplementedError(f'"{KERNEL_NAMES[rule]}" not implemented for \'{name}\'')
+    if reduction == "mean":
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
+                           f"complex dtype. Got: {name}")
+
+
 def _pointwise_loss(rule: Rule, kernel: Any, input: Tensor, target: Tensor, size_average: bool | None,
                     reduce: bool | None, reduction: str, weight: Tensor | None, **params: Any) -> Tensor:
     _warn_size(input, target)
@@ -139,6 +164,7 @@ def _pointwise_loss(rule: Rule, kernel: Any, input: Tensor, target: Tensor, size
         reduction = legacy_reduction(size_average, reduce, stacklevel=4)
     if weight is None:
         check_reduction(reduction)
+        _check_dtype(rule, result_type(input, target), reduction)
         return _pointwise(rule, kernel, input, target, reduction, **params)
     losses = _pointwise(rule, kernel, input, target, "none", **params)
     return _weighted(losses, input, weight, reduction, rule is not HUBER_LOSS)
@@ -182,19 +208,23 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return _pointwise_loss(HUBER_LOSS, kernel, input, target, None, None, reduction, weight, delta=delta)
 
 
-def _kl_input_grad(ops: Any, g: Any, t: Any, log_target: bool, count: int, kept: tuple) -> Any:
-    return -_per_element(ops, g, kept, count) * (ops.exp(t) if log_target else t)
+def _kl_input_grad(ops: Any, g: Any, x: Any, t: Any, log_target: bool, count: int, kept: tuple,
+                   shape: tuple) -> Any:
+    grad = -_per_element(ops, g, kept, count) * (ops.exp(t) if log_target else t)
+    return _summed_back(ops, grad, shape, x.shape)
 
 
-def _kl_target_grad(ops: Any, g: Any, x: Any, t: Any, log_target: bool, count: int, kept: tuple) -> Any:
+def _kl_target_grad(ops: Any, g: Any, x: Any, t: Any, log_target: bool, count: int, kept: tuple,
+                    shape: tuple) -> Any:
     if log_target:  # d/dt of exp(t) (t - x)
-        return _per_element(ops, g, kept, count) * ops.exp(t) * (t - x + 1)
-    return _per_element(ops, g, kept, count) * (ops.log(t) + 1 - x)  # d/dt of t log t - t x
+        grad = _per_element(ops, g, kept, count) * ops.exp(t) * (t - x + 1)
+    else:  # d/dt of t log t - t x, with t / t for 1: nan at t = 0, as PyTorch's gradient of xlogy(t, t)
+        grad = _per_element(ops, g, kept, count) * (ops.log(t) + t / t - x)
+    return _summed_back(ops, grad, shape, t.shape)
 
 
-_KL = ("log_target", "count", "kept_shape")
-KL_DIV = Rule("KlDivBackward0", (("other", *_KL), _kl_input_grad), (("self", "other", *_KL), _kl_target_grad),
-              broadcasts=True)
+_KL = ("self", "other", "log_target", "count", "kept_shape", "shape")
+KL_DIV = Rule("KlDivBackward0", (_KL, _kl_input_grad), (_KL, _kl_target_grad), broadcasts=True)
 KL_MEAN = (
     "reduction: 'mean' divides the total loss by both the batch size and the support size.'batchmean' divides only "
     "by the batch size, and aligns with the KL div math definition.'mean' will be changed to behave the same as "
@@ -227,7 +257,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, redu
     count = _count(elementwise.shape, reduction) if reduction != "batchmean" else max(batch, 1)
     kept_shape = elementwise.shape if reduction == "none" else ()
     return record(KL_DIV, data.astype(dtype, copy=False), (input, target), log_target=log_target, count=count,
-                  kept_shape=kept_shape)
+                  kept_shape=kept_shape, shape=elementwise.shape)
 
 
 # -- binary cross-entropy -----------------------------------------------------------------------------------------

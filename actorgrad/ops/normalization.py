@@ -147,7 +147,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     shape = input.shape
-    _check_batch(shape[0] * shape[1] // num_groups, [shape[0] * shape[1] // num_groups, num_groups, *shape[2:]])
+    size = [shape[0] * shape[1] // num_groups, num_groups, *shape[2:]]
+    _check_batch(size[0] * math.prod(size[2:]), size)  # PyTorch counts all but the groups dim
     common_device(tuple(t for t in (input, weight, bias) if t is not None))
     channels = shape[1]
     if channels % num_groups:
@@ -158,6 +159,9 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
                                f"but got {name} of shape {list(t.shape)} and input of shape {list(shape)}")
     _check_param_dtypes(input, (weight, bias))
+    if input.dtype.kind != "f":
+        raise NotImplementedError(
+            f'"GroupNormKernelImpl" not implemented for \'{SCALAR_NAMES.get(input.dtype, input.dtype)}\'')
     grouped = input.reshape(shape[0], num_groups, math.prod(shape[1:]) // num_groups)
     out = _normalize(LAYER_NORM, grouped, None, None, (2,), (), eps, None).reshape(shape)
     per_channel = (channels, *(1,) * (len(shape) - 2))
@@ -171,7 +175,11 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     if input.dtype.kind != "f":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{SCALAR_NAMES.get(input.dtype, input.dtype)}")
-    quotient = input / clamp(norm(input, p, dim, keepdim=True), eps)
+    ndim = max(input.ndim, 1)  # a 0-d tensor takes dim 0 or -1, as one of one element
+    if isinstance(dim, int) and not -ndim <= dim < ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+    flat = input if input.ndim else input.reshape(1)
+    quotient = (flat / clamp(norm(flat, p, dim, keepdim=True), eps)).reshape(input.shape)
     return quotient if out is None else out.copy_(quotient)
 
 
