@@ -482,3 +482,75 @@ def test_hardtanh_module_checks_its_bounds_and_takes_the_deprecated_names():
         nn.Hardtanh(1.0, 1.0)
     with pytest.warns(FutureWarning, match="`min_value` is deprecated and renamed to `min_val`"):
         assert nn.Hardtanh(min_value=-2.0).min_val == -2.0
+
+
+# -- gradients recorded under create_graph ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fn, shape, name",
+    [
+        (F.relu6, (6,), "HardtanhBackwardBackward0"),
+        (lambda t: F.hardtanh(t, -2.0, 2.0), (6,), "HardtanhBackwardBackward0"),
+        (lambda t: F.threshold(t, 0.5, -1.0), (6,), "ThresholdBackwardBackward0"),
+        (lambda t: ag.threshold(t, 0.5, -1.0), (6,), "ThresholdBackwardBackward0"),
+        (lambda t: F.leaky_relu(t, 0.2), (6,), "LeakyReluBackwardBackward0"),
+        (F.hardsigmoid, (6,), "HardsigmoidBackwardBackward0"),  # PyTorch's raises on this double backward
+        (lambda t: F.pad(t, (2, 1), mode="reflect"), (1, 2, 3), "ReflectionPad1DBackwardBackward0"),
+        (lambda t: F.pad(t, (1, 2, 1, 0), mode="reflect"), (1, 2, 3), "ReflectionPad2DBackwardBackward0"),
+        (lambda t: F.pad(t, (2, 1), mode="replicate"), (2, 3), "ReplicationPad1DBackwardBackward0"),
+        (lambda t: F.pad(t, (1, 2, 1, 0), mode="replicate"), (1, 2, 3), "ReplicationPad2DBackwardBackward0"),
+        (lambda t: F.pad(t, (1, 0, 1, 1, 0, 1), mode="replicate"), (1, 1, 2, 3),
+         "ReplicationPad3DBackwardBackward0"),
+    ],
+)
+def test_piecewise_linear_gradients_stay_connected_to_the_input_and_differentiate_to_zero(fn, shape, name):
+    # from an upstream gradient that needs none, PyTorch's gradient is still a node on the input, whose gradient
+    # is zero: a double backward returns zeros rather than failing
+    x = ag.tensor(np.reshape(POINTS, shape), dtype=ag.float64, requires_grad=True)
+    (g,) = ag.autograd.grad(fn(x).sum(), x, create_graph=True)
+    assert g.requires_grad and g.grad_fn.name() == name
+    (gg,) = ag.autograd.grad(g.sum(), x)
+    assert gg.flatten().tolist() == [0.0] * 6
+
+
+def test_index_padding_is_recorded_as_pytorchs_nodes_and_differentiates_twice():
+    x = points(requires_grad=True)
+    assert F.pad(x.reshape(2, 3), (2, 1), mode="reflect").grad_fn.name() == "ReflectionPad1DBackward0"
+    assert F.pad(x.reshape(1, 2, 3), (1, 1, 1, 0), mode="replicate").grad_fn.name() == "ReplicationPad2DBackward0"
+    for mode in ("reflect", "replicate"):
+        fn = lambda t, mode=mode: F.pad(t.reshape(1, 2, 3), (2, 1, 1, 0), mode=mode) ** 2  # noqa: E731
+        assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))
+
+
+def test_prelu_gradients_are_connected_to_input_and_weight():
+    x = ag.tensor([-4.0, 1.0, 4.0, 0.5], dtype=ag.float64, requires_grad=True)
+    w = ag.tensor([0.25], dtype=ag.float64, requires_grad=True)
+    (g,) = ag.autograd.grad(F.prelu(x, w).sum(), x, create_graph=True)
+    assert g.grad_fn.name() == "PreluKernelBackwardBackward0"
+    assert [t.tolist() for t in ag.autograd.grad(g.sum(), (x, w))] == [[0.0] * 4, [1.0]]
+    v = ag.tensor([1.0, 2.0, 3.0, 4.0], dtype=ag.float64)
+    gx, gw = ag.autograd.grad((F.prelu(x, w) * v * w).sum(), (x, w), create_graph=True)
+    assert gx.tolist() == [0.0625, 0.5, 0.75, 1.0] and gw.tolist() == [14.0]
+    second = ag.autograd.grad((gx * v).sum() + gw.sum() * 3, (x, w))
+    assert [t.tolist() for t in second] == [[1.5, 6.0, 9.0, 12.0], [5.5]]
+    # the weight's gradient alone, of an input that needs none
+    (gw,) = ag.autograd.grad(F.prelu(x.detach(), w).sum(), w, create_graph=True)
+    assert gw.tolist() == [-4.0] and ag.autograd.grad(gw.sum(), w)[0].tolist() == [0.0]
+    y = ag.tensor(np.arange(12.0).reshape(2, 3, 2) - 5.5, requires_grad=True)
+    slopes = ag.tensor([0.25, 0.5, 2.0], dtype=ag.float64, requires_grad=True)
+    assert gradgradcheck(lambda t, s: F.prelu(t, s) ** 2, (y, slopes))
+
+
+@pytest.mark.parametrize(
+    "fn, slope",
+    [(F.elu, 1.0), (lambda t: F.celu(t, 0.5), 1.0), (F.selu, 1.7580993408473766)],
+)
+def test_elu_family_second_derivative_at_zero_is_pytorchs(fn, slope):
+    # PyTorch takes the exponential side's slope at 0 but its second derivative only where x < 0
+    x = ag.zeros(2, dtype=ag.float64, requires_grad=True)
+    (g,) = ag.autograd.grad(fn(x).sum(), x, create_graph=True)
+    assert g.tolist() == [slope, slope]
+    assert ag.autograd.grad(g.sum(), x)[0].tolist() == [0.0, 0.0]
+
+

@@ -17,7 +17,7 @@ import numpy as np
 from actorgrad.devices.erf import erf as erf_kernel
 from actorgrad.ops.arithmetic import BOOL_SUBTRACTION
 from actorgrad.ops.arithmetic import relu as _relu
-from actorgrad.ops.dim_activations import floating_data, glu, prelu, softmin
+from actorgrad.ops.dim_activations import floating_data, glu, prelu, recorded_grad, softmin, zeros_grad
 from actorgrad.ops.dim_activations import log_softmax as log_softmax
 from actorgrad.ops.dim_activations import softmax as softmax
 from actorgrad.ops.inplace import write_in_place
@@ -52,17 +52,11 @@ def _silu_grad(ops: Any, g: Any, self: Any) -> Any:
     return g * s * (1 + self * (1 - s))
 
 
-def _zeros(ops: Any, g: Any) -> Any:
-    return ops.zeros_like(g)
-
-
-def _leaky_relu_grad(ops: Any, g: Any, self: Any, negative_slope: float) -> Any:
-    """`g` scaled by leaky_relu's slope at `self`; in a recorded backward, an op on `self` too, so the gradient
-    can be differentiated again (to zero there, as PyTorch's LeakyReluBackwardBackward0)."""
-    if isinstance(g, Tensor):
-        data = g._device.ops.where(self._data > 0, g._data, g._data * negative_slope)
-        return record(LEAKY_RELU_BACKWARD, data, (g, self), negative_slope=negative_slope)
-    return ops.where(self > 0, g, g * negative_slope)
+_leaky_relu_grad = recorded_grad(
+    "LeakyReluBackwardBackward0",
+    lambda ops, g, self, negative_slope: ops.where(self > 0, g, g * negative_slope),
+    "negative_slope",
+)
 
 
 LEAKY_RELU_INPLACE_NEGATIVE_SLOPE = (
@@ -82,8 +76,9 @@ def _leaky_relu_inplace_grad(ops: Any, g: Any, result: Any, negative_slope: floa
 
 
 def _elu_grad(ops: Any, g: Any, self: Any, alpha: float, scale: float, input_scale: float) -> Any:
-    # exp of the negative part only: no overflow for large inputs, and no 0 * inf in a double backward
-    negative = ops.where(self > 0, 0, self)
+    # exp of the negative part only: no overflow for large inputs, and no 0 * inf in a double backward. At 0 the
+    # exponential side, whose own gradient PyTorch takes from x < 0 only: the second derivative at 0 is 0.
+    negative = ops.where(self < 0, self, 0)
     return ops.where(self > 0, g * scale, g * (scale * alpha * input_scale) * ops.exp(negative * input_scale))
 
 
@@ -107,12 +102,9 @@ def _hardswish_grad(ops: Any, g: Any, self: Any) -> Any:
 # leaky_relu's kink: at 0 the gradient is negative_slope, as in PyTorch (self > 0 picks the slope 1).
 LEAKY_RELU = Rule("LeakyReluBackward0", (("self", "negative_slope"), _leaky_relu_grad))
 LEAKY_RELU_INPLACE = Rule("LeakyReluBackward1", (("result", "negative_slope"), _leaky_relu_inplace_grad))
-LEAKY_RELU_BACKWARD = Rule(
-    "LeakyReluBackwardBackward0", (("other", "negative_slope"), _leaky_relu_grad), ((), _zeros)
-)
 # relu's gradient `g` where its result is not 0, recorded on both (its gradient for the result is 0).
 THRESHOLD_BACKWARD = Rule(
-    "ThresholdBackwardBackward0", (("other",), lambda ops, g, other: ops.relu_grad(g, other)), ((), _zeros)
+    "ThresholdBackwardBackward0", (("other",), lambda ops, g, other: ops.relu_grad(g, other)), ((), zeros_grad)
 )
 GELU = Rule("GeluBackward0", (("self", "approximate"), _gelu_grad))
 # Above the threshold softplus is the identity, and so is its gradient.
@@ -131,15 +123,24 @@ ELU = Rule("EluBackward0", _ELU_GRAD)
 CELU = Rule("CeluBackward0", _ELU_GRAD)
 HARDTANH = Rule(
     "HardtanhBackward0",
-    (("self", "min_val", "max_val"), lambda ops, g, self, min_val, max_val: _inside(ops, g, self, min_val, max_val)),
+    (("self", "min_val", "max_val"), recorded_grad("HardtanhBackwardBackward0", _inside, "min_val", "max_val")),
 )
-HARDSIGMOID = Rule("HardsigmoidBackward0", (("self",), lambda ops, g, self: _inside(ops, g / 6, self, -3, 3)))
+# PyTorch has no derivative of hardsigmoid's gradient (a double backward raises); its gradient here is zero.
+HARDSIGMOID = Rule(
+    "HardsigmoidBackward0",
+    (("self",), recorded_grad("HardsigmoidBackwardBackward0", lambda ops, g, self: _inside(ops, g / 6, self, -3, 3))),
+)
 HARDSWISH = Rule("HardswishBackward0", (("self",), _hardswish_grad))
 MISH = Rule("MishBackward0", (("self",), _mish_grad))
 LOG_SIGMOID = Rule("LogSigmoidBackward0", (("self",), lambda ops, g, self: g * ops.sigmoid(-self)))
 THRESHOLD = Rule(
     "ThresholdBackward0",
-    (("self", "threshold"), lambda ops, g, self, threshold: ops.where(self > threshold, g, 0)),
+    (
+        ("self", "threshold"),
+        recorded_grad(
+            "ThresholdBackwardBackward0", lambda ops, g, self, threshold: ops.where(self > threshold, g, 0), "threshold"
+        ),
+    ),
 )
 
 

@@ -6,6 +6,7 @@ PyTorch's deprecated implicit choice of one). Also the check of the floating-onl
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,26 @@ def floating_data(kernel: str, input: Tensor) -> np.ndarray:
     return x
 
 
+def zeros_grad(ops: Any, g: Any) -> Any:
+    return ops.zeros_like(g)
+
+
+def recorded_grad(name: str, formula: Callable, *keys: str) -> Callable:
+    """The gradient `formula(ops, g, self, *params)` of a piecewise-linear op: linear in `g`, constant in `self`
+    between kinks. In a recorded backward it is one node `name` on (g, self) whose gradient for self is zero, as
+    PyTorch's ...BackwardBackward0: recorded from ops on `g` alone it would drop out of the graph for a `g` that
+    needs no gradient, and a double backward would fail where PyTorch's returns zeros."""
+
+    def grad(ops: Any, g: Any, self: Any, *params: Any) -> Any:
+        if isinstance(g, Tensor):
+            data = formula(g._device.ops, g._data, self._data, *params)
+            return record(backward, data, (g, self), **dict(zip(keys, params)))
+        return formula(ops, g, self, *params)
+
+    backward = Rule(name, (("other",) + keys, grad), ((), zeros_grad))
+    return grad
+
+
 def _glu_grad(ops: Any, g: Any, self: Any, halves: tuple, widths: tuple) -> Any:
     """Each half's gradient padded out to the input's shape along the halved dim, and the two added."""
     a, b = ops.index(self, halves[0], None), ops.index(self, halves[1], None)
@@ -33,11 +54,46 @@ def _glu_grad(ops: Any, g: Any, self: Any, halves: tuple, widths: tuple) -> Any:
 
 
 GLU = Rule("GluBackward0", (("self", "halves", "widths"), _glu_grad))
-# prelu takes the weight's slope at 0, as PyTorch's.
+def _prelu_input_grad(ops: Any, g: Any, self: Any, weight: Any) -> Any:
+    if isinstance(g, Tensor):  # recorded: a node on the weight and self too (see recorded_grad)
+        data = _prelu_input_grad(g._device.ops, g._data, self._data, weight._data)
+        return record(PRELU_INPUT_BACKWARD, data, (g, self, weight), weight=weight)
+    return ops.where(self > 0, g, g * weight)
+
+
+def _prelu_weight_grad(ops: Any, g: Any, self: Any, weight: Any) -> Any:
+    """The weight's gradient before it is summed back to the weight's shape."""
+    if isinstance(g, Tensor):
+        data = _prelu_weight_grad(g._device.ops, g._data, self._data, weight._data)
+        return record(PRELU_WEIGHT_BACKWARD, data, (g, self, weight), weight=weight)
+    return ops.where(self > 0, 0, g * self)
+
+
+def _prelu_cross_grad(ops: Any, gg: Any, self: Any, g: Any) -> Any:
+    """d(input's gradient)/d(weight) and d(weight's gradient)/d(self), applied to `gg`."""
+    return ops.where(self > 0, 0, gg * g)
+
+
+# prelu takes the weight's slope at 0, as PyTorch's. Each gradient is recorded as one node on (g, self, weight),
+# as PyTorch's PreluKernelBackwardBackward0, so that it stays connected to both for a `g` that needs no gradient.
 PRELU = Rule(
     "PreluKernelBackward0",
-    (("self", "other"), lambda ops, g, self, other: ops.where(self > 0, g, g * other)),
-    (("self",), lambda ops, g, self: ops.where(self > 0, 0, g * self)),
+    (("self", "other"), _prelu_input_grad),
+    (("self", "other"), _prelu_weight_grad),
+    broadcasts=True,
+)
+PRELU_INPUT_BACKWARD = Rule(
+    "PreluKernelBackwardBackward0",
+    (("other", "weight"), _prelu_input_grad),
+    ((), zeros_grad),
+    (("other", "self"), _prelu_cross_grad),
+    broadcasts=True,
+)
+PRELU_WEIGHT_BACKWARD = Rule(
+    "PreluKernelBackwardBackward0",
+    (("other", "weight"), _prelu_weight_grad),
+    (("other", "self"), _prelu_cross_grad),
+    ((), zeros_grad),
     broadcasts=True,
 )
 

@@ -3,13 +3,42 @@ modes, which index the input so that their gradients add up where an element was
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from actorgrad.devices import cpu
 from actorgrad.devices.array_ops import padded
+from actorgrad.ops.dim_activations import zeros_grad
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
 CONSTANT_PAD = Rule("ConstantPadNdBackward0", (("pad",), lambda ops, g, pad: ops.pad(g, tuple(-p for p in pad))))
+
+
+def _index_pad_rule(name: str) -> Rule:
+    """`<name>Backward0` of a padding by `input[index]`: the gradient added back through the index. It saves the
+    input, as PyTorch's: in a recorded backward the gradient is one node on (g, input) whose gradient for the input
+    is zero (PyTorch's <name>BackwardBackward0), so a double backward from a `g` that needs no gradient gives zeros
+    rather than failing."""
+
+    def grad(ops: Any, g: Any, self: Any, index: tuple) -> Any:
+        if isinstance(g, Tensor):
+            data = g._device.ops.index_put_zeros(g._data, self.shape, (), index)
+            return record(backward, data, (g, self), index=index)
+        return ops.index_put_zeros(g, self.shape, (), index)
+
+    backward = Rule(
+        name + "BackwardBackward0", (("index",), lambda ops, g, index: ops.index(g, (), index)), ((), zeros_grad)
+    )
+    return Rule(name + "Backward0", (("self", "index"), grad))
+
+
+INDEX_PAD = {
+    (mode, k): _index_pad_rule(f"{kind}Pad{k}D")
+    for mode, kind in (("reflect", "Reflection"), ("replicate", "Replication"))
+    for k in (1, 2, 3)
+}
 
 NON_CONSTANT_PADDING = (
     "Padding size {size} is not supported for {ndim}D input tensor.\nSupported combinations for non-constant "
@@ -76,7 +105,13 @@ def _index_pad(input: Tensor, pad: tuple[int, ...], mode: str) -> Tensor:
         else:
             j = np.clip(j - before, 0, n - 1)
         positions.append(j)
-    return input[(Ellipsis,) + np.ix_(*positions)]
+    index = np.ix_(*positions)
+    if mode == "circular":
+        return input[(Ellipsis,) + index]
+    if input._device is not cpu:  # built on the host, used on the input's device
+        index = tuple(input._device.asarray(a) for a in index)
+    index = (Ellipsis,) + index
+    return record(INDEX_PAD[mode, k], x[index], (input,), index=index)
 
 
 def _check_reflect_replicate(x: np.ndarray, pad: tuple[int, ...], mode: str, sizes: list[int]) -> None:
