@@ -580,3 +580,121 @@ def test_searches_on_cuda_give_the_cpus_results() -> None:
         results.append([t.cpu().numpy() for t in found])
     for cpu, cuda in zip(*results):
         np.testing.assert_array_equal(cuda, cpu)
+
+
+# (expression, PyTorch 2.13's error type and its whole text)
+EXACT_ERRORS = [
+    ("ag.searchsorted(ag.zeros(2, 3), 1.0)", RuntimeError,
+     "torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension is 1, but we got "
+     "boundaries tensor dim(2) and input value's dim(0) numel(1)"),
+    ("ag.masked_select(ag.zeros(2, 3), ag.ones(4, 1, dtype=ag.bool))", RuntimeError,
+     "The size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 0"),
+    ("ag.topk(ag.tensor([True]), 1)", RuntimeError, "topk does not support bool dtypes on CPU"),
+    ("ag.kthvalue(ag.tensor([True]), 1)", NotImplementedError, "\"kthvalue_cpu\" not implemented for 'Bool'"),
+    ("ag.isin(ag.tensor([1]), True)", RuntimeError, "Unsupported input type encountered for isin(): Bool"),
+    ("ag.isin(ag.tensor([True]), ag.tensor([1]))", RuntimeError, "Unsupported input type encountered for isin(): Bool"),
+    ("ag.narrow(ag.tensor(1.0), 0, 0, 1)", RuntimeError, "narrow() cannot be applied to a 0-dim tensor."),
+    ("ag.unflatten(ag.tensor(1.0), -1, (1,))", RuntimeError,
+     "unflatten got an unexpected error:\nDimension specified as 0 but tensor has no dimensions"),
+    ("ag.unflatten(ag.ones(4), 0, (-1, -1))", RuntimeError,
+     "unflatten got an unexpected error:\nonly one dimension can be inferred"),
+    ("ag.unflatten(ag.ones(4), 0, (-2, 2))", RuntimeError,
+     "unflatten got an unexpected error:\ninvalid shape dimension -2 at index 0 of shape [-2, 2]"),
+    ("ag.unflatten(ag.ones(0), 0, (-1, 0))", RuntimeError,
+     "unflatten got an unexpected error:\ncannot reshape tensor of 0 elements into shape [-1, 0] because the "
+     "unspecified dimension size -1 can be any value and is ambiguous"),
+    ("ag.unflatten(ag.ones(4), 0, (-1, 0))", RuntimeError,
+     "unflatten: Provided sizes [-1, 0] don't multiply up to the size of dim 0 (4) in the input tensor"),
+    ("ag.tile(ag.ones(1), (-3,))", RuntimeError, "Trying to create tensor with negative dimension -3: [-3]"),
+    ("ag.tile(ag.ones(1, 2), (-3,))", RuntimeError, "Trying to create tensor with negative dimension -6: [1, -6]"),
+    ("ag.unique(ag.zeros(1, 0), dim=0)", RuntimeError,
+     "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied"),
+    ("ag.unique(ag.zeros(0, 1, 0), dim=0)", RuntimeError,
+     "Number of zero sized dimensions is more than one, so unique cannot be applied "),
+    ("ag.bincount(ag.tensor([1]), minlength=-1)", RuntimeError, "minlength should be >= 0"),
+    ("ag.bincount(ag.tensor([1]), weights=ag.tensor([1.0, 2.0]))", RuntimeError,
+     "weights should be 1-d and have the same length as input"),
+    ("ag.bincount(ag.tensor([1]), weights=ag.tensor([[1.0]]))", RuntimeError,
+     "weights should be 1-d and have the same length as input"),
+    ("ag.tensordot(ag.ones(2, 3), ag.ones(2, 3), dims=1)", RuntimeError,
+     "contracted dimensions need to match, but first has size 3 in dim -1 and second has size 2 in dim 0"),
+    ("ag.tensordot(ag.ones(2, 3), ag.ones(2, 3), dims=([1], [-2]))", RuntimeError,
+     "contracted dimensions need to match, but first has size 3 in dim 1 and second has size 2 in dim -2"),
+    ("ag.ones(2).addcdiv(1.0, ag.ones(2))", TypeError,
+     "addcdiv(): argument 'tensor1' (position 1) must be Tensor, not float"),
+    ("ag.addcdiv(ag.ones(2), 1.0, ag.ones(2))", TypeError,
+     "addcdiv(): argument 'tensor1' (position 2) must be Tensor, not float"),
+    ("ag.ones(2).addcmul(ag.ones(2), 1.0)", TypeError,
+     "addcmul(): argument 'tensor2' (position 2) must be Tensor, not float"),
+    ("ag.ones(2).atan2(1.0)", TypeError, "atan2(): argument 'other' (position 1) must be Tensor, not float"),
+]
+
+
+@pytest.mark.parametrize(("expression", "error", "message"), EXACT_ERRORS, ids=[e[0][:60] for e in EXACT_ERRORS])
+def test_errors_match_torchs_whole_text(expression: str, error: type, message: str) -> None:
+    with pytest.raises(error) as raised:
+        eval(expression)
+    assert type(raised.value) is error
+    assert str(raised.value) == message
+
+
+# (expression, PyTorch 2.13's results)
+EDGE_RESULTS = [
+    ("ag.diff(ag.tensor([1.0, 2.0]), n=0, prepend=ag.tensor([5.0]), append=ag.tensor([6.0]))", [[1.0, 2.0]]),
+    ("ag.unique(ag.tensor([nan, 1.0, nan, 1.0]), return_inverse=True, return_counts=True)",
+     [[1.0, nan, nan], [1, 0, 2, 0], [2, 1, 1]]),
+    ("ag.unique(ag.tensor([nan, nan]), return_counts=True)", [[nan, nan], [1, 1]]),
+    ("ag.searchsorted(ag.tensor([1.0, 2.0, nan]), ag.tensor([nan]))", [[3]]),
+    ("ag.searchsorted(ag.tensor([1.0, nan, nan]), ag.tensor([nan, 3.0, 0.5]))", [[3, 3, 3]]),
+    ("ag.searchsorted(ag.tensor([nan, 1.0]), ag.tensor([1.0]), right=True)", [[2]]),
+    ("ag.searchsorted(ag.tensor([[1.0, 3.0], [2.0, 4.0]]), ag.tensor([[3.0, 0.0], [5.0, 2.0]]), side='right')",
+     [[[2, 0], [2, 1]]]),
+    ("ag.searchsorted(ag.zeros(2, 3), ag.zeros(2, 0))", [np.zeros((2, 0))]),
+    ("ag.searchsorted(ag.zeros(2, 0), ag.zeros(2, 2))", [[[0, 0], [0, 0]]]),
+    ("ag.searchsorted(ag.zeros(3), ag.tensor(1.0))", [3]),
+    ("ag.masked_select(ag.tensor(2.0), ag.tensor(True))", [[2.0]]),
+    ("ag.masked_select(ag.tensor(2.0), ag.tensor(False))", [np.zeros(0)]),
+    ("ag.topk(ag.tensor(2.0), 0)", [2.0, 0]),
+    ("ag.bincount(ag.tensor([], dtype=ag.int64), weights=ag.ones(3), minlength=2)", [[0, 0]]),
+]
+
+
+@pytest.mark.parametrize(("expression", "expected"), EDGE_RESULTS, ids=[e[0][:60] for e in EDGE_RESULTS])
+def test_edge_results_match_torch(expression: str, expected: list) -> None:
+    got = eval(expression)
+    got = (got,) if isinstance(got, ag.Tensor) else tuple(got)
+    assert len(got) == len(expected)
+    for t, want in zip(got, expected):
+        want = np.asarray(want)
+        assert t.shape == want.shape
+        np.testing.assert_array_equal(t.numpy(), want)
+
+
+def test_masked_select_of_0_dim_tensors_gives_its_gradient_back() -> None:
+    x = ag.tensor(2.0, requires_grad=True)
+    (ag.masked_select(x, ag.tensor(True)) * 3.0).sum().backward()
+    assert x.grad.shape == () and x.grad.item() == 3.0
+
+
+def test_topk_of_a_0_dim_tensor_with_k_0_still_passes_the_gradient() -> None:
+    x = ag.tensor(2.0, requires_grad=True)
+    ag.topk(x, 0).values.backward()
+    assert x.grad.item() == 1.0  # PyTorch 2.13's
+
+
+@pytest.mark.parametrize("op", [ag.cummax, ag.cummin])
+def test_running_extremes_of_an_empty_input_give_it_back_as_the_gradient(op: Callable) -> None:
+    x = ag.zeros(2, 0, requires_grad=True)
+    (g,) = ag.autograd.grad(op(x, 0).values.sum(), x, create_graph=True)
+    assert g.shape == (2, 0) and g.requires_grad  # as PyTorch's: its cummaxmin_backward returns the input
+
+
+def test_atan2_gradient_at_the_origin_is_zero() -> None:
+    y = ag.tensor([0.0, 1.0, 0.0], dtype=ag.float64, requires_grad=True)
+    x = ag.tensor([0.0, 0.0, 1.0], dtype=ag.float64, requires_grad=True)
+    gy, gx = ag.autograd.grad(ag.atan2(y, x).sum(), (y, x), create_graph=True)
+    np.testing.assert_array_equal(gy.detach().numpy(), [0.0, 0.0, 1.0])  # PyTorch 2.13's
+    np.testing.assert_array_equal(gx.detach().numpy(), [0.0, -1.0, 0.0])
+    away = (ag.tensor([0.3, -1.2], dtype=ag.float64, requires_grad=True),
+            ag.tensor([-0.7, 0.4], dtype=ag.float64, requires_grad=True))
+    assert gradcheck(ag.atan2, away) and gradgradcheck(ag.atan2, away)

@@ -4,7 +4,6 @@ methods."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from actorgrad.ops.indexing import gather, getitem
@@ -77,21 +76,37 @@ def unflatten(input: Tensor, dim: int, sizes: tuple[int, ...]) -> Tensor:
     sizes = tuple(sizes)
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty")
-    if sizes.count(-1) > 1:
-        raise RuntimeError("unflatten: only one dimension can be inferred")
-    known = math.prod(n for n in sizes if n != -1)
-    if -1 in sizes and known and shape[d] % known == 0:
-        sizes = tuple(shape[d] // known if n == -1 else n for n in sizes)
-    if math.prod(sizes) != shape[d] or -1 in sizes:
+    unexpected = "unflatten got an unexpected error:\n"  # how PyTorch words the errors of its inner size checks
+    if not input.ndim:
+        raise RuntimeError(f"{unexpected}Dimension specified as {d} but tensor has no dimensions")
+    inferred, known = None, 1
+    for i, n in enumerate(sizes):
+        if n == -1:
+            if inferred is not None:
+                raise RuntimeError(f"{unexpected}only one dimension can be inferred")
+            inferred = i
+        elif n < 0:
+            raise RuntimeError(f"{unexpected}invalid shape dimension {n} at index {i} of shape {list(sizes)}")
+        else:
+            known *= n
+    size = shape[d]
+    if size == known and inferred is not None:
+        raise RuntimeError(f"{unexpected}cannot reshape tensor of 0 elements into shape {list(sizes)} because the "
+                           "unspecified dimension size -1 can be any value and is ambiguous")
+    if size != known and (inferred is None or not known or size % known):
         raise RuntimeError(
-            f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} ({shape[d]}) in the "
+            f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} ({size}) in the "
             "input tensor"
         )
+    if inferred is not None:
+        sizes = sizes[:inferred] + (size // known,) + sizes[inferred + 1:]
     return view(input, shape[:d] + sizes + shape[d + 1:])
 
 
 def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
     """The `length` elements of dim `dim` from `start` on (a view)."""
+    if not input.ndim:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = single_dim(dim, input.ndim, "narrow")
     size = input.shape[d]
     start = int(start)
@@ -122,7 +137,12 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 def tile(input: Tensor, dims: tuple[int, ...]) -> Tensor:
     """repeat, with `dims` padded by leading 1s to the input's number of dims."""
     dims = _shape_arg(dims) if isinstance(dims, tuple | list) else (dims,)
-    return repeat(input, (1,) * (input.ndim - len(dims)) + tuple(dims))
+    dims = (1,) * (input.ndim - len(dims)) + tuple(dims)
+    sizes = [n * r for n, r in zip((1,) * (len(dims) - input.ndim) + input.shape, dims)]
+    negative = next((n for n in sizes if n < 0), None)
+    if negative is not None:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative}: {sizes}")
+    return repeat(input, dims)
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
@@ -168,6 +188,8 @@ def diff(
     for extra in (prepend, append):
         if extra is not None and extra.ndim != input.ndim:
             raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+    if n == 0:  # PyTorch joins nothing when it takes no difference
+        return input
     if prepend is not None or append is not None:
         input = cat([t for t in (prepend, input, append) if t is not None], d)
     lead = (slice(None),) * d

@@ -270,19 +270,19 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
         if dims > min(a.ndim, b.ndim):
             raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
-        dims_a, dims_b = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+        given_a, given_b = list(range(-dims, 0)), list(range(dims))  # a's as PyTorch counts them: from the end
     else:
-        dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
-        if len(dims_a) != len(dims_b):
+        given_a, given_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+        if len(given_a) != len(given_b):
             raise RuntimeError("both dimension lists should have same length")
-        dims_a = [single_dim(d, a.ndim, "tensordot") for d in dims_a]
-        dims_b = [single_dim(d, b.ndim, "tensordot") for d in dims_b]
+    dims_a = [single_dim(d, a.ndim, "tensordot") for d in given_a]
+    dims_b = [single_dim(d, b.ndim, "tensordot") for d in given_b]
     if a.dtype != b.dtype:
         raise RuntimeError("both inputs should have same dtype")
-    for da, db in zip(dims_a, dims_b):
+    for da, db, ga, gb in zip(dims_a, dims_b, given_a, given_b):
         if a.shape[da] != b.shape[db]:
-            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[da]} in dim {da} "
-                               f"and second has size {b.shape[db]} in dim {db}")
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[da]} in dim {ga} "
+                               f"and second has size {b.shape[db]} in dim {gb}")
     free_a = [d for d in range(a.ndim) if d not in dims_a]
     free_b = [d for d in range(b.ndim) if d not in dims_b]
     size = math.prod(a.shape[d] for d in dims_a)

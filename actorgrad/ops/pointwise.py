@@ -24,8 +24,10 @@ __all__ = ["addcdiv", "addcmul", "atan2", "arctan2", "lerp"]
 
 
 def _atan2_grad(ops: Any, g: Any, self: Any, other: Any, swap: bool) -> Any:
+    """At the origin, where atan2 has no derivative, the gradient is 0, as PyTorch's (it masks 1 / 0 to 0)."""
     denominator = self * self + other * other
-    return g * (-self if swap else other) / denominator
+    origin = denominator == 0
+    return ops.where(origin, 0, g * (-self if swap else other) / ops.where(origin, 1, denominator))
 
 
 ATAN2 = Rule(
@@ -64,8 +66,10 @@ ADDCDIV = Rule(
 )
 
 
-def _require_tensors(op: str, **operands: Any) -> None:
-    for position, (name, value) in enumerate(operands.items(), 1):
+def _require_tensors(op: str, first: int = 1, **operands: Any) -> None:
+    """PyTorch's error for an operand that is no tensor; positions count from `first` (a method's from its first
+    argument after self)."""
+    for position, (name, value) in enumerate(operands.items(), first):
         if not isinstance(value, Tensor):
             raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not "
                             f"{type(value).__name__}")
@@ -136,6 +140,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """input + value * tensor1 / tensor2; integer tensor1 and tensor2 are refused, as in PyTorch."""
+    _require_tensors("addcdiv", input=input, tensor1=tensor1, tensor2=tensor2)
     if tensor1.dtype.kind in "biu" and tensor2.dtype.kind in "biu":
         raise RuntimeError(
             "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a "
@@ -147,6 +152,18 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
     return _addc("addcdiv", ADDCDIV, lambda b, c: b / c, input, tensor1, tensor2, value)
 
 
+def _method(function: Any, *names: str) -> Any:
+    """`function` as a Tensor method, whose errors number its tensor arguments from 1 after self, as PyTorch's."""
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        _require_tensors(function.__name__, 1, **dict(zip(names, args)))
+        return function(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = function.__name__
+    return method
+
+
 METHODS: dict[str, Any] = {
-    "atan2": atan2, "arctan2": arctan2, "lerp": lerp, "addcmul": addcmul, "addcdiv": addcdiv,
+    "atan2": _method(atan2, "other"), "arctan2": _method(arctan2, "other"), "lerp": lerp,
+    "addcmul": _method(addcmul, "tensor1", "tensor2"), "addcdiv": _method(addcdiv, "tensor1", "tensor2"),
 }

@@ -21,10 +21,17 @@ CUMPROD = Rule(
     "CumprodBackward0",
     (("self", "result", "dim"), lambda ops, g, self, result, dim: ops.cumprod_grad(g, self, result, dim)),
 )
-# Each running extreme's gradient goes to the element it came from (added up: many positions share one).
-_PUT_BACK = (("indices", "dim", "rows_shape", "self_shape"),
-             lambda ops, g, indices, dim, rows_shape, self_shape: ops.reshape(
-                 ops.put_along(ops.reshape(g, rows_shape), indices, dim, rows_shape), self_shape))
+
+
+def _put_back(ops: Any, g: Any, self: Any, indices: Any, dim: int, rows_shape: tuple, self_shape: tuple) -> Any:
+    """Each running extreme's gradient goes to the element it came from (added up: many positions share one); an
+    empty input is its own gradient, as PyTorch's cummaxmin_backward returns it."""
+    if 0 in self_shape:
+        return self
+    return ops.reshape(ops.put_along(ops.reshape(g, rows_shape), indices, dim, rows_shape), self_shape)
+
+
+_PUT_BACK = (("self", "indices", "dim", "rows_shape", "self_shape"), _put_back)
 CUMMAX = Rule("CummaxBackward0", _PUT_BACK, cost=input_size)
 CUMMIN = Rule("CumminBackward0", _PUT_BACK, cost=input_size)
 

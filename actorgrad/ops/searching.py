@@ -3,11 +3,10 @@ searchsorted and bucketize, whose results are indices, counts or masks without a
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-import numpy as np
-
-from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, common_device, record, same_device
 from actorgrad.ops.reductions import normalize_dims
 from actorgrad.tensor import Tensor, bool_, float64, int32, int64
@@ -26,6 +25,17 @@ MASKED_SELECT = Rule(
 )
 
 
+def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape a and b broadcast to, with PyTorch's error naming the first clashing dim from the right."""
+    ndim = max(len(a), len(b))
+    a, b = (1,) * (ndim - len(a)) + a, (1,) * (ndim - len(b)) + b
+    for d in reversed(range(ndim)):
+        if a[d] != b[d] and 1 not in (a[d], b[d]):
+            raise RuntimeError(f"The size of tensor a ({a[d]}) must match the size of tensor b ({b[d]}) at "
+                               f"non-singleton dimension {d}")
+    return tuple(max(m, n) if 0 not in (m, n) else 0 for m, n in zip(a, b))
+
+
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of input where the (broadcasting) bool mask holds, as a 1-D tensor."""
     if mask.dtype != bool_:
@@ -33,10 +43,9 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     device = common_device((input, mask))
     xp = device.xp
     x, m = input._data, mask._data
-    try:
-        shape = np.broadcast_shapes(x.shape, m.shape)
-    except ValueError:
-        raise broadcast_error("masked_select", x.shape, m.shape) from None
+    shape = _broadcast_shape(m.shape, x.shape)
+    if not shape:  # a 0-dim pair selects as one element, as in PyTorch (nonzero refuses 0-dim arrays)
+        shape = (1,)
     advanced = xp.nonzero(xp.broadcast_to(m, shape))
     return record(MASKED_SELECT, xp.broadcast_to(x, shape)[advanced], (input,), shape=shape, advanced=advanced)
 
@@ -74,6 +83,8 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, inve
     like = elements if isinstance(elements, Tensor) else test_elements
     xp = like._device.xp
     a, b = (v._data if isinstance(v, Tensor) else xp.asarray(v) for v in (elements, test_elements))
+    if a.dtype == bool_ or b.dtype == bool_:
+        raise RuntimeError("Unsupported input type encountered for isin(): Bool")
     return Tensor(xp.isin(a, b, assume_unique=assume_unique, invert=invert), device=like._device)
 
 
@@ -86,7 +97,14 @@ def unique(
     xp = input._device.xp
     x = input._data
     axis = None if dim is None else normalize_dims(dim, max(x.ndim, 1), "unique")[0]
-    values, inverse, counts = xp.unique(x, return_inverse=True, return_counts=True, axis=axis)
+    if axis is not None and x.size == 0:
+        if x.shape.count(0) > 1:
+            raise RuntimeError("Number of zero sized dimensions is more than one, so unique cannot be applied ")
+        if x.shape[axis] != 0:
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+    # Each NaN is distinct, as in PyTorch; return_index makes the sort stable, so NaNs keep their order.
+    values, _, inverse, counts = xp.unique(x, return_index=True, return_inverse=True, return_counts=True, axis=axis,
+                                           equal_nan=False)
     where = input._device
     out = [Tensor(values, device=where)]
     if return_inverse:
@@ -103,10 +121,14 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     x = input._data
     if x.dtype.kind not in "iu":
         raise NotImplementedError(f'"bincount_cpu" not implemented for \'{SCALAR_NAMES.get(x.dtype, x.dtype)}\'')
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
     if x.ndim != 1 or (x.size and int(x.min()) < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     xp = input._device.xp
-    if weights is None:
+    if weights is not None and x.size and (weights.ndim != 1 or weights.shape[0] != x.shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    if weights is None or not x.size:  # an empty input gives int64 zeros, weights or not, as in PyTorch
         return Tensor(xp.bincount(x, minlength=minlength).astype(int64, copy=False), device=input._device)
     same_device(input, weights)
     w = weights._data
@@ -138,18 +160,37 @@ def searchsorted(
     chosen = _side("torch.searchsorted", right, side)
     if sorter is not None:
         seq = xp.take_along_axis(seq, sorter._data, axis=-1)
+    if seq.ndim > 1 and values.ndim == 0:
+        raise RuntimeError(
+            "torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension is 1, but we got "
+            f"boundaries tensor dim({seq.ndim}) and input value's dim({values.ndim}) numel({values.size})"
+        )
     if seq.ndim > 1 and seq.shape[:-1] != values.shape[:-1]:
         raise RuntimeError(
             "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
             f"tensor and input value tensor must match, but we got boundaries tensor {list(seq.shape)} and input "
             f"value tensor {list(values.shape)}"
         )
-    if seq.ndim <= 1:
-        out = xp.searchsorted(seq, values, side=chosen)
-    else:
-        rows, row_values = seq.reshape(-1, seq.shape[-1]), values.reshape(-1, values.shape[-1])
-        out = xp.stack([xp.searchsorted(r, v, side=chosen) for r, v in zip(rows, row_values)]).reshape(values.shape)
-    return Tensor(xp.asarray(out).astype(int32 if out_int32 else int64), device=where)
+    rows = 1 if seq.ndim <= 1 else math.prod(seq.shape[:-1])
+    out = _bisect(xp, seq.reshape(rows, seq.shape[-1] if seq.ndim else 1), values.reshape(rows, -1 if rows else 0),
+                  chosen == "right")
+    return Tensor(out.reshape(values.shape).astype(int32 if out_int32 else int64), device=where)
+
+
+def _bisect(xp: Any, rows: Any, values: Any, right: bool) -> Any:
+    """For each row of values, where each would go in the same row of sorted `rows`: PyTorch's binary search,
+    step for step, so NaNs land where its comparisons put them (numpy's sorts NaN last in the boundaries)."""
+    low = xp.zeros(values.shape, int64)
+    high = xp.full(values.shape, rows.shape[-1], int64)
+    while bool((low < high).any()):
+        active = low < high
+        middle = (low + high) // 2
+        seen = xp.take_along_axis(rows, xp.minimum(middle, rows.shape[-1] - 1), axis=-1)
+        # not (seen > value) and not (seen >= value): false for NaN, so a NaN on either side searches on right
+        go_right = ~(seen > values) if right else ~(seen >= values)
+        low = xp.where(active & go_right, middle + 1, low)
+        high = xp.where(active & ~go_right, middle, high)
+    return low
 
 
 def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:

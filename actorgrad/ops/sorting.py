@@ -13,7 +13,7 @@ from typing import Any
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
 from actorgrad.ops.shape import single_dim
-from actorgrad.tensor import Tensor, int64
+from actorgrad.tensor import Tensor, bool_, int64
 
 __all__ = ["argsort", "kthvalue", "msort", "sort", "topk"]
 
@@ -97,6 +97,10 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     rows, order, d = _order("topk", input, dim, largest)
     if not 0 <= k <= rows.shape[d]:
         raise RuntimeError("selected index k out of range")
+    if input.dtype == bool_:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
+    if not input.ndim:  # PyTorch gives a 0-dim input back whole, for k=0 as for k=1
+        k = 1
     picked = order[(slice(None),) * d + (slice(0, k),)]
     values = _values(TOPK, input, rows, picked, d)
     return TopkResult(values, _indices(picked, values, input))
@@ -110,6 +114,8 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Kth
         raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
     if not 1 <= k <= rows.shape[d]:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if input.dtype == bool_ and input.ndim:
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     picked = order[(slice(None),) * d + (slice(k - 1, k),)]
     values = _values(KTHVALUE, input, rows, picked, d, keep=keepdim or not input.ndim)
     return KthvalueResult(values, _indices(picked, values, input))
