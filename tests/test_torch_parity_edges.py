@@ -248,3 +248,11 @@ def test_arithmetic_with_an_out_of_range_int_wraps_it_to_the_tensor_dtype_as_tor
     for overflowing in (lambda: x.add(1, alpha=1000), lambda: x ** 300):
         with pytest.raises(RuntimeError, match="value cannot be converted to type int8_t without overflow"):
             overflowing()
+
+
+@pytest.mark.parametrize("p", [2, 1, 3, math.inf])
+def test_norm_of_a_zero_dim_tensor_along_dim_0_is_its_magnitude(p):
+    x = ag.tensor(-2.0, dtype=ag.float64, requires_grad=True)
+    y = ag.norm(x, p, 0)
+    (g,) = ag.autograd.grad(y, x)
+    assert y.item() == 2.0 and g.item() == -1.0  # torch 2.13

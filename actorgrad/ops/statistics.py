@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import input_size, kept, reduced_dims
+from actorgrad.ops.reductions import input_size, kept, one_dim, reduced_dims
 from actorgrad.tensor import Tensor
 
 __all__ = ["norm", "std", "var"]
@@ -139,7 +139,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) 
         p = 2
     if isinstance(p, str) or not isinstance(p, int | float):
         raise RuntimeError(f"norm(): p={p!r} is not supported; use 'fro', a number, inf or -inf")
-    dims = reduced_dims(dim, x.ndim, "norm")
+    dims = reduced_dims(dim, x.ndim, "norm") if x.ndim else one_dim(dim or 0, 0, "norm")  # a 0-d tensor: dim 0, -1
     params = dict(dims=dims, kept_shape=kept(x.shape, dims), self_shape=x.shape)
     magnitude = np.abs(x)
     if x.size == 0 and (p < 0 or p == math.inf):
