@@ -296,3 +296,8 @@ def test_expand_errors_print_sizes_as_lists_and_name_the_last_clashing_dim():
     with pytest.raises(RuntimeError, match=_expand_error(4, 3, 2, [-1, 2, 4], [2, 3])):  # before the leading -1
         ag.ones(2, 3).expand(-1, 2, 4)
     assert ag.ones(1, 3).expand(5, -1).shape == (5, 3) and ag.ones(2, 3).expand(2, -1, 3).shape == (2, 2, 3)
+
+
+def test_repeat_with_a_negative_count_names_the_negative_size_as_torch():
+    with pytest.raises(RuntimeError, match=re.escape("Trying to create tensor with negative dimension -3: [4, -3]")):
+        ag.ones(2, 3).repeat(2, -1)  # torch 2.13

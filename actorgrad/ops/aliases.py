@@ -137,12 +137,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 def tile(input: Tensor, dims: tuple[int, ...]) -> Tensor:
     """repeat, with `dims` padded by leading 1s to the input's number of dims."""
     dims = _shape_arg(dims) if isinstance(dims, tuple | list) else (dims,)
-    dims = (1,) * (input.ndim - len(dims)) + tuple(dims)
-    sizes = [n * r for n, r in zip((1,) * (len(dims) - input.ndim) + input.shape, dims)]
-    negative = next((n for n in sizes if n < 0), None)
-    if negative is not None:
-        raise RuntimeError(f"Trying to create tensor with negative dimension {negative}: {sizes}")
-    return repeat(input, dims)
+    return repeat(input, (1,) * (input.ndim - len(dims)) + tuple(dims))
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:

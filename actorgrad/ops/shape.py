@@ -225,9 +225,11 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
             f"Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor: "
             f"repeat{tuple(sizes)} on a tensor of shape {list(x.shape)}"
         )
-    if any(n < 0 for n in sizes):
-        raise RuntimeError(f"repeat: Trying to create tensor with negative dimension, got repeats {list(sizes)}")
     padded_shape = (1,) * (len(sizes) - x.ndim) + x.shape
+    if any(n < 0 for n in sizes):
+        result = [n * r for n, r in zip(padded_shape, sizes)]
+        negative = next(n for n in result if n < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative}: {result}")
     interleaved = tuple(n for pair in zip(sizes, padded_shape) for n in pair)
     data = np.tile(x.reshape(padded_shape), sizes)
     return record(
