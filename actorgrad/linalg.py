@@ -1,5 +1,6 @@
-"""`actorgrad.linalg`: PyTorch's torch.linalg names for the norms, inverses, determinants, solves and the
-Cholesky factor (the rules live in `actorgrad.ops.linalg_decompositions` and `actorgrad.ops.statistics`)."""
+"""`actorgrad.linalg`: PyTorch's torch.linalg names for the norms, inverses, determinants, solves, the Cholesky,
+SVD, symmetric eigen and QR decompositions, the pseudo-inverse, rank and matrix powers (the rules live in
+`actorgrad.ops.linalg_decompositions`, `actorgrad.ops.linalg_spectral` and `actorgrad.ops.statistics`)."""
 
 from __future__ import annotations
 
@@ -18,14 +19,17 @@ from actorgrad.ops.linalg_decompositions import (
     slogdet,
     solve,
 )
+from actorgrad.ops.linalg_spectral import eigh, eigvalsh, matrix_rank, pinv, qr, svd, svdvals
 from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import normalize_dims
-from actorgrad.ops.shape import to_dtype
+from actorgrad.ops.shape import permute, to_dtype
 from actorgrad.ops.statistics import norm as _pnorm
 from actorgrad.tensor import Tensor
 
 __all__ = [
-    "LinAlgError", "cholesky", "det", "inv", "matmul", "matrix_norm", "norm", "slogdet", "solve", "vector_norm",
+    "LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm", "matrix_power",
+    "matrix_rank", "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
 ]
 
 
@@ -69,9 +73,8 @@ def _matrix_dims(A: Tensor, dim: Any) -> tuple[int, int]:
 def matrix_norm(
     A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1), keepdim: bool = False, *, dtype: Any = None
 ) -> Tensor:
-    """The matrix norm over the two dims `dim`: 'fro', or the largest (1, inf) or smallest (-1, -inf) absolute
-    column (1) or row (inf) sum. The spectral and nuclear norms (2, -2, 'nuc') need singular values, which
-    actorgrad does not compute."""
+    """The matrix norm over the two dims `dim`: 'fro'; the largest (1, inf) or smallest (-1, -inf) absolute
+    column (1) or row (inf) sum; the largest (2) or smallest (-2) singular value, or their sum ('nuc')."""
     first, second = _matrix_dims(A, dim)
     A = _in_dtype("linalg.matrix_norm", A, dtype)
     if ord == "fro":
@@ -79,9 +82,10 @@ def matrix_norm(
     if ord not in ("nuc", 1, -1, math.inf, -math.inf, 2, -2):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(
-            f"linalg.matrix_norm: ord={ord} needs the singular values, which actorgrad does not compute; use 'fro', "
-            "1, -1, inf or -inf")
+        rest = [d for d in range(A.ndim) if d not in (first, second)]
+        values = svdvals(permute(A, (*rest, first, second)))
+        out = values.sum(-1) if ord == "nuc" else values.amax(-1) if ord == 2 else values.amin(-1)
+        return out.unsqueeze(min(first, second)).unsqueeze(max(first, second)) if keepdim else out
     summed, extreme = (first, second) if abs(ord) == 1 else (second, first)
     sums = A.abs().sum(summed, keepdim=keepdim)
     if not keepdim and summed < extreme:
@@ -105,3 +109,35 @@ def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, 
     if A.ndim == 2 or isinstance(ord, str):
         return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
     return vector_norm(A, ord, None, keepdim, dtype=dtype)
+
+
+IDENTITY = Rule("CopyBackwards", ((), lambda ops, g: ops.zeros_like(g)))  # A^0 is constant in A
+
+
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    """A multiplied by itself n times (the inverse's power for n < 0, the identity for 0), by repeated squaring
+    in PyTorch's order."""
+    x = A._data
+    if x.ndim < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
+    if x.shape[-1] != x.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
+                           f"{x.shape[-2]} by {x.shape[-1]} matrices")
+    if n == 0:
+        xp = A._device.xp
+        return record(IDENTITY, xp.broadcast_to(xp.eye(x.shape[-1], dtype=x.dtype), x.shape).copy(), (A,))
+    if n == 1:
+        return A.clone()
+    if n < 0:
+        A, n = inv(A), -n
+        if n == 1:
+            return A
+    if n in (2, 3):
+        return A @ A if n == 2 else (A @ A) @ A
+    z = result = None
+    while n > 0:
+        bit, n = n % 2, n // 2
+        z = A if z is None else z @ z
+        if bit:
+            result = z if result is None else result @ z
+    return result

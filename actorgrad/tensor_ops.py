@@ -12,11 +12,12 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import reduced_axes
-from actorgrad.ops import contraction, conv, embeddings, linalg_decompositions, pooling
+from actorgrad.ops import contraction, conv, embeddings, linalg_decompositions, linalg_spectral, pooling
 from actorgrad.ops.activations import relu_backward
 from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.casts import to_device
 from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, scatter_add, take_index
+from actorgrad.ops.joining import cat
 from actorgrad.ops.reductions import log_softmax, prod_over_dims
 from actorgrad.ops.scans import cumprod
 from actorgrad.ops.selection import where
@@ -246,6 +247,34 @@ class TensorOps:
     @staticmethod
     def tril(x: Tensor, diagonal: int) -> Tensor:
         return tril(x, diagonal)
+
+    @staticmethod
+    def det(x: Tensor) -> Tensor:
+        return linalg_decompositions.det(x)
+
+    @staticmethod
+    def svd(x: Tensor) -> tuple:
+        return tuple(linalg_spectral.svd(x, full_matrices=False))
+
+    @staticmethod
+    def eigh(x: Tensor, uplo: str) -> tuple:
+        return tuple(linalg_spectral.eigh(x, uplo))
+
+    @staticmethod
+    def qr(x: Tensor) -> tuple:
+        return tuple(linalg_spectral.qr(x))
+
+    @staticmethod
+    def eye(n: int, like: Tensor) -> Tensor:
+        return Tensor(like._device.xp.eye(n, dtype=like._data.dtype), device=like._device)
+
+    @staticmethod
+    def concatenate(xs: tuple, dim: int) -> Tensor:
+        return cat(xs, dim)
+
+    @staticmethod
+    def any_zero(x: Tensor) -> bool:
+        return bool((x._data == 0).any())
 
 
 tensor_ops = TensorOps()

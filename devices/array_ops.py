@@ -310,3 +310,27 @@ class ArrayOps:
     def tril(self, x: Any, diagonal: int) -> Any:
         """The lower triangle of each matrix of a batch, from `diagonal` down."""
         return self.xp.tril(x, diagonal)
+
+    def det(self, x: Any) -> Any:
+        return self.xp.linalg.det(x).astype(x.dtype, copy=False)
+
+    def svd(self, x: Any) -> tuple:
+        """U, S, Vh of each matrix of a batch (reduced: k = min(m, n) columns of U, rows of Vh)."""
+        return tuple(self.xp.linalg.svd(x, full_matrices=False))
+
+    def eigh(self, x: Any, uplo: str) -> tuple:
+        return tuple(self.xp.linalg.eigh(x, UPLO=uplo))
+
+    def qr(self, x: Any) -> tuple:
+        return tuple(self.xp.linalg.qr(x, mode="reduced"))
+
+    def eye(self, n: int, like: Any) -> Any:
+        return self.xp.eye(n, dtype=like.dtype)
+
+    def concatenate(self, xs: tuple, dim: int) -> Any:
+        return self.xp.concatenate(xs, axis=dim)
+
+    @staticmethod
+    def any_zero(x: Any) -> bool:
+        """Does x hold a zero? A host check (it waits for a GPU), for rules that branch on singular inputs."""
+        return bool((x == 0).any())

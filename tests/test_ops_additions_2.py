@@ -771,12 +771,6 @@ def test_meshgrid_without_indexing_warns_and_indexes_ij() -> None:
     assert [g.shape for g in grids] == [(3, 2), (3, 2)]
 
 
-def test_a_matrix_norm_of_singular_values_says_it_is_not_computed() -> None:
-    for ord in (2, -2, "nuc"):
-        with pytest.raises(NotImplementedError, match="singular values"):
-            ag.linalg.matrix_norm(X, ord)
-
-
 def test_logcumsumexp_of_a_zero_dim_tensor_passes_the_gradient_on() -> None:
     x = ag.tensor(0.5, dtype=ag.float64, requires_grad=True)
     out = x.logcumsumexp(0)
@@ -870,3 +864,165 @@ def test_additions_on_cuda_give_the_cpus_values_and_gradients(name: str, f: Call
             assert cuda is None
         else:
             np.testing.assert_allclose(cuda, cpu, rtol=1e-10, atol=1e-12)
+
+
+# -- found by a randomized comparison with PyTorch 2.13 -----------------------------------------------------------
+def test_scatter_and_index_ops_take_0_dim_tensors_as_one_element_vectors() -> None:
+    x = ag.tensor(1.5, dtype=ag.float64, requires_grad=True)
+    s = ag.tensor(4.0, dtype=ag.float64, requires_grad=True)
+    out = (ag.scatter(x, 0, ag.tensor(0), s) * 3 + ag.index_add(x, 0, ag.tensor([0]), s, alpha=2) * 5
+           + ag.index_copy(x, -1, ag.tensor(0), s) * 7 + ag.index_fill(x, 0, ag.tensor([0]), 2.5) * 11)
+    assert out.shape == () and out.item() == 115.0
+    assert [g.item() for g in ag.autograd.grad(out, (x, s))] == [5.0, 20.0]
+    assert ag.scatter(x, 0, ag.tensor([0]), 2.0).item() == 2.0
+    np.testing.assert_array_equal(ag.index_copy(ag.zeros(3), 0, ag.tensor(1), ag.tensor(5.0)).numpy(), [0, 5, 0])
+    for f in (lambda t: ag.scatter(t, 0, ag.tensor(0), t * 2), lambda t: ag.index_add(t, 0, ag.tensor([0]), t * t),
+              lambda t: ag.index_copy(t, 0, ag.tensor([0]), t * 3), lambda t: ag.index_fill(t, 0, ag.tensor(0), 1.0)):
+        assert gradcheck(f, (x,)) and gradgradcheck(f, (x,))
+
+
+def test_index_add_and_index_copy_refuse_bad_sources_with_pytorchs_errors_in_its_order() -> None:
+    x0, x2 = ag.tensor(1.0), ag.ones(2, 3)
+    cases = [
+        (lambda: ag.index_add(x0, 0, ag.tensor([0]), ag.tensor([3.0])), RuntimeError,
+         "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = [] "
+         "source.shape = [1]"),
+        (lambda: ag.index_add(x0, 0, ag.tensor([0]), ag.tensor([3.0, 4.0])), RuntimeError,
+         "index_add_(): Number of indices (1) should be equal to source.size(dim): (2), for dim: 0"),
+        (lambda: ag.index_add(x2, 1, ag.tensor(1), ag.ones(2)), RuntimeError,
+         "index_add_(): Indexing dim 1 is out of bounds of the source tensor with dim 1"),
+        (lambda: ag.index_add(x2, 0, ag.tensor([1]), ag.ones(3)), RuntimeError,
+         "index_add_(): Number of indices (1) should be equal to source.size(dim): (3), for dim: 0"),
+        (lambda: ag.index_copy(x0, 0, ag.tensor([0, 0]), ag.tensor(3.0)), IndexError,
+         "index_copy_(): When source is scalar, index should have one element (got 2)"),
+        (lambda: ag.index_copy(x2, 0, ag.tensor([1]), ag.ones(3)), IndexError,
+         "index_copy_(): When source and destination are not scalars, their dimensionality must match. Source "
+         "dimensionality (1), destination dimensionality (2)"),
+        (lambda: ag.index_copy(ag.ones(2, 3, 4), 1, ag.tensor([1]), ag.ones(2, 1, 5)), RuntimeError,
+         "index_copy_(): Source/destination tensor must have same slice shapes. Destination slice shape: 2 4 at "
+         "dimension 1 and source slice shape: 2 5 at dimension 0."),
+        (lambda: ag.index_copy(x2, 0, ag.tensor([[0]]), ag.ones(1, 3)), IndexError,
+         "index_copy_(): Index should have dimension 1 or 0 (got 2)"),
+        (lambda: ag.index_copy(x0, 0, ag.tensor([1]), ag.tensor([3.0])), IndexError,
+         "index_copy_(): index 1 is out of bounds for dimension 0 with size 1"),
+        (lambda: ag.index_fill(x0, 0, ag.tensor([1]), 2.0), IndexError,
+         "index 1 is out of bounds for dimension 0 with size 1"),
+    ]
+    for f, error, text in cases:
+        with pytest.raises(error) as info:
+            f()
+        assert str(info.value) == text
+
+
+def test_index_fill_counts_negative_indices_from_the_end_and_each_filled_element_once() -> None:
+    a = ag.tensor([1.0, 2.0, 3.0], dtype=ag.float64, requires_grad=True)
+    out = ag.index_fill(a, 0, ag.tensor([-1, 0]), 9.0)
+    np.testing.assert_array_equal(out.detach().numpy(), [9.0, 2.0, 9.0])
+    np.testing.assert_array_equal(ag.autograd.grad(out.sum(), a)[0].numpy(), [0.0, 1.0, 0.0])
+    v = ag.tensor(0.5, dtype=ag.float64, requires_grad=True)
+    out = ag.index_fill(a, 0, ag.tensor([2, 2, 0]), v)
+    ga, gv = ag.autograd.grad((out * ag.tensor([2.0, 3.0, 5.0], dtype=ag.float64)).sum(), (a, v))
+    np.testing.assert_array_equal(ga.numpy(), [0.0, 3.0, 0.0])
+    assert gv.item() == 7.0
+
+
+def test_scatter_checks_as_pytorch_and_an_empty_index_writes_nothing() -> None:
+    x = ag.ones(2, 3)
+    np.testing.assert_array_equal(ag.scatter(x, 0, ag.zeros(0, dtype=ag.int64), ag.ones(1)).numpy(), np.ones((2, 3)))
+    cases = [
+        (lambda: ag.scatter(x, 0, ag.zeros(2, 3, dtype=ag.int64), ag.ones(1, 3)),
+         "Expected index [2, 3] to be no larger than self [2, 3] apart from dimension 0 and to be no larger size "
+         "than src [1, 3]"),
+        (lambda: ag.scatter(x, 0, ag.zeros(1, 4, dtype=ag.int64), 5.0),
+         "Expected index [1, 4] to be no larger than self [2, 3] apart from dimension 0"),
+        (lambda: ag.scatter(x, 0, ag.tensor([0]), 5.0), "Index tensor must have the same number of dimensions as self "
+         "tensor"),
+        (lambda: ag.scatter(ag.ones(3), 0, ag.tensor([1]), ag.ones(2, 2)),
+         "Index tensor must have the same number of dimensions as src tensor"),
+        (lambda: ag.scatter(x, 0, ag.tensor([[0.0]]), 5.0), "scatter(): Expected dtype int32/int64 for index"),
+    ]
+    for f, text in cases:
+        with pytest.raises(RuntimeError) as info:
+            f()
+        assert str(info.value) == text
+
+
+def test_in_place_scatter_and_index_ops_record_their_gradients() -> None:
+    t = ag.ones(3, dtype=ag.float64, requires_grad=True)
+    s = ag.tensor([4.0, 6.0], dtype=ag.float64, requires_grad=True)
+    u = t * 2
+    assert u.index_add_(0, ag.tensor([0, 2]), s, alpha=3) is u
+    u.scatter_(0, ag.tensor([1]), 7.0).index_fill_(0, ag.tensor([2]), -1.0)
+    u.index_copy_(0, ag.tensor([0]), u[:1] * 1)
+    assert u.grad_fn.name() == "IndexCopyBackward0"
+    np.testing.assert_array_equal(u.detach().numpy(), [14.0, 7.0, -1.0])
+    u.backward(ag.tensor([1.0, 2.0, 3.0], dtype=ag.float64))
+    np.testing.assert_array_equal(t.grad.numpy(), [2.0, 0.0, 0.0])
+    np.testing.assert_array_equal(s.grad.numpy(), [3.0, 0.0])
+
+
+def test_median_refuses_bools_and_nanmedian_names_median_for_an_empty_dim() -> None:
+    for f, text in ((lambda: ag.median(ag.tensor([True])), "\"median_cpu\" not implemented for 'Bool'"),
+                    (lambda: ag.nanmedian(ag.tensor([True]), 0), "\"median_out\" not implemented for 'Bool'")):
+        with pytest.raises(NotImplementedError) as info:
+            f()
+        assert str(info.value) == text
+    with pytest.raises(IndexError, match=r"^median\(\): Expected reduction dim 0 to have non-zero size\.$"):
+        ag.nanmedian(ag.zeros(0, 2), 0)
+
+
+def test_nanmean_of_an_all_nan_row_has_nan_gradients_as_pytorch() -> None:
+    n = ag.tensor([[1.0, nan], [nan, nan]], dtype=ag.float64, requires_grad=True)
+    (g,) = ag.autograd.grad(ag.nanmean(n, 1).sum(), n)
+    np.testing.assert_array_equal(g.numpy(), [[1.0, 0.0], [nan, nan]])
+
+
+def test_repeat_interleave_checks_repeats_and_output_size_as_pytorch() -> None:
+    cases = [
+        (lambda: ag.repeat_interleave(ag.tensor([[1, 2]])), RuntimeError,
+         "repeat_interleave only accept 1D vector as repeat"),
+        (lambda: ag.repeat_interleave(ag.tensor([1, -2])), RuntimeError, "repeats can not be negative"),
+        (lambda: ag.repeat_interleave(ag.tensor([1.0, 2.0], dtype=ag.float64)), NotImplementedError,
+         "\"repeat_interleave_cpu\" not implemented for 'Double'"),
+        (lambda: ag.repeat_interleave(ag.ones(2), ag.tensor([1.0, 2.0]), 0), NotImplementedError,
+         "\"repeat_interleave_cpu\" not implemented for 'Float'"),
+        (lambda: ag.repeat_interleave(ag.ones(3), 2, 0, output_size=3), RuntimeError,
+         "repeat_interleave: Invalid output_size, expected 6 but got 3"),
+        (lambda: ag.repeat_interleave(ag.ones(2), ag.tensor([1, 2]), 0, output_size=4), RuntimeError,
+         "repeat_interleave: Invalid output_size, expected 3 but got 4"),
+    ]
+    for f, error, text in cases:
+        with pytest.raises(error) as info:
+            f()
+        assert str(info.value) == text
+    assert ag.repeat_interleave(ag.ones(2), 2, 0, output_size=4).shape == (4,)
+
+
+def test_row_stack_is_vstack() -> None:
+    np.testing.assert_array_equal(ag.row_stack([ag.ones(2), ag.zeros(2)]).numpy(), [[1.0, 1.0], [0.0, 0.0]])
+
+
+def test_cdist_inf_gives_each_tied_coordinate_the_full_gradient_as_pytorch() -> None:
+    y = ag.tensor([[0.0, 1.0], [5.0, 1.0]], dtype=ag.float64, requires_grad=True)
+    z = ag.tensor([[2.0, 3.0]], dtype=ag.float64, requires_grad=True)
+    d = ag.cdist(y, z, inf)
+    np.testing.assert_array_equal(d.detach().numpy(), [[2.0], [3.0]])
+    gy, gz = ag.autograd.grad(d.sum(), (y, z))
+    np.testing.assert_array_equal(gy.numpy(), [[-1.0, -1.0], [1.0, 0.0]])
+    np.testing.assert_array_equal(gz.numpy(), [[0.0, 1.0]])
+    np.testing.assert_array_equal(ag.cdist(ag.ones(2, 0), ag.ones(3, 0), inf).numpy(), np.zeros((2, 3)))
+    assert gradcheck(lambda a, b: ag.cdist(a, b, inf), (X.detach().requires_grad_(), Y.detach().requires_grad_()))
+
+
+def test_cdist_checks_compute_mode_and_batch_dims_as_pytorch() -> None:
+    with pytest.raises(ValueError, match="^foo is not a valid value for compute_mode$"):
+        ag.cdist(ag.ones(2, 3), ag.ones(2, 3), 2.0, "foo")
+    with pytest.raises(RuntimeError, match=r"^The size of tensor a \(2\) must match the size of tensor b \(3\) at "
+                                           r"non-singleton dimension 0$"):
+        ag.cdist(ag.ones(2, 2, 3), ag.ones(3, 2, 3), 1.0)
+
+
+def test_fmod_refuses_bools_as_pytorch() -> None:
+    for other in (ag.tensor([True]), True):
+        with pytest.raises(NotImplementedError, match="^\"fmod_cpu\" not implemented for 'Bool'$"):
+            ag.fmod(ag.tensor([True]), other)

@@ -25,6 +25,7 @@ FAMILY_NAMES = (
     "joining",
     "linalg",
     "linalg_decompositions",
+    "linalg_spectral",
     "log_scans",
     "losses",
     "nan_reductions",

@@ -1,5 +1,5 @@
 """cdist: the p-norm distances between the rows of two batches of row vectors, with its gradient rule for p=2
-(other p go through the vector norm, whose rule covers them)."""
+(p=inf is spelled with Tensor ops for PyTorch's gradient at ties; other p go through the vector norm)."""
 
 from __future__ import annotations
 
@@ -33,8 +33,32 @@ _ROWS = ("self", "other", "result")
 CDIST = Rule("CdistBackward0", (_ROWS, _grad_x1), (_ROWS, _grad_x2), broadcasts=True)
 
 
-def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
+_COMPUTE_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
+
+
+def _check_batches(a: tuple, b: tuple) -> None:
+    """The batch dims broadcast, with PyTorch's error where they do not."""
+    for k in range(1, min(len(a), len(b)) + 1):
+        if a[-k] != b[-k] and 1 not in (a[-k], b[-k]):
+            raise RuntimeError(f"The size of tensor a ({a[-k]}) must match the size of tensor b ({b[-k]}) at "
+                               f"non-singleton dimension {max(len(a), len(b)) - k}")
+
+
+def _chebyshev(x1: Tensor, x2: Tensor) -> Tensor:
+    """The inf-norm distances, whose gradient reaches every coordinate that ties for the largest |difference| in
+    full, as PyTorch's cdist backward does (amax would share it out): the sum over the tied coordinates, less the
+    extra copies of the maximum as a constant."""
+    size = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
+    top = size.detach().amax(-1, keepdim=True)
+    ties = size.detach() == top
+    return (size * ties).sum(-1) - (ties.sum(-1) - 1) * top.squeeze(-1)
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
+          compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """||x1[..., i, :] - x2[..., j, :]||_p for every pair of rows (batch dims broadcast)."""
+    if compute_mode not in _COMPUTE_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     for name, t in (("X1", x1), ("X2", x2)):
         if t.ndim < 2:
             raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {t.ndim}D")
@@ -49,7 +73,10 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
     if x1.dtype != x2.dtype:
         raise RuntimeError(f"expected scalar type {SCALAR_NAMES[x1._data.dtype]} but found "
                            f"{SCALAR_NAMES[x2._data.dtype]}")
-    if p != 2:
+    _check_batches(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
+    if p == float("inf") and x1.shape[-1]:
+        return _chebyshev(x1, x2)
+    if p != 2 and x1.shape[-1]:  # no columns: every distance is 0, as the p=2 path gives
         return norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
     xp = x1._device.xp
     a, b = x1._data, x2._data

@@ -28,11 +28,15 @@ FMIN = Rule("FminBackward0", *FMAX.grads, broadcasts=True)
 
 def fmod(input: Tensor, other: Tensor | float) -> Tensor:
     """input - trunc(input / other) * other; an integer division by zero raises, as in PyTorch."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"fmod(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     number = not isinstance(other, Tensor)
     other_t = as_tensor_operand(other, input)
     device = common_device((input, other_t))
     dtype = common_dtype(input, other)
     xp = device.xp
+    if dtype.kind == "b":
+        raise NotImplementedError("\"fmod_cpu\" not implemented for 'Bool'")
     x, y = kernel_operands(data_as(input, dtype), data_as(other_t, dtype))
     if dtype.kind in "biu" and bool((y == 0).any()):
         raise RuntimeError("ZeroDivisionError")

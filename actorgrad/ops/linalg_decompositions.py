@@ -3,7 +3,8 @@ gradient rules (`actorgrad.linalg` and the top-level inverse, det, logdet, slogd
 
 Each rule is written with matrix products, transposes and `ops.inv` / `ops.solve` (themselves recorded ops), so a
 backward with `create_graph=True` differentiates again. The gradients assume invertible matrices, as PyTorch's
-fast paths do; a singular one raises in the backward.
+fast paths do, except det's, which takes singular ones through an SVD as PyTorch's does; a singular one raises in
+the other backwards.
 """
 
 from __future__ import annotations
@@ -37,7 +38,29 @@ def _as_matrices(ops: Any, g: Any) -> Any:
 
 
 def _det_grad(ops: Any, g: Any, self: Any, result: Any) -> Any:
-    return _as_matrices(ops, g * result) * _mT(ops, ops.inv(self))
+    """g times the cofactor matrix: det(A) A^-T, or where a determinant is zero (A^-1 does not exist) PyTorch's
+    SVD form for the whole batch, det(U) det(Vh) U diag(product of the other singular values) Vh."""
+    if not ops.any_zero(result):
+        return _as_matrices(ops, g * result) * _mT(ops, ops.inv(self))
+    u, s, vh = ops.svd(self)
+    others = _products_of_others(ops, s)
+    scale = ops.reshape(g * ops.det(u) * ops.det(vh), g.shape + (1,))
+    return (u * ops.reshape(others * scale, s.shape[:-1] + (1,) + s.shape[-1:])) @ vh
+
+
+def _products_of_others(ops: Any, s: Any) -> Any:
+    """For each singular value, the product of the others, from running products from both ends (PyTorch's
+    prod_safe_zeros_backward): no division by the near-zero values of a singular matrix, also when differentiated."""
+    lead = (slice(None),) * (s.ndim - 1)
+    columns = [ops.index(s, lead + (slice(j, j + 1),), None) for j in range(s.shape[-1])]
+    before, after = [None], [None]
+    for column, reversed_column in zip(columns[:-1], columns[:0:-1]):
+        before.append(column if before[-1] is None else before[-1] * column)
+        after.append(reversed_column if after[-1] is None else after[-1] * reversed_column)
+    ones = ops.zeros_like(columns[0]) + 1
+    products = [ones if b is None and a is None else a if b is None else b if a is None else b * a
+                for b, a in zip(before, after[::-1])]
+    return ops.concatenate(tuple(products), -1)
 
 
 def _cholesky_grad(ops: Any, g: Any, result: Any) -> Any:

@@ -27,8 +27,10 @@ NanmedianResult = namedtuple("nanmedian", ["values", "indices"])
 
 NANSUM = Rule(
     "NansumBackward0",
+    # A product with the mask, not a choice, as PyTorch's: an infinite gradient (nanmean of an all-NaN row divides
+    # by a zero count) makes NaN at the NaN elements.
     (("self", "kept_shape", "self_shape"),
-     lambda ops, g, self, kept_shape, self_shape: ops.where(self != self, 0, _spread(ops, g, kept_shape, self_shape))),
+     lambda ops, g, self, kept_shape, self_shape: _spread(ops, g, kept_shape, self_shape) * (self == self)),
     cost=input_size,
 )
 _EVENLY = (("self", "result", "dim", "kept_shape"), _extreme_all_grad)
@@ -62,7 +64,8 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
                            f"{SCALAR_NAMES[input._data.dtype]}")
     counted = sum(~input.isnan(), dim, keepdim)
-    return nansum(input, dim, keepdim, dtype=dtype) / counted
+    with np.errstate(invalid="ignore"):  # an all-NaN row is 0 / 0: NaN, without numpy's warning
+        return nansum(input, dim, keepdim, dtype=dtype) / counted
 
 
 def _lower_middle(xp: Any, rows: Any, d: int, ignore_nan: bool) -> tuple[Any, Any]:
@@ -86,6 +89,8 @@ def _median(op: str, all_rule: Rule, dim_rule: Rule, result: Any, input: Tensor,
             keepdim: bool) -> Any:
     x = input._data
     xp = input._device.xp
+    if x.dtype.kind == "b":
+        raise NotImplementedError(f"\"{'median_cpu' if dim is None else 'median_out'}\" not implemented for 'Bool'")
     if dim is None:
         if x.size == 0:
             return record(all_rule, xp.full((), np.nan, x.dtype), (input,), dim=(), kept_shape=(), self_shape=x.shape)
@@ -95,7 +100,7 @@ def _median(op: str, all_rule: Rule, dim_rule: Rule, result: Any, input: Tensor,
     d = single_dim(dim, x.ndim, op)
     rows = x.reshape(x.shape or (1,))
     if rows.shape[d] == 0:
-        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")  # nanmedian's too
     indices, values = _lower_middle(xp, rows, d, op == "nanmedian")
     shape = kept(x.shape, (d,)) if keepdim else x.shape[:d] + x.shape[d + 1:]
     out = record(dim_rule, values.reshape(shape), (input,), indices=indices, dim=d, rows_shape=rows.shape,

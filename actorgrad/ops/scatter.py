@@ -12,13 +12,12 @@ from typing import Any
 from actorgrad.ops.indexing import (
     SCATTER_ADD,
     _along,
-    _at_least_1d,
-    _check_along,
     _checked_ints,
     _host,
     fill_value,
     placed_index,
 )
+from actorgrad.ops.inplace import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.shape import single_dim
@@ -34,8 +33,9 @@ INDEX_ADD = Rule("IndexAddBackward0", ((), None),
                  (("where", "alpha"), lambda ops, g, where, alpha: ops.index(g, (), where) * alpha))
 INDEX_COPY = Rule("IndexCopyBackward0", _KEPT, _READ_BACK)
 INDEX_FILL = Rule("IndexFillBackward0", _KEPT)
+# The value's gradient sums the output's over the filled elements, each once however often the index names it.
 INDEX_FILL_TENSOR = Rule("IndexFillBackward1", _KEPT,
-                         (("where",), lambda ops, g, where: ops.sum(ops.index(g, (), where), None)))
+                         (("filled",), lambda ops, g, filled: ops.sum(g * filled, None)))
 
 
 def _kept_mask(input: Tensor, where: tuple) -> Any:
@@ -45,6 +45,32 @@ def _kept_mask(input: Tensor, where: tuple) -> Any:
     return keep
 
 
+def _at_least_1d(t: Tensor) -> Tensor:
+    return t.reshape(1) if t.ndim == 0 else t
+
+
+def _written(op: Any, input: Tensor, *operands: Any) -> Tensor:
+    """op on 0-dim tensors as PyTorch runs it, as on tensors of shape (1,), then back to the input's shape."""
+    out = op(_at_least_1d(input), *(_at_least_1d(o) if isinstance(o, Tensor) else o for o in operands))
+    return out.reshape(input.shape)
+
+
+def _check_scatter(x: Any, d: int, positions: Any, s: Any) -> None:
+    """PyTorch's scatter_shape_check (skipped for an empty index, as there)."""
+    if positions.ndim != x.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    if s is not None and s.ndim != positions.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    too_big = any(n > x.shape[k] for k, n in enumerate(positions.shape) if k != d)
+    if s is not None:
+        too_big = too_big or any(n > s.shape[k] for k, n in enumerate(positions.shape))
+    if too_big:
+        src = "" if s is None else f" and to be no larger size than src {list(s.shape)}"
+        raise RuntimeError(f"Expected index {list(positions.shape)} to be no larger than self {list(x.shape)} apart "
+                           f"from dimension {d}{src}")
+    _checked_ints(positions, x.shape[d], d, negative=False, error=RuntimeError)
+
+
 def scatter(
     input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None, reduce: Any = None
 ) -> Tensor:
@@ -52,18 +78,24 @@ def scatter(
     if reduce is not None:
         raise NotImplementedError("scatter(): reduce= is not supported; use scatter_add (or scatter_reduce in PyTorch)")
     if src is None:
+        if value is None:
+            raise TypeError("scatter() missing a src tensor or a value")
         src = value
-    x = _at_least_1d(input._data, "scatter")
     positions = _host(index._data)
-    if positions.dtype.kind not in "iu":
-        raise RuntimeError(f"scatter(): Expected dtype int64 for index, got {positions.dtype}")
+    if positions.dtype.kind not in "iu" or positions.dtype.itemsize < 4:
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
+    x = input._data
     d = single_dim(dim, x.ndim, "scatter")
     tensor_src = isinstance(src, Tensor)
     if tensor_src:
         same_device(input, src, index)
         if src._data.dtype != x.dtype:
             raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    _check_along(x, d, positions, (src._data,) if tensor_src else ())
+    if x.ndim == 0 or positions.ndim == 0 or (tensor_src and src.ndim == 0):
+        return _written(lambda *a: scatter(*a), input, d, index, src)
+    if positions.size == 0:  # PyTorch checks nothing more and writes nothing
+        return record(SCATTER_VALUE, x.copy(), (input,), keep=input._device.xp.ones(x.shape, dtype=bool))
+    _check_scatter(x, d, positions, src._data if tensor_src else None)
     where = placed_index(input, _along(positions, d))
     keep = _kept_mask(input, where)
     data = x.copy()
@@ -77,42 +109,69 @@ def scatter(
 
 
 def _vector_index(op: str, input: Tensor, dim: int, index: Tensor, kinds: str, dtype_error: Exception) -> tuple:
-    """The dim and the advanced index that reaches `index`'s positions along it, after index_*'s checks."""
-    x = _at_least_1d(input._data, op)
+    """The dim and the advanced index that reaches `index`'s positions along it, after index_*'s checks
+    (index_fill counts negative positions from the end, as PyTorch's)."""
+    x = input._data
     positions = _host(index._data)
     if positions.dtype.kind not in "iu" or positions.dtype.itemsize < (8 if kinds == "int64" else 4):
         raise dtype_error
     if positions.ndim > 1:
         if op == "index_fill_":
             raise RuntimeError("Index has to be a vector/scalar")
+        if op == "index_copy_":
+            raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {positions.ndim})")
         raise IndexError(f"{op}(): Index is supposed to be a vector, but got dim: {positions.ndim} with type: "
                          f"{SCALAR_NAMES[positions.dtype]} and size: {list(positions.shape)}")
     d = single_dim(dim, x.ndim, op)
+    size = x.shape[d] if x.ndim else 1
     try:
-        positions = _checked_ints(positions.reshape(-1), x.shape[d], d, negative=False)
+        positions = _checked_ints(positions.reshape(-1), size, d, negative=op == "index_fill_") % max(size, 1)
     except IndexError as error:  # PyTorch's type and wording differ per op
         if op == "index_add_":
-            raise RuntimeError(str(error)) from None
+            raise (IndexError("index out of range in self") if x.ndim == 0 else RuntimeError(str(error))) from None
         raise IndexError(f"index_copy_(): {error}" if op == "index_copy_" else str(error)) from None
     return d, placed_index(input, (slice(None),) * d + (positions,))
 
 
+def _sliced(shape: tuple, d: int) -> tuple:
+    return shape[:d] + shape[d + 1:]
+
+
 def _check_source(op: str, input: Tensor, source: Tensor, d: int, count: int) -> None:
+    """PyTorch's checks of index_add's and index_copy's source, in its order: a 0-dim self or source stands for
+    one slice."""
     x, s = input._data, source._data
     same_device(input, source)
-    if op == "index_add_" and s.dtype != x.dtype:
+    if op == "index_copy_":
+        if s.ndim == 0 and count != 1:
+            raise IndexError(f"index_copy_(): When source is scalar, index should have one element (got {count})")
+        if s.ndim and x.ndim and s.ndim != x.ndim:
+            raise IndexError("index_copy_(): When source and destination are not scalars, their dimensionality must "
+                             f"match. Source dimensionality ({s.ndim}), destination dimensionality ({x.ndim})")
+        if s.dtype != x.dtype:
+            raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
+                               f"{SCALAR_NAMES[x.dtype]} and (source) {SCALAR_NAMES[s.dtype]}")
+        if _sliced(x.shape, d) != _sliced(s.shape, d):
+            raise RuntimeError("index_copy_(): Source/destination tensor must have same slice shapes. Destination "
+                               f"slice shape: {' '.join(map(str, _sliced(x.shape, d)))} at dimension {d} and source "
+                               f"slice shape: {' '.join(map(str, _sliced(s.shape, d)))} at dimension 0.")
+        if s.ndim and s.shape[d] != count:
+            raise IndexError(f"index_copy_(): Number of indices ({count}) should be equal to source.size(dim) "
+                             f"({s.shape[d]})")
+        return
+    if s.dtype != x.dtype:
         raise RuntimeError(f"index_add_(): self ({SCALAR_NAMES[x.dtype]}) and source ({SCALAR_NAMES[s.dtype]}) must "
                            "have the same scalar type")
-    if op == "index_copy_" and s.dtype != x.dtype:
-        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
-                           f"{SCALAR_NAMES[x.dtype]} and (source) {SCALAR_NAMES[s.dtype]}")
-    if s.ndim != x.ndim or s.shape[:d] + s.shape[d + 1:] != x.shape[:d] + x.shape[d + 1:]:
+    if s.ndim == 0 and count != 1:
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
+    if s.ndim and d >= s.ndim:
+        raise RuntimeError(f"index_add_(): Indexing dim {d} is out of bounds of the source tensor with dim {s.ndim}")
+    if s.ndim and s.shape[d] != count:
+        raise RuntimeError(f"index_add_(): Number of indices ({count}) should be equal to source.size(dim): "
+                           f"({s.shape[d]}), for dim: {d}")
+    if s.ndim != x.ndim or _sliced(s.shape, d) != _sliced(x.shape, d):
         raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
                            f"Got self.shape = {list(x.shape)} source.shape = {list(s.shape)}")
-    if s.shape[d] != count:
-        error = RuntimeError if op == "index_add_" else IndexError
-        tail = f": ({s.shape[d]}), for dim: {d}" if op == "index_add_" else f" ({s.shape[d]})"
-        raise error(f"{op}(): Number of indices ({count}) should be equal to source.size(dim){tail}")
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
@@ -120,6 +179,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
     d, where = _vector_index("index_add_", input, dim, index, "int32/int64", RuntimeError(
         f"index_add_(): Expected dtype int32/int64 for index but got: {SCALAR_NAMES.get(index.dtype, index.dtype)}"))
     _check_source("index_add_", input, source, d, where[d].shape[0])
+    if input.ndim == 0 or source.ndim == 0:
+        return _written(lambda *a: index_add(*a, alpha=alpha), input, d, index.reshape(-1), source)
     x = input._data
     data = x.copy()
     input._device.xp.add.at(data, where, (source._data * alpha).astype(x.dtype, copy=False))
@@ -131,6 +192,10 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     d, where = _vector_index("index_copy_", input, dim, index, "int64", RuntimeError(
         f"index_copy_(): Expected a long tensor for index, but got {SCALAR_NAMES.get(index.dtype, index.dtype)}"))
     _check_source("index_copy_", input, source, d, where[d].shape[0])
+    if input.ndim == 0:
+        return _written(index_copy, input, d, index.reshape(-1), source.reshape(-1))
+    if source.ndim == 0:
+        return index_copy(input, d, index.reshape(-1), source.reshape((1,) * input.ndim))
     data = input._data.copy()
     data[where] = source._data
     return record(INDEX_COPY, data, (input, source), keep=_kept_mask(input, where), where=where)
@@ -138,19 +203,39 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """A copy of the input with the slices at `index` along `dim` set to `value` (a number or a 0-dim tensor)."""
-    _, where = _vector_index("index_fill_", input, dim, index, "int64",
+    d, where = _vector_index("index_fill_", input, dim, index, "int64",
                              IndexError("index_fill_(): Expected dtype int64 for index."))
     if isinstance(value, Tensor) and value.ndim:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
                            "dimension(s).")
+    if input.ndim == 0:
+        return index_fill(input.reshape(1), d, index.reshape(-1), value).reshape(())
     x = input._data
     data = x.copy()
     data[where] = fill_value(value.item() if isinstance(value, Tensor) else value, x.dtype)[()]
     keep = _kept_mask(input, where)
     if isinstance(value, Tensor):
-        return record(INDEX_FILL_TENSOR, data, (input, value), keep=keep, where=where)
+        return record(INDEX_FILL_TENSOR, data, (input, value), keep=keep, filled=~keep)
     return record(INDEX_FILL, data, (input,), keep=keep)
 
 
+def scatter_(self: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
+             reduce: Any = None) -> Tensor:
+    return write_in_place(self, lambda s: scatter(s, dim, index, src, value=value, reduce=reduce), (src,), False)
+
+
+def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    return write_in_place(self, lambda s: index_add(s, dim, index, source, alpha=alpha), (source,), False)
+
+
+def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    return write_in_place(self, lambda s: index_copy(s, dim, index, source), (source,), False)
+
+
+def index_fill_(self: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    return write_in_place(self, lambda s: index_fill(s, dim, index, value), (value,), False)
+
+
 METHODS: dict[str, Any] = {"scatter": scatter, "index_add": index_add, "index_copy": index_copy,
-                           "index_fill": index_fill}
+                           "index_fill": index_fill, "scatter_": scatter_, "index_add_": index_add_,
+                           "index_copy_": index_copy_, "index_fill_": index_fill_}

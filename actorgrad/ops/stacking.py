@@ -13,6 +13,7 @@ import numpy as np
 
 from actorgrad.ops.indexing import index_select
 from actorgrad.ops.joining import cat, stack
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import normalize_dims
 from actorgrad.ops.shape import flip
@@ -20,7 +21,7 @@ from actorgrad.tensor import Tensor
 
 __all__ = [
     "atleast_1d", "atleast_2d", "atleast_3d", "cartesian_prod", "column_stack", "dstack", "fliplr", "flipud",
-    "hstack", "kron", "meshgrid", "repeat_interleave", "rot90", "vstack",
+    "hstack", "kron", "meshgrid", "repeat_interleave", "rot90", "row_stack", "vstack",
 ]
 
 
@@ -94,6 +95,11 @@ def vstack(tensors: Sequence[Tensor]) -> Tensor:
     return cat([_at_least_2d(t) for t in _non_empty("vstack", tensors)], 0)
 
 
+def row_stack(tensors: Sequence[Tensor]) -> Tensor:
+    """vstack's other name in PyTorch."""
+    return vstack(tensors)
+
+
 def dstack(tensors: Sequence[Tensor]) -> Tensor:
     """Joined along dim 2, after atleast_3d."""
     return cat([_at_least_3d(t) for t in _non_empty("dstack", tensors)], 2)
@@ -148,13 +154,30 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
     return stack([grid.flatten() for grid in meshgrid(*tensors, indexing="ij")], 1)
 
 
+def _checked_counts(counts: Any) -> Any:
+    """Repeat counts after PyTorch's checks of their dtype and sign."""
+    if counts.dtype.kind not in "iu":
+        raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for '{SCALAR_NAMES[counts.dtype]}'")
+    if bool((counts < 0).any()):
+        raise RuntimeError("repeats can not be negative")
+    return counts
+
+
+def _check_output_size(total: int, output_size: int | None) -> None:
+    if output_size is not None and output_size != total:
+        raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {total} but got {output_size}")
+
+
 def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: int | None = None, *,
                       output_size: int | None = None) -> Tensor:
     """Each element (each slice along `dim`, of the flattened input when dim is None) repeated `repeats` times, or
     repeats[i] times for slice i. With only an integer tensor, the indices 0, 1, ... each repeated that often."""
     xp = input._device.xp
     if repeats is None:
-        counts = input._data
+        counts = _checked_counts(input._data)
+        if counts.ndim != 1:
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        _check_output_size(int(counts.sum()), output_size)
         return Tensor(xp.repeat(xp.arange(counts.shape[0], dtype=np.int64), counts), device=input._device)
     if dim is None:
         input, d = input.reshape(-1), 0
@@ -162,21 +185,19 @@ def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: i
         (d,) = normalize_dims(dim, input.ndim, "repeat_interleave")
     size = input.shape[d] if input.ndim else 1
     if isinstance(repeats, Tensor):
-        counts = repeats._data
-        if counts.dtype.kind not in "iu":
-            raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for '{repeats.dtype}'")
+        counts = _checked_counts(repeats._data)
         if counts.ndim > 1:
             raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
         counts = counts.reshape(-1)
         if counts.shape[0] not in (1, size):
             raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
                                f"{counts.shape[0]} and input.size({d}) = {size}")
-        if bool((counts < 0).any()):
-            raise RuntimeError("repeats can not be negative")
         index = xp.repeat(xp.arange(size, dtype=np.int64), xp.broadcast_to(counts, (size,)))
+        _check_output_size(index.shape[0], output_size)
         return index_select(input, d, Tensor(index, device=input._device))
     if repeats < 0:
         raise RuntimeError("Repeats must be non-negative")
+    _check_output_size(size * repeats, output_size)
     shape = list(input.shape)
     expanded = input.unsqueeze(d + 1).expand(*shape[:d + 1], repeats, *shape[d + 1:])
     return expanded.reshape(*shape[:d], size * repeats, *shape[d + 1:])

@@ -1,0 +1,249 @@
+"""Singular value, symmetric eigenvalue and QR decompositions, the pseudo-inverse and the numerical rank, with
+PyTorch's gradient rules (`actorgrad.linalg.svd`, `svdvals`, `eigh`, `eigvalsh`, `qr`, `pinv`, `matrix_rank`).
+
+A decomposition's outputs are separate nodes of one name (PyTorch's single node has several outputs): each
+output's rule is PyTorch's formula with the other outputs' gradients zero, and the formula is linear in them, so
+the sum the inputs receive is PyTorch's. Each rule refactors the saved input with `ops.svd` / `ops.eigh` /
+`ops.qr` instead of saving the factors, so a backward with `create_graph=True` differentiates through the
+factors again. The gradients assume distinct singular values (eigenvalues), as PyTorch's do.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from actorgrad.ops.linalg_decompositions import _mT, check_floating, check_square
+from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.record import Rule, record
+from actorgrad.tensor import Tensor
+
+__all__: list[str] = []
+
+SvdResult = namedtuple("linalg_svd", ["U", "S", "Vh"])
+EighResult = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+QrResult = namedtuple("linalg_qr", ["Q", "R"])
+
+
+def _column(ops: Any, x: Any) -> Any:
+    return ops.reshape(x, x.shape + (1,))
+
+
+def _row(ops: Any, x: Any) -> Any:
+    return ops.reshape(x, x.shape[:-1] + (1,) + x.shape[-1:])
+
+
+def _narrow_last(ops: Any, g: Any, k: int) -> Any:
+    """g's first k columns (a full_matrices factor's gradient, as PyTorch narrows it)."""
+    return g if g.shape[-1] == k else ops.index(g, (slice(None),) * (g.ndim - 1) + (slice(0, k),), None)
+
+
+def _gaps(ops: Any, values: Any) -> Any:
+    """E[i, j] = values[j] - values[i], with ones on the diagonal (where the skew parts it divides are zero)."""
+    return _row(ops, values) - _column(ops, values) + ops.eye(values.shape[-1], values)
+
+
+def _svd_core(ops: Any, self: Any, inner: Any, gU: Any, gVh: Any) -> Any:
+    """PyTorch's linalg_svd_backward around the k x k matrix `inner` (its gS part, or None)."""
+    u, s, vh = ops.svd(self)
+    m, n = self.shape[-2:]
+    k = s.shape[-1]
+    gA = inner
+    if gU is not None:
+        gU = _narrow_last(ops, gU, k)
+        UhgU = _mT(ops, u) @ gU
+        gA = (UhgU - _mT(ops, UhgU)) * _row(ops, s) / _gaps(ops, s * s)
+        gA = u @ gA
+        if m > n:
+            gUSinv = gU / _row(ops, s)
+            gA = gA + gUSinv - u @ (_mT(ops, u) @ gUSinv)
+        return gA @ vh
+    if gVh is not None:
+        gVh = _mT(ops, _narrow_last(ops, _mT(ops, gVh), k))
+        VhgV = vh @ _mT(ops, gVh)
+        gA = _column(ops, s) * (VhgV - _mT(ops, VhgV)) / _gaps(ops, s * s)
+        gA = gA @ vh
+        if m < n:
+            SinvgVh = gVh / _column(ops, s)
+            gA = gA + SinvgVh - (SinvgVh @ _mT(ops, vh)) @ vh
+        return u @ gA
+    return u @ (_column(ops, inner) * vh) if m >= n else (u * _row(ops, inner)) @ vh
+
+
+SVD_U = Rule("LinalgSvdBackward0", (("self",), lambda ops, g, self: _svd_core(ops, self, None, g, None)))
+SVD_S = Rule("LinalgSvdBackward0", (("self",), lambda ops, g, self: _svd_core(ops, self, g, None, None)))
+SVD_VH = Rule("LinalgSvdBackward0", (("self",), lambda ops, g, self: _svd_core(ops, self, None, None, g)))
+
+
+def _check_matrices(op: str, A: Tensor) -> Any:
+    x = A._data
+    if x.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    check_floating(op, x)
+    return x
+
+
+def svd(A: Tensor, full_matrices: bool = True) -> SvdResult:
+    """U, S, Vh with A = U diag(S) Vh, S descending (U and Vh square with `full_matrices`)."""
+    x = _check_matrices("linalg.svd", A)
+    u, s, vh = A._device.xp.linalg.svd(x, full_matrices=full_matrices)
+    return SvdResult(record(SVD_U, u, (A,)), record(SVD_S, s, (A,)), record(SVD_VH, vh, (A,)))
+
+
+def svdvals(A: Tensor) -> Tensor:
+    """The singular values of each matrix, descending."""
+    x = _check_matrices("linalg.svd", A)  # PyTorch's svdvals names the svd it calls
+    return record(SVD_S, A._device.xp.linalg.svd(x, compute_uv=False), (A,))
+
+
+def _eigh_vectors_grad(ops: Any, g: Any, self: Any, uplo: str) -> Any:
+    """PyTorch's linalg_eig_backward (hermitian) for gV: V (skew(V^T gV) / 2 / E) V^T."""
+    values, vectors = ops.eigh(self, uplo)
+    VhgV = _mT(ops, vectors) @ g
+    inner = (VhgV - _mT(ops, VhgV)) * 0.5 / _gaps(ops, values)
+    return vectors @ inner @ _mT(ops, vectors)
+
+
+def _eigh_values_grad(ops: Any, g: Any, self: Any, uplo: str) -> Any:
+    vectors = ops.eigh(self, uplo)[1]
+    return vectors @ (_column(ops, g) * _mT(ops, vectors))
+
+
+EIGH_VALUES = Rule("LinalgEighBackward0", (("self", "uplo"), _eigh_values_grad))
+EIGH_VECTORS = Rule("LinalgEighBackward0", (("self", "uplo"), _eigh_vectors_grad))
+
+
+def _check_uplo(UPLO: str) -> str:
+    """'L' or 'U', either case as PyTorch takes it."""
+    if UPLO.upper() not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO.upper()
+
+
+def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
+    """The ascending eigenvalues and orthonormal eigenvectors of each symmetric matrix; only the triangle UPLO
+    names is read."""
+    x = check_square("linalg.eigh", A)
+    uplo = _check_uplo(UPLO)
+    values, vectors = A._device.xp.linalg.eigh(x, UPLO=uplo)
+    return EighResult(record(EIGH_VALUES, values, (A,), uplo=uplo), record(EIGH_VECTORS, vectors, (A,), uplo=uplo))
+
+
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
+    """The ascending eigenvalues of each symmetric matrix."""
+    x = check_square("linalg.eigvalsh", A)
+    uplo = _check_uplo(UPLO)
+    return record(EIGH_VALUES, A._device.xp.linalg.eigvalsh(x, UPLO=uplo), (A,), uplo=uplo)
+
+
+def _copyltu(ops: Any, M: Any) -> Any:
+    """The symmetric matrix with M's lower triangle."""
+    return ops.tril(M, 0) + _mT(ops, ops.tril(M, -1))
+
+
+def _qr_square_grad(ops: Any, q: Any, r: Any, gQ: Any, gR: Any) -> Any:
+    """For m >= n (A = Q R, R invertible): (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q."""
+    M = (r @ _mT(ops, gR) if gR is not None else 0) - (_mT(ops, gQ) @ q if gQ is not None else 0)
+    b = q @ _copyltu(ops, M)
+    if gQ is not None:
+        b = b + gQ
+    return _mT(ops, ops.solve(r, _mT(ops, b)))
+
+
+def _qr_grad(ops: Any, self: Any, mode: str, gQ: Any, gR: Any) -> Any:
+    m, n = self.shape[-2:]
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please "
+                           "use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+    q, r = ops.qr(self)
+    if m >= n:
+        return _qr_square_grad(ops, q, r, gQ, gR)
+    # A = [X | Y] with X = Q R1 square and Y = Q R2: Y only moves R2, and X also sees Y through Q.
+    columns = (slice(None),) * (self.ndim - 2)
+    r1 = ops.index(r, columns + (slice(None), slice(0, m)), None)
+    y = ops.index(self, columns + (slice(None), slice(m, n)), None)
+    gR1 = None if gR is None else ops.index(gR, columns + (slice(None), slice(0, m)), None)
+    gR2 = None if gR is None else ops.index(gR, columns + (slice(None), slice(m, n)), None)
+    gQx = gQ if gR2 is None else (y @ _mT(ops, gR2) if gQ is None else gQ + y @ _mT(ops, gR2))
+    gX = _qr_square_grad(ops, q, r1, gQx, gR1)
+    gY = ops.zeros_like(y) if gR2 is None else q @ gR2
+    return ops.concatenate((gX, gY), -1)
+
+
+QR_Q = Rule("LinalgQrBackward0", (("self", "mode"), lambda ops, g, self, mode: _qr_grad(ops, self, mode, g, None)))
+QR_R = Rule("LinalgQrBackward0", (("self", "mode"), lambda ops, g, self, mode: _qr_grad(ops, self, mode, None, g)))
+
+
+def qr(A: Tensor, mode: str = "reduced") -> QrResult:
+    """Q with orthonormal columns and upper-triangular R, A = Q R ('complete': Q square; 'r': R only, Q empty)."""
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
+                           "or 'complete'")
+    x = _check_matrices("linalg.qr", A)
+    xp = A._device.xp
+    q, r = xp.linalg.qr(x, mode="complete" if mode == "complete" else "reduced")
+    if mode == "r":
+        q = xp.empty((0,), x.dtype)
+    return QrResult(record(QR_Q, q, (A,), mode=mode), record(QR_R, r, (A,), mode=mode))
+
+
+def _pinv_grad(ops: Any, g: Any, self: Any, result: Any) -> Any:
+    """PyTorch's pinv_backward, in the products of the smaller dimension."""
+    m, n = self.shape[-2:]
+    pinvAh, gh = _mT(ops, result), _mT(ops, g)
+    if m <= n:
+        K = gh @ result
+        KpinvAh = K @ pinvAh
+        return -_mT(ops, result @ K) + KpinvAh - (self @ result) @ KpinvAh + (pinvAh @ result) @ (gh - K @ self)
+    K = result @ gh
+    pinvAhK = pinvAh @ K
+    return -_mT(ops, K @ result) + (gh - self @ K) @ result @ pinvAh + pinvAhK - pinvAhK @ result @ self
+
+
+PINV = Rule("LinalgPinvBackward0", (("self", "result"), _pinv_grad))
+
+
+def _tolerance(xp: Any, x: Any, s: Any, atol: float | None, rtol: float | None) -> Any:
+    """max(atol, rtol * largest singular value), rtol defaulting to eps * max(m, n) unless atol > 0, as PyTorch."""
+    if rtol is None:
+        rtol = np.finfo(x.dtype).eps * max(x.shape[-2:]) if atol is None or atol <= 0 else 0.0
+    largest = s[..., :1] if s.shape[-1] else xp.zeros(s.shape[:-1] + (1,), s.dtype)
+    return xp.maximum(atol or 0.0, rtol * largest)
+
+
+def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False) -> Tensor:
+    """The Moore-Penrose pseudo-inverse: singular values at or below the tolerance count as zero."""
+    if hermitian:
+        raise NotImplementedError("linalg.pinv: hermitian=True is not supported by actorgrad; use hermitian=False")
+    x = A._data
+    if x.ndim < 2 or x.dtype.kind != "f":
+        raise RuntimeError(f"linalg.pinv({SCALAR_NAMES[x.dtype]}{{{list(x.shape)}}}): expected a tensor with 2 or more "
+                           "dimensions of float, double, cfloat or cdouble types")
+    xp = A._device.xp
+    u, s, vh = xp.linalg.svd(x, full_matrices=False)
+    kept = s > _tolerance(xp, x, s, atol, rtol)
+    inverse = xp.where(kept, 1 / xp.where(kept, s, 1), 0).astype(x.dtype, copy=False)
+    data = (xp.swapaxes(vh, -1, -2) * inverse[..., None, :]) @ xp.swapaxes(u, -1, -2)
+    return record(PINV, data, (A,))
+
+
+def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False) -> Tensor:
+    """The number of singular values (absolute eigenvalues with `hermitian`) above the tolerance, as int64."""
+    x = A._data
+    if x.ndim < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
+    if x.dtype not in (np.float32, np.float64):
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    xp = A._device.xp
+    if hermitian:
+        s = xp.flip(xp.sort(xp.abs(xp.linalg.eigvalsh(x)), axis=-1), -1)
+    else:
+        s = xp.linalg.svd(x, compute_uv=False)
+    return Tensor((s > _tolerance(xp, x, s, atol, rtol)).sum(-1).astype(np.int64), device=A._device)
+
+
+METHODS: dict[str, Any] = {}
