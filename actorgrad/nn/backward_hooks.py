@@ -109,15 +109,10 @@ class BackwardHook:
         return (tuple(wrapped) if type(args) is tuple else type(args)(*wrapped)), index
 
     def _on_output_grads(self, ctx: Any, grads: tuple) -> tuple:
-        grad_outputs = _pack_with_none(self.output_index, grads, self.n_outputs)
-        for hook in self.pre_hooks:
-            result = hook(self.module, grad_outputs)
-            if result is None:
-                continue
-            if len(result) != len(grad_outputs):
-                raise RuntimeError("Backward pre hook returned an invalid number of grad_output, "
-                                   f"got {len(result)}, but expected {len(grad_outputs)}")
-            grad_outputs = result
+        grad_outputs = _replaced_by_hooks(
+            self.pre_hooks, lambda hook, values: hook(self.module, values),
+            _pack_with_none(self.output_index, grads, self.n_outputs), "Backward pre hook", "grad_output",
+        )
         self.grad_outputs = grad_outputs
         if self.input_index is None:  # no input requires grad: the hooks fire here, with no grad_input
             warnings.warn(NO_INPUT_GRAD, UserWarning, stacklevel=2)
@@ -138,14 +133,23 @@ class BackwardHook:
         ]
         if self.grad_outputs is None:  # the gradient reached the inputs without passing the outputs
             return tuple(grads)
-        grad_inputs = _pack_with_none(self.input_index, grads, self.n_inputs)
-        for hook in self.hooks:
-            result = hook(self.module, grad_inputs, self.grad_outputs)
-            if result is None:
-                continue
-            if len(result) != len(grad_inputs):
-                raise RuntimeError("Backward hook returned an invalid number of grad_input, "
-                                   f"got {len(result)}, but expected {len(grad_inputs)}")
-            grad_inputs = result
+        grad_inputs = _replaced_by_hooks(
+            self.hooks, lambda hook, values: hook(self.module, values, self.grad_outputs),
+            _pack_with_none(self.input_index, grads, self.n_inputs), "Backward hook", "grad_input",
+        )
         self.grad_outputs = None
         return _checked(ctx, [grad_inputs[i] for i in self.input_index])
+
+
+def _replaced_by_hooks(hooks: Any, call: Callable, values: tuple, kind: str, what: str) -> tuple:
+    """`values` passed through each hook in turn (`call(hook, values)`); a hook's non-None result replaces them,
+    and must hold as many (PyTorch's error)."""
+    for hook in hooks:
+        result = call(hook, values)
+        if result is None:
+            continue
+        if len(result) != len(values):
+            raise RuntimeError(f"{kind} returned an invalid number of {what}, got {len(result)}, but expected "
+                               f"{len(values)}")
+        values = result
+    return values
