@@ -19,6 +19,7 @@ from actorgrad.ops.casts import to_device
 from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, scatter_add, take_index
 from actorgrad.ops.joining import cat
 from actorgrad.ops.reductions import log_softmax, prod_over_dims
+from actorgrad.ops.rounding import trunc
 from actorgrad.ops.scans import cumprod
 from actorgrad.ops.selection import where
 from actorgrad.ops.shape import broadcast_to, flip, pad, permute, roll, to_dtype, tril
@@ -153,6 +154,10 @@ class TensorOps:
     @staticmethod
     def sign(x: Tensor) -> Tensor:
         return sign(x)
+
+    @staticmethod
+    def trunc(x: Tensor) -> Tensor:
+        return trunc(x)
 
     @staticmethod
     def sin(x: Tensor) -> Tensor:

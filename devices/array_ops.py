@@ -190,6 +190,9 @@ class ArrayOps:
         """NaN gives 0, as PyTorch's sgn does (so abs passes no NaN gradient)."""
         return self.xp.nan_to_num(self.xp.sign(x))
 
+    def trunc(self, x: Any) -> Any:
+        return self.xp.trunc(x)
+
     def index(self, g: Any, basic: tuple, advanced: tuple | None) -> Any:
         """`g[basic][advanced]`: basic indexing (ints, slices, None) first, then advanced, as PyTorch does."""
         out = g[basic]

@@ -1026,3 +1026,11 @@ def test_fmod_refuses_bools_as_pytorch() -> None:
     for other in (ag.tensor([True]), True):
         with pytest.raises(NotImplementedError, match="^\"fmod_cpu\" not implemented for 'Bool'$"):
             ag.fmod(ag.tensor([True]), other)
+
+
+def test_fmods_recorded_divisor_gradient_stays_connected_to_both_inputs() -> None:
+    x = ag.tensor([1.0, 2.0], dtype=ag.float64, requires_grad=True)
+    y = ag.tensor([0.7, 0.3], dtype=ag.float64, requires_grad=True)
+    (g,) = ag.autograd.grad(ag.fmod(x, y).sum(), y, create_graph=True)
+    assert g.requires_grad and g.tolist() == [-1.0, -6.0]  # torch 2.13
+    assert [t.tolist() for t in ag.autograd.grad(g.sum(), (x, y))] == [[0.0, 0.0], [0.0, 0.0]]

@@ -20,8 +20,10 @@ __all__ = ["fmax", "fmin", "fmod"]
 
 _MASKED = (("mask",), lambda ops, g, mask: g * mask)
 FMOD_NUMBER = Rule("FmodBackward0", ((), None))
-FMOD_TENSOR = Rule("FmodBackward1", ((), None), (("quotient",), lambda ops, g, quotient: -g * quotient),
-                   broadcasts=True)
+FMOD_TENSOR = Rule(  # the quotient from the inputs, so a recorded gradient stays connected to them
+    "FmodBackward1", ((), None), (("self", "other"), lambda ops, g, self, other: -g * ops.trunc(self / other)),
+    broadcasts=True,
+)
 FMAX = Rule("FmaxBackward0", _MASKED, (("other_mask",), lambda ops, g, other_mask: g * other_mask), broadcasts=True)
 FMIN = Rule("FminBackward0", *FMAX.grads, broadcasts=True)
 
@@ -44,8 +46,7 @@ def fmod(input: Tensor, other: Tensor | float) -> Tensor:
         data = xp.asarray(_broadcast_kernel("fmod", xp.fmod, x, y), dtype=dtype)
         if number:
             return record(FMOD_NUMBER, data, (input,))
-        quotient = xp.trunc(x / y) if dtype.kind == "f" else None
-    return record(FMOD_TENSOR, data, (input, other_t), quotient=quotient)
+    return record(FMOD_TENSOR, data, (input, other_t))
 
 
 def _choose(op: str, rule: Rule, kernel: str, input: Tensor, other: Tensor) -> Tensor:
