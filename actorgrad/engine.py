@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import trio
 
-from actorgrad.accumulate_grad import gradient_edge
+from actorgrad.accumulate_grad import grad_accumulator, gradient_edge
 from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, note_forward_stack
 from actorgrad.autograd.graph import GradientEdge
 from actorgrad.devices import cpu, is_writeable
@@ -145,7 +145,8 @@ def _input_edges(inputs: tuple, what: str) -> list[Edge]:
             continue
         if not t.requires_grad:
             raise RuntimeError(f"One of the differentiated Tensors does not require grad ({what}[{i}])")
-        edges.append(gradient_edge(t))
+        edge = gradient_edge(t)  # a view made under no_grad has none: its own accumulator, which no op feeds
+        edges.append((grad_accumulator(t), 0) if edge[0] is None else edge)
     return edges
 
 
@@ -226,12 +227,14 @@ def _grad_passes(
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     outs = _as_tuple(outputs, "outputs")
     seeds = _unbatched(outs, grad_outputs) if is_grads_batched else [grad_outputs]
-    results = []
+    results, tasks = [], []
     for k, seed in enumerate(seeds):
         task = _grad_task(outs, ins, seed, True if k + 1 < len(seeds) else retain_graph, create_graph)
         yield task
-        _commit_or_stage(task, create_graph)  # the gradients of non-leaves that retain theirs
+        tasks.append(task)
         results.append(_placed(_captured_grads(task, create_graph, allow_unused), ins))
+    for task in tasks:  # after the last pass: a batch that fails part way commits nothing
+        _commit_or_stage(task, create_graph)  # the gradients of non-leaves that retain theirs
     grads = _stacked(results, create_graph) if is_grads_batched else results[0]
     return _materialized(grads, ins, create_graph) if materialize_grads else grads
 

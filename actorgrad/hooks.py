@@ -249,10 +249,7 @@ def own_staged_grads(task: Any) -> None:
             own = grad.copy()
         else:
             continue
-        # A hook may run on a worker thread while the event loop stages sums: replace only what was copied (the
-        # check and the store run without a thread switch between them: both are C calls).
-        if staged.get(tensor) is grad:
-            staged[tensor] = own
+        task.replace_staged(tensor, grad, own)  # a hook may run on a worker thread while others stage sums
     _owned_upto[task] = end
 
 

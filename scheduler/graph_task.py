@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import threading
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
@@ -29,6 +30,7 @@ enclosing_task: ContextVar[Any] = ContextVar("actorgrad_enclosing_task", default
 
 # PyTorch's limit on reentrant backward nesting (its engine's max_recursion_depth_).
 MAX_REENTRANT_DEPTH = 60
+_staging = threading.Lock()  # GraphTask.stage's read-add-store, across threads
 
 
 class NestedIn:
@@ -258,9 +260,17 @@ class GraphTask:
         return node in self.pending and (self.visit is None or node in self.visit)
 
     def stage(self, tensor: Any, grad: Any) -> None:
-        """Hold a gradient for `tensor.grad` until the pass commits."""
-        held = self.staged.get(tensor)
-        self.staged[tensor] = grad if held is None else held + grad
+        """Hold a gradient for `tensor.grad` until the pass commits. Nested passes on worker threads stage into
+        their outer pass at once, and a large sum lets other threads run: one at a time, or a sum is lost."""
+        with _staging:
+            held = self.staged.get(tensor)
+            self.staged[tensor] = grad if held is None else held + grad
+
+    def replace_staged(self, tensor: Any, held: Any, new: Any) -> None:
+        """Hold `new` for `tensor` in place of `held`, unless a sum has replaced `held` meanwhile."""
+        with _staging:
+            if self.staged.get(tensor) is held:
+                self.staged[tensor] = new
 
     def run_async(self, node: Any, backward: Callable[[], Awaitable[Any]]) -> Any:
         """Run a node whose backward awaits, without holding up the other ready actors.

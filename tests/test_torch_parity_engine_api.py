@@ -364,3 +364,29 @@ async def test_kernels_on_async_streams_give_no_floating_point_warnings():
     with no_warnings():
         await ag.backward(x.sqrt().sum())
     assert x.grad.tolist() == [math.inf, 0.5]
+
+
+def test_a_batched_grad_that_fails_part_way_commits_no_retained_gradient():
+    x = leaf([1.0, 2.0, 3.0])
+    z = x * 1.0
+    z.retain_grad()
+    calls = [0]
+
+    def fail_in_the_second_pass(g):
+        calls[0] += 1
+        if calls[0] == 2:
+            raise ValueError("boom")
+
+    x.register_hook(fail_in_the_second_pass)
+    with pytest.raises(ValueError, match="boom"):
+        ag.autograd.grad((z * z).exp(), x, ag.eye(3, dtype=ag.float64), is_grads_batched=True)
+    assert z.grad is None
+
+
+def test_a_view_made_under_no_grad_may_be_asked_for_its_gradient_and_gets_none():
+    x, w = leaf([1.0, 2.0, 3.0]), leaf([1.0, 2.0])
+    with ag.no_grad():
+        v = x[:2]
+    assert ag.autograd.grad((v * w).sum(), [v], allow_unused=True) == (None,)  # torch 2.13
+    (v * w).sum().backward(inputs=[w, v])
+    assert w.grad.tolist() == [1.0, 2.0] and v.grad is None and x.grad is None

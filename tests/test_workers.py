@@ -106,3 +106,24 @@ def test_sync_backward_runs_inline_unless_a_worker_may_be_used(workers):
     record(in_trio_recorder(seen, 1e12), x._data * 1, (x,)).sum().backward()
     assert seen == ["inline", "trio", "inline"]
     np.testing.assert_array_equal(x.grad.numpy(), 3.0)
+
+
+def test_nested_passes_started_by_hooks_on_workers_stage_every_sum(workers):
+    workers(3)
+    rule = Rule("SlowBackward0", ((), lambda ops, g: g), cost=lambda data, params: 1e12)  # heavy: on a worker
+    n, branches, passes = 2_000_000, 4, 3  # large sums release the GIL while threads stage the same leaf
+    x = ag.tensor(np.ones(n), requires_grad=True)
+    p = ag.tensor(np.ones(branches), requires_grad=True)
+    outs = []
+    for _ in range(branches):
+        h = record(rule, (p * 1.0)._data, (p * 1.0,))
+        inner = x * 1.0
+
+        def hook(g, inner=inner):
+            for _ in range(passes):  # nested passes stage into the outer one from this worker thread
+                inner.backward(ag.ones(n), retain_graph=True)
+
+        h.register_hook(hook)
+        outs.append(h.sum())
+    sum(outs[1:], outs[0]).backward()
+    np.testing.assert_array_equal(x.grad.numpy()[[0, -1]], [branches * passes] * 2)
