@@ -412,3 +412,16 @@ def test_max_pool2d_on_cuda_asks_the_host_nothing(monkeypatch, padding):
     monkeypatch.undo()
     want, want_index = F.max_pool2d(x.cpu(), 3, 2, padding, ceil_mode=True, return_indices=True)
     assert_same([out, index], [want, want_index])
+
+
+def test_a_write_through_a_diagonal_on_cuda_reaches_its_base_with_the_cpus_gradient():
+    results = []
+    for where in ("cpu", CUDA):
+        x = ag.arange(9.0, dtype=ag.float64).reshape(3, 3).to(where).requires_grad_()
+        z = x * 1
+        z.diagonal().mul_(3)
+        (z * z).sum().backward()
+        assert z.device == x.grad.device == ag.device(where)
+        results.append((z.detach().cpu().numpy(), x.grad.cpu().numpy()))
+    for cpu_value, cuda_value in zip(*results):
+        np.testing.assert_allclose(cuda_value, cpu_value, rtol=1e-12)

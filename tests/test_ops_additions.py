@@ -698,3 +698,63 @@ def test_atan2_gradient_at_the_origin_is_zero() -> None:
     away = (ag.tensor([0.3, -1.2], dtype=ag.float64, requires_grad=True),
             ag.tensor([-0.7, 0.4], dtype=ag.float64, requires_grad=True))
     assert gradcheck(ag.atan2, away) and gradgradcheck(ag.atan2, away)
+
+
+def test_diagonal_is_a_view_that_writes_reach_and_that_sees_writes() -> None:
+    z = ag.zeros(3, 3)
+    d = z.diagonal()
+    assert d._is_view() and not d.is_contiguous() and d._base is z
+    d.fill_(2.0)
+    z[1, 1] = 7.0
+    np.testing.assert_array_equal(z.numpy(), [[2, 0, 0], [0, 7, 0], [0, 0, 2]])  # PyTorch 2.13's
+    np.testing.assert_array_equal(d.numpy(), [2, 7, 2])
+    assert d._version == z._version == 2
+    z.diagonal(1).add_(1.0)
+    z.diagonal(-1)[0] = 5.0
+    np.testing.assert_array_equal(z.numpy(), [[2, 1, 0], [5, 7, 1], [0, 0, 2]])
+    z.diagonal().zero_()
+    np.testing.assert_array_equal(z.numpy(), [[0, 1, 0], [5, 0, 1], [0, 0, 0]])
+    assert not ag.diag(z)._is_view()  # diag of a matrix copies, as in PyTorch
+
+
+def test_writes_through_a_diagonal_rebase_its_base_as_pytorch_does() -> None:
+    x = ag.arange(6.0).reshape(2, 3).requires_grad_()
+    y = x * 1
+    d = y.diagonal()
+    assert d.grad_fn.name() == "DiagonalBackward0"
+    d.add_(1.0)
+    d[0] = 5.0
+    assert y.grad_fn.name() == "torch::autograd::CopySlices" and d.grad_fn.name() == "AsStridedBackward0"
+    np.testing.assert_array_equal(y.detach().numpy(), [[5, 1, 2], [3, 5, 5]])
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 1, 1], [1, 1, 1]])  # PyTorch 2.13's
+
+
+def test_a_batched_diagonal_view_takes_an_in_place_product_with_pytorchs_gradient() -> None:
+    w = ag.arange(24.0).reshape(2, 3, 4).requires_grad_()
+    q = w * 1
+    dd = q.diagonal(1, 0, 2)
+    assert dd.shape == (3, 2)
+    dd.mul_(ag.arange(3.0).reshape(3, 1))
+    (q ** 2).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [  # PyTorch 2.13's
+        [[0, 0, 4, 6], [8, 10, 12, 14], [16, 72, 20, 22]],
+        [[24, 26, 0, 30], [32, 34, 36, 38], [40, 42, 176, 46]],
+    ])
+
+
+def test_a_diagonal_of_a_leaf_that_requires_grad_refuses_in_place_writes() -> None:
+    x = ag.ones(2, 2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        x.diagonal().zero_()
+    with ag.no_grad():
+        x.diagonal().fill_(3.0)
+    np.testing.assert_array_equal(x.detach().numpy(), [[3, 1], [1, 3]])
+
+
+def test_ravel_is_reshape_to_one_dim() -> None:
+    x = ag.arange(6.0).reshape(2, 3).requires_grad_()
+    r = (x * 1).ravel()
+    assert r.shape == (6,) and r._is_view() and r.grad_fn.name() == "ViewBackward0"  # PyTorch 2.13's
+    assert ag.ravel(ag.tensor(3.0)).shape == (1,)
+    np.testing.assert_array_equal(ag.ravel(x.t()).detach().numpy(), [0, 3, 1, 4, 2, 5])

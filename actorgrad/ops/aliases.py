@@ -1,5 +1,5 @@
 """Ops PyTorch spells in terms of others, so they record the same nodes its versions do: expand_as, view_as,
-reshape_as, swapaxes, movedim, unflatten, narrow, select, tile, take_along_dim, diff, and the `new_*` creation
+reshape_as, ravel, swapaxes, movedim, unflatten, narrow, select, tile, take_along_dim, diff, and the `new_*` creation
 methods."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from actorgrad.tensor import Tensor, bool_, int64
 from actorgrad.tensor import tensor as new_tensor_from
 
 __all__ = [
-    "diff", "empty_like", "moveaxis", "movedim", "narrow", "select", "swapaxes", "swapdims", "take_along_dim", "tile",
-    "unflatten",
+    "diff", "empty_like", "moveaxis", "movedim", "narrow", "ravel", "select", "swapaxes", "swapdims", "take_along_dim",
+    "tile", "unflatten",
 ]
 
 
@@ -29,6 +29,11 @@ def view_as(input: Tensor, other: Tensor) -> Tensor:
 
 def reshape_as(input: Tensor, other: Tensor) -> Tensor:
     return reshape(input, other.shape)
+
+
+def ravel(input: Tensor) -> Tensor:
+    """The elements in one dim, as reshape(-1): a view when the input's layout allows one."""
+    return reshape(input, -1)
 
 
 def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
@@ -224,7 +229,7 @@ def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None, 
 
 
 METHODS: dict[str, Any] = {
-    "expand_as": expand_as, "view_as": view_as, "reshape_as": reshape_as, "swapaxes": swapaxes,
+    "expand_as": expand_as, "view_as": view_as, "reshape_as": reshape_as, "ravel": ravel, "swapaxes": swapaxes,
     "swapdims": swapdims, "movedim": movedim, "moveaxis": moveaxis, "unflatten": unflatten, "narrow": narrow,
     "select": select, "tile": lambda self, *dims: tile(self, dims), "take_along_dim": take_along_dim,
     "diff": diff, "new_zeros": _new("zeros"), "new_ones": _new("ones"),

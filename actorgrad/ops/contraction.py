@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices import is_writeable
 from actorgrad.ops.arithmetic import mul
 from actorgrad.ops.linalg import MACS_PER_NS, TYPE_META_NAMES, mm
 from actorgrad.ops.operands import SCALAR_NAMES, number_array
@@ -337,17 +338,24 @@ def _diagonal(rule: Rule, input: Tensor, offset: int, dim1: int, dim2: int) -> T
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     advanced, _ = _diagonal_index(input._device.xp, x.shape, offset, d1, d2)
-    picked = x[advanced]
-    # numpy puts the diagonal dim where d1 was when d1 and d2 are neighbours, else first; PyTorch puts it last
+    # A view of the input, the diagonal dim last, as PyTorch's; numpy makes it read-only only to warn of its
+    # aliasing, which a view is meant to have, so it is as writeable as the input.
+    picked = x.diagonal(offset, d1, d2)
+    if rule is DIAG_MATRIX:  # diag of a matrix copies, as in PyTorch
+        picked = picked.copy()
+    elif is_writeable(x) and not is_writeable(picked):
+        picked.flags.writeable = True
+    # The gradient's diagonal dim moves back to where numpy's advanced index puts it: where d1 was when d1 and d2
+    # are neighbours, else first.
     where = min(d1, d2) if abs(d1 - d2) == 1 else 0
     order = [d for d in range(picked.ndim) if d != where] + [where]
     back = tuple(order.index(d) for d in range(picked.ndim))
-    return record(rule, picked.transpose(order), (input,), self_shape=x.shape, advanced=advanced, back=back)
+    return record(rule, picked, (input,), self_shape=x.shape, advanced=advanced, back=back)
 
 
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal `offset` (above the main one when positive) of the planes of dims dim1 and dim2, as the last
-    dim. A copy: PyTorch's is a view of the input."""
+    dim: a view of the input, as in PyTorch."""
     return _diagonal(DIAGONAL, input, offset, dim1, dim2)
 
 

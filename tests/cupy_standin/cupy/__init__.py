@@ -168,6 +168,12 @@ class ndarray:  # noqa: N801 - CuPy's name
 
         return call
 
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+        """A writeable view, as CuPy's (numpy's diagonal view is read-only)."""
+        view = self._a.diagonal(offset, axis1, axis2)
+        view.flags.writeable = self._a.flags.writeable
+        return _wrap(view)
+
     def __getitem__(self, key: Any) -> Any:
         _reject_host_arrays("indexing", key if isinstance(key, tuple) else (key,))
         return _wrap(self._a[_unwrap(key)])
