@@ -19,12 +19,14 @@ import trio
 
 from actorgrad.accumulate_grad import grad_accumulator, gradient_edge
 from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, note_forward_stack
+from actorgrad.autograd.function import BackwardCFunction
 from actorgrad.autograd.graph import GradientEdge
 from actorgrad.devices import cpu, is_writeable
 from actorgrad.grad_mode import enable_grad, grad_mode_on
 from actorgrad.hooks import has_post_accumulate_hooks, run_post_accumulate_hooks, run_post_accumulate_hooks_async
 from actorgrad.node import Edge, GraphRoot
 from actorgrad.ops.joining import stack
+from actorgrad.ops.record import FormulaNode
 from actorgrad.scheduler import (
     GraphTask,
     active_trace,
@@ -164,8 +166,8 @@ async def backward(
         grad_tensors = _renamed_grad_tensors(grad_tensors, grad_variables)
     task = _backward_task(tensors, grad_tensors, retain_graph, create_graph, inputs)
     await _run(task)
-    if _commit_or_stage(task, create_graph) and has_post_accumulate_hooks(task.staged):
-        await run_post_accumulate_hooks_async(task.staged, create_graph)
+    if _commit_or_stage(task, create_graph) and has_post_accumulate_hooks(_committed(task)):
+        await run_post_accumulate_hooks_async(_committed(task), create_graph)
 
 
 async def grad(
@@ -189,7 +191,11 @@ async def grad(
                           is_grads_batched, materialize_grads)
     task = next(passes)  # there is always one
     while True:
-        await _run(task)
+        try:
+            await _run(task)
+        except BaseException:
+            passes.close()  # a batch that fails part way frees the graph it kept, unless asked to retain it
+            raise
         try:
             task = next(passes)
         except StopIteration as done:
@@ -229,14 +235,31 @@ def _grad_passes(
     seeds = _unbatched(outs, grad_outputs) if is_grads_batched else [grad_outputs]
     results, tasks = [], []
     for k, seed in enumerate(seeds):
-        task = _grad_task(outs, ins, seed, True if k + 1 < len(seeds) else retain_graph, create_graph)
-        yield task
+        kept = k + 1 < len(seeds)  # for the next element's pass
+        task = _grad_task(outs, ins, seed, True if kept else retain_graph, create_graph)
+        try:
+            yield task
+        except GeneratorExit:  # the pass failed or was cancelled
+            if kept and not (create_graph if retain_graph is None else retain_graph):
+                _free_graph(task)
+            raise
         tasks.append(task)
         results.append(_placed(_captured_grads(task, create_graph, allow_unused), ins))
     for task in tasks:  # after the last pass: a batch that fails part way commits nothing
         _commit_or_stage(task, create_graph)  # the gradients of non-leaves that retain theirs
     grads = _stacked(results, create_graph) if is_grads_batched else results[0]
     return _materialized(grads, ins, create_graph) if materialize_grads else grads
+
+
+def _free_graph(task: GraphTask) -> None:
+    """Free the saved values of the nodes of a failed pass that kept the graph for a later pass that will not
+    run, as a failed plain pass frees those it ran. (All it would reach: which of them ran is not recorded.)"""
+    for node in task.pending:
+        if isinstance(node, BackwardCFunction):
+            node._saved = None
+        elif isinstance(node, FormulaNode) and node.versions:  # as FormulaNode.apply frees
+            node.saved = None
+            node.versions = ()
 
 
 def _unbatched(outputs: tuple, grad_outputs: Any) -> list[list[Tensor]]:
@@ -417,21 +440,35 @@ def _commit_or_stage(task: GraphTask, create_graph: bool) -> bool:
     outer = task.outer
     if outer is None or not outer.accumulate:
         _commit(task.staged, create_graph)
+        if task.graphed is not None:
+            _commit(task.graphed, True)
         return True
     recorded = outer.ops is not None
     for tensor, grad in task.staged.items():
-        if recorded and not isinstance(grad, Tensor):
-            grad = Tensor(grad, device=tensor._device)
-        elif not recorded and isinstance(grad, Tensor):
+        if recorded:
+            if not isinstance(grad, Tensor):
+                grad = Tensor(grad, device=tensor._device)
+        elif isinstance(grad, Tensor):
+            if grad._grad_fn is not None or grad._requires_grad:  # a create_graph pass's: it keeps its graph
+                outer.stage_graphed(tensor, grad)
+                continue
             grad = grad._data
         outer.stage(tensor, grad)
+    if task.graphed is not None:
+        for tensor, grad in task.graphed.items():
+            (outer.stage if recorded else outer.stage_graphed)(tensor, grad)
     return False
+
+
+def _committed(task: GraphTask) -> Any:
+    """The tensors whose `.grad` a committed pass wrote: its own gradients and a nested create_graph pass's."""
+    return task.staged if task.graphed is None else {**task.staged, **task.graphed}
 
 
 def _commit_sync(task: GraphTask, create_graph: bool) -> None:
     """`_commit_or_stage`, then the post-accumulate hooks when this pass committed (a sync call's)."""
-    if _commit_or_stage(task, create_graph) and has_post_accumulate_hooks(task.staged):
-        run_post_accumulate_hooks(task.staged, create_graph)
+    if _commit_or_stage(task, create_graph) and has_post_accumulate_hooks(_committed(task)):
+        run_post_accumulate_hooks(_committed(task), create_graph)
 
 
 def _commit(staged: dict, create_graph: bool) -> None:
@@ -553,7 +590,11 @@ def grad_sync(
                           is_grads_batched, materialize_grads)
     task = next(passes)  # there is always one
     while True:
-        _run_sync(task)
+        try:
+            _run_sync(task)
+        except BaseException:
+            passes.close()  # a batch that fails part way frees the graph it kept, unless asked to retain it
+            raise
         try:
             task = next(passes)
         except StopIteration as done:

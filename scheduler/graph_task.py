@@ -136,7 +136,7 @@ class GraphTask:
         "multithreaded_on_workers", "worker_devices", "streamed", "buffer_type", "events", "streams_used", "crossed",
         "captures", "check_nan", "plain", "captured", "visit", "run", "remaining", "staged", "queues", "nurseries",
         "sleeping", "error", "error_node", "finished", "stopped", "cancel_scope", "inline", "async_scopes",
-        "async_stopped", "__weakref__",
+        "async_stopped", "graphed", "__weakref__",
     )
 
     def __init__(
@@ -202,6 +202,7 @@ class GraphTask:
             self.run = self.visit if accumulate else on_path
             self.remaining = 1 + sum(1 for node in self.pending if node in self.visit)
         self.staged: dict = {}
+        self.graphed: dict | None = None  # leaf gradients with a graph staged by a nested create_graph pass
         self.queues: dict = {}
         self.nurseries: dict = {}
         self.sleeping: dict = {}  # device -> the event its dispatcher sleeps on, while it does
@@ -265,6 +266,15 @@ class GraphTask:
         with _staging:
             held = self.staged.get(tensor)
             self.staged[tensor] = grad if held is None else held + grad
+
+    def stage_graphed(self, tensor: Any, grad: Any) -> None:
+        """`stage` for a plain pass: hold a nested create_graph pass's gradient apart, to add into `tensor.grad`
+        with its graph when the pass commits, as PyTorch's, committed at once, keep theirs."""
+        with _staging:
+            if self.graphed is None:
+                self.graphed = {}
+            held = self.graphed.get(tensor)
+            self.graphed[tensor] = grad if held is None else grad_mode_on(lambda: held + grad)
 
     def replace_staged(self, tensor: Any, held: Any, new: Any) -> None:
         """Hold `new` for `tensor` in place of `held`, unless a sum has replaced `held` meanwhile."""

@@ -390,3 +390,104 @@ def test_a_view_made_under_no_grad_may_be_asked_for_its_gradient_and_gets_none()
     assert ag.autograd.grad((v * w).sum(), [v], allow_unused=True) == (None,)  # torch 2.13
     (v * w).sum().backward(inputs=[w, v])
     assert w.grad.tolist() == [1.0, 2.0] and v.grad is None and x.grad is None
+
+
+def test_a_create_graph_backward_nested_in_a_plain_pass_commits_gradients_with_their_graph():
+    x, q = leaf([1.0, 2.0]), leaf([1.0, 2.0])
+    y = (x**3).sum()
+
+    def nested_create_graph(g):
+        y.backward(create_graph=True)
+        return g
+
+    qq = q * 1.0
+    qq.register_hook(nested_create_graph)
+    (qq.sum() + (x * 5.0).sum()).backward()  # the outer pass adds its own gradient for x too
+    assert x.grad.tolist() == [8.0, 17.0] and x.grad.grad_fn is not None  # torch 2.13: AddBackward0
+    assert ag.autograd.grad(x.grad.sum(), x)[0].tolist() == [6.0, 12.0]  # torch 2.13
+
+
+def test_a_create_graph_backward_nested_in_a_failing_plain_pass_commits_nothing():
+    x, q = leaf([1.0, 2.0]), leaf([1.0, 2.0])
+    y = (x**3).sum()
+
+    def nested_then_fail(g):
+        y.backward(create_graph=True)
+        raise ValueError("boom")
+
+    qq = q * 1.0
+    qq.register_hook(nested_then_fail)
+    with pytest.raises(ValueError, match="boom"):
+        qq.sum().backward()
+    assert x.grad is None and q.grad is None
+
+
+@pytest.mark.parametrize("retain_graph", [None, True])
+def test_a_batched_grad_that_fails_part_way_frees_the_graph_unless_retained(retain_graph):
+    x = leaf([1.0, 2.0, 3.0])
+    calls = [0]
+
+    def fail_in_the_second_pass(g):
+        calls[0] += 1
+        if calls[0] == 2:
+            raise ValueError("boom")
+
+    x.register_hook(fail_in_the_second_pass)
+    out = (x * x).exp()
+    with pytest.raises(ValueError, match="boom"):
+        ag.autograd.grad(out, x, ag.eye(3, dtype=ag.float64), retain_graph=retain_graph, is_grads_batched=True)
+    if retain_graph:
+        assert ag.autograd.grad(out.sum(), x)[0] is not None
+    else:
+        with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+            ag.autograd.grad(out.sum(), x)
+
+
+async def test_a_cancelled_batched_grad_frees_the_graph():
+    a = leaf([1.0, 1.0, 1.0])
+    b = a.exp()
+    calls = [0]
+
+    async def sleep_in_the_second_pass(g):
+        calls[0] += 1
+        if calls[0] == 2:
+            await trio.sleep(1)
+
+    handle = b.register_hook(sleep_in_the_second_pass)
+    out = (b * b).sum()
+    with trio.move_on_after(0.05):
+        await ag.grad(out, a, ag.ones(3, dtype=ag.float64), is_grads_batched=True)
+    handle.remove()
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        await ag.grad(out, a)
+
+
+def test_a_custom_function_refuses_to_save_an_inference_tensor():
+    with ag.inference_mode():
+        i = ag.tensor([1.0, 2.0, 3.0])
+
+    class Mul(ag.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return g * b, g * a
+
+    with pytest.raises(RuntimeError, match=r"^Inference tensors cannot be saved for backward\. Please do not use"):
+        Mul.apply(leaf([1.0, 2.0, 3.0]), i)
+
+
+def test_a_leaf_reached_only_by_a_nested_create_graph_pass_gets_its_post_accumulate_hook():
+    x2 = leaf([1.0, 2.0])
+    q = leaf([1.0])
+    seen = []
+    x2.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+    y2 = (x2**3).sum()
+    qq = q * 1.0
+    qq.register_hook(lambda g: (y2.backward(create_graph=True), g)[1])
+    qq.sum().backward()
+    assert seen == [[3.0, 12.0]] and x2.grad.grad_fn is not None

@@ -255,7 +255,8 @@ class Function:
             InputMetadata(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in outputs
         )
         Node.__init__(ctx, edges, metadata, args[ctx.needs_input_grad.index(True)].device)
-        ctx._saved_versions = tuple(None if t is None else t._version for t in ctx._saved)
+        # The counter's value, not `_version`: an inference tensor's raises PyTorch's error for saving one.
+        ctx._saved_versions = tuple(None if t is None else 0 if t._vc is None else t._vc.value for t in ctx._saved)
         ctx._forward_inputs = tuple(
             InputMetadata(a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args
         )
