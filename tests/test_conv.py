@@ -71,6 +71,7 @@ def _pads(padding, kernel, dilation):
     return tuple((v, v) for v in p)
 
 
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")  # PyTorch's warning, on purpose
 @FEW
 @given(conv2d_cases())
 def test_conv2d_matches_a_direct_convolution_and_its_gradients(case):
