@@ -301,3 +301,8 @@ def test_expand_errors_print_sizes_as_lists_and_name_the_last_clashing_dim():
 def test_repeat_with_a_negative_count_names_the_negative_size_as_torch():
     with pytest.raises(RuntimeError, match=re.escape("Trying to create tensor with negative dimension -3: [4, -3]")):
         ag.ones(2, 3).repeat(2, -1)  # torch 2.13
+
+
+def test_logsumexp_of_integers_is_in_the_default_float_dtype():
+    out = ag.logsumexp(ag.tensor([1, 2]), 0)
+    assert out.dtype == ag.float32 and abs(out.item() - 2.3132617) < 1e-6  # torch 2.13: tensor(2.3133)

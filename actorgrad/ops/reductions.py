@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import kept_max
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES, floating
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
@@ -197,6 +197,7 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype:
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     x = input._data
+    x = x.astype(floating(x.dtype), copy=False)  # integers give the default float dtype, as in PyTorch
     dims = reduced_dims(dim, x.ndim, "logsumexp") if x.ndim else one_dim(dim, 0, "logsumexp")
     kept_shape = kept(x.shape, dims)
     shift = kept_max(x, dims)
