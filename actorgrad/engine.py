@@ -7,6 +7,7 @@ succeeded) or returns the captured ones.
 
 from __future__ import annotations
 
+import operator
 import sys
 import threading
 import warnings
@@ -22,7 +23,7 @@ from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, note_f
 from actorgrad.autograd.function import BackwardCFunction
 from actorgrad.autograd.graph import GradientEdge
 from actorgrad.devices import cpu, is_writeable
-from actorgrad.grad_mode import enable_grad, grad_mode_on
+from actorgrad.grad_mode import grad_mode_on
 from actorgrad.hooks import has_post_accumulate_hooks, run_post_accumulate_hooks, run_post_accumulate_hooks_async
 from actorgrad.node import Edge, GraphRoot
 from actorgrad.ops.joining import stack
@@ -166,8 +167,8 @@ async def backward(
         grad_tensors = _renamed_grad_tensors(grad_tensors, grad_variables)
     task = _backward_task(tensors, grad_tensors, retain_graph, create_graph, inputs)
     await _run(task)
-    if _commit_or_stage(task, create_graph) and has_post_accumulate_hooks(_committed(task)):
-        await run_post_accumulate_hooks_async(_committed(task), create_graph)
+    if _commit_or_stage(task) and has_post_accumulate_hooks(task.staged):
+        await run_post_accumulate_hooks_async(task.staged, create_graph)
 
 
 async def grad(
@@ -246,7 +247,7 @@ def _grad_passes(
         tasks.append(task)
         results.append(_placed(_captured_grads(task, create_graph, allow_unused), ins))
     for task in tasks:  # after the last pass: a batch that fails part way commits nothing
-        _commit_or_stage(task, create_graph)  # the gradients of non-leaves that retain theirs
+        _commit_or_stage(task)  # the gradients of non-leaves that retain theirs
     grads = _stacked(results, create_graph) if is_grads_batched else results[0]
     return _materialized(grads, ins, create_graph) if materialize_grads else grads
 
@@ -432,63 +433,48 @@ def _as_new_grad(grad: Any, dtype: Any, device: Any) -> Any:
     return device.xp.array(grad, dtype=dtype)
 
 
-def _commit_or_stage(task: GraphTask, create_graph: bool) -> bool:
+def _commit_or_stage(task: GraphTask) -> bool:
     """Commit a finished pass's leaf gradients (True); a pass nested in a backward pass hands them to the outer
     pass instead (False), so that the outermost pass commits the whole nest at once, or nothing if any part of
     it fails, and runs the post-accumulate hooks then. (Nested in a `grad()` pass, which commits nothing, they
     are committed now, as PyTorch does.)"""
     outer = task.outer
     if outer is None or not outer.accumulate:
-        _commit(task.staged, create_graph)
-        if task.graphed is not None:
-            _commit(task.graphed, True)
+        _commit(task.staged)
         return True
     recorded = outer.ops is not None
     for tensor, grad in task.staged.items():
         if recorded:
             if not isinstance(grad, Tensor):
                 grad = Tensor(grad, device=tensor._device)
-        elif isinstance(grad, Tensor):
-            if grad._grad_fn is not None or grad._requires_grad:  # a create_graph pass's: it keeps its graph
-                outer.stage_graphed(tensor, grad)
-                continue
-            grad = grad._data
+        elif isinstance(grad, Tensor) and grad._grad_fn is None and not grad._requires_grad:
+            grad = grad._data  # no graph to keep (a create_graph pass's gradient keeps its own, as PyTorch's)
         outer.stage(tensor, grad)
-    if task.graphed is not None:
-        for tensor, grad in task.graphed.items():
-            (outer.stage if recorded else outer.stage_graphed)(tensor, grad)
     return False
-
-
-def _committed(task: GraphTask) -> Any:
-    """The tensors whose `.grad` a committed pass wrote: its own gradients and a nested create_graph pass's."""
-    return task.staged if task.graphed is None else {**task.staged, **task.graphed}
 
 
 def _commit_sync(task: GraphTask, create_graph: bool) -> None:
     """`_commit_or_stage`, then the post-accumulate hooks when this pass committed (a sync call's)."""
-    if _commit_or_stage(task, create_graph) and has_post_accumulate_hooks(_committed(task)):
-        run_post_accumulate_hooks(_committed(task), create_graph)
+    if _commit_or_stage(task) and has_post_accumulate_hooks(task.staged):
+        run_post_accumulate_hooks(task.staged, create_graph)
 
 
-def _commit(staged: dict, create_graph: bool) -> None:
-    """Add every staged gradient into its tensor's `.grad`, all in one step."""
+def _commit(staged: dict) -> None:
+    """Add every staged gradient into its tensor's `.grad`, all in one step: a Tensor (a create_graph pass's)
+    with its graph, an array in place where it can."""
     if not staged:
         return
     # `_grad` directly: staged gradients have their tensor's shape and dtype, and `.grad =` refuses any other
     # shape, so a held gradient always matches too.
     with _commit_lock:
-        if create_graph:
-            # A first gradient is cloned, as PyTorch does under grad mode: the staged Tensor may be the caller's
-            # grad_tensors or another leaf's gradient, which a later pass would otherwise add into in place.
-            with enable_grad():
-                for tensor, grad in staged.items():
-                    tensor._grad = grad.clone() if tensor._grad is None else tensor._grad + grad
-            return
         for tensor in staged:
             grad = staged[tensor]
             held = tensor._grad
-            if held is None:
+            if isinstance(grad, Tensor):
+                # A first gradient is cloned, as PyTorch does under grad mode: the staged Tensor may be the caller's
+                # grad_tensors or another leaf's gradient, which a later pass would otherwise add into in place.
+                tensor._grad = grad_mode_on(grad.clone) if held is None else grad_mode_on(operator.add, held, grad)
+            elif held is None:
                 tensor._grad = Tensor(_as_new_grad(grad, tensor.dtype, tensor._device), device=tensor._device)
             elif held._grad_fn is None and not held._requires_grad and is_writeable(held._data):
                 held._data += grad

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import operator
 import threading
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -136,7 +137,7 @@ class GraphTask:
         "multithreaded_on_workers", "worker_devices", "streamed", "buffer_type", "events", "streams_used", "crossed",
         "captures", "check_nan", "plain", "captured", "visit", "run", "remaining", "staged", "queues", "nurseries",
         "sleeping", "error", "error_node", "finished", "stopped", "cancel_scope", "inline", "async_scopes",
-        "async_stopped", "graphed", "__weakref__",
+        "async_stopped", "__weakref__",
     )
 
     def __init__(
@@ -202,7 +203,6 @@ class GraphTask:
             self.run = self.visit if accumulate else on_path
             self.remaining = 1 + sum(1 for node in self.pending if node in self.visit)
         self.staged: dict = {}
-        self.graphed: dict | None = None  # leaf gradients with a graph staged by a nested create_graph pass
         self.queues: dict = {}
         self.nurseries: dict = {}
         self.sleeping: dict = {}  # device -> the event its dispatcher sleeps on, while it does
@@ -265,16 +265,8 @@ class GraphTask:
         their outer pass at once, and a large sum lets other threads run: one at a time, or a sum is lost."""
         with _staging:
             held = self.staged.get(tensor)
-            self.staged[tensor] = grad if held is None else held + grad
-
-    def stage_graphed(self, tensor: Any, grad: Any) -> None:
-        """`stage` for a plain pass: hold a nested create_graph pass's gradient apart, to add into `tensor.grad`
-        with its graph when the pass commits, as PyTorch's, committed at once, keep theirs."""
-        with _staging:
-            if self.graphed is None:
-                self.graphed = {}
-            held = self.graphed.get(tensor)
-            self.graphed[tensor] = grad if held is None else grad_mode_on(lambda: held + grad)
+            # A sum is recorded: a nested create_graph pass's gradient keeps its graph, even in a plain pass.
+            self.staged[tensor] = grad if held is None else grad_mode_on(operator.add, held, grad)
 
     def replace_staged(self, tensor: Any, held: Any, new: Any) -> None:
         """Hold `new` for `tensor` in place of `held`, unless a sum has replaced `held` meanwhile."""
