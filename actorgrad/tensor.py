@@ -358,13 +358,17 @@ _stamps = itertools.count(1)
 last_change = [0]
 
 
+def refuse_inference_change(t: Tensor) -> None:
+    """PyTorch's refusal to change an inference tensor in place outside inference mode."""
+    if t._vc is INFERENCE and _inference_mode.get() is None:
+        raise RuntimeError(INFERENCE_INPLACE)
+
+
 def bump_version(t: Tensor) -> None:
-    """Record that `t`'s storage was changed in place (an inference tensor's is not counted: outside inference
-    mode PyTorch refuses the change)."""
+    """Record that `t`'s storage was changed in place (an inference tensor's is not counted)."""
     vc = version_counter(t)
     if vc is INFERENCE:
-        if _inference_mode.get() is None:
-            raise RuntimeError(INFERENCE_INPLACE)
+        refuse_inference_change(t)
         return
     vc.value += 1
     last_change[0] = next(_stamps)

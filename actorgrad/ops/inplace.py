@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices import is_writeable
-from actorgrad.grad_mode import INFERENCE, INFERENCE_INPLACE, _grad_enabled, _inference_mode
+from actorgrad.grad_mode import _grad_enabled
 from actorgrad.node import InputMetadata
 from actorgrad.ops.arithmetic import add, div, exp, mul, relu, sigmoid, sub, tanh
 from actorgrad.ops.indexing import KEPT_GRAD, fill_value, masked_fill, on_device, parse_index, placed_index
@@ -41,7 +41,7 @@ from actorgrad.ops.joining import MULTI_OUTPUT_VIEWS
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, category, fitted_number
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.selection import clamp
-from actorgrad.tensor import Tensor, as_array, bump_version
+from actorgrad.tensor import Tensor, as_array, bump_version, refuse_inference_change
 
 __all__: list[str] = []
 
@@ -241,14 +241,8 @@ def _view_positions(self: Tensor) -> np.ndarray | None:
     return None if self._base is None else _positions(self._data, self._base._data)
 
 
-def _refuse_inference_outside(self: Tensor) -> None:
-    """PyTorch's refusal to change an inference tensor outside inference mode, before anything is written."""
-    if self._vc is INFERENCE and _inference_mode.get() is None:
-        raise RuntimeError(INFERENCE_INPLACE)
-
-
 def _store(self: Tensor, index: Any, value: Any) -> None:
-    _refuse_inference_outside(self)
+    refuse_inference_change(self)  # before anything is written
     try:
         self._data[index] = value
     except ValueError:
@@ -493,7 +487,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
 
 
 def _store_advanced(self: Tensor, basic: tuple, advanced: tuple, values: np.ndarray) -> None:
-    _refuse_inference_outside(self)
+    refuse_inference_change(self)  # before anything is written
     region = self._data[basic]
     if not is_writeable(region):
         _store(self, basic, region)  # raises the read-only error
