@@ -18,7 +18,7 @@ import numpy as np
 from actorgrad.devices.array_ops import is_writeable
 from actorgrad.hooks import RemovableHandle
 from actorgrad.nn.module_casts import CastMethods
-from actorgrad.nn.module_hooks import HOOK_DICTS, MIXED_BACKWARD_HOOKS, add_hook, call_with_hooks
+from actorgrad.nn.module_hooks import HOOK_DICTS, ON_A_MODULE, add_hook, backward_hook_kind, call_with_hooks
 from actorgrad.nn.module_state import StateDictMethods
 from actorgrad.nn.parameter import Parameter
 from actorgrad.tensor import Tensor, bump_version
@@ -93,17 +93,15 @@ class Module(StateDictMethods, CastMethods):
         """`hook(module, grad_input, grad_output)` runs when the gradients for the module's positional inputs are
         computed and may return new `grad_input` (None for a non-tensor input). If no input requires grad it runs
         with the outputs' gradients, and with none if no output requires grad."""
-        if self._is_full_backward_hook is False:
-            raise RuntimeError(MIXED_BACKWARD_HOOKS.format(where="on a single Module"))
-        object.__setattr__(self, "_is_full_backward_hook", True)
+        kind = backward_hook_kind(self._is_full_backward_hook, True, ON_A_MODULE)
+        object.__setattr__(self, "_is_full_backward_hook", kind)
         return self._add_hook(self._backward_hooks, hook, prepend)
 
     def register_backward_hook(self, hook: Callable) -> RemovableHandle:
         """Deprecated, as in PyTorch: `hook(module, grad_input, grad_output)` becomes a hook on the node of the
         module's first output, whose own inputs and outputs it sees. Use `register_full_backward_hook`."""
-        if self._is_full_backward_hook is True:
-            raise RuntimeError(MIXED_BACKWARD_HOOKS.format(where="on a single Module"))
-        object.__setattr__(self, "_is_full_backward_hook", False)
+        kind = backward_hook_kind(self._is_full_backward_hook, False, ON_A_MODULE)
+        object.__setattr__(self, "_is_full_backward_hook", kind)
         return self._add_hook(self._backward_hooks, hook, False)
 
     # -- registration --------------------------------------------------------------------------------------

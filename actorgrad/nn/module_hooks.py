@@ -24,6 +24,13 @@ MIXED_BACKWARD_HOOKS = (
     "Cannot use both regular backward hooks and full backward hooks {where}. Please use only one of them."
 )
 
+
+def backward_hook_kind(held: bool | None, full: bool, where: str) -> bool:
+    """The kind of backward hooks registered `where` once one of kind `full` is added: PyTorch refuses a mix."""
+    if held is not None and held is not full:
+        raise RuntimeError(MIXED_BACKWARD_HOOKS.format(where=where))
+    return full
+
 # Hooks on every module (for debugging and profiling, as PyTorch's): they run before each module's own.
 _global_forward_pre_hooks: OrderedDict = OrderedDict()
 _global_forward_hooks: OrderedDict = OrderedDict()
@@ -32,6 +39,7 @@ _global_forward_hooks_always_called: OrderedDict = OrderedDict()
 _global_backward_pre_hooks: OrderedDict = OrderedDict()
 _global_backward_hooks: OrderedDict = OrderedDict()
 _global_is_full_backward_hook: bool | None = None
+GLOBAL, ON_A_MODULE = "as a global Module hook", "on a single Module"  # where one kind is held
 
 
 class _ModuleHookHandle(RemovableHandle):
@@ -85,18 +93,14 @@ def register_module_full_backward_pre_hook(hook: Callable) -> RemovableHandle:
 
 def register_module_full_backward_hook(hook: Callable) -> RemovableHandle:
     global _global_is_full_backward_hook
-    if _global_is_full_backward_hook is False:
-        raise RuntimeError(MIXED_BACKWARD_HOOKS.format(where="as a global Module hook"))
-    _global_is_full_backward_hook = True
+    _global_is_full_backward_hook = backward_hook_kind(_global_is_full_backward_hook, True, GLOBAL)
     return _global_hook(_global_backward_hooks, hook)
 
 
 def register_module_backward_hook(hook: Callable) -> RemovableHandle:
     """Deprecated, as `Module.register_backward_hook`."""
     global _global_is_full_backward_hook
-    if _global_is_full_backward_hook is True:
-        raise RuntimeError(MIXED_BACKWARD_HOOKS.format(where="as a global Module hook"))
-    _global_is_full_backward_hook = False
+    _global_is_full_backward_hook = backward_hook_kind(_global_is_full_backward_hook, False, GLOBAL)
     return _global_hook(_global_backward_hooks, hook)
 
 
