@@ -15,7 +15,9 @@ traceback and shows as an error row; the rest still run.
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
+import os
 import statistics
 import subprocess
 import sys
@@ -61,11 +63,20 @@ RUN_LIMIT_S = 280  # the whole check stays under 5 minutes
 TESTS_MIN_S = 60  # the gpu tests get what the benchmarks left of RUN_LIMIT_S, and at least this
 
 
+def test_workers() -> list[str]:
+    """pytest-xdist's options to run the tests in parallel processes, where it is installed (the GPU machine has
+    it): CuPy compiles each new kernel on the host's CPU, which is most of a fresh machine's test time, and its
+    kernel cache on disk is shared between the processes."""
+    workers = min(8, (os.cpu_count() or 1) - 2)
+    return ["-n", str(workers)] if workers > 1 and importlib.util.find_spec("xdist") is not None else []
+
+
 def gpu_tests(limit_s: float) -> str:
     """The gpu test files, bounded as a whole: pytest-timeout cannot interrupt a thread stuck in a CUDA wait, and
     CuPy compiles each new kernel on first use (minutes on a fresh machine), so they run after the benchmarks."""
     files = sorted(str(path) for path in (ROOT / "tests").glob("test_cuda*.py") if path.name != "test_cuda_standin.py")
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=60", *files]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=60", *test_workers(),
+               *files]
     try:
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=limit_s)
     except subprocess.TimeoutExpired as expired:
