@@ -7,7 +7,7 @@ The entry points that run the engine are awaitable (`await actorgrad.backward(..
 
 import numpy as np
 
-from actorgrad import autograd, creation, linalg, ops, special
+from actorgrad import autograd, creation, linalg, ops, random_tensors, special
 from actorgrad.accumulate_grad import AccumulateGrad
 from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from actorgrad.creation import *  # noqa: F403
@@ -24,6 +24,7 @@ from actorgrad.grad_mode import (
 from actorgrad.node import Node
 from actorgrad.ops import *  # noqa: F403
 from actorgrad.random import Generator, initial_seed, manual_seed
+from actorgrad.random_tensors import *  # noqa: F403
 from actorgrad.scheduler import get_num_workers, profile, set_num_workers
 from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, int64, tensor
 
@@ -37,7 +38,7 @@ __all__ = [
     "int16", "int32", "int64", "is_grad_enabled", "inference_mode", "is_anomaly_check_nan_enabled",
     "is_anomaly_enabled", "is_inference_mode_enabled", "linalg", "manual_seed", "nn", "no_grad", "ops", "optim",
     "profile", "set_grad_enabled", "set_num_workers", "special", "stream", "tensor", "uint8", "utils",
-    *ops.__all__, *creation.__all__,
+    *ops.__all__, *creation.__all__, *random_tensors.__all__,
 ]
 
 # Last: nn and optim build on the whole package above.

@@ -1,13 +1,14 @@
-"""Tensor creation: constant, range and random tensors, with PyTorch's signatures and default dtypes.
+"""Tensor creation: constant and range tensors and tensors from existing data, with PyTorch's signatures, default
+dtypes and errors (random tensors are in `actorgrad.random_tensors`).
 
-Floats default to float32; integer ranges and `randint` give int64. Random tensors draw from a Generator (the
-default one unless `generator=` is passed), so `actorgrad.manual_seed` makes them repeatable.
+Floats default to float32; integer ranges give int64.
 """
 
 from __future__ import annotations
 
 import math
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,35 +16,46 @@ import numpy as np
 
 from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device
-from actorgrad.ops.operands import checked_int, fitted_number, wrapped_int
-from actorgrad.random import Generator, numpy_generator
-from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, int64, new_leaf
+from actorgrad.ops.operands import SCALAR_NAMES, checked_int, fitted_number, wrapped_int
+from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, checked_numpy, copied_leaf, int64, new_leaf
 
 __all__ = [
-    "arange", "empty", "eye", "full", "full_like", "linspace", "ones", "ones_like", "rand", "rand_like", "randint",
-    "randn", "randn_like", "zeros", "zeros_like",
+    "arange", "as_tensor", "empty", "eye", "from_numpy", "full", "full_like", "linspace", "logspace", "ones",
+    "ones_like", "zeros", "zeros_like",
 ]
 
 
 # -- argument handling -------------------------------------------------------------------------------------------
-def _check_device(device: Any) -> None:
+def check_device(device: Any) -> None:
     """Fail before any work on a device name that does not parse."""
     if device is not None:
         as_device(device)
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
-def _shape(op: str, size: tuple) -> tuple[int, ...]:
+def _dim(op: str, dim: Any, position: int) -> int:
+    """One size as PyTorch reads it: an int (a one-element integer tensor counts as one) that fits int64."""
+    if isinstance(dim, Tensor) and dim.dtype.kind in "iu" and dim.numel() == 1:
+        dim = dim.item()
+    if not is_int(dim):
+        raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos {position} with error \"type must "
+                        f"be tuple of ints,but got {type(dim).__name__}\"")
+    if not -(1 << 63) <= dim < 1 << 63:  # PyTorch's text has no closing quote
+        raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos {position} with error "
+                        f"\"Overflow when unpacking long long")
+    return int(dim)
+
+
+def checked_shape(op: str, size: tuple) -> tuple[int, ...]:
     """`*size` as PyTorch takes it: `f(2, 3)` or `f((2, 3))`; every dimension an int >= 0."""
-    if len(size) == 1 and isinstance(size[0], Sequence | np.ndarray):
+    if len(size) == 1 and isinstance(size[0], Sequence | np.ndarray) and np.ndim(size[0]):
         size = tuple(size[0])
-    for dim in size:
-        if not _is_int(dim):
-            raise TypeError(f"{op}(): size must be a tuple of ints, but got an element of type {type(dim).__name__}")
-    shape = tuple(int(dim) for dim in size)
+    elif len(size) == 1 and not (is_int(size[0]) or isinstance(size[0], Tensor | np.ndarray)):
+        raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not {type(size[0]).__name__}")
+    shape = tuple(_dim(op, dim, position) for position, dim in enumerate(size, 1))
     negative = [dim for dim in shape if dim < 0]
     if negative:
         raise RuntimeError(f"Trying to create tensor with negative dimension {negative[0]}: {list(shape)}")
@@ -51,7 +63,7 @@ def _shape(op: str, size: tuple) -> tuple[int, ...]:
     return shape
 
 
-def _size(op: str, args: tuple, size: Any) -> tuple[int, ...]:
+def size_argument(op: str, args: tuple, size: Any) -> tuple[int, ...]:
     """The shape from `f(2, 3)`, `f((2, 3))` or `f(size=(2, 3))`; PyTorch has no default size."""
     if size is not None:
         if args:
@@ -60,28 +72,26 @@ def _size(op: str, args: tuple, size: Any) -> tuple[int, ...]:
             raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
         args = (size,)
     if not args:
-        raise TypeError(f'{op}() missing 1 required positional arguments: "size"; for a 0-d tensor pass size=()')
-    return _shape(op, args)
+        raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
+    return checked_shape(op, args)
 
 
 def _check_storage(op: str, shape: tuple[int, ...]) -> None:
     """Sizes whose bytes overflow an index get PyTorch's RuntimeError (numpy raises ValueError, "too big")."""
     if math.prod(shape) > sys.maxsize // 8:
-        raise RuntimeError(f"{op}(): Storage size calculation overflowed with sizes={list(shape)}")
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
 
 
-def _dtype(dtype: Any, default: np.dtype) -> np.dtype:
+def dtype_or(dtype: Any, default: np.dtype) -> np.dtype:
     return default if dtype is None else np.dtype(dtype)
 
 
-def _float_dtype(op: str, dtype: Any) -> np.dtype:
-    resolved = _dtype(dtype, _DEFAULT_FLOAT)
-    if resolved.kind != "f":
-        raise RuntimeError(f"{op}: expected a floating point dtype, got {resolved}")
-    return resolved
+def not_implemented(kernel: str, dtype: np.dtype) -> NotImplementedError:
+    """PyTorch's error for a kernel that has no version for `dtype`."""
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_NAMES.get(dtype, dtype)}'")
 
 
-def _leaf(data: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:
+def leaf_on(data: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:
     """The leaf holding `data` (made on the host) on `device`; in inference mode, an inference tensor."""
     where = cpu if device is None else as_device(device)
     return new_leaf(data if where is cpu else where.asarray(data), requires_grad, where)
@@ -91,57 +101,74 @@ def _leaf(data: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:
 def zeros(
     *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
-    _check_device(device)
-    return _leaf(np.zeros(_size("zeros", args, size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
+    check_device(device)
+    return leaf_on(np.zeros(size_argument("zeros", args, size), dtype_or(dtype, _DEFAULT_FLOAT)), requires_grad, device)
 
 
 def ones(
     *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
-    _check_device(device)
-    return _leaf(np.ones(_size("ones", args, size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
+    check_device(device)
+    return leaf_on(np.ones(size_argument("ones", args, size), dtype_or(dtype, _DEFAULT_FLOAT)), requires_grad, device)
 
 
 def empty(
     *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
-    _check_device(device)
-    return _leaf(np.empty(_size("empty", args, size), _dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
+    check_device(device)
+    return leaf_on(np.empty(size_argument("empty", args, size), dtype_or(dtype, _DEFAULT_FLOAT)), requires_grad, device)
+
+
+def _fill_value(op: str, fill_value: Any) -> Any:
+    """A fill value as a Python number; PyTorch also takes a one-element tensor's value."""
+    if isinstance(fill_value, Tensor) and fill_value.ndim == 0:
+        fill_value = fill_value.item()
+    if isinstance(fill_value, complex):
+        raise TypeError(f"{op}(): complex fill values are not supported: actorgrad has no complex dtypes")
+    if not isinstance(fill_value, int | float | np.number | np.bool_):
+        raise TypeError(f"{op}(): argument 'fill_value' (position 2) must be Number, not {type(fill_value).__name__}")
+    return fill_value
 
 
 def _fill_dtype(fill_value: Any) -> np.dtype:
     """PyTorch 2.x infers full's dtype from the fill value: bool, int64 or the default float."""
     if isinstance(fill_value, bool | np.bool_):
         return bool_
-    if _is_int(fill_value):
-        return int64
-    if isinstance(fill_value, float | np.floating):
-        return _DEFAULT_FLOAT
-    raise TypeError(f"full(): fill_value must be a bool, int or float, got {type(fill_value).__name__}")
+    return int64 if is_int(fill_value) else _DEFAULT_FLOAT
 
 
 def _fill(fill_value: Any, dtype: np.dtype) -> Any:
-    """A number as PyTorch fills a tensor of `dtype` with it: an integer dtype refuses one out of its range."""
+    """A number as PyTorch fills a tensor of `dtype` with it: an integer dtype refuses one out of its range, a
+    floating dtype a finite one past its largest value."""
+    if dtype.kind == "f" and not isinstance(fill_value, bool | np.bool_):
+        value = float(fill_value)
+        if math.isfinite(value) and abs(value) > float(np.finfo(dtype).max):
+            name = {"float16": "c10::Half", "float32": "float", "float64": "double"}[dtype.name]
+            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
     return fitted_number(fill_value, dtype) if isinstance(fill_value, int | float) else fill_value
 
 
 def full(
     size: Sequence[int], fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
-    _check_device(device)
-    resolved = _dtype(dtype, _fill_dtype(fill_value))
-    return _leaf(np.full(_shape("full", (size,)), _fill(fill_value, resolved), resolved), requires_grad, device)
+    check_device(device)
+    if not isinstance(size, Sequence | np.ndarray):
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
+    fill_value = _fill_value("full", fill_value)
+    resolved = dtype_or(dtype, _fill_dtype(fill_value))
+    data = np.full(checked_shape("full", (size,)), _fill(fill_value, resolved), resolved)
+    return leaf_on(data, requires_grad, device)
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
-    _check_device(device)
+    check_device(device)
     m = n if m is None else m
     for name, value in (("n", n), ("m", m)):
-        if not _is_int(value):
-            raise TypeError(f"eye(): {name} must be an int, got {type(value).__name__}")
+        if not is_int(value):
+            raise TypeError(f"eye(): argument '{name}' must be int, not {type(value).__name__}")
         if value < 0:
-            raise RuntimeError(f"eye(): {name} must be greater or equal to 0, got {value}")
-    return _leaf(np.eye(n, m, dtype=_dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {value}")
+    return leaf_on(np.eye(n, m, dtype=dtype_or(dtype, _DEFAULT_FLOAT)), requires_grad, device)
 
 
 # -- ranges ------------------------------------------------------------------------------------------------------
@@ -166,31 +193,34 @@ def _as_int64(value: int | float) -> int:
 
 
 def arange(
-    start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
+    start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = None, requires_grad: bool = False,
+    device: Any = None,
 ) -> Tensor:
-    """`arange(end)` or `arange(start, end, step)`: int64 when every bound is an int, else the default float."""
-    _check_device(device)
+    """`arange(end)` or `arange(start, end, step)` (`arange(end=5)` too): int64 when every bound is an int, else
+    the default float."""
+    check_device(device)
+    if start is None and end is None:
+        raise TypeError('arange() missing 1 required positional arguments: "end"')
+    if start is None:
+        start = 0
     if end is None:
         bounds = (0, _range_number(start, "end", 1), _range_number(step, "step", 2))
     else:
         bounds = tuple(_range_number(v, name, i) for i, (v, name) in
                        enumerate(((start, "start"), (end, "end"), (step, "step")), 1))
     start, end, step = bounds
-    resolved = _dtype(dtype, int64 if all(isinstance(v, int) for v in bounds) else _DEFAULT_FLOAT)
+    resolved = dtype_or(dtype, int64 if all(isinstance(v, int) for v in bounds) else _DEFAULT_FLOAT)
     if resolved == bool_:
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     # PyTorch checks the bounds as doubles, then computes in the dtype's accumulate type (int64 for integer dtypes,
     # so float bounds go toward 0 first: arange(0, 5, 1.5, dtype=int32) is 0, 1, 2, 3)
     first, last, stride = (float(v) for v in bounds)
     if not (stride > 0 or stride < 0):
-        raise RuntimeError("arange(): step must be nonzero")
+        raise RuntimeError("step must be nonzero")
     if not (math.isfinite(first) and math.isfinite(last)):
-        raise RuntimeError(f"arange(): unsupported range: {first:g} -> {last:g}")
+        raise RuntimeError(f"unsupported range: {first:g} -> {last:g}")
     if (stride > 0 and last < first) or (stride < 0 and last > first):
-        raise RuntimeError(
-            f"arange(): upper bound and lower bound inconsistent with step sign (start={start}, end={end}, "
-            f"step={step})"
-        )
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if resolved.kind in "iu":
         start, end, step = (_as_int64(v) for v in bounds)
     if resolved == int64:  # PyTorch counts in int64 (wrapping on overflow) and truncates the division
@@ -208,122 +238,119 @@ def arange(
     else:
         values = first + stride * np.arange(length, dtype=np.float64)
     with np.errstate(over="ignore"):  # float16's overflow gives inf, silently as in PyTorch
-        return _leaf(values.astype(resolved), requires_grad, device)
+        return leaf_on(values.astype(resolved), requires_grad, device)
+
+
+def _space(
+    op: str, start: Any, end: Any, steps: int, dtype: Any, exponent: bool = False
+) -> tuple[Any, np.dtype]:
+    """The points of linspace (or logspace's exponents, in float64) as PyTorch's kernels compute them: the bounds
+    in the dtype (toward 0 for an integer one), a step between them, the first half counted up from `start`, the
+    rest down from `end`. linspace's float kernel fuses each multiply-add (emulated here in long double)."""
+    dims = [v.ndim if isinstance(v, Tensor) else 0 for v in (start, end)]
+    if any(dims):
+        raise RuntimeError(f"{op} only supports 0-dimensional start and end tensors, but got start with {dims[0]} "
+                           f"dimension(s) and end with {dims[1]} dimension(s).")
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    if not is_int(steps):
+        raise TypeError(f"{op}(): argument 'steps' must be int, not {type(steps).__name__}")
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    resolved = dtype_or(dtype, _DEFAULT_FLOAT)
+    if resolved == bool_:
+        raise not_implemented(f"{op}_cpu", resolved)
+    integral = resolved.kind in "iu"
+    first, last = (fitted_number(v, resolved)[()] if integral else resolved.type(v) for v in (start, end))
+    index = np.arange(steps)
+    if steps == 1:
+        return np.array([first], np.float64 if exponent else resolved), resolved
+    if integral or exponent:  # a step in double: the points too
+        step = np.float64(last - first) / (steps - 1)
+        low, high = np.float64(first), np.float64(last)
+    else:
+        wide = np.longdouble
+        step = wide((last - first) / resolved.type(steps - 1))
+        low, high, index = wide(first), wide(last), index.astype(wide)
+    half = steps // 2
+    with np.errstate(invalid="ignore", over="ignore"):
+        points = np.concatenate([low + step * index[:half], high - step * (steps - 1 - index[half:])])
+    return points, resolved
 
 
 def linspace(
-    start: float, end: float, steps: int, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
+    start: Any, end: Any, steps: int, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
-    _check_device(device)
-    if not _is_int(steps):
-        raise TypeError(f"linspace(): steps must be an int, got {type(steps).__name__}")
-    if steps < 0:
-        raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
-    values = np.linspace(start, end, steps, dtype=np.float64)
-    return _leaf(values.astype(_dtype(dtype, _DEFAULT_FLOAT)), requires_grad, device)
+    """`steps` points evenly spaced from `start` to `end`, both included."""
+    check_device(device)
+    points, resolved = _space("linspace", start, end, steps, dtype)
+    with np.errstate(invalid="ignore"):  # nan points, as in PyTorch
+        return leaf_on(points.astype(resolved), requires_grad, device)
+
+
+def logspace(
+    start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None, requires_grad: bool = False,
+    device: Any = None,
+) -> Tensor:
+    """`base` to the power of `steps` points evenly spaced from `start` to `end`."""
+    check_device(device)
+    if isinstance(base, Tensor):
+        base = base.item()
+    if not isinstance(base, int | float | np.number) or isinstance(base, complex):
+        raise TypeError(f"logspace(): argument 'base' must be float, not {type(base).__name__}")
+    exponents, resolved = _space("logspace", start, end, steps, dtype, exponent=True)
+    with np.errstate(all="ignore"):  # nan for a negative base, inf past the dtype's range, as in PyTorch
+        return leaf_on(np.power(np.float64(base), exponents).astype(resolved), requires_grad, device)
 
 
 # -- *_like ------------------------------------------------------------------------------------------------------
-def _like_dtype(input: Tensor, dtype: Any) -> np.dtype:
+def like_dtype(op: str, input: Tensor, dtype: Any) -> np.dtype:
     if not isinstance(input, Tensor):
-        raise TypeError(f"expected a Tensor as input, got {type(input).__name__}")
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     return input.dtype if dtype is None else np.dtype(dtype)
 
 
 def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
-    _check_device(device)
-    return _leaf(np.zeros(input.shape, _like_dtype(input, dtype)), requires_grad, device or input.device)
+    check_device(device)
+    resolved = like_dtype("zeros_like", input, dtype)
+    return leaf_on(np.zeros(input.shape, resolved), requires_grad, device or input.device)
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
-    _check_device(device)
-    return _leaf(np.ones(input.shape, _like_dtype(input, dtype)), requires_grad, device or input.device)
+    check_device(device)
+    resolved = like_dtype("ones_like", input, dtype)
+    return leaf_on(np.ones(input.shape, resolved), requires_grad, device or input.device)
 
 
 def full_like(
     input: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
-    _check_device(device)
-    resolved = _like_dtype(input, dtype)
-    return _leaf(np.full(input.shape, _fill(fill_value, resolved), resolved), requires_grad, device or input.device)
+    check_device(device)
+    resolved = like_dtype("full_like", input, dtype)
+    fill_value = _fill(_fill_value("full_like", fill_value), resolved)
+    return leaf_on(np.full(input.shape, fill_value, resolved), requires_grad, device or input.device)
 
 
-# -- random ------------------------------------------------------------------------------------------------------
-def _draw(sample: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """numpy samples float32 and float64 directly; other float dtypes are drawn in float64 and cast."""
-    if dtype in (np.float32, np.float64):
-        return sample(shape, dtype=dtype)
-    return sample(shape, dtype=np.float64).astype(dtype)
+# -- from existing data ------------------------------------------------------------------------------------------
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor sharing `ndarray`'s memory: a change to one shows in the other, as PyTorch's."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if not ndarray.flags.writeable:
+        warnings.warn(
+            "The given NumPy array is not writable, and actorgrad does not support non-writable tensors. This means "
+            "writing to this tensor will result in undefined behavior. You may want to copy the array to protect its "
+            "data or make it writable before converting it to a tensor.", UserWarning, stacklevel=2,
+        )
+    return new_leaf(checked_numpy(ndarray))
 
 
-def rand(
-    *args: Any, size: Sequence[int] | None = None, generator: Generator | None = None, dtype: Any = None,
-    requires_grad: bool = False, device: Any = None,
-) -> Tensor:
-    """Uniform samples from [0, 1)."""
-    _check_device(device)
-    rng = numpy_generator(generator)
-    return _leaf(_draw(rng.random, _size("rand", args, size), _float_dtype("rand", dtype)), requires_grad, device)
-
-
-def randn(
-    *args: Any, size: Sequence[int] | None = None, generator: Generator | None = None, dtype: Any = None,
-    requires_grad: bool = False, device: Any = None,
-) -> Tensor:
-    """Samples from the standard normal distribution."""
-    _check_device(device)
-    rng = numpy_generator(generator)
-    draws = _draw(rng.standard_normal, _size("randn", args, size), _float_dtype("randn", dtype))
-    return _leaf(draws, requires_grad, device)
-
-
-def randint(
-    low: int | None = None,
-    high: Any = None,
-    size: Sequence[int] | None = None,
-    *,
-    generator: Generator | None = None,
-    dtype: Any = None,
-    requires_grad: bool = False,
-    device: Any = None,
-) -> Tensor:
-    """Integers drawn uniformly from [low, high): `randint(high, size)` or `randint(low, high, size)`."""
-    _check_device(device)
-    if size is None and isinstance(high, Sequence):
-        low, high, size = 0, low, high
-    elif high is None and low is not None:  # randint(high, size=...)
-        low, high = 0, low
-    if low is None:
-        low = 0
-    if high is None or size is None:
-        raise TypeError("randint() needs high and size: randint(high, size) or randint(low, high, size)")
-    if not (_is_int(low) and _is_int(high)):
-        raise TypeError(f"randint(): low and high must be ints, got {type(low).__name__} and {type(high).__name__}")
-    if high <= low:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    shape = _shape("randint", (size,))
-    values = numpy_generator(generator).integers(low, high, shape, dtype=np.int64)
-    return _leaf(values.astype(_dtype(dtype, int64), copy=False), requires_grad, device)
-
-
-def _random_like(op: str, sample: str, input: Tensor, generator: Generator | None, dtype: Any, requires_grad: bool,
-                 device: Any) -> Tensor:
-    """A tensor of `input`'s shape drawn by the numpy Generator method `sample`."""
-    _check_device(device)
-    resolved = _float_dtype(op, _like_dtype(input, dtype))
-    draws = _draw(getattr(numpy_generator(generator), sample), input.shape, resolved)
-    return _leaf(draws, requires_grad, device or input.device)
-
-
-def rand_like(
-    input: Tensor, *, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False,
-    device: Any = None,
-) -> Tensor:
-    return _random_like("rand_like", "random", input, generator, dtype, requires_grad, device)
-
-
-def randn_like(
-    input: Tensor, *, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False,
-    device: Any = None,
-) -> Tensor:
-    return _random_like("randn_like", "standard_normal", input, generator, dtype, requires_grad, device)
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """`data` as a tensor, copying only what must be: a tensor comes back as it is (or converted, recorded, when
+    `dtype` or `device` differ), a numpy array of the dtype on the cpu shares its memory; anything else is
+    copied as by `tensor()`."""
+    if isinstance(data, Tensor):
+        return data.to(dtype=dtype, device=device)
+    on_cpu = device is None or as_device(device) is cpu
+    if isinstance(data, np.ndarray) and on_cpu and (dtype is None or np.dtype(dtype) == data.dtype):
+        return new_leaf(checked_numpy(data))
+    return copied_leaf(data, dtype, device)

@@ -24,11 +24,14 @@ class Generator:
         self.manual_seed(DEFAULT_SEED)
 
     def manual_seed(self, seed: int) -> Generator:
-        """Restart the stream from `seed`; returns the generator, as PyTorch's does."""
+        """Restart the stream from `seed`; returns the generator, as PyTorch's does. As there, the seed is kept
+        as a uint64 (-1 is 2**64 - 1)."""
         if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
-            raise TypeError(f"manual_seed expected an int seed, got {type(seed).__name__}")
-        self._initial_seed = int(seed)
-        self.numpy = np.random.Generator(np.random.PCG64(int(seed) & (2**64 - 1)))
+            raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
+        if not -(1 << 63) <= seed < 1 << 64:
+            raise ValueError("Overflow when unpacking long long")
+        self._initial_seed = int(seed) & (2**64 - 1)
+        self.numpy = np.random.Generator(np.random.PCG64(self._initial_seed))
         return self
 
     def seed(self) -> int:
@@ -53,8 +56,8 @@ default_generator = Generator()
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seed the default generator; returns it."""
-    return default_generator.manual_seed(seed)
+    """Seed the default generator with `int(seed)`, as PyTorch's does; returns it."""
+    return default_generator.manual_seed(int(seed))
 
 
 def initial_seed() -> int:

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from actorgrad.ops.arithmetic import sigmoid as expit
+from actorgrad.ops.gamma import special_digamma as digamma
+from actorgrad.ops.gamma import special_erfinv as erfinv
+from actorgrad.ops.gamma import special_gammaln as gammaln
+from actorgrad.ops.gamma import special_multigammaln as multigammaln
+from actorgrad.ops.gamma import special_polygamma as polygamma
+from actorgrad.ops.gamma import special_psi as psi
 from actorgrad.ops.reductions import log_softmax, logsumexp, softmax
 from actorgrad.ops.rounding import round
 from actorgrad.ops.special import erf, erfc, xlogy
 from actorgrad.ops.unary import exp2, expm1, log1p, logit
 
-__all__ = ["erf", "erfc", "exp2", "expit", "expm1", "log1p", "log_softmax", "logit", "logsumexp", "round", "softmax",
-           "xlogy"]
+__all__ = ["digamma", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "log1p", "log_softmax", "logit",
+           "logsumexp", "multigammaln", "polygamma", "psi", "round", "softmax", "xlogy"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import warnings
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -101,16 +101,19 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        self._set_requires_grad(value, "only Tensors of floating point and complex dtype can require gradients")
+
+    def _set_requires_grad(self, value: bool, not_floating: str) -> None:
+        """The flag's checks, as PyTorch's; `not_floating` is the text of the refusal for an integer or bool tensor,
+        which PyTorch words differently for the setter, `requires_grad_()` and the factory functions."""
         if self._grad_fn is not None:
             raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables." if value else
                 "you can only change requires_grad flags of leaf variables. If you want to use a computed "
                 "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
             )
         if value and self._data.dtype.kind not in "fc":
-            raise RuntimeError(
-                f"Only Tensors of floating point dtype can require gradients, got a tensor of dtype "
-                f"{self._data.dtype}; convert it first, e.g. tensor(data, dtype=actorgrad.float32)"
-            )
+            raise RuntimeError(not_floating)
         if value and self._vc is INFERENCE and _inference_mode.get() is None:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(value)
@@ -119,7 +122,7 @@ class Tensor:
         """Set requires_grad in place; on a non-leaf only True is allowed (it requires grad already), as in
         PyTorch."""
         if not (requires_grad and self._grad_fn is not None):
-            self.requires_grad = requires_grad
+            self._set_requires_grad(requires_grad, "only Tensors of floating point dtype can require gradients")
         return self
 
     @property
@@ -231,6 +234,8 @@ class Tensor:
         `tensor.data = value`."""
         if not isinstance(value, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self.requires_grad and value._data.dtype.kind not in "fc":
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._data, self._device = value._data, value._device
 
     def is_contiguous(self) -> bool:
@@ -242,7 +247,24 @@ class Tensor:
         return self._data.shape
 
     def size(self, dim: int | None = None) -> Any:
-        return self._data.shape if dim is None else self._data.shape[dim]
+        shape = self._data.shape
+        return shape if dim is None else shape[_checked_dim(dim, len(shape), "size")]
+
+    def stride(self, dim: int | None = None) -> Any:
+        """Elements (not bytes, as numpy counts) to step in memory for one step along each dim."""
+        x = self._data
+        if x.size:
+            strides = tuple(step // x.itemsize for step in x.strides)
+        else:  # numpy gives an empty array zero strides; PyTorch, a new tensor's row-major ones
+            strides = tuple(int(np.prod([max(n, 1) for n in x.shape[d + 1:]])) for d in range(x.ndim))
+        return strides if dim is None else strides[_checked_dim(dim, x.ndim, "stride")]
+
+    def storage_offset(self) -> int:
+        """Where this tensor's first element lies in the memory it shares with its views, in elements."""
+        x = owner = self._data
+        while isinstance(owner.base, type(x)):  # a view's base is the array whose memory it views
+            owner = owner.base
+        return (_address(x) - _address(owner)) // x.itemsize
 
     @property
     def dtype(self) -> np.dtype:
@@ -290,10 +312,15 @@ class Tensor:
         return self._data.shape[0]
 
     def __iter__(self) -> Iterator[Tensor]:
-        """The sub-tensors along the first dim (a 0-d tensor has none to give: PyTorch's TypeError)."""
+        """The sub-tensors along the first dim, from one unbind (one UnbindBackward0 node, as in PyTorch); a 0-d
+        tensor has none to give: PyTorch's TypeError."""
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._data.shape[0]))
+        return iter(self.unbind(0))
+
+    def __reversed__(self) -> Tensor:
+        """The tensor flipped along its first dim (iterating it gives the rows last first), as PyTorch's."""
+        return self if self._data.ndim == 0 else self.flip(0)
 
     def __contains__(self, element: Any) -> bool:
         """`element in t`: does any element equal it (a number or a tensor), as in PyTorch."""
@@ -323,6 +350,11 @@ class Tensor:
         return self._data.item()
 
     def __float__(self) -> float:
+        if self.requires_grad:  # the number leaves the graph: PyTorch warns, where `.item()` does not
+            warnings.warn(
+                "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                "Consider using tensor.detach() first.", UserWarning, stacklevel=2,
+            )
         return float(self._scalar())
 
     def __int__(self) -> int:
@@ -341,6 +373,22 @@ class Tensor:
         return _format_tensor(self)
 
     __hash__ = object.__hash__
+
+
+def _checked_dim(dim: Any, ndim: int, op: str) -> int:
+    """`dim` as an index into a shape, refused with PyTorch's errors when it is no int or out of range."""
+    if not isinstance(dim, int | np.integer) or isinstance(dim, bool):
+        raise TypeError(f"{op}(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+    return int(dim)
+
+
+def _address(array: Any) -> int:
+    """The address of an array's first element: numpy's, or a device array's (CuPy's `data.ptr`)."""
+    return array.ctypes.data if isinstance(array, np.ndarray) else array.data.ptr
 
 
 def version_counter(t: Tensor) -> VersionCounter:
@@ -467,41 +515,153 @@ def _format_tensor(t: Tensor) -> str:
     return text + ")"
 
 
+# The numpy dtypes PyTorch makes tensors of, in the order its error names them.
+NUMPY_TYPES = (
+    "float64", "float32", "float16", "complex64", "complex128", "int64", "int32", "int16", "int8", "uint64", "uint32",
+    "uint16", "uint8",
+)
+_NUMPY_DTYPES = {np.dtype(name) for name in NUMPY_TYPES} | {bool_}
+COPY_CONSTRUCT = (
+    "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+    "sourceTensor.detach().clone().requires_grad_(True), rather than {}."
+)
+_PLAIN = {bool, int, float}
+
+
+def checked_numpy(array: np.ndarray | np.generic) -> np.ndarray | np.generic:
+    """A numpy array PyTorch can make a tensor of: one of its dtypes, in the machine's byte order."""
+    dtype = array.dtype
+    if dtype.newbyteorder("=") not in _NUMPY_DTYPES:
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{dtype.type.__name__}. The only supported types are: "
+            f"{', '.join(NUMPY_TYPES)}, and bool."
+        )
+    if not dtype.isnative:
+        raise ValueError(
+            "given numpy array has byte order different from the native byte order. Conversion between byte "
+            "orders is currently not supported."
+        )
+    return array
+
+
 def as_array(data: Any, dtype: Any = None) -> Any:
-    """The array for `tensor()`: Python floats become float32 as in PyTorch; numpy arrays keep their dtype; a
-    tensor's array is copied on its own device (a CuPy array stays on its GPU)."""
+    """The array for `tensor()`, with PyTorch's dtypes: Python floats become float32, ints int64; numpy arrays,
+    numpy numbers and tensors keep their dtypes, and promote with the rest as torch.promote_types does. A tensor's
+    array is copied on its own device (a CuPy array stays on its GPU)."""
     if isinstance(data, Tensor):
         return data._data.astype(data._data.dtype if dtype is None else np.dtype(dtype))  # astype copies
+    if isinstance(data, np.ndarray):  # cast as numpy casts, wrapping out-of-range values, as PyTorch does
+        return np.array(checked_numpy(data), dtype=None if dtype is None else np.dtype(dtype))
+    wide = None
+    if type(data) in _PLAIN or type(data) in (list, tuple) and _leaf_types(data) <= _PLAIN:
+        try:
+            wide = np.array(data)
+        except ValueError:  # ragged: PyTorch's reading below says where
+            pass
+    if wide is None or wide.dtype.kind not in "bif":  # big ints, tensors, numpy values: read as PyTorch reads
+        wide, inferred = _nested_array(data)
+    else:
+        inferred = _DEFAULT_FLOAT if wide.dtype == float64 else wide.dtype
+    target = inferred if dtype is None else np.dtype(dtype)
+    if target.kind in "iu" and wide.dtype.kind in "iuf" and wide.size:
+        # a number is stored checked, as PyTorch stores a Python number: an unsigned dtype takes a negative int
+        # down to -max (it wraps), nothing takes nan or a value past its range
+        info = np.iinfo(target)
+        low = -int(info.max) if target.kind == "u" and wide.dtype.kind in "iu" else int(info.min)
+        if not np.all((wide >= low) & (wide < int(info.max) + 1)):
+            raise RuntimeError(f"value cannot be converted to type {target} without overflow")
+    with np.errstate(over="ignore"):  # a float past float32's range is inf, silently as in PyTorch
+        return wide.astype(target, copy=False)
+
+
+def _leaf_types(data: list | tuple) -> set[type]:
+    """The types of the items of a nested list or tuple (set() and map() keep this quick for big lists)."""
+    found = set(map(type, data))
+    for kind in (list, tuple):
+        if kind in found:
+            found.discard(kind)
+            for item in data:
+                if type(item) is kind:
+                    found |= _leaf_types(item)
+    return found
+
+
+def _infer_dtype(data: Any) -> np.dtype:
+    """The dtype PyTorch infers for `data`: each number's, tensor's or array's dtype, promoted over a sequence."""
+    if isinstance(data, Tensor):
+        return data._data.dtype
     if isinstance(data, np.ndarray | np.generic):
-        return np.array(data, dtype=None if dtype is None else np.dtype(dtype))
-    if isinstance(data, list | tuple) and any(isinstance(v, Tensor) for v in data):
-        return _from_tensors(data, dtype)
-    array = np.array(data)  # read without `dtype` first: numpy would silently read None as nan for a float dtype
-    if array.dtype.kind == "O":  # None or an object numpy cannot read as a number: PyTorch's RuntimeError
-        raise RuntimeError(
-            f"Could not infer dtype of {type(data).__name__}: tensor() takes numbers, bools and (nested) sequences "
-            f"of them"
-        )
-    if array.dtype.kind not in "fiub":
-        raise TypeError(f"can't make a tensor from {type(data).__name__} (numpy dtype {array.dtype})")
-    if dtype is not None:
-        return array.astype(np.dtype(dtype))
-    return array.astype(_DEFAULT_FLOAT) if array.dtype == float64 else array
+        return checked_numpy(data).dtype
+    if isinstance(data, bool):
+        return bool_
+    if isinstance(data, int):
+        if not -(1 << 63) <= data < 1 << 63:
+            raise ValueError("Overflow when unpacking long long")
+        return int64
+    if isinstance(data, float):
+        return _DEFAULT_FLOAT
+    if isinstance(data, str | bytes):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    if _is_sequence(data):
+        from actorgrad.ops.operands import promote_types  # operands imports this module
+
+        found = _DEFAULT_FLOAT if not data else _infer_dtype(data[0])
+        for item in data[1:]:
+            found = promote_types(found, _infer_dtype(item))
+        return found
+    if isinstance(data, complex):
+        raise TypeError("tensor(): complex numbers are not supported: actorgrad has no complex dtypes")
+    raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
 
 
-def _from_tensors(data: list | tuple, dtype: Any) -> np.ndarray:
-    """A list holding one-element tensors (and numbers), as PyTorch takes it: their values, in their dtype
-    promoted with the numbers' (a float32 tensor beside a Python int stays float32)."""
-    values = []
-    for v in data:
-        if isinstance(v, Tensor):
-            if v._data.size != 1:
+def _is_sequence(data: Any) -> bool:
+    return isinstance(data, Sequence) and not isinstance(data, str | bytes)
+
+
+def _nested_shape(data: Any) -> tuple[int, ...]:
+    """The shape PyTorch reads off a nested sequence: the lengths along its first items (and an array's shape;
+    a tensor in a sequence is one number)."""
+    shape: list[int] = []
+    while _is_sequence(data):
+        shape.append(len(data))
+        if not data:
+            return tuple(shape)
+        data = data[0]
+    if isinstance(data, np.ndarray):
+        shape.extend(data.shape)
+    return tuple(shape)
+
+
+def _nested_values(data: Any, shape: tuple[int, ...], dim: int) -> Any:
+    """`data` with its tensors as numbers (0-d host arrays, keeping their dtypes), checked to fill `shape` as
+    PyTorch checks it."""
+    if dim == len(shape):
+        if _is_sequence(data) or isinstance(data, np.ndarray) and data.ndim:
+            raise ValueError(f"expected sequence of length 0 at dim {dim} (got {len(data)})")
+        if isinstance(data, Tensor):
+            if data._data.size != 1:
                 raise ValueError("only one element tensors can be converted to Python scalars")
-            v = cpu.asarray(v._data).reshape(())
-        values.append(v)
-    found = np.result_type(*values)
-    return np.array([v.item() if isinstance(v, np.ndarray) else v for v in values],
-                    dtype=found if dtype is None else np.dtype(dtype))
+            return cpu.asarray(data._data).reshape(())
+        return data
+    if isinstance(data, np.ndarray) and data.ndim:
+        if data.shape != shape[dim:]:
+            got = next(i for i, (a, b) in enumerate(zip(data.shape, shape[dim:])) if a != b)
+            raise ValueError(
+                f"expected sequence of length {shape[dim + got]} at dim {dim + got} (got {data.shape[got]})"
+            )
+        return data
+    if not _is_sequence(data):
+        raise TypeError("not a sequence")
+    if len(data) != shape[dim]:
+        raise ValueError(f"expected sequence of length {shape[dim]} at dim {dim} (got {len(data)})")
+    return [_nested_values(item, shape, dim + 1) for item in data]
+
+
+def _nested_array(data: Any) -> tuple[np.ndarray, np.dtype]:
+    """PyTorch's reading of sequences holding tensors, numpy values or what numpy cannot read: the values (in
+    a dtype wide enough for them) and the dtype PyTorch infers."""
+    inferred = _infer_dtype(data)
+    return np.array(_nested_values(data, _nested_shape(data), 0)), inferred
 
 
 def new_leaf(data: Any, requires_grad: bool = False, device: Device = cpu) -> Tensor:
@@ -509,13 +669,20 @@ def new_leaf(data: Any, requires_grad: bool = False, device: Device = cpu) -> Te
     out = Tensor(data, device=device)
     out._vc = _inference_mode.get()
     if requires_grad:
-        out.requires_grad = requires_grad
+        out._set_requires_grad(True, "Only Tensors of floating point and complex dtype can require gradients")
     return out
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A new leaf tensor holding a copy of `data`, on `device` (default: the cpu, or the device of a tensor
     `data`, as PyTorch copies one)."""
+    if isinstance(data, Tensor):
+        warnings.warn(COPY_CONSTRUCT.format("actorgrad.tensor(sourceTensor)"), UserWarning, stacklevel=2)
+    return copied_leaf(data, dtype, device, requires_grad)
+
+
+def copied_leaf(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """`tensor()` without its warning about copying a tensor."""
     array = as_array(data, dtype)
     here = data._device if isinstance(data, Tensor) else cpu
     if device is None:

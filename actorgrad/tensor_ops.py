@@ -16,6 +16,7 @@ from actorgrad.ops import contraction, conv, embeddings, linalg_decompositions, 
 from actorgrad.ops.activations import relu_backward
 from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.casts import to_device
+from actorgrad.ops.gamma import digamma, erfinv, polygamma
 from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, scatter_add, take_index
 from actorgrad.ops.joining import cat
 from actorgrad.ops.reductions import log_softmax, prod_over_dims
@@ -178,6 +179,15 @@ class TensorOps:
     @staticmethod
     def erf(x: Tensor) -> Tensor:
         return erf(x)
+
+    @staticmethod
+    def polygamma(n: int, x: Tensor) -> Tensor:
+        """Recorded as PyTorch's formulas record it: digamma for n = 0, polygamma above."""
+        return digamma(x) if n == 0 else polygamma(n, x)
+
+    @staticmethod
+    def erfinv(x: Tensor) -> Tensor:
+        return erfinv(x)
 
     @staticmethod
     def convolution(x: Tensor, weight: Tensor, geometry: Any) -> Tensor:

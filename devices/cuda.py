@@ -17,6 +17,9 @@ from actorgrad.devices.array_ops import ArrayOps
 from actorgrad.devices.device import Device
 
 FUSED_DTYPES = "fd"  # dtype.char of float32 and float64 (dtype.name is a Python property, slow on this path)
+# What CuPy's add.at adds in with integer indexes (cupy/_core/_routines_indexing.pyx, _scatter_op_single): dtype.char
+# of int32, int64, float16, float32, float64, uint32, uint64
+ADD_AT_DTYPES = "ilqefdILQ"
 
 
 def _cupy() -> Any:
@@ -118,6 +121,26 @@ class CudaArrayOps(ArrayOps):
     def broadcast_to(self, g: Any, shape: tuple[int, ...]) -> Any:
         """Always a view: numpy fills small copies as cheaper, but on a GPU the fill is a launch."""
         return g if g.shape == shape else self.xp.broadcast_to(g, shape)
+
+    def add_at(self, a: Any, index: Any, values: Any) -> None:
+        """Other integer and bool arrays add in int64 and are cast back: that wraps as their own addition does,
+        and a bool is True where any was."""
+        if a.dtype.char in ADD_AT_DTYPES:
+            return super().add_at(a, index, values)
+        wide = a.astype("int64")
+        self.xp.add.at(wide, index, values.astype("int64", copy=False))
+        a[...] = wide.astype(a.dtype)
+
+    def accumulate(self, ufunc: str, x: Any, axis: int) -> Any:
+        """CuPy's ufuncs accumulate only add and multiply (ufunc.accumulate in cupy/_core/_kernel.pyx), so this
+        scans in log2(n) steps: each combines every element with the running value `step` places before it."""
+        op = getattr(self.xp, ufunc)
+        out = self.xp.moveaxis(x, axis, -1).copy()
+        step = 1
+        while step < out.shape[-1]:
+            out[..., step:] = op(out[..., step:], out[..., :-step])
+            step *= 2
+        return self.xp.moveaxis(out, -1, axis)
 
     def relu_grad(self, g: Any, result: Any) -> Any:
         if not self._fusable(g, result):

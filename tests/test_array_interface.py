@@ -5,12 +5,16 @@ import inspect
 from actorgrad.devices.array_ops import ArrayOps
 from actorgrad.tensor_ops import TensorOps
 
+# Kernels of forward ops that need a version per device (CuPy's add.at lacks small dtypes, its accumulate most
+# ufuncs): no gradient rule calls them, so Tensors need none.
+FORWARD_KERNELS = {"add_at", "accumulate"}
+
 
 def _interface(cls) -> dict:
     return {
         name: [p for p in inspect.signature(fn).parameters if p != "self"]
         for name, fn in vars(cls).items()
-        if not name.startswith("_") and callable(getattr(cls, name))
+        if not name.startswith("_") and callable(getattr(cls, name)) and name not in FORWARD_KERNELS
     }
 
 

@@ -112,14 +112,14 @@ def test_negative_sizes_are_refused():
         ag.zeros(-1, 2)
     with pytest.raises(RuntimeError, match="negative dimension -3"):
         ag.randn((2, -3))
-    with pytest.raises(TypeError, match="size must be a tuple of ints"):
+    with pytest.raises(TypeError, match="must be tuple of ints"):
         ag.ones(2.5)
 
 
 def test_bad_arguments_are_refused():
-    with pytest.raises(RuntimeError, match="Only Tensors of floating point dtype can require gradients"):
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype can require gradients"):
         ag.zeros(2, dtype=ag.int64, requires_grad=True)
-    with pytest.raises(RuntimeError, match="Only Tensors of floating point dtype"):
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype"):
         ag.arange(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="from=5 >= to=5"):
         ag.randint(5, 5, (2,))
@@ -131,7 +131,7 @@ def test_bad_arguments_are_refused():
         ag.linspace(0, 1, -1)
     with pytest.raises(RuntimeError, match="n must be greater or equal to 0"):
         ag.eye(-1)
-    with pytest.raises(RuntimeError, match="rand: expected a floating point dtype, got int64"):
+    with pytest.raises(NotImplementedError, match="\"check_uniform_bounds\" not implemented for 'Long'"):
         ag.rand(2, dtype=ag.int64)
     with pytest.raises(RuntimeError, match="Expected one of cpu, cuda, async_cpu device type .*: tpu"):
         ag.zeros(2, device="tpu")

@@ -247,3 +247,25 @@ def test_a_stream_block_stays_current_after_a_backward_inside_it():
         loss.backward()
         assert cupy.cuda.get_current_stream().ptr == s.stream.ptr
         assert (x * 3).grad_fn.stream is s
+
+
+def test_cupy_refuses_what_the_standin_refuses():
+    """What CuPy 14.2 refuses where numpy does not, so that the stand-in (CI's CuPy) refuses it too: accumulate
+    and reduce of ufuncs other than add and multiply, add.at into small integers with integer indexes, sort kinds
+    other than stable, in-place sorts of views, and `operator.index` (CuPy's ndarray has no __index__)."""
+    import operator
+
+    x = cupy.arange(6.0).reshape(2, 3)
+    with pytest.raises(NotImplementedError):
+        cupy.maximum.accumulate(x, axis=1)
+    with pytest.raises(NotImplementedError):
+        cupy.logaddexp.reduce(x, axis=1)
+    with pytest.raises(TypeError):
+        cupy.add.at(cupy.zeros(3, np.int8), cupy.asarray([0, 0]), cupy.ones(2, np.int8))
+    with pytest.raises(ValueError):
+        cupy.sort(x, kind="quicksort")
+    with pytest.raises(NotImplementedError):
+        x.T.sort()
+    with pytest.raises(TypeError):
+        operator.index(cupy.asarray(2))
+    assert cupy.add.accumulate(x, axis=1).shape == (2, 3)

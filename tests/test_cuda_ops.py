@@ -50,6 +50,8 @@ CASES = [
      [distinct(3, 4)]),
     ("logsumexp softmax log_softmax", lambda x, d: x.logsumexp(1).sum() + x.softmax(0).pow(2).sum()
      + x.log_softmax(1).sum() + x.log_softmax(0).pow(2).sum(), [any_(3, 4)]),
+    ("cummax cummin logcumsumexp", lambda x, d: ag.cummax(x, 1).values * ag.cummin(x, 0).values
+     + ag.logcumsumexp(x, 1) + ag.logcumsumexp(x, 0) + ag.cummax(x, 0).indices, [distinct(3, 9)]),
     ("var std norm cumsum", lambda x, d: x.var(1) + x.std(1) + x.norm() + x.cumsum(1).sum(1), [any_(3, 4)]),
     ("reshape transpose permute expand flip roll", lambda x, d: x.reshape(4, 3).T.permute(1, 0).unsqueeze(0)
      .expand(2, 4, 3).flip(2).roll(1, 1).sum(0), [any_(3, 4)]),
@@ -146,3 +148,55 @@ def test_tensors_on_two_devices_get_pytorchs_error(op, order):
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but found at least two "
                                            "devices, (cuda:0 and cpu|cpu and cuda:0)!"):
         op(a, b)
+
+
+def test_running_extremes_on_cuda_take_the_cpus_indices_through_ties_and_nans():
+    """CuPy's maximum and minimum have no accumulate: the scan that stands in for it keeps the cpu's ties (the
+    latest equal element) and NaNs (one stays the extreme) along a dim of a length that is no power of two."""
+    x = np.array([[1.0, 3.0, 3.0, 2.0, 5.0, 5.0, 0.0, 5.0, 4.0], [2.0, np.nan, 1.0, 4.0, 4.0, 0.0, 1.0, 9.0, 9.0]])
+    for op in (ag.cummax, ag.cummin):
+        got, want = op(ag.tensor(x, device="cuda:0"), 1), op(ag.tensor(x), 1)
+        np.testing.assert_array_equal(got.values.cpu().numpy(), want.values.numpy())
+        np.testing.assert_array_equal(got.indices.cpu().numpy(), want.indices.numpy())
+
+
+@pytest.mark.parametrize("dtype", [ag.int8, ag.uint8, ag.int16, ag.bool, ag.float16, ag.int32])
+def test_scatter_add_and_index_add_on_cuda_add_in_every_dtype_as_the_cpu(dtype):
+    """CuPy's add.at adds only int32/64, uint32/64 and floats: the others add wider and wrap back, as the cpu's."""
+    def run(where):
+        x = ag.tensor([100, 0, 1], dtype=dtype, device=where)
+        index = ag.tensor([0, 0, 1, 2], device=where)
+        values = ag.tensor([100, 100, 5, 0], dtype=dtype, device=where)
+        return [out.cpu().numpy() for out in (x.scatter_add(0, index, values), x.index_add(0, index, values))]
+
+    for got, want in zip(run("cuda:0"), run("cpu")):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op", [
+    ag.linalg.inv, ag.linalg.cholesky, lambda a: ag.linalg.solve(a, ag.ones(2, 1, dtype=ag.float64, device=a.device)),
+    lambda a: ag.linalg.inv(ag.stack([ag.eye(2, dtype=ag.float64, device=a.device), a])),
+    lambda a: ag.linalg.solve(ag.stack([ag.eye(2, dtype=ag.float64, device=a.device), a]),
+                              ag.ones(2, 2, 1, dtype=ag.float64, device=a.device)),
+], ids=["inv", "cholesky", "solve", "batched inv", "batched solve"])
+def test_a_singular_matrix_on_cuda_raises_the_cpus_error(op):
+    """CuPy's linalg reports a zero pivot (or a minor that is not positive-definite) only when asked to raise."""
+    def error(where):
+        with pytest.raises(ag.linalg.LinAlgError) as raised:
+            op(ag.tensor([[1.0, 2.0], [2.0, 4.0]], dtype=ag.float64, device=where))
+        return str(raised.value)
+
+    assert error("cuda:0") == error("cpu")
+
+
+def test_unique_slices_of_bools_on_cuda_are_the_cpus():
+    """CuPy's unique along an axis orders slices by subtracting them, which it refuses for bools."""
+    x = np.array([[True, False], [False, False], [True, False], [True, True]])
+
+    def run(where):
+        out = ag.unique(ag.tensor(x, device=where), dim=0, return_inverse=True, return_counts=True)
+        return [t.cpu().numpy() for t in out]
+
+    for got, want in zip(run("cuda:0"), run("cpu")):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

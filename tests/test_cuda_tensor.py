@@ -107,7 +107,8 @@ def test_value_tests_of_integer_and_bool_cuda_tensors_stay_on_the_gpu(values):
 
 def test_tensor_of_a_cuda_tensor_copies_it_on_its_device():
     x = ag.tensor([1.0, 2.0], device="cuda", requires_grad=True)
-    same, double, on_cpu = ag.tensor(x), ag.tensor(x, dtype=ag.float64), ag.tensor(x, device="cpu")
+    with pytest.warns(UserWarning, match="To copy construct from a tensor"):
+        same, double, on_cpu = ag.tensor(x), ag.tensor(x, dtype=ag.float64), ag.tensor(x, device="cpu")
     assert same.device is double.device is CUDA and on_cpu.device is ag.device("cpu")
     assert isinstance(same._data, cupy.ndarray) and isinstance(on_cpu._data, np.ndarray)
     assert (same.dtype, double.dtype, on_cpu.dtype) == (ag.float32, ag.float64, ag.float32)

@@ -1,17 +1,17 @@
 """Ops PyTorch spells in terms of others, so they record the same nodes its versions do: expand_as, view_as,
-reshape_as, ravel, swapaxes, movedim, unflatten, narrow, select, tile, take_along_dim, diff, and the `new_*` creation
-methods."""
+reshape_as, ravel, swapaxes, movedim, unflatten, narrow, select, tile, take_along_dim, diff, `.H` and `.mH`, and the
+`new_*` creation methods."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from actorgrad.ops.indexing import gather, getitem
 from actorgrad.ops.joining import cat
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.shape import _shape_arg, broadcast_to, permute, repeat, reshape, single_dim, transpose, view
-from actorgrad.tensor import Tensor, bool_, int64
-from actorgrad.tensor import tensor as new_tensor_from
+from actorgrad.tensor import COPY_CONSTRUCT, Tensor, bool_, copied_leaf, int64
 
 __all__ = [
     "diff", "empty_like", "moveaxis", "movedim", "narrow", "ravel", "select", "swapaxes", "swapdims", "take_along_dim",
@@ -202,6 +202,8 @@ def diff(
 def empty_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     from actorgrad.creation import empty  # creation imports the ops package: at call time, not import time
 
+    if not isinstance(input, Tensor):
+        raise TypeError(f"empty_like(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     return empty(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad,
                           device=input.device if device is None else device)
 
@@ -223,9 +225,26 @@ def _new(name: str) -> Any:
 def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False):
     """A new leaf holding a copy of `data` (never its graph), with this tensor's dtype and device by default."""
     if isinstance(data, Tensor):
+        warnings.warn(COPY_CONSTRUCT.format("tensor.new_tensor(sourceTensor)"), UserWarning, stacklevel=2)
         data = data.detach()
-    return new_tensor_from(data, self.dtype if dtype is None else dtype, self.device if device is None else device,
-                           requires_grad)
+    return copied_leaf(data, self.dtype if dtype is None else dtype, self.device if device is None else device,
+                       requires_grad)
+
+
+def _adjoint(input: Tensor, name: str, batched: bool) -> Tensor:
+    """`.H` (a matrix) or `.mH` (a batch of matrices): the transpose, as the conjugate of real values is
+    themselves; a 0-d tensor is itself, deprecated as in PyTorch."""
+    ndim = input.ndim
+    if ndim == 0:
+        warnings.warn(f"Tensor.{name} is deprecated on 0-D tensors. Consider using x.conj().", UserWarning,
+                      stacklevel=3)
+        return input
+    if batched and ndim < 2:
+        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. Got {ndim}-D tensor.")
+    if not batched and ndim != 2:
+        hint = " For batches of matrices, consider using tensor.mH" if ndim > 2 else ""
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {ndim}-D tensor.{hint}")
+    return transpose(input, -2, -1)
 
 
 METHODS: dict[str, Any] = {
@@ -234,4 +253,6 @@ METHODS: dict[str, Any] = {
     "select": select, "tile": lambda self, *dims: tile(self, dims), "take_along_dim": take_along_dim,
     "diff": diff, "new_zeros": _new("zeros"), "new_ones": _new("ones"),
     "new_empty": _new("empty"), "new_full": _new("full"), "new_tensor": _new_tensor,
+    "H": property(lambda self: _adjoint(self, "H", batched=False)),
+    "mH": property(lambda self: _adjoint(self, "mH", batched=True)),
 }

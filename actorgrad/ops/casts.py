@@ -84,8 +84,10 @@ def legacy_type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> 
     if dtype is None:
         return f"actorgrad.{'cuda.' if on_cuda else ''}{TYPE_NAMES.get(self._data.dtype, str(self._data.dtype))}"
     device = None
-    if isinstance(dtype, str) and dtype.startswith("actorgrad."):
+    if isinstance(dtype, str):  # only a legacy type name, as in PyTorch
         name = dtype.removeprefix("actorgrad.")
+        if not dtype.startswith("actorgrad.") or name.removeprefix("cuda.") not in TYPE_BY_NAME:
+            raise ValueError(f"invalid type: '{dtype}'")
         if name.startswith("cuda.") != on_cuda:
             device = "cpu" if on_cuda else "cuda"
         dtype = TYPE_BY_NAME[name.removeprefix("cuda.")]
@@ -110,5 +112,6 @@ def cuda(self: Tensor, device: Any = None, non_blocking: bool = False) -> Tensor
 METHODS: dict[str, Any] = {
     "to": to, "type": legacy_type, "cpu": cpu, "cuda": cuda,
     "double": _to_fixed(float64), "float": _to_fixed(float32), "half": _to_fixed(float16),
-    "long": _to_fixed(int64), "int": _to_fixed(int32), "bool": _to_fixed(bool_),
+    "long": _to_fixed(int64), "int": _to_fixed(int32), "short": _to_fixed(np.dtype(np.int16)),
+    "char": _to_fixed(np.dtype(np.int8)), "byte": _to_fixed(np.dtype(np.uint8)), "bool": _to_fixed(bool_),
 }

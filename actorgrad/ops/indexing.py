@@ -264,7 +264,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     _check_along(x, dim, index, (s,))
     where = placed_index(input, _along(index, dim))
     data = x.copy()
-    input._device.xp.add.at(data, where, s[tuple(slice(0, n) for n in index.shape)])  # CuPy's only as its own
+    input._device.ops.add_at(data, where, s[tuple(slice(0, n) for n in index.shape)])
     src_pad = tuple(p for d in reversed(range(s.ndim)) for p in (0, s.shape[d] - index.shape[d]))
     return record(SCATTER_ADD, data, (input, src), where=where, src_pad=src_pad)
 

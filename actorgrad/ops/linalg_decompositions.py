@@ -10,6 +10,7 @@ the other backwards.
 from __future__ import annotations
 
 from collections import namedtuple
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -143,10 +144,23 @@ def _singular(op: str, x: Any) -> LinAlgError:
     return LinAlgError(f"{op}: The inversion could not be completed because the input matrix is singular.")
 
 
+def reporting(xp: Any) -> Any:
+    """A context in which `xp.linalg` raises LinAlgError for a singular or not positive-definite matrix: numpy's
+    always does, CuPy's only inside cupyx.errstate(linalg="raise") (by default it returns what the factorization
+    left)."""
+    if xp is np:
+        return nullcontext()
+    import cupyx
+
+    return cupyx.errstate(linalg="raise")
+
+
 def _inverted(op: str, input: Tensor) -> Any:
     x = input._data
+    xp = input._device.xp
     try:
-        return input._device.xp.linalg.inv(x)
+        with reporting(xp):
+            return xp.linalg.inv(x)
     except np.linalg.LinAlgError:
         raise _singular(op, x) from None
 
@@ -205,8 +219,10 @@ def solve_matrices(A: Tensor, B: Tensor, vector: bool = False) -> Tensor:
         rows = matrix.shape[-2] if matrix.ndim > 1 else 1
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
                            f"({a.shape[-2]}x{a.shape[-1]} and {rows}x{matrix.shape[-1]})")
+    xp = A._device.xp
     try:
-        data = solved(A._device.xp, a, matrix)
+        with reporting(xp):
+            data = solved(xp, a, matrix)
     except np.linalg.LinAlgError:
         raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is singular.") from None
     if vector:
@@ -227,7 +243,8 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     lower = xp.tril(x)
     symmetric = lower + xp.swapaxes(xp.tril(x, -1), -1, -2)
     try:
-        factor = xp.linalg.cholesky(symmetric)
+        with reporting(xp):
+            factor = xp.linalg.cholesky(symmetric)
     except np.linalg.LinAlgError:
         raise _not_positive_definite(symmetric) from None
     out = record(CHOLESKY, factor, (A,))

@@ -33,7 +33,7 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
     d = single_dim(dim, x.ndim, "logcumsumexp")
     rows = x.reshape(x.shape or (1,))
-    data = input._device.xp.logaddexp.accumulate(rows, axis=d).reshape(x.shape)
+    data = input._device.ops.accumulate("logaddexp", rows, d).reshape(x.shape)
     last = (slice(None),) * d + (slice(-1, None),) if x.ndim else None
     return record(LOGCUMSUMEXP, data, (input,), dim=d, last=last)
 

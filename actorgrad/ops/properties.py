@@ -6,11 +6,15 @@ from typing import Any
 
 from actorgrad.tensor import Tensor
 
-__all__ = ["is_floating_point"]
+__all__ = ["is_complex", "is_floating_point"]
 
 
 def is_floating_point(input: Tensor) -> bool:
     return input._data.dtype.kind == "f"
+
+
+def is_complex(input: Tensor) -> bool:
+    return input._data.dtype.kind == "c"
 
 
 def element_size(self: Tensor) -> int:
@@ -24,6 +28,6 @@ def type_as(self: Tensor, other: Tensor) -> Tensor:
 
 
 METHODS: dict[str, Any] = {
-    "is_floating_point": is_floating_point, "element_size": element_size, "nelement": Tensor.numel,
-    "type_as": type_as,
+    "is_floating_point": is_floating_point, "is_complex": is_complex, "element_size": element_size,
+    "nelement": Tensor.numel, "type_as": type_as,
 }

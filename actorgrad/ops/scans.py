@@ -52,16 +52,17 @@ def _running(op: str, rule: Rule, result: Any, input: Tensor, dim: int) -> Any:
     """The running extreme along `dim` and the index of the last element that set it; NaN is an extreme that
     stays, as in PyTorch."""
     x = input._data
-    xp = input._device.xp
+    device = input._device
+    xp = device.xp
     d = single_dim(dim, x.ndim, op)
     rows = x.reshape(x.shape or (1,))
-    values = (xp.maximum if op == "cummax" else xp.minimum).accumulate(rows, axis=d)
+    values = device.ops.accumulate("maximum" if op == "cummax" else "minimum", rows, d)
     positions = xp.arange(rows.shape[d]).reshape((-1,) + (1,) * (rows.ndim - 1 - d))
     sets = (rows == values) | (xp.isnan(rows) if rows.dtype.kind == "f" else False)
-    indices = xp.maximum.accumulate(xp.where(sets, positions, 0), axis=d)
+    indices = device.ops.accumulate("maximum", xp.where(sets, positions, 0), d)
     out = record(rule, values.reshape(x.shape), (input,), indices=indices, dim=d, rows_shape=rows.shape,
                  self_shape=x.shape)
-    return result(out, Tensor(indices.reshape(x.shape).astype(int64, copy=False), device=input._device))
+    return result(out, Tensor(indices.reshape(x.shape).astype(int64, copy=False), device=device))
 
 
 def cummax(input: Tensor, dim: int) -> CummaxResult:

@@ -3,12 +3,16 @@ index_fill, with their gradient rules.
 
 Each op writes at an advanced index (`where`) into a copy of the input. The input's gradient is the output's where
 the input's values were kept (all of it for index_add); a source's gradient is the output's read back at `where`.
+scatter's reduce='add' / 'multiply' forms run scatter_reduce's kernel (`scatter_reduce.py`), without a gradient, as
+in PyTorch.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
+from actorgrad.ops.arithmetic import _no_derivative
 from actorgrad.ops.indexing import (
     SCATTER_ADD,
     _along,
@@ -20,6 +24,7 @@ from actorgrad.ops.indexing import (
 from actorgrad.ops.inplace import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record, same_device
+from actorgrad.ops.scatter_reduce import _check_scatter, _plan, _reduced, _scatter_index, _written
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
 
@@ -45,57 +50,49 @@ def _kept_mask(input: Tensor, where: tuple) -> Any:
     return keep
 
 
-def _at_least_1d(t: Tensor) -> Tensor:
-    return t.reshape(1) if t.ndim == 0 else t
-
-
-def _written(op: Any, input: Tensor, *operands: Any) -> Tensor:
-    """op on 0-dim tensors as PyTorch runs it, as on tensors of shape (1,), then back to the input's shape."""
-    out = op(_at_least_1d(input), *(_at_least_1d(o) if isinstance(o, Tensor) else o for o in operands))
-    return out.reshape(input.shape)
-
-
-def _check_scatter(x: Any, d: int, positions: Any, s: Any) -> None:
-    """PyTorch's scatter_shape_check (skipped for an empty index, as there)."""
-    if positions.ndim != x.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
-    if s is not None and s.ndim != positions.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
-    too_big = any(n > x.shape[k] for k, n in enumerate(positions.shape) if k != d)
-    if s is not None:
-        too_big = too_big or any(n > s.shape[k] for k, n in enumerate(positions.shape))
-    if too_big:
-        src = "" if s is None else f" and to be no larger size than src {list(s.shape)}"
-        raise RuntimeError(f"Expected index {list(positions.shape)} to be no larger than self {list(x.shape)} apart "
-                           f"from dimension {d}{src}")
-    _checked_ints(positions, x.shape[d], d, negative=False, error=RuntimeError)
+_SCATTER_REDUCTIONS = {"add": "sum", "multiply": "prod"}  # scatter's reduce= names, as scatter_reduce's
+_NO_DERIVATIVE = {op: _no_derivative(op) for op in ("scatter", "scatter_")}
+_warned_reduce = False  # PyTorch warns once per process (TORCH_WARN_ONCE)
 
 
 def scatter(
-    input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None, reduce: Any = None
+    input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None, reduce: str | None = None
 ) -> Tensor:
-    """A copy of the input with src's elements (or one number) written along `dim` at `index`."""
-    if reduce is not None:
-        raise NotImplementedError("scatter(): reduce= is not supported; use scatter_add (or scatter_reduce in PyTorch)")
+    """A copy of the input with src's elements (or one number) written along `dim` at `index`; with reduce='add'
+    or 'multiply', combined with the values there (a form PyTorch gives no gradient)."""
+    return _scatter(input, dim, index, src, value, reduce, "scatter")
+
+
+def _scatter(input: Tensor, dim: int, index: Tensor, src: Any, value: Any, reduce: str | None, op: str) -> Tensor:
     if src is None:
         if value is None:
             raise TypeError("scatter() missing a src tensor or a value")
         src = value
-    positions = _host(index._data)
-    if positions.dtype.kind not in "iu" or positions.dtype.itemsize < 4:
-        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
-    x = input._data
-    d = single_dim(dim, x.ndim, "scatter")
     tensor_src = isinstance(src, Tensor)
-    if tensor_src:
-        same_device(input, src, index)
-        if src._data.dtype != x.dtype:
-            raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if reduce is not None and tensor_src:
+        global _warned_reduce
+        if not _warned_reduce:
+            _warned_reduce = True
+            warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in "
+                          "a future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
+                          UserWarning, stacklevel=3)
+    d, positions = _scatter_index("scatter", input, dim, index, src)
+    x = input._data
     if x.ndim == 0 or positions.ndim == 0 or (tensor_src and src.ndim == 0):
-        return _written(lambda *a: scatter(*a), input, d, index, src)
-    if positions.size == 0:  # PyTorch checks nothing more and writes nothing
+        return _written(lambda *a: _scatter(*a, None, reduce, op), input, d, index, src)
+    refusal = None
+    if reduce is not None and reduce not in _SCATTER_REDUCTIONS:
+        refusal = RuntimeError("reduce argument must be either add or multiply.")
+    _check_scatter(x, d, positions, src._data if tensor_src else None, refusal)
+    if reduce is not None:
+        plan = _plan(input, d, positions, src.shape if tensor_src else positions.shape, reduce == "multiply")
+        ops = input._device.ops
+        shape = tuple(c.stop for c in plan.crop)
+        values = src._data[plan.crop] if tensor_src else ops.xp.full(shape, fill_value(src, x.dtype)[()])
+        data = _reduced(ops, x, values, plan, _SCATTER_REDUCTIONS[reduce], True)
+        return record(_NO_DERIVATIVE[op], data, (input, src) if tensor_src else (input,))
+    if positions.size == 0:  # PyTorch writes nothing
         return record(SCATTER_VALUE, x.copy(), (input,), keep=input._device.xp.ones(x.shape, dtype=bool))
-    _check_scatter(x, d, positions, src._data if tensor_src else None)
     where = placed_index(input, _along(positions, d))
     keep = _kept_mask(input, where)
     data = x.copy()
@@ -183,7 +180,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
         return _written(lambda *a: index_add(*a, alpha=alpha), input, d, index.reshape(-1), source)
     x = input._data
     data = x.copy()
-    input._device.xp.add.at(data, where, (source._data * alpha).astype(x.dtype, copy=False))
+    input._device.ops.add_at(data, where, (source._data * alpha).astype(x.dtype, copy=False))
     return record(INDEX_ADD, data, (input, source), where=where, alpha=alpha)
 
 
@@ -220,8 +217,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
 
 
 def scatter_(self: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
-             reduce: Any = None) -> Tensor:
-    return write_in_place(self, lambda s: scatter(s, dim, index, src, value=value, reduce=reduce), (src,), False)
+             reduce: str | None = None) -> Tensor:
+    return write_in_place(self, lambda s: _scatter(s, dim, index, src, value, reduce, "scatter_"), (src,), False)
 
 
 def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:

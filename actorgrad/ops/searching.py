@@ -102,9 +102,12 @@ def unique(
             raise RuntimeError("Number of zero sized dimensions is more than one, so unique cannot be applied ")
         if x.shape[axis] != 0:
             raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
-    # Each NaN is distinct, as in PyTorch; return_index makes the sort stable, so NaNs keep their order.
-    values, _, inverse, counts = xp.unique(x, return_index=True, return_inverse=True, return_counts=True, axis=axis,
-                                           equal_nan=False)
+    # Each NaN is distinct, as in PyTorch; return_index makes the sort stable, so NaNs keep their order. CuPy
+    # orders slices by subtracting them, which bools refuse: they go as uint8.
+    keys = x.astype("uint8") if axis is not None and x.dtype == bool_ else x
+    values, _, inverse, counts = xp.unique(keys, return_index=True, return_inverse=True, return_counts=True,
+                                           axis=axis, equal_nan=False)
+    values = values.astype(x.dtype, copy=False)
     where = input._device
     out = [Tensor(values, device=where)]
     if return_inverse:

@@ -142,6 +142,8 @@ class ndarray:  # noqa: N801 - CuPy's name
             return NotImplemented  # CuPy dispatches neither np.add.at nor ufuncs it lacks
         elif method != "__call__" and method not in _API["ufuncs"][name]:
             return NotImplemented
+        elif method != "__call__":
+            _check_ufunc_method(name, method, inputs)
         elif method == "__call__" and set(kwargs) - _UFUNC_KEYWORDS:
             raise TypeError(f"cupy ufunc {name} takes no {sorted(set(kwargs) - _UFUNC_KEYWORDS)}")
         _reject_host_arrays(f"ufunc {name}", inputs)
@@ -153,6 +155,7 @@ class ndarray:  # noqa: N801 - CuPy's name
         if name not in table:
             return NotImplemented
         _check_call("function", name, table[name], args, kwargs)
+        _check_sort(name, args[0], args[1:], kwargs)
         if name not in _HOST_ARRAYS_ALLOWED:
             _reject_host_arrays(name, args)
         return _wrap(func(*_unwrap(args), **_unwrap(kwargs)))
@@ -164,6 +167,7 @@ class ndarray:  # noqa: N801 - CuPy's name
 
         def call(*args: Any, **kwargs: Any) -> Any:
             _check_call("method", name, _API["methods"][name], args, kwargs, method=True)
+            _check_sort(name, self, args, kwargs, method=True)
             return _wrap(method(*_unwrap(args), **_unwrap(kwargs)))
 
         return call
@@ -194,11 +198,8 @@ class ndarray:  # noqa: N801 - CuPy's name
     def __float__(self) -> float:
         return float(self._a)
 
-    def __int__(self) -> int:
+    def __int__(self) -> int:  # but no __index__: CuPy's ndarray has none (cupy/_core/core.pyx)
         return int(self._a)
-
-    def __index__(self) -> int:
-        return self._a.__index__()
 
     def __repr__(self) -> str:
         return repr(self._a)
@@ -255,16 +256,65 @@ class _Ufunc:
     def __getattr__(self, method: str) -> Any:
         if method not in _API["ufuncs"][self.__name__]:
             raise AttributeError(method)
-        return lambda *args, **kwargs: _wrap(getattr(self._ufunc, method)(*_unwrap(args), **_unwrap(kwargs)))
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            _check_ufunc_method(self.__name__, method, args)
+            return _wrap(getattr(self._ufunc, method)(*_unwrap(args), **_unwrap(kwargs)))
+
+        return call
+
+
+# Every ufunc has reduce, accumulate, reduceat and at, but only these implement them (cupy/_core/_kernel.pyx,
+# ufunc.reduce/accumulate/reduceat/at: the others raise NotImplementedError); `at` with integer array indices
+# takes only these dtypes (cupy/_core/_routines_indexing.pyx, _scatter_op_single).
+_UFUNC_METHODS = {"reduce": {"add", "multiply"}, "accumulate": {"add", "multiply"}, "reduceat": {"add"}}
+_SCATTER_DTYPES = {
+    "add": "int32 int64 float16 float32 float64 uint32 uint64", "subtract": "int32 uint32",
+    "maximum": "int32 int64 float32 float64 uint32 uint64", "minimum": "int32 int64 float32 float64 uint32 uint64",
+    "bitwise_and": "int32 int64 uint32 uint64", "bitwise_or": "int32 int64 uint32 uint64",
+    "bitwise_xor": "int32 int64 uint32 uint64",
+}
+
+
+def _check_ufunc_method(name: str, method: str, args: tuple) -> None:
+    if method == "at":
+        if name not in _SCATTER_DTYPES:
+            raise NotImplementedError(f"`cupy_{name}.at` is not supported yet")
+        a, indices = args[0], args[1]
+        indices = indices if isinstance(indices, tuple) else (indices,)
+        if (any(isinstance(i, ndarray) and i.dtype.kind in "iu" for i in indices)
+                and a.dtype.name not in _SCATTER_DTYPES[name].split()):
+            raise TypeError(f"cupy.{name}.at only supports {_SCATTER_DTYPES[name]} as data type")
+    elif method in _UFUNC_METHODS and name not in _UFUNC_METHODS[method]:
+        raise NotImplementedError(f"`cupy_{name}.{method}` is not supported yet")
+
+
+def _check_sort(name: str, a: Any, args: tuple, kwargs: dict, method: bool = False) -> None:
+    """CuPy's sorts are stable and take no other `kind` (cupy/_core/core.pyx, ndarray._check_kind_sort); its
+    in-place sort and partition refuse views that are not C-contiguous (cupy/_core/_routines_sorting.pyx,
+    _ndarray_sort and _ndarray_partition; the functions sort and partition copies)."""
+    if name not in ("sort", "argsort", "partition"):
+        return
+    kind = kwargs.get("kind", args[1] if len(args) > 1 and name != "partition" else None)
+    if kind not in (None, "stable"):
+        raise ValueError("kind can only be None or 'stable'")
+    if method and name != "argsort" and isinstance(a, ndarray) and not a._a.flags.c_contiguous:
+        raise NotImplementedError("Sorting non-contiguous array is not supported.")
 
 
 def _function(name: str, spec: Any, implementation: Any) -> Any:
     def call(*args: Any, **kwargs: Any) -> Any:
         _check_call("function", name, spec, args, kwargs)
+        if args:
+            _check_sort(name, args[0], args[1:], kwargs)
         if name not in _HOST_ARRAYS_ALLOWED:
             _reject_host_arrays(name, args)
         if name == "polyval" and not isinstance(args[0], ndarray):
             raise TypeError("p must be 1d ndarray or poly1d object")
+        if (name == "unique" and kwargs.get("axis") is not None and args[0].dtype == bool
+                and args[0].shape[kwargs["axis"]] > 1):  # its sort subtracts slices (cupy/_manipulation/add_remove.py)
+            raise TypeError("cupy boolean subtract, the `-` operator, is deprecated, use the bitwise_xor, the `^` "
+                            "operator, or the logical_xor function instead.")
         kwargs.pop("blocking", None)
         return _wrap(implementation(*_unwrap(args), **_unwrap(kwargs)))
 
@@ -293,7 +343,32 @@ class _Linalg:
     def __getattr__(self, name: str) -> Any:
         if name not in _API["linalg"]:
             raise AttributeError(name)
-        return _function(name, _API["linalg"][name], getattr(_np.linalg, name))
+        implementation = getattr(_np.linalg, name)
+        if name in _UNCHECKED_LINALG:
+            implementation = _unchecked(implementation, name)
+        return _function(name, _API["linalg"][name], implementation)
+
+
+# CuPy's inv, solve and cholesky raise LinAlgError for a singular or not positive-definite matrix only inside
+# cupyx.errstate(linalg="raise"); by default they return what the factorization left (cupy/linalg/_util.py,
+# _check_cusolver_dev_info_if_synchronization_allowed and _check_cublas_info_array_if_synchronization_allowed, which
+# cupy/linalg/_solve.py and _decomposition.py call). The stand-in returns NaN there.
+_UNCHECKED_LINALG = {"inv", "solve", "cholesky"}
+
+
+def _unchecked(implementation: Any, name: str) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        import cupyx
+
+        try:
+            return implementation(*args, **kwargs)
+        except _np.linalg.LinAlgError:
+            if cupyx.get_config_linalg() == "raise":
+                raise
+            out = args[1] if name == "solve" else args[0]
+            return _np.full(out.shape, _np.nan, _np.result_type(out.dtype, _np.float32))
+
+    return call
 
 
 class _StrideTricks:

@@ -1,0 +1,214 @@
+"""The gamma family (lgamma, digamma, polygamma, mvlgamma) and erfinv, their in-place forms and gradient rules; the
+kernels are `actorgrad.devices.gamma`, run in float64 and rounded to the op's floating dtype."""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+
+from actorgrad.devices import gamma as kernels
+from actorgrad.ops.inplace import write_in_place
+from actorgrad.ops.operands import SCALAR_NAMES, floating
+from actorgrad.ops.record import Rule, record
+from actorgrad.tensor import Tensor
+
+__all__ = ["digamma", "erfinv", "lgamma", "mvlgamma", "polygamma"]
+
+HALF_SQRT_PI = math.sqrt(math.pi) / 2
+
+
+def _erfinv_grad(ops: Any, g: Any, self: Any) -> Any:
+    y = ops.erfinv(self)
+    return g * HALF_SQRT_PI * ops.exp(y * y)
+
+
+def _mvlgamma_grad(ops: Any, g: Any, self: Any, p: int) -> Any:
+    """The sum of digamma(self - j / 2) over j < p."""
+    total = ops.polygamma(0, self)
+    for j in range(1, p):
+        total = total + ops.polygamma(0, self - 0.5 * j)
+    return g * total
+
+
+def _per_element(ns: float) -> Any:
+    return lambda data, params: ns * data.size
+
+
+def _polygamma_cost(data: Any, params: dict) -> float:
+    return (550 + 45 * min(params["n"] + 1, 180)) * data.size  # the direct terms stop growing there
+
+
+# The backward kernels' nanoseconds per element, measured here on 2e5 float64 elements: digamma 145, erfinv 225,
+# polygamma(m >= 1) about 550 + 45 m (its Hurwitz zeta sums m + 10 terms directly), so that the scheduler sends
+# large ones to worker threads (the default estimate is 1 ns per element).
+_POLYGAMMA_GRAD = (("n", "self"), lambda ops, g, n, self: g * ops.polygamma(n + 1, self))
+LGAMMA = Rule("LgammaBackward0", (("self",), lambda ops, g, self: g * ops.polygamma(0, self)), cost=_per_element(150))
+DIGAMMA = Rule("DigammaBackward0", (("self",), lambda ops, g, self: g * ops.polygamma(1, self)),
+               cost=_per_element(600))
+POLYGAMMA = Rule("PolygammaBackward0", _POLYGAMMA_GRAD, cost=_polygamma_cost)
+POLYGAMMA_INPLACE = Rule("PolygammaBackward1", _POLYGAMMA_GRAD, cost=_polygamma_cost)  # torch's polygamma_(self, n)
+ERFINV = Rule("ErfinvBackward0", (("self",), _erfinv_grad), cost=_per_element(230))
+MVLGAMMA = Rule("MvlgammaBackward0", (("self", "p"), _mvlgamma_grad),
+                cost=lambda data, params: 150 * params["p"] * data.size)
+
+
+def _tensor(input: Any, name: str, position: int = 1) -> None:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position {position}) must be Tensor, not {type(input).__name__}")
+
+
+def _int(value: Any, name: str, argument: str, position: int) -> int:
+    """An int argument as PyTorch parses one: no bool, no float, and it must fit int64."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{name}(): argument '{argument}' (position {position}) must be int, not "
+                        f"{type(value).__name__}")
+    value = int(value)
+    if not -(1 << 63) <= value < 1 << 63:
+        raise ValueError("Overflow when unpacking long long")
+    return value
+
+
+def _order(n: Any, name: str) -> int:
+    n = _int(n, name, "n", 1)
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    return n
+
+
+def _apply(rule: Rule, kernel: Any, input: Tensor, **params: Any) -> Tensor:
+    """The kernel in float64 whatever the input's dtype, rounded to the op's floating dtype (an integer or bool
+    input gives the default float dtype)."""
+    x = input._data
+    with np.errstate(over="ignore"):  # lgamma beyond float32's range rounds to inf, silently as in PyTorch
+        data = kernel(input._device.xp, x).astype(floating(x.dtype), copy=False)
+    return record(rule, data, (input,), **params)
+
+
+def _lgamma(input: Tensor, name: str) -> Tensor:
+    _tensor(input, name)
+    return _apply(LGAMMA, kernels.lgamma, input)
+
+
+def _digamma(input: Tensor, name: str) -> Tensor:
+    _tensor(input, name)
+    return _apply(DIGAMMA, kernels.digamma, input)
+
+
+def _erfinv(input: Tensor, name: str) -> Tensor:
+    _tensor(input, name)
+    return _apply(ERFINV, kernels.erfinv, input)
+
+
+def _polygamma(rule: Rule, n: int, input: Tensor) -> Tensor:
+    return _apply(rule, lambda xp, x: kernels.polygamma(xp, n, x), input, n=n)
+
+
+def _mvlgamma_order(input: Tensor, p: Any, name: str, position: int) -> int:
+    p = _int(p, name, "p", position)
+    if input.dtype.kind == "b":
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    return p
+
+
+def _mvlgamma(input: Tensor, p: int) -> Tensor:
+    return _apply(MVLGAMMA, lambda xp, x: kernels.mvlgamma(xp, x, p), input, p=p)
+
+
+def lgamma(input: Tensor) -> Tensor:
+    """log |Gamma(input)|; inf at the poles (0 and the negative integers)."""
+    return _lgamma(input, "lgamma")
+
+
+def digamma(input: Tensor) -> Tensor:
+    """The derivative of lgamma; -inf at 0 (inf at -0), NaN at the negative integers."""
+    return _digamma(input, "digamma")
+
+
+def polygamma(n: int, input: Tensor) -> Tensor:
+    """The n-th derivative of digamma (n >= 0; polygamma(0, x) is digamma(x))."""
+    n = _order(n, "polygamma")
+    _tensor(input, "polygamma", 2)
+    return _polygamma(POLYGAMMA, n, input)
+
+
+def erfinv(input: Tensor) -> Tensor:
+    """The inverse of erf: +-inf at +-1, NaN outside [-1, 1]."""
+    return _erfinv(input, "erfinv")
+
+
+def mvlgamma(input: Tensor, p: int) -> Tensor:
+    """The multivariate log-gamma of dimension p >= 1: sum over j < p of lgamma(input - j / 2), plus
+    p (p - 1) / 4 log(pi)."""
+    _tensor(input, "mvlgamma")
+    return _mvlgamma(input, _mvlgamma_order(input, p, "mvlgamma", 2))
+
+
+# -- torch.special's names, whose errors say special_<name> ----------------------------------------------------------
+def special_gammaln(input: Tensor) -> Tensor:
+    """log |Gamma(input)| (lgamma)."""
+    return _lgamma(input, "special_gammaln")
+
+
+def special_digamma(input: Tensor) -> Tensor:
+    """The derivative of lgamma (digamma)."""
+    return _digamma(input, "special_digamma")
+
+
+def special_psi(input: Tensor) -> Tensor:
+    """The derivative of lgamma (digamma)."""
+    return _digamma(input, "special_psi")
+
+
+def special_polygamma(n: int, input: Tensor) -> Tensor:
+    """The n-th derivative of digamma (polygamma)."""
+    n = _order(n, "special_polygamma")
+    _tensor(input, "special_polygamma", 2)
+    return _polygamma(POLYGAMMA, n, input)
+
+
+def special_multigammaln(input: Tensor, p: int) -> Tensor:
+    """The multivariate log-gamma of dimension p (mvlgamma)."""
+    _tensor(input, "special_multigammaln")
+    return _mvlgamma(input, _mvlgamma_order(input, p, "special_multigammaln", 2))
+
+
+def special_erfinv(input: Tensor) -> Tensor:
+    """The inverse of erf (erfinv)."""
+    return _erfinv(input, "special_erfinv")
+
+
+# -- Tensor methods: the order and p come first -----------------------------------------------------------------------
+def _polygamma_method(self: Tensor, n: int) -> Tensor:
+    return _polygamma(POLYGAMMA, _order(n, "polygamma"), self)
+
+
+def _mvlgamma_method(self: Tensor, p: int) -> Tensor:
+    return _mvlgamma(self, _mvlgamma_order(self, p, "mvlgamma", 1))
+
+
+def polygamma_(self: Tensor, n: int) -> Tensor:
+    n = _order(n, "polygamma_")
+    return write_in_place(self, lambda s: _polygamma(POLYGAMMA_INPLACE, n, s), (), True)
+
+
+def mvlgamma_(self: Tensor, p: int) -> Tensor:
+    p = _mvlgamma_order(self, p, "mvlgamma_", 1)
+    if self.dtype.kind != "f":  # PyTorch's mvlgamma_ names the two dtypes the other way round
+        raise RuntimeError(f"mvlgamma: result type {SCALAR_NAMES[self.dtype]} can't be cast to the desired output "
+                           f"type {SCALAR_NAMES[floating(self.dtype)]}")
+    return write_in_place(self, lambda s: _mvlgamma(s, p), (), True)
+
+
+METHODS = {
+    "lgamma": lgamma, "digamma": digamma, "polygamma": _polygamma_method, "erfinv": erfinv,
+    "mvlgamma": _mvlgamma_method,
+    "lgamma_": lambda self: write_in_place(self, lgamma, (), True),
+    "digamma_": lambda self: write_in_place(self, digamma, (), True),
+    "erfinv_": lambda self: write_in_place(self, erfinv, (), True),
+    "polygamma_": polygamma_, "mvlgamma_": mvlgamma_,
+}
