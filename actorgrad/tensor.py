@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import warnings
 import weakref
@@ -28,6 +29,11 @@ DETACH_VIEW = (
     "training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence detach_() "
     "cannot be called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() function in "
     "torch/optim/optimizer.py as the solution."
+)
+DEEPCOPY_NON_LEAF = (
+    "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the moment.  If you "
+    "were attempting to deepcopy a module, this may be because of a torch.nn.utils.weight_norm usage, see "
+    "https://github.com/pytorch/pytorch/pull/103001"
 )
 NON_LEAF_GRAD = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
@@ -213,6 +219,21 @@ class Tensor:
         self._grad_fn, self._output_nr, self._requires_grad = None, 0, False
         return self
 
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """A new leaf with copies of the data and `.grad` and the same requires_grad, as PyTorch's deepcopy; it
+        shares nothing with this tensor (no hooks, gradient accumulator, version counter or view base). A tensor
+        with a history has no copy: its graph cannot be copied."""
+        if self._grad_fn is not None:
+            raise RuntimeError(DEEPCOPY_NON_LEAF)
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        Tensor.__init__(new, copy.deepcopy(self._data, memo), device=self._device)
+        new._requires_grad = self.requires_grad
+        new._grad = copy.deepcopy(self._grad, memo)
+        if hasattr(self, "__dict__"):  # a subclass's own attributes
+            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
+
     @property
     def _version(self) -> int:
         vc = self._vc
@@ -261,7 +282,8 @@ class Tensor:
 
     def storage_offset(self) -> int:
         """Where this tensor's first element lies in the memory it shares with its views, in elements."""
-        x = owner = self._data
+        x = self._data
+        owner = x if self._base is None else self._base._data  # CuPy's as_strided arrays name no base
         while isinstance(owner.base, type(x)):  # a view's base is the array whose memory it views
             owner = owner.base
         return (_address(x) - _address(owner)) // x.itemsize

@@ -214,7 +214,7 @@ class ArrayOps:
         if advanced is None:
             out[basic] = g
         else:
-            self.xp.add.at(out[basic], advanced, g)  # out[basic] is a view: the sums land in out
+            self.add_at(out[basic], advanced, g)  # out[basic] is a view: the sums land in out
         return out
 
     def flip(self, g: Any, dims: tuple[int, ...]) -> Any:
@@ -271,7 +271,7 @@ class ArrayOps:
         """Each gradient row added into its index's weight row (duplicates accumulate); padding_idx's row stays 0."""
         rows = g.reshape(-1, g.shape[-1])
         out = self.xp.zeros((num_weights, rows.shape[1]), g.dtype)
-        self.xp.add.at(out, indices.ravel(), rows)
+        self.add_at(out, indices.ravel(), rows)
         if padding_idx is not None:
             out[padding_idx] = 0
         return out
@@ -293,7 +293,7 @@ class ArrayOps:
         """Zeros of `shape` with g added at `indices` along `dim` (repeated indices, as cummax's, accumulate): the
         adjoint of taking `indices` along `dim`."""
         out = self.xp.zeros(shape, g.dtype)
-        self.xp.add.at(out, along(self.xp, indices, dim), g)
+        self.add_at(out, along(self.xp, indices, dim), g)
         return out
 
     def cumprod_grad(self, g: Any, x: Any, result: Any, dim: int) -> Any:

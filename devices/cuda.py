@@ -123,10 +123,14 @@ class CudaArrayOps(ArrayOps):
         return g if g.shape == shape else self.xp.broadcast_to(g, shape)
 
     def add_at(self, a: Any, index: Any, values: Any) -> None:
-        """Other integer and bool arrays add in int64 and are cast back: that wraps as their own addition does,
-        and a bool is True where any was."""
+        """Complex arrays add their real and imaginary parts, each a float view. Other integer and bool arrays
+        add in int64 and are cast back: that wraps as their own addition does, and a bool is True where any was."""
         if a.dtype.char in ADD_AT_DTYPES:
             return super().add_at(a, index, values)
+        if a.dtype.kind == "c":
+            values = values.astype(a.dtype, copy=False)
+            super().add_at(a.real, index, values.real)
+            return super().add_at(a.imag, index, values.imag)
         wide = a.astype("int64")
         self.xp.add.at(wide, index, values.astype("int64", copy=False))
         a[...] = wide.astype(a.dtype)

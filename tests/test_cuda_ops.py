@@ -189,9 +189,13 @@ def test_a_singular_matrix_on_cuda_raises_the_cpus_error(op):
     assert error("cuda:0") == error("cpu")
 
 
-def test_unique_slices_of_bools_on_cuda_are_the_cpus():
-    """CuPy's unique along an axis orders slices by subtracting them, which it refuses for bools."""
-    x = np.array([[True, False], [False, False], [True, False], [True, True]])
+@pytest.mark.parametrize("x", [
+    np.array([[True, False], [False, False], [True, False], [True, True]]),
+    np.array([[100, 1], [-100, 1], [5, 0], [100, 1]], np.int8),
+], ids=["bool", "int8 whose differences wrap"])
+def test_unique_slices_on_cuda_are_the_cpus(x):
+    """CuPy's unique along an axis orders slices by the sign of their difference, which it refuses for bools and
+    which wraps for narrow ints."""
 
     def run(where):
         out = ag.unique(ag.tensor(x, device=where), dim=0, return_inverse=True, return_counts=True)
@@ -200,3 +204,19 @@ def test_unique_slices_of_bools_on_cuda_are_the_cpus():
     for got, want in zip(run("cuda:0"), run("cpu")):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+def test_complex_sums_at_repeated_indexes_on_cuda_are_the_cpus():
+    """CuPy's add.at refuses complex arrays (cupy/_core/_routines_indexing.pyx, _scatter_op_single): index_add and
+    the gradient of advanced indexing add the real and imaginary parts apart."""
+    x = np.array([1 + 2j, 3 - 1j, 0.5j])
+
+    def run(where):
+        index = ag.tensor([0, 0, 2], device=where)
+        leaf = ag.tensor(x, device=where, requires_grad=True)
+        (leaf[index] * ag.tensor(np.array([1j, 2, 3]), device=where)).sum().abs().backward()
+        added = ag.zeros(3, dtype=leaf.dtype, device=where).index_add(0, index, leaf.detach())
+        return [leaf.grad.cpu().numpy(), added.cpu().numpy()]
+
+    for got, want in zip(run("cuda:0"), run("cpu")):
+        np.testing.assert_allclose(got, want, rtol=1e-12)

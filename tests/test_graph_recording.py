@@ -356,9 +356,10 @@ def test_matmul_bad_shapes():
 
 @pytest.mark.parametrize("op", [ag.add, ag.sub, ag.mul, ag.div, ag.pow])
 def test_binary_bad_shapes(op):
-    with pytest.raises(RuntimeError) as excinfo:
+    # PyTorch's words: the clashing sizes and their dim, not the shapes
+    with pytest.raises(RuntimeError, match=r"^The size of tensor a \(3\) must match the size of tensor b \(4\) at "
+                                           r"non-singleton dimension 1$"):
         op(leaf(2, 3), leaf(4))
-    _assert_names_shapes(excinfo, (2, 3), (4,))
 
 
 def test_broadcast_to_and_reshape_bad_shapes():

@@ -323,12 +323,12 @@ def test_bad_input_raises_pytorchs_errors():
         ag.where(x, x, x)
     with pytest.raises(TypeError, match="condition"):
         ag.where(True, x, x)
-    with pytest.raises(RuntimeError, match=r"where\(\): The size of tensor a \(2\) must match the size of tensor b "
-                                           r"\(3\) at non-singleton dimension 0"):
+    mismatch = r"^The size of tensor a \(2\) must match the size of tensor b \(3\) at non-singleton dimension 0$"
+    with pytest.raises(RuntimeError, match=mismatch):
         ag.where(x > 1, x, ag.tensor([1.0, 2.0, 3.0]))
-    with pytest.raises(RuntimeError, match=r"maximum\(\): The size of tensor a \(2\) must match .*\(2,\) and \(3,\)"):
+    with pytest.raises(RuntimeError, match=mismatch):
         ag.maximum(x, ag.tensor([1.0, 2.0, 3.0]))
-    with pytest.raises(RuntimeError, match=r"clamp\(\): The size of tensor a \(2\) must match"):
+    with pytest.raises(RuntimeError, match=mismatch):
         x.clamp(ag.tensor([0.0, 1.0, 2.0]))
     with pytest.raises(TypeError, match=r"maximum\(\): argument 'other' \(position 2\) must be Tensor, not float"):
         ag.maximum(x, 1.0)

@@ -48,6 +48,7 @@ FAMILY_NAMES = (
     "stacking",
     "special",
     "statistics",
+    "strided",
     "unary",
 )
 FAMILIES = tuple(import_module(f"actorgrad.ops.{name}") for name in FAMILY_NAMES)

@@ -195,7 +195,8 @@ def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
         raise RuntimeError(NEGATIVE_INTEGER_POWER)
     elif name in ("floor_divide", "remainder"):
         if dtype == bool_:
-            raise NotImplementedError(f"{name}(): not implemented for bool tensors; convert them to an integer dtype")
+            kernel = "div_floor_cpu" if name == "floor_divide" else "remainder_cpu"
+            raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
         if dtype.kind in "iu" and np.any(b._data == 0):  # numpy would give 0 with a warning
             raise RuntimeError(f"ZeroDivisionError: integer {name} by zero; divide floating tensors for inf or nan")
     return a, b, data_as(a, dtype), data_as(b, dtype)

@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.node import InputMetadata
 from actorgrad.ops.operands import SCALAR_NAMES
-from actorgrad.ops.record import Rule, record, same_device
+from actorgrad.ops.record import FormulaNode, Rule, record, same_device
 from actorgrad.ops.selection import where
 from actorgrad.tensor import Tensor
 
@@ -27,6 +28,34 @@ SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 
 class LinAlgError(RuntimeError):
     """A matrix the factorization cannot take (singular, not positive-definite), as torch.linalg.LinAlgError."""
+
+
+class MultiOutputNode(FormulaNode):
+    """The one node of an op with several outputs (a decomposition's factors), output k in slot k as in PyTorch:
+    its formulas take the tuple of the outputs' gradients, None for an output that got none (PyTorch's formulas
+    skip undefined gradients rather than take zeros)."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list, task: Any) -> list:
+        return FormulaNode.apply(self, [None if all(g is None for g in grads) else tuple(grads)], task)
+
+
+def record_outputs(rule: Rule, outputs: tuple, inputs: tuple[Tensor, ...], **params: Any) -> tuple[Tensor, ...]:
+    """Wrap the forward results `outputs` of an op on `inputs`, all of them outputs of one node of `rule` when
+    grad mode asks for one."""
+    xp = inputs[0]._device.xp
+    outputs = tuple(xp.asarray(data) for data in outputs)  # numpy's slogdet of one matrix gives numpy scalars
+    first = record(rule, outputs[0], inputs, **params)
+    node = first._grad_fn
+    if node is None:
+        return (first,) + tuple(record(rule, data, inputs, **params) for data in outputs[1:])
+    # record makes a FormulaNode with one slot; this node differs only in having a slot per output
+    node.__class__ = MultiOutputNode
+    device = node.device
+    node.input_metadata = tuple(InputMetadata(data.shape, data.dtype, device) for data in outputs)
+    return (first,) + tuple(Tensor(data, grad_fn=node, output_nr=k, device=device)
+                            for k, data in enumerate(outputs[1:], 1))
 
 
 def _mT(ops: Any, x: Any) -> Any:
@@ -85,9 +114,15 @@ def _solve_self_grad(ops: Any, g: Any, self: Any, result: Any, vector: bool, sel
 
 INV = Rule("LinalgInvExBackward0", (("result",), lambda ops, g, result: -(_mT(ops, result) @ g @ _mT(ops, result))))
 DET = Rule("LinalgDetBackward0", (("self", "result"), _det_grad))
-SLOGDET = Rule("LinalgSlogdetBackward0",
-               (("self",), lambda ops, g, self: _as_matrices(ops, g) * _mT(ops, ops.inv(self))))
-SLOGDET_SIGN = Rule("LinalgSlogdetBackward0", ((), lambda ops, g: None))  # a real sign is piecewise constant
+
+
+def _slogdet_grad(ops: Any, g: tuple, self: Any) -> Any:
+    """logabsdet's gradient g A^-T; a real sign is piecewise constant, so its gradient adds nothing."""
+    logabsdet = g[1]
+    return None if logabsdet is None else _as_matrices(ops, logabsdet) * _mT(ops, ops.inv(self))
+
+
+SLOGDET = Rule("LinalgSlogdetBackward0", (("self",), _slogdet_grad))
 SOLVE = Rule(
     "LinalgSolveExBackward0",
     (("self", "result", "vector", "self_shape"), _solve_self_grad),
@@ -186,8 +221,8 @@ def slogdet(A: Tensor) -> SlogdetResult:
     """The sign and the log of the absolute value of each determinant: (0, -inf) for a singular matrix."""
     x = check_square("linalg.slogdet", A)
     sign, logabsdet = A._device.xp.linalg.slogdet(x)
-    return SlogdetResult(record(SLOGDET_SIGN, sign.astype(x.dtype, copy=False), (A,)),
-                         record(SLOGDET, logabsdet.astype(x.dtype, copy=False), (A,)))
+    outputs = (sign.astype(x.dtype, copy=False), logabsdet.astype(x.dtype, copy=False))
+    return SlogdetResult(*record_outputs(SLOGDET, outputs, (A,)))
 
 
 def logdet(input: Tensor) -> Tensor:

@@ -1,11 +1,10 @@
 """Singular value, symmetric eigenvalue and QR decompositions, the pseudo-inverse and the numerical rank, with
 PyTorch's gradient rules (`actorgrad.linalg.svd`, `svdvals`, `eigh`, `eigvalsh`, `qr`, `pinv`, `matrix_rank`).
 
-A decomposition's outputs are separate nodes of one name (PyTorch's single node has several outputs): each
-output's rule is PyTorch's formula with the other outputs' gradients zero, and the formula is linear in them, so
-the sum the inputs receive is PyTorch's. Each rule refactors the saved input with `ops.svd` / `ops.eigh` /
-`ops.qr` instead of saving the factors, so a backward with `create_graph=True` differentiates through the
-factors again. The gradients assume distinct singular values (eigenvalues), as PyTorch's do.
+A decomposition's outputs are the outputs of one node, as in PyTorch: its rule takes the tuple of their gradients,
+None for one that got none, as PyTorch's formulas take undefined ones. Each rule refactors the saved input with
+`ops.svd` / `ops.eigh` / `ops.qr` instead of saving the factors, so a backward with `create_graph=True`
+differentiates through the factors again. The gradients assume distinct singular values (eigenvalues), as PyTorch's do.
 """
 
 from __future__ import annotations
@@ -15,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.linalg_decompositions import _mT, check_floating, check_square
+from actorgrad.grad_mode import _grad_enabled
+from actorgrad.ops.linalg_decompositions import _mT, check_floating, check_square, record_outputs
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
@@ -45,36 +45,42 @@ def _gaps(ops: Any, values: Any) -> Any:
     return _row(ops, values) - _column(ops, values) + ops.eye(values.shape[-1], values)
 
 
-def _svd_core(ops: Any, self: Any, inner: Any, gU: Any, gVh: Any) -> Any:
-    """PyTorch's linalg_svd_backward around the k x k matrix `inner` (its gS part, or None)."""
+def _diag_embed(ops: Any, values: Any) -> Any:
+    """The diagonal matrices with `values` on their diagonals."""
+    return ops.eye(values.shape[-1], values) * _row(ops, values)
+
+
+def _svd_grad(ops: Any, g: tuple, self: Any) -> Any:
+    """PyTorch's linalg_svd_backward, skipping the factors that got no gradient."""
+    gU, gS, gVh = g
     u, s, vh = ops.svd(self)
     m, n = self.shape[-2:]
     k = s.shape[-1]
-    gA = inner
+    if gU is None and gVh is None:
+        return u @ (_column(ops, gS) * vh) if m >= n else (u * _row(ops, gS)) @ vh
+    gA = None
     if gU is not None:
         gU = _narrow_last(ops, gU, k)
         UhgU = _mT(ops, u) @ gU
-        gA = (UhgU - _mT(ops, UhgU)) * _row(ops, s) / _gaps(ops, s * s)
-        gA = u @ gA
-        if m > n:
-            gUSinv = gU / _row(ops, s)
-            gA = gA + gUSinv - u @ (_mT(ops, u) @ gUSinv)
-        return gA @ vh
+        gA = (UhgU - _mT(ops, UhgU)) * _row(ops, s)
     if gVh is not None:
         gVh = _mT(ops, _narrow_last(ops, _mT(ops, gVh), k))
         VhgV = vh @ _mT(ops, gVh)
-        gA = _column(ops, s) * (VhgV - _mT(ops, VhgV)) / _gaps(ops, s * s)
-        gA = gA @ vh
-        if m < n:
-            SinvgVh = gVh / _column(ops, s)
-            gA = gA + SinvgVh - (SinvgVh @ _mT(ops, vh)) @ vh
-        return u @ gA
-    return u @ (_column(ops, inner) * vh) if m >= n else (u * _row(ops, inner)) @ vh
+        skew = _column(ops, s) * (VhgV - _mT(ops, VhgV))
+        gA = skew if gA is None else gA + skew
+    gA = gA / _gaps(ops, s * s)
+    if gS is not None:
+        gA = gA + _diag_embed(ops, gS)
+    if m > n and gU is not None:
+        gUSinv = gU / _row(ops, s)
+        return (u @ gA + gUSinv - u @ (_mT(ops, u) @ gUSinv)) @ vh
+    if m < n and gVh is not None:
+        SinvgVh = gVh / _column(ops, s)
+        return u @ (gA @ vh + SinvgVh - (SinvgVh @ _mT(ops, vh)) @ vh)
+    return u @ (gA @ vh) if m >= n else (u @ gA) @ vh
 
 
-SVD_U = Rule("LinalgSvdBackward0", (("self",), lambda ops, g, self: _svd_core(ops, self, None, g, None)))
-SVD_S = Rule("LinalgSvdBackward0", (("self",), lambda ops, g, self: _svd_core(ops, self, g, None, None)))
-SVD_VH = Rule("LinalgSvdBackward0", (("self",), lambda ops, g, self: _svd_core(ops, self, None, None, g)))
+SVD = Rule("LinalgSvdBackward0", (("self",), _svd_grad))
 
 
 def _check_matrices(op: str, A: Tensor) -> Any:
@@ -88,31 +94,31 @@ def _check_matrices(op: str, A: Tensor) -> Any:
 def svd(A: Tensor, full_matrices: bool = True) -> SvdResult:
     """U, S, Vh with A = U diag(S) Vh, S descending (U and Vh square with `full_matrices`)."""
     x = _check_matrices("linalg.svd", A)
-    u, s, vh = A._device.xp.linalg.svd(x, full_matrices=full_matrices)
-    return SvdResult(record(SVD_U, u, (A,)), record(SVD_S, s, (A,)), record(SVD_VH, vh, (A,)))
+    return SvdResult(*record_outputs(SVD, A._device.xp.linalg.svd(x, full_matrices=full_matrices), (A,)))
 
 
 def svdvals(A: Tensor) -> Tensor:
     """The singular values of each matrix, descending."""
     x = _check_matrices("linalg.svd", A)  # PyTorch's svdvals names the svd it calls
-    return record(SVD_S, A._device.xp.linalg.svd(x, compute_uv=False), (A,))
+    if A.requires_grad and _grad_enabled.get():  # as PyTorch: output 1 of the SVD's node, whose backward needs U, Vh
+        return svd(A, full_matrices=False).S
+    return record(SVD, A._device.xp.linalg.svd(x, compute_uv=False), (A,))
 
 
-def _eigh_vectors_grad(ops: Any, g: Any, self: Any, uplo: str) -> Any:
-    """PyTorch's linalg_eig_backward (hermitian) for gV: V (skew(V^T gV) / 2 / E) V^T."""
+def _eigh_grad(ops: Any, g: tuple, self: Any, uplo: str) -> Any:
+    """PyTorch's linalg_eig_backward (hermitian): V (skew(V^T gV) / 2 / E + diag(gL)) V^T."""
+    gL, gV = g
     values, vectors = ops.eigh(self, uplo)
-    VhgV = _mT(ops, vectors) @ g
+    if gV is None:
+        return vectors @ (_column(ops, gL) * _mT(ops, vectors))
+    VhgV = _mT(ops, vectors) @ gV
     inner = (VhgV - _mT(ops, VhgV)) * 0.5 / _gaps(ops, values)
+    if gL is not None:
+        inner = inner + _diag_embed(ops, gL)
     return vectors @ inner @ _mT(ops, vectors)
 
 
-def _eigh_values_grad(ops: Any, g: Any, self: Any, uplo: str) -> Any:
-    vectors = ops.eigh(self, uplo)[1]
-    return vectors @ (_column(ops, g) * _mT(ops, vectors))
-
-
-EIGH_VALUES = Rule("LinalgEighBackward0", (("self", "uplo"), _eigh_values_grad))
-EIGH_VECTORS = Rule("LinalgEighBackward0", (("self", "uplo"), _eigh_vectors_grad))
+EIGH = Rule("LinalgEighBackward0", (("self", "uplo"), _eigh_grad))
 
 
 def _check_uplo(UPLO: str) -> str:
@@ -127,15 +133,16 @@ def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
     names is read."""
     x = check_square("linalg.eigh", A)
     uplo = _check_uplo(UPLO)
-    values, vectors = A._device.xp.linalg.eigh(x, UPLO=uplo)
-    return EighResult(record(EIGH_VALUES, values, (A,), uplo=uplo), record(EIGH_VECTORS, vectors, (A,), uplo=uplo))
+    return EighResult(*record_outputs(EIGH, A._device.xp.linalg.eigh(x, UPLO=uplo), (A,), uplo=uplo))
 
 
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     """The ascending eigenvalues of each symmetric matrix."""
     x = check_square("linalg.eigvalsh", A)
     uplo = _check_uplo(UPLO)
-    return record(EIGH_VALUES, A._device.xp.linalg.eigvalsh(x, UPLO=uplo), (A,), uplo=uplo)
+    if A.requires_grad and _grad_enabled.get():  # as PyTorch: output 0 of eigh's node, whose backward needs V
+        return eigh(A, uplo).eigenvalues
+    return record(EIGH, A._device.xp.linalg.eigvalsh(x, UPLO=uplo), (A,), uplo=uplo)
 
 
 def _copyltu(ops: Any, M: Any) -> Any:
@@ -174,8 +181,7 @@ def _qr_grad(ops: Any, self: Any, mode: str, gQ: Any, gR: Any) -> Any:
     return ops.concatenate((gX, gY), -1)
 
 
-QR_Q = Rule("LinalgQrBackward0", (("self", "mode"), lambda ops, g, self, mode: _qr_grad(ops, self, mode, g, None)))
-QR_R = Rule("LinalgQrBackward0", (("self", "mode"), lambda ops, g, self, mode: _qr_grad(ops, self, mode, None, g)))
+QR = Rule("LinalgQrBackward0", (("self", "mode"), lambda ops, g, self, mode: _qr_grad(ops, self, mode, *g)))
 
 
 def qr(A: Tensor, mode: str = "reduced") -> QrResult:
@@ -188,7 +194,7 @@ def qr(A: Tensor, mode: str = "reduced") -> QrResult:
     q, r = xp.linalg.qr(x, mode="complete" if mode == "complete" else "reduced")
     if mode == "r":
         q = xp.empty((0,), x.dtype)
-    return QrResult(record(QR_Q, q, (A,), mode=mode), record(QR_R, r, (A,), mode=mode))
+    return QrResult(*record_outputs(QR, (q, r), (A,), mode=mode))
 
 
 def _pinv_grad(ops: Any, g: Any, self: Any, result: Any) -> Any:
@@ -208,27 +214,38 @@ PINV = Rule("LinalgPinvBackward0", (("self", "result"), _pinv_grad))
 
 
 def _tolerance(xp: Any, x: Any, s: Any, atol: float | None, rtol: float | None) -> Any:
-    """max(atol, rtol * largest singular value), rtol defaulting to eps * max(m, n) unless atol > 0, as PyTorch."""
+    """max(atol, rtol * the largest of `s` (singular values or absolute eigenvalues)), rtol defaulting to
+    eps * max(m, n) unless atol > 0, as PyTorch."""
     if rtol is None:
         rtol = np.finfo(x.dtype).eps * max(x.shape[-2:]) if atol is None or atol <= 0 else 0.0
-    largest = s[..., :1] if s.shape[-1] else xp.zeros(s.shape[:-1] + (1,), s.dtype)
+    largest = s.max(-1, keepdims=True) if s.shape[-1] else xp.zeros(s.shape[:-1] + (1,), s.dtype)
     return xp.maximum(atol or 0.0, rtol * largest)
 
 
+def _reciprocals_above(xp: Any, values: Any, magnitudes: Any, tolerance: Any) -> Any:
+    """1 / values where their magnitudes are above the tolerance, else 0 (treated as zero values)."""
+    kept = magnitudes > tolerance
+    return xp.where(kept, 1 / xp.where(kept, values, 1), 0).astype(values.dtype, copy=False)
+
+
 def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False) -> Tensor:
-    """The Moore-Penrose pseudo-inverse: singular values at or below the tolerance count as zero."""
-    if hermitian:
-        raise NotImplementedError("linalg.pinv: hermitian=True is not supported by actorgrad; use hermitian=False")
+    """The Moore-Penrose pseudo-inverse: singular values at or below the tolerance count as zero. With `hermitian`
+    it comes from the eigendecomposition of the symmetric matrix A's lower triangle gives (absolute eigenvalues
+    for singular values), as PyTorch's; its gradient is the general one either way, as PyTorch's."""
     x = A._data
-    if x.ndim < 2 or x.dtype.kind != "f":
+    if x.ndim < 2 or x.dtype not in (np.float32, np.float64):
         raise RuntimeError(f"linalg.pinv({SCALAR_NAMES[x.dtype]}{{{list(x.shape)}}}): expected a tensor with 2 or more "
                            "dimensions of float, double, cfloat or cdouble types")
     xp = A._device.xp
+    if hermitian:
+        check_square("linalg.eigh", A)
+        values, vectors = xp.linalg.eigh(x)
+        magnitudes = xp.abs(values)
+        inverse = _reciprocals_above(xp, values, magnitudes, _tolerance(xp, x, magnitudes, atol, rtol))
+        return record(PINV, (vectors * inverse[..., None, :]) @ xp.swapaxes(vectors, -1, -2), (A,))
     u, s, vh = xp.linalg.svd(x, full_matrices=False)
-    kept = s > _tolerance(xp, x, s, atol, rtol)
-    inverse = xp.where(kept, 1 / xp.where(kept, s, 1), 0).astype(x.dtype, copy=False)
-    data = (xp.swapaxes(vh, -1, -2) * inverse[..., None, :]) @ xp.swapaxes(u, -1, -2)
-    return record(PINV, data, (A,))
+    inverse = _reciprocals_above(xp, s, s, _tolerance(xp, x, s, atol, rtol))
+    return record(PINV, (xp.swapaxes(vh, -1, -2) * inverse[..., None, :]) @ xp.swapaxes(u, -1, -2), (A,))
 
 
 def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False) -> Tensor:

@@ -188,16 +188,15 @@ def data_as(t: Tensor, dtype: np.dtype) -> np.ndarray:
 
 
 def broadcast_error(op: str, *shapes: tuple[int, ...]) -> RuntimeError:
-    """PyTorch's error for operands that don't broadcast, naming the op, the first clashing dim and the shapes."""
+    """PyTorch's error for operands that don't broadcast, in its words: the last clashing dim and its sizes."""
     ndim = max(len(s) for s in shapes)
     padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
     for d in reversed(range(ndim)):
         sizes = list(dict.fromkeys(s[d] for s in padded if s[d] != 1))
         if len(sizes) > 1:
-            shown = " and ".join(str(tuple(s)) for s in shapes)
             return RuntimeError(
-                f"{op}(): The size of tensor a ({sizes[0]}) must match the size of tensor b ({sizes[1]}) at "
-                f"non-singleton dimension {d} (operand shapes {shown})"
+                f"The size of tensor a ({sizes[0]}) must match the size of tensor b ({sizes[1]}) at non-singleton "
+                f"dimension {d}"
             )
     return RuntimeError(f"{op}(): invalid operands of shapes {' and '.join(str(tuple(s)) for s in shapes)}")
 

@@ -103,8 +103,13 @@ def unique(
         if x.shape[axis] != 0:
             raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
     # Each NaN is distinct, as in PyTorch; return_index makes the sort stable, so NaNs keep their order. CuPy
-    # orders slices by subtracting them, which bools refuse: they go as uint8.
-    keys = x.astype("uint8") if axis is not None and x.dtype == bool_ else x
+    # orders slices by the sign of their first nonzero difference (cupy/_manipulation/add_remove.py, unique),
+    # which bools refuse and narrow signed ints wrap (int8: 100 - -100 is -56): they go as uint8 and int64.
+    keys = x
+    if axis is not None and x.dtype == bool_:
+        keys = x.astype("uint8")
+    elif axis is not None and x.dtype.kind == "i" and x.dtype.itemsize < 8:
+        keys = x.astype(int64)
     values, _, inverse, counts = xp.unique(keys, return_index=True, return_inverse=True, return_counts=True,
                                            axis=axis, equal_nan=False)
     values = values.astype(x.dtype, copy=False)

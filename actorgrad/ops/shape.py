@@ -4,6 +4,7 @@ rules; pad, exported from here as this family's, lives in padding."""
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -126,9 +127,22 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
     return record(PERMUTE, np.transpose(x, order), (input,), inverse=tuple(np.argsort(order).tolist()))
 
 
+T_NOT_2D = (
+    "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and it will throw an "
+    "error in a future release. Consider `x.mT` to transpose batches of matrices or "
+    "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor."
+)
+
+
 def numpy_T(input: Tensor) -> Tensor:
-    """`.T`: all dims reversed."""
-    return permute(input, tuple(reversed(range(input.ndim))))
+    """`.T`: all dims reversed; deprecated, as in PyTorch, on tensors that are not matrices."""
+    ndim = input.ndim
+    if ndim == 0:
+        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
+                      UserWarning, stacklevel=2)
+    elif ndim != 2:
+        warnings.warn(T_NOT_2D, UserWarning, stacklevel=2)
+    return permute(input, tuple(reversed(range(ndim))))
 
 
 def t(input: Tensor) -> Tensor:
@@ -141,7 +155,12 @@ def t(input: Tensor) -> Tensor:
 
 
 def matrix_T(input: Tensor) -> Tensor:
-    """`.mT`: the last two dims swapped, a batch of matrices transposed."""
+    """`.mT`: the last two dims swapped, a batch of matrices transposed; a 0-d tensor is itself, deprecated as in
+    PyTorch."""
+    if input.ndim == 0:
+        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
+                      UserWarning, stacklevel=2)
+        return input
     if input.ndim < 2:
         raise RuntimeError(
             f"tensor.mT is only supported on matrices or batches of matrices. Got {input.ndim}-D tensor."

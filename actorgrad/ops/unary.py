@@ -139,7 +139,7 @@ def expm1(input: Tensor) -> Tensor:
 def abs(input: Tensor) -> Tensor:
     x = input._data
     if x.dtype == bool_:
-        raise NotImplementedError("abs(): not implemented for bool tensors")
+        raise NotImplementedError("\"abs_cpu\" not implemented for 'Bool'")
     return record(ABS, np.abs(x), (input,))
 
 

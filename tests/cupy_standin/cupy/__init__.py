@@ -113,6 +113,9 @@ class ndarray:  # noqa: N801 - CuPy's name
     nbytes = property(lambda self: self._a.nbytes)
     flags = property(lambda self: _Flags(self._a))
     T = property(lambda self: _wrap(self._a.T))
+    # views of a complex array's parts, as CuPy's properties (cupy/_core/_routines_math.pyx, _ndarray_real_getter)
+    real = property(lambda self: _wrap(self._a.real))
+    imag = property(lambda self: _wrap(self._a.imag))
 
     @property
     def base(self) -> Any:
@@ -316,10 +319,55 @@ def _function(name: str, spec: Any, implementation: Any) -> Any:
             raise TypeError("cupy boolean subtract, the `-` operator, is deprecated, use the bitwise_xor, the `^` "
                             "operator, or the logical_xor function instead.")
         kwargs.pop("blocking", None)
+        if name == "unique" and kwargs.get("axis") is not None:
+            return _wrap(_unique_slices(*_unwrap(args), **_unwrap(kwargs)))
         return _wrap(implementation(*_unwrap(args), **_unwrap(kwargs)))
 
     call.__name__ = name
     return call
+
+
+def _unique_slices(ar: _np.ndarray, return_index: bool = False, return_inverse: bool = False,
+                   return_counts: bool = False, axis: int = 0, **_: Any) -> Any:
+    """CuPy's unique along an axis, step for step (cupy/_manipulation/add_remove.py, unique): a quicksort whose
+    comparison is the first nonzero entry of `left - right`, so signed ints wrap (int8: 100 - -100 is -56, "less")
+    and inf - inf, being NaN, is never less; unsigned ints are compared as intp."""
+    ar = _np.moveaxis(ar, axis, 0)
+    orig_shape = ar.shape
+    ar = _np.ascontiguousarray(ar.reshape(orig_shape[0], -1))
+    ar_cmp = ar.astype(_np.intp) if ar.dtype.kind == "u" else ar
+
+    def less(i: int, j: int) -> bool:
+        with _np.errstate(over="ignore", invalid="ignore"):
+            comp = _np.trim_zeros(ar_cmp[i] - ar_cmp[j], "f")
+        return bool(comp[0] < 0) if comp.shape[0] else False
+
+    sorted_indices = _np.empty(orig_shape[0], _np.intp)
+    queue = [(list(range(orig_shape[0])), 0)]
+    while queue:
+        current, off = queue.pop(0)
+        if not current:
+            continue
+        left = [i for i in current[1:] if less(i, current[0])]
+        right = [i for i in current[1:] if not less(i, current[0])]
+        queue += [(left, off), (right, off + len(left) + 1)]
+        sorted_indices[off + len(left)] = current[0]
+    ar = ar[sorted_indices]
+    mask = _np.ones(ar.shape[0], bool)
+    if ar.size:
+        mask[1:] = (ar[1:] != ar[:-1]).any(axis=1)
+    else:
+        mask[1:] = False
+    ret = (_np.moveaxis(ar[mask].reshape(int(mask.sum()), *orig_shape[1:]), 0, axis),)
+    if return_index:
+        ret += (sorted_indices[mask],)
+    if return_inverse:
+        inverse = _np.empty(mask.shape, _np.intp)
+        inverse[sorted_indices] = _np.cumsum(mask) - 1
+        ret += (inverse,)
+    if return_counts:
+        ret += (_np.diff(_np.append(_np.flatnonzero(mask), mask.size)),)
+    return ret if len(ret) > 1 else ret[0]
 
 
 def __getattr__(name: str) -> Any:
