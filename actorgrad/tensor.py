@@ -227,12 +227,33 @@ class Tensor:
             raise RuntimeError(DEEPCOPY_NON_LEAF)
         new = type(self).__new__(type(self))
         memo[id(self)] = new
-        Tensor.__init__(new, copy.deepcopy(self._data, memo), device=self._device)
+        Tensor.__init__(new, self._copied_data(memo), device=self._device)
         new._requires_grad = self.requires_grad
         new._grad = copy.deepcopy(self._grad, memo)
         if hasattr(self, "__dict__"):  # a subclass's own attributes
             new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
+
+    def _copied_data(self, memo: dict) -> Any:
+        """A deep copy of this tensor's array. As PyTorch copies a storage once per deepcopy (memo), the copy views
+        the copy of the memory this array views, so tensors that shared memory (a base and its views, a `detach()`)
+        still share it, each at its offset and strides (as plain tensors: no view base, as in PyTorch)."""
+        x = self._data
+        root = _memory_owner(self)
+        if root is x:  # memoized, so the copies of views of this tensor view this copy
+            return copy.deepcopy(x, memo)
+        copied = copy.deepcopy(root, memo)
+        if root.dtype != x.dtype or copied.strides != root.strides:  # memory no offset and strides can address
+            return copy.deepcopy(x, memo)
+        offset = _address(x) - _address(root)
+        if isinstance(x, np.ndarray):
+            out = np.ndarray(x.shape, x.dtype, buffer=copied, offset=offset, strides=x.strides)
+            # a view made read-only of writable memory (expand's repeated elements) stays so; the copied memory
+            # itself is writable, as numpy's deepcopy of it
+            out.flags.writeable = x.flags.writeable or not root.flags.writeable
+            return out
+        flat = copied.reshape(-1, order="A")  # CuPy: the memory in its own order
+        return self._device.xp.lib.stride_tricks.as_strided(flat[offset // x.itemsize:], x.shape, x.strides)
 
     @property
     def _version(self) -> int:
@@ -283,10 +304,7 @@ class Tensor:
     def storage_offset(self) -> int:
         """Where this tensor's first element lies in the memory it shares with its views, in elements."""
         x = self._data
-        owner = x if self._base is None else self._base._data  # CuPy's as_strided arrays name no base
-        while isinstance(owner.base, type(x)):  # a view's base is the array whose memory it views
-            owner = owner.base
-        return (_address(x) - _address(owner)) // x.itemsize
+        return (_address(x) - _address(_memory_owner(self))) // x.itemsize
 
     @property
     def dtype(self) -> np.dtype:
@@ -406,6 +424,15 @@ def _checked_dim(dim: Any, ndim: int, op: str) -> int:
     if not -ndim <= dim < ndim:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
     return int(dim)
+
+
+def _memory_owner(t: Tensor) -> Any:
+    """The array owning the memory `t`'s array views (itself when it views none)."""
+    x = t._data
+    owner = x if t._base is None else t._base._data  # CuPy's as_strided arrays name no base
+    while isinstance(owner.base, type(x)):  # a view's base is the array whose memory it views
+        owner = owner.base
+    return owner
 
 
 def _address(array: Any) -> int:

@@ -86,3 +86,14 @@ def test_in_place_forms_on_cuda():
 
     for got, want in zip(run("cuda:0"), run("cpu")):
         assert_same(got, want)
+
+
+@pytest.mark.parametrize("label, op", [(label, op) for label, op, _ in OPS]
+                         + [("erf", ag.erf), ("erfc", ag.erfc)],
+                         ids=[c[0] for c in OPS] + ["erf", "erfc"])
+@pytest.mark.parametrize("shape", [(), (0,), (2, 0)], ids=["0-dim", "empty", "empty 2-D"])
+@pytest.mark.parametrize("dtype", [ag.float64, ag.float32])
+def test_zero_dim_and_empty_inputs_on_cuda_match_the_cpu(label, op, shape, dtype):
+    """The kernels select ranges with boolean masks (CuPy's mask indexing of a 0-dim or empty array)."""
+    values = np.full(shape, 0.3)
+    assert_same(op(ag.tensor(values, dtype=dtype, device="cuda:0")), op(ag.tensor(values, dtype=dtype)))

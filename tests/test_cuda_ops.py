@@ -192,10 +192,15 @@ def test_a_singular_matrix_on_cuda_raises_the_cpus_error(op):
 @pytest.mark.parametrize("x", [
     np.array([[True, False], [False, False], [True, False], [True, True]]),
     np.array([[100, 1], [-100, 1], [5, 0], [100, 1]], np.int8),
-], ids=["bool", "int8 whose differences wrap"])
+    np.array([[2**62, 1], [-2**62, 1], [2**62, 0], [5, 5], [-2**62, 1]], np.int64),
+    np.array([[np.inf, 0], [-np.inf, 1], [np.inf, -np.inf], [np.inf, 0], [np.nan, 1], [-np.inf, 1], [1, np.nan],
+              [-0.0, 2], [0.0, 2], [np.inf, -1]]),
+    np.array([[np.inf, 3], [np.inf, 1], [-np.inf, 3], [np.inf, 2], [np.inf, 1]], np.float32),
+], ids=["bool", "int8 whose differences wrap", "int64 whose differences overflow", "float64 inf and nan",
+        "float32 inf"])
 def test_unique_slices_on_cuda_are_the_cpus(x):
-    """CuPy's unique along an axis orders slices by the sign of their difference, which it refuses for bools and
-    which wraps for narrow ints."""
+    """CuPy's unique along an axis orders slices by the sign of their first nonzero difference, which it refuses
+    for bools, which wraps for ints and which is NaN for inf - inf."""
 
     def run(where):
         out = ag.unique(ag.tensor(x, device=where), dim=0, return_inverse=True, return_counts=True)
@@ -220,3 +225,21 @@ def test_complex_sums_at_repeated_indexes_on_cuda_are_the_cpus():
 
     for got, want in zip(run("cuda:0"), run("cpu")):
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy warns of the infs and NaNs on purpose here (CuPy never)
+@pytest.mark.parametrize("dtype", [ag.float64, ag.float32])
+def test_float_floor_divide_and_remainder_on_cuda_are_the_cpus(dtype):
+    """CuPy's float floor_divide and remainder are floor(x / y) and x - floor(x / y) * y, not fmod's as PyTorch's
+    and numpy's: 1.0 // 0.1 would be 10 and 5.0 % inf NaN."""
+    x = np.array([1.0, 5.0, -5.0, 5.0, -5.0, 7.5, 3.0, 0.7])
+    y = np.array([0.1, np.inf, np.inf, -np.inf, 0.3, -2.0, 0.0, 0.1])
+
+    def run(where):
+        a = ag.tensor(x, dtype=dtype, device=where, requires_grad=True)
+        b = ag.tensor(y, dtype=dtype, device=where, requires_grad=True)
+        (a % b).sum().backward()
+        return [t.detach().cpu().numpy() for t in (a // b, a % b, a % 0.1, 1.0 % a, b.grad)]
+
+    for got, want in zip(run("cuda:0"), run("cpu")):
+        np.testing.assert_array_equal(got, want)

@@ -759,3 +759,8 @@ def test_ravel_is_reshape_to_one_dim() -> None:
     assert r.shape == (6,) and r._is_view() and r.grad_fn.name() == "ViewBackward0"  # PyTorch 2.13's
     assert ag.ravel(ag.tensor(3.0)).shape == (1,)
     np.testing.assert_array_equal(ag.ravel(x.t()).detach().numpy(), [0, 3, 1, 4, 2, 5])
+
+
+def test_unique_along_a_dim_of_a_0d_tensor_is_refused_as_in_pytorch() -> None:
+    with pytest.raises(IndexError, match="^Dimension specified as 0 but tensor has no dimensions$"):
+        ag.unique(ag.tensor(5.0), dim=0)

@@ -65,7 +65,7 @@ def _numerical_jacobians(func: Callable, inputs: tuple, wrt: list[int], eps: flo
         for j, size in sizes.items():
             jacobians[j, i] = np.zeros((size, a.size))
         for k, idx in enumerate(np.ndindex(a.shape)):  # C order, as the analytical rows are raveled
-            orig = a[idx]
+            orig = a[idx].copy()  # CuPy's a[idx] is a 0-dim view, which the writes below would change
             a[idx] = orig + eps
             hi = evaluate()
             a[idx] = orig - eps

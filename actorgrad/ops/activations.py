@@ -312,6 +312,8 @@ def _threshold(input: Tensor, threshold: float, value: float) -> Tensor:
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """An int64 tensor of shape `tensor.shape + (num_classes,)` with 1 at each class index; num_classes=-1 takes
     the largest index + 1. Not differentiable."""
+    if not isinstance(tensor, Tensor):  # PyTorch names the argument `input` here
+        raise TypeError(f"one_hot(): argument 'input' (position 1) must be Tensor, not {type(tensor).__name__}")
     x = tensor._data
     if x.dtype != np.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")

@@ -215,8 +215,13 @@ def _new(name: str) -> Any:
                **kwargs: Any) -> Tensor:
         from actorgrad import creation  # creation imports the ops package: at call time, not import time
 
-        return getattr(creation, name)(*args, dtype=self.dtype if dtype is None else dtype,
-                    device=self.device if device is None else device, requires_grad=requires_grad, **kwargs)
+        try:
+            return getattr(creation, name)(*args, dtype=self.dtype if dtype is None else dtype,
+                        device=self.device if device is None else device, requires_grad=requires_grad, **kwargs)
+        except TypeError as error:  # the creation function's errors name it, PyTorch's name the method
+            if not str(error).startswith(f"{name}("):
+                raise
+            raise TypeError(f"new_{error}") from None
 
     method.__name__ = method.__qualname__ = f"new_{name}"
     return method

@@ -6,6 +6,7 @@ Binary rules undo broadcasting with `ops.sum_to`, the one shared helper for it.
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -66,11 +67,11 @@ FLOOR_QUOTIENT = Rule(
 )
 
 
-def _floor_quotient(self: Any, other: Any) -> Any:
+def _floor_quotient(ops: Any, self: Any, other: Any) -> Any:
     """floor(self / other) in remainder's rule: arrays, or tensors recorded with zero gradients."""
     if isinstance(self, Tensor):
         return _binary("floor_divide", self, other, FLOOR_QUOTIENT)
-    return self // other
+    return self // other if ops.xp is np else _python_division(ops.xp, False, self, other)
 
 
 def _no_derivative(op: str) -> Rule:
@@ -88,7 +89,7 @@ def _no_derivative(op: str) -> Rule:
 REMAINDER = Rule(
     "RemainderBackward1",
     ((), None),
-    (("self", "other"), lambda ops, g, self, other: -g * _floor_quotient(self, other)),
+    (("self", "other"), lambda ops, g, self, other: -g * _floor_quotient(ops, self, other)),
     broadcasts=True,
 )
 REMAINDER_SCALAR = Rule("RemainderBackward0", ((), None))  # tensor % number
@@ -202,6 +203,24 @@ def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
     return a, b, data_as(a, dtype), data_as(b, dtype)
 
 
+def _python_division(xp: Any, want_remainder: bool, x: Any, y: Any) -> Any:
+    """Float floor division or remainder from fmod, as PyTorch (c10 div_floor_floating) and numpy (npy_divmod)
+    compute them: CuPy's kernels take floor(x / y) and x - floor(x / y) * y (cupy/_core/_routines_math.pyx,
+    _floor_divide and _remainder; include/cupy/carray.cuh, _floor_divide), so 1.0 // 0.1 is 10 there, not 9,
+    -5.0 // inf is -0.0, not -1, and 5.0 % inf is NaN, not 5."""
+    x, y = xp.asarray(x), xp.asarray(y)  # a scalar keeps its dtype, as beside a device array
+    mod = xp.fmod(x, y)
+    other_sign = (mod != 0) & ((y < 0) != (mod < 0))
+    if want_remainder:
+        return xp.where(other_sign, mod + y, mod)
+    div = (x - mod) / y
+    div = xp.where(other_sign, div - 1, div)
+    floor = xp.floor(div)
+    floor = xp.where(div - floor > 0.5, floor + 1, floor)  # (x - mod) / y is an integer, up to rounding
+    floor = xp.where(div != 0, floor, xp.copysign(xp.zeros_like(div), x / y))
+    return xp.where(y == 0, x / y, floor)
+
+
 def _binary(name: str, a: Any, b: Any, rule: Rule | None = None) -> Tensor:
     """`name`'s kernel on a and b, recorded with the op's rule from `_BINARY` unless `rule` is given."""
     own_rule, kernel = _BINARY[name]
@@ -213,7 +232,9 @@ def _binary(name: str, a: Any, b: Any, rule: Rule | None = None) -> Tensor:
         common_device((a, b))  # tensors on two devices get PyTorch's error before a kernel mixes them
         x, y = kernel_operands(x, y)
     where = a._device if a._device is not cpu else b._device
-    if where is not cpu:  # the device's own ufunc: numpy's would reach it only through __array_ufunc__
+    if where is not cpu and name in ("floor_divide", "remainder") and x.dtype.kind == "f":
+        kernel = partial(_python_division, where.xp, name == "remainder")
+    elif where is not cpu:  # the device's own ufunc: numpy's would reach it only through __array_ufunc__
         kernel = getattr(where.xp, kernel.__name__)
     try:
         data = kernel(x, y)

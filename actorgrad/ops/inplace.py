@@ -1,5 +1,5 @@
-"""In-place ops (add_, sub_, mul_, div_, relu_, exp_, sigmoid_, tanh_, zero_, fill_, clamp_, copy_,
-`tensor[index] = value`, `+=` ...) and their autograd.
+"""In-place ops (add_, sub_, mul_, div_, relu_, exp_, sigmoid_, tanh_, abs_, neg_, sign_, sgn_, zero_, fill_, clamp_,
+copy_, `tensor[index] = value`, `+=` ...) and their autograd.
 
 An in-place op writes its result into the tensor's own array, so every view of that storage sees it, and bumps
 the storage's version counter, so a node that saved the old values refuses to run backward on the new ones.
@@ -35,12 +35,13 @@ import numpy as np
 from actorgrad.devices import is_writeable
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.node import InputMetadata
-from actorgrad.ops.arithmetic import add, div, exp, mul, relu, sigmoid, sub, tanh
+from actorgrad.ops.arithmetic import add, div, exp, mul, neg, relu, sigmoid, sub, tanh
 from actorgrad.ops.indexing import KEPT_GRAD, fill_value, masked_fill, on_device, parse_index, placed_index
 from actorgrad.ops.joining import MULTI_OUTPUT_VIEWS
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, category, fitted_number
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.selection import clamp
+from actorgrad.ops.unary import abs, sgn, sign
 from actorgrad.tensor import Tensor, as_array, bump_version, refuse_inference_change
 
 __all__: list[str] = []
@@ -383,9 +384,10 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     return write_in_place(self, lambda s: clamp(s, min, max), (min, max), True)
 
 
-def _unary_inplace(op: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
-    """The in-place form of a unary op whose node saves its result (a new array), never `self`'s values."""
-    return lambda self: write_in_place(self, op, (), False)
+def _unary_inplace(op: Callable[[Tensor], Tensor], saves_self: bool = False) -> Callable[[Tensor], Tensor]:
+    """The in-place form of a unary op; `saves_self`: its node keeps the input's values (abs), which the write
+    would change, rather than its result or nothing."""
+    return lambda self: write_in_place(self, op, (), saves_self)
 
 
 # -- filling and copying -------------------------------------------------------------------------------------------
@@ -497,7 +499,9 @@ def _store_advanced(self: Tensor, basic: tuple, advanced: tuple, values: np.ndar
 METHODS = {
     "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "clamp_": clamp_, "clip_": clamp_,
     "relu_": _unary_inplace(relu), "exp_": _unary_inplace(exp), "sigmoid_": _unary_inplace(sigmoid),
-    "tanh_": _unary_inplace(tanh),
+    "tanh_": _unary_inplace(tanh), "abs_": _unary_inplace(abs, True), "absolute_": _unary_inplace(abs, True),
+    "neg_": _unary_inplace(neg), "negative_": _unary_inplace(neg), "sign_": _unary_inplace(sign),
+    "sgn_": _unary_inplace(sgn),
     "zero_": zero_, "fill_": fill_, "masked_fill_": masked_fill_, "copy_": copy_, "__setitem__": setitem,
     "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_,
 }

@@ -46,19 +46,29 @@ def _joining_rule(name: str, inputs: int) -> Rule:
     return Rule(name, *[_piece(i) for i in range(inputs)])
 
 
-def _tensor_list(tensors: Sequence[Tensor], op: str) -> list[Tensor]:
-    tensors = list(tensors)
+def not_tensors(op: str, tensors: object) -> TypeError:
+    """PyTorch's error for a `tensors` argument that is no list or tuple."""
+    return TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not {type(tensors).__name__}")
+
+
+def tensor_list(tensors: Sequence[Tensor], op: str) -> list[Tensor]:
+    """`tensors` as a list, after PyTorch's checks: a non-empty list or tuple (a generator is refused too) of
+    Tensors on one device."""
+    if not isinstance(tensors, list | tuple):
+        raise not_tensors(op, tensors)
     if not tensors:
-        raise ValueError(f"{op}(): expected a non-empty list of Tensors")
+        if op == "cat":
+            raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+        raise RuntimeError(f"{op} expects a non-empty TensorList")
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
-            raise TypeError(f"{op}(): expected a list of Tensors, got {type(t).__name__} at position {i}")
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
     same_device(*tensors)  # before any other check, as in PyTorch, which exempts no zero-dim cpu tensor here
-    return tensors
+    return list(tensors)
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    tensors = _tensor_list(tensors, "cat")
+    tensors = tensor_list(tensors, "cat")
     arrays = [t._data for t in tensors]
     # PyTorch's legacy rule: a 1-d empty tensor joins anything (`out = cat([empty(0), rows])`): cat skips it and
     # gives it an empty (0,) gradient. When every input is one, PyTorch joins them whatever `dim` says.
@@ -90,11 +100,22 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return record(_joining_rule("CatBackward0", len(arrays)), data, tuple(tensors), where=where)
 
 
-concat = concatenate = cat
+def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Alias of cat."""
+    if not isinstance(tensors, list | tuple):  # PyTorch's error names the alias
+        raise not_tensors("concat", tensors)
+    return cat(tensors, dim)
+
+
+def concatenate(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Alias of cat."""
+    if not isinstance(tensors, list | tuple):
+        raise not_tensors("concatenate", tensors)
+    return cat(tensors, dim)
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    tensors = _tensor_list(tensors, "stack")
+    tensors = tensor_list(tensors, "stack")
     arrays = [t._data for t in tensors]
     for i, a in enumerate(arrays):
         if a.shape != arrays[0].shape:
@@ -115,8 +136,15 @@ def _pieces(input: Tensor, dim: int, sizes: list[int], name: str) -> tuple[Tenso
     return _marked(tuple(take_index(input, lead + (slice(end - n, end),), None, rule) for n, end in zip(sizes, ends)))
 
 
+def _not_tensor(op: str, input: object) -> TypeError:
+    return TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+
+
 def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
-    x = tensor._data
+    try:  # a check only on the failure path: split is also a Tensor method
+        x = tensor._data
+    except AttributeError:  # PyTorch's torch.split calls tensor.split, so it fails as this
+        raise AttributeError(f"'{type(tensor).__name__}' object has no attribute 'split'") from None
     dim = single_dim(dim, x.ndim, "split")
     size = x.shape[dim]
     if isinstance(split_size_or_sections, int):
@@ -138,16 +166,23 @@ def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int 
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    try:  # a check only on the failure path: chunk is also a Tensor method
+        shape = input._data.shape
+    except AttributeError:
+        raise _not_tensor("chunk", input) from None
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    size = input._data.shape[single_dim(dim, input.ndim, "chunk")]
+    size = shape[single_dim(dim, len(shape), "chunk")]
     if not size:  # PyTorch gives `chunks` empty pieces
         return split(input, [0] * chunks, dim)
     return split(input, -(-size // chunks), dim)
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
-    x = input._data
+    try:  # a check only on the failure path: unbind is also a Tensor method
+        x = input._data
+    except AttributeError:
+        raise _not_tensor("unbind", input) from None
     dim = single_dim(dim, x.ndim, "unbind")
     lead = (slice(None),) * dim
     rule = INDEX_RULES["UnbindBackward0"]

@@ -96,23 +96,20 @@ def unique(
     with return_inverse, where each element went, with return_counts, how often each occurs."""
     xp = input._device.xp
     x = input._data
-    axis = None if dim is None else normalize_dims(dim, max(x.ndim, 1), "unique")[0]
+    if dim is not None and x.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    axis = None if dim is None else normalize_dims(dim, x.ndim, "unique")[0]
     if axis is not None and x.size == 0:
         if x.shape.count(0) > 1:
             raise RuntimeError("Number of zero sized dimensions is more than one, so unique cannot be applied ")
         if x.shape[axis] != 0:
             raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
-    # Each NaN is distinct, as in PyTorch; return_index makes the sort stable, so NaNs keep their order. CuPy
-    # orders slices by the sign of their first nonzero difference (cupy/_manipulation/add_remove.py, unique),
-    # which bools refuse and narrow signed ints wrap (int8: 100 - -100 is -56): they go as uint8 and int64.
-    keys = x
-    if axis is not None and x.dtype == bool_:
-        keys = x.astype("uint8")
-    elif axis is not None and x.dtype.kind == "i" and x.dtype.itemsize < 8:
-        keys = x.astype(int64)
-    values, _, inverse, counts = xp.unique(keys, return_index=True, return_inverse=True, return_counts=True,
-                                           axis=axis, equal_nan=False)
-    values = values.astype(x.dtype, copy=False)
+    if axis is None:
+        # Each NaN is distinct, as in PyTorch; return_index makes the sort stable, so NaNs keep their order.
+        values, _, inverse, counts = xp.unique(x, return_index=True, return_inverse=True, return_counts=True,
+                                               equal_nan=False)
+    else:
+        values, inverse, counts = _unique_slices(xp, x, axis)
     where = input._device
     out = [Tensor(values, device=where)]
     if return_inverse:
@@ -121,6 +118,28 @@ def unique(
     if return_counts:
         out.append(Tensor(counts.astype(int64, copy=False), device=where))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def _unique_slices(xp: Any, x: Any, axis: int) -> tuple[Any, Any, Any]:
+    """The distinct slices of x along axis in lexicographic order (NaN last; slices holding NaN all distinct), where
+    each slice went, and how often each occurs. CuPy's own unique(axis=) orders slices by the sign of the first
+    nonzero entry of their difference (cupy/_manipulation/add_remove.py, unique), which wraps for ints and is NaN
+    for inf - inf; its lexsort is a stable sort per key with NaN last, as numpy's (cupy/cuda/cupy_thrust.cu,
+    _lexsort and real_less)."""
+    moved = xp.moveaxis(x, axis, 0)
+    n = moved.shape[0]
+    rows = moved.reshape(n, math.prod(moved.shape[1:]))
+    order = xp.lexsort(rows.T[::-1]) if n else xp.zeros(0, int64)  # the last key is the primary one
+    ranked = rows[order]
+    first = xp.ones(n, bool_)
+    first[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
+    group = xp.cumsum(first, dtype=int64) - 1
+    inverse = xp.empty(n, int64)
+    inverse[order] = group
+    counts = xp.bincount(group) if n else xp.zeros(0, int64)
+    distinct = ranked[first]
+    values = xp.moveaxis(distinct.reshape(distinct.shape[0], *moved.shape[1:]), 0, axis)
+    return values, inverse, counts
 
 
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.indexing import index_select
-from actorgrad.ops.joining import cat, stack
+from actorgrad.ops.joining import cat, not_tensors, stack, tensor_list
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import normalize_dims
@@ -40,12 +40,21 @@ def _rot90_grad(ops: Any, g: Any, turns: int, dims: tuple[int, int]) -> Any:
 ROT90 = Rule("Rot90Backward0", (("turns", "dims"), _rot90_grad))
 
 
-def _each(tensors: tuple, reshape: Any) -> Any:
-    """One tensor in, one out; several (or a sequence), a tuple, as torch.atleast_* give."""
-    if len(tensors) == 1 and isinstance(tensors[0], Tensor):
-        return reshape(tensors[0])
+def _each(tensors: tuple, reshape: Any, op: str) -> Any:
+    """One tensor in, one out; several (or a list or tuple of them), a tuple, as torch.atleast_* give."""
     if len(tensors) == 1:
-        tensors = tuple(tensors[0])
+        (only,) = tensors
+        if isinstance(only, Tensor):
+            return reshape(only)
+        if not isinstance(only, list | tuple):
+            got = type(only).__name__
+            mismatch = f"      didn't match because some of the arguments have invalid types: (!{got}!)\n"
+            raise TypeError(f"{op}() received an invalid combination of arguments - got ({got}), but expected one "
+                            f"of:\n * (Tensor input)\n{mismatch} * (tuple of Tensors tensors)\n{mismatch}")
+        tensors = only
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
     return tuple(reshape(t) for t in tensors)
 
 
@@ -66,48 +75,43 @@ def _at_least_3d(t: Tensor) -> Tensor:
 
 
 def atleast_1d(*tensors: Any) -> Any:
-    return _each(tensors, _at_least_1d)
+    return _each(tensors, _at_least_1d, "atleast_1d")
 
 
 def atleast_2d(*tensors: Any) -> Any:
-    return _each(tensors, _at_least_2d)
+    return _each(tensors, _at_least_2d, "atleast_2d")
 
 
 def atleast_3d(*tensors: Any) -> Any:
-    return _each(tensors, _at_least_3d)
-
-
-def _non_empty(op: str, tensors: Sequence[Tensor]) -> list[Tensor]:
-    tensors = list(tensors)
-    if not tensors:
-        raise RuntimeError(f"{op} expects a non-empty TensorList")
-    return tensors
+    return _each(tensors, _at_least_3d, "atleast_3d")
 
 
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """Joined along dim 1, or along dim 0 when all are (at most) 1-D."""
-    pieces = [_at_least_1d(t) for t in _non_empty("hstack", tensors)]
+    pieces = [_at_least_1d(t) for t in tensor_list(tensors, "hstack")]
     return cat(pieces, 0 if all(t.ndim == 1 for t in pieces) else 1)
 
 
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
     """Joined along dim 0, 1-D tensors as rows."""
-    return cat([_at_least_2d(t) for t in _non_empty("vstack", tensors)], 0)
+    return cat([_at_least_2d(t) for t in tensor_list(tensors, "vstack")], 0)
 
 
 def row_stack(tensors: Sequence[Tensor]) -> Tensor:
-    """vstack's other name in PyTorch."""
+    """vstack's other name in PyTorch (whose error for an empty list names vstack)."""
+    if not isinstance(tensors, list | tuple):
+        raise not_tensors("row_stack", tensors)
     return vstack(tensors)
 
 
 def dstack(tensors: Sequence[Tensor]) -> Tensor:
     """Joined along dim 2, after atleast_3d."""
-    return cat([_at_least_3d(t) for t in _non_empty("dstack", tensors)], 2)
+    return cat([_at_least_3d(t) for t in tensor_list(tensors, "dstack")], 2)
 
 
 def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Joined along dim 1, 0-D and 1-D tensors as columns."""
-    pieces = [t.reshape(t.numel(), 1) if t.ndim <= 1 else t for t in _non_empty("column_stack", tensors)]
+    pieces = [t.reshape(t.numel(), 1) if t.ndim <= 1 else t for t in tensor_list(tensors, "column_stack")]
     return cat(pieces, 1)
 
 

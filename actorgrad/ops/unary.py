@@ -1,5 +1,5 @@
-"""Unary math ops (sqrt, rsqrt, trigonometric and hyperbolic functions, log2, log10, exp2, abs, sign, log1p, expm1,
-square, logit, nan_to_num) and their gradient rules."""
+"""Unary math ops (sqrt, rsqrt, trigonometric and hyperbolic functions, log2, log10, exp2, abs, sign, sgn, signbit,
+positive, negative, log1p, expm1, square, logit, nan_to_num) and their gradient rules."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.arithmetic import pow
+from actorgrad.ops.arithmetic import neg, pow
 from actorgrad.ops.operands import floating, number_array
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor, bool_
 
 __all__ = [
-    "abs", "acos", "arccos", "arcsin", "arctan", "asin", "atan", "cos", "cosh", "exp2", "expm1", "log10", "log1p",
-    "log2", "logit", "nan_to_num", "rsqrt", "sign", "sin", "sinh", "sqrt", "square", "tan",
+    "abs", "absolute", "acos", "arccos", "arcsin", "arctan", "asin", "atan", "cos", "cosh", "exp2", "expm1", "log10",
+    "log1p", "log2", "logit", "nan_to_num", "negative", "positive", "rsqrt", "sgn", "sign", "signbit", "sin", "sinh",
+    "sqrt", "square", "tan",
 ]
 LN2, LN10 = math.log(2), math.log(10)
 
@@ -45,6 +46,8 @@ FLOATING = {
 ABS = Rule("AbsBackward0", (("self",), lambda ops, g, self: g * ops.sign(self)))
 # sign is flat wherever it is differentiable; PyTorch still records a node, whose gradient is zeros.
 SIGN = Rule("SignBackward0", ((), lambda ops, g: ops.zeros_like(g)))
+# sgn is sign for real values (PyTorch's complex z / |z| is the other case); its own node name, as in PyTorch.
+SGN = Rule("SgnBackward0", ((), lambda ops, g: ops.zeros_like(g)))
 
 
 def _floating(name: str, input: Tensor) -> Tensor:
@@ -143,10 +146,41 @@ def abs(input: Tensor) -> Tensor:
     return record(ABS, np.abs(x), (input,))
 
 
+def absolute(input: Tensor) -> Tensor:
+    """Alias of abs."""
+    return abs(input)
+
+
+def _sign(rule: Rule, input: Tensor) -> Tensor:
+    x = input._data
+    return record(rule, x.copy() if x.dtype == bool_ else np.nan_to_num(np.sign(x)), (input,))
+
+
 def sign(input: Tensor) -> Tensor:
     """-1, 0 or 1; NaN gives 0, as in PyTorch."""
-    x = input._data
-    return record(SIGN, x.copy() if x.dtype == bool_ else np.nan_to_num(np.sign(x)), (input,))
+    return _sign(SIGN, input)
+
+
+def sgn(input: Tensor) -> Tensor:
+    """sign, for the real dtypes actorgrad has; recorded as SgnBackward0."""
+    return _sign(SGN, input)
+
+
+def signbit(input: Tensor) -> Tensor:
+    """Whether each element's sign bit is set (True for -0.0 and a negative NaN); a bool tensor without grad."""
+    return Tensor(input._device.xp.signbit(input._data), device=input._device)
+
+
+def negative(input: Tensor) -> Tensor:
+    """Alias of neg."""
+    return neg(input)
+
+
+def positive(input: Tensor) -> Tensor:
+    """The input itself (PyTorch returns the same tensor, not a copy); a bool tensor is refused."""
+    if input._data.dtype == bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
 
 
 # logit's gradient outside its domain: NaN without eps (as 1 / (x (1 - x)) has no meaning there), 0 with eps
@@ -196,6 +230,7 @@ def square(input: Tensor) -> Tensor:
 METHODS: dict[str, Any] = {
     "sqrt": sqrt, "rsqrt": rsqrt, "sin": sin, "cos": cos, "tan": tan, "asin": asin, "acos": acos, "atan": atan,
     "arcsin": arcsin, "arccos": arccos, "arctan": arctan, "sinh": sinh, "cosh": cosh, "log2": log2,
-    "log10": log10, "exp2": exp2, "log1p": log1p, "expm1": expm1, "abs": abs, "__abs__": abs, "sign": sign,
+    "log10": log10, "exp2": exp2, "log1p": log1p, "expm1": expm1, "abs": abs, "__abs__": abs, "absolute": absolute,
+    "sign": sign, "sgn": sgn, "signbit": signbit, "negative": negative, "positive": positive, "__pos__": positive,
     "square": square, "logit": logit, "nan_to_num": nan_to_num,
 }

@@ -150,6 +150,8 @@ class ndarray:  # noqa: N801 - CuPy's name
         elif method == "__call__" and set(kwargs) - _UFUNC_KEYWORDS:
             raise TypeError(f"cupy ufunc {name} takes no {sorted(set(kwargs) - _UFUNC_KEYWORDS)}")
         _reject_host_arrays(f"ufunc {name}", inputs)
+        if method == "__call__":
+            return _wrap(_call_ufunc(name, ufunc, _unwrap(inputs), _unwrap(kwargs)))
         return _wrap(getattr(ufunc, method)(*_unwrap(inputs), **_unwrap(kwargs)))
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
@@ -182,8 +184,14 @@ class ndarray:  # noqa: N801 - CuPy's name
         return _wrap(view)
 
     def __getitem__(self, key: Any) -> Any:
-        _reject_host_arrays("indexing", key if isinstance(key, tuple) else (key,))
-        return _wrap(self._a[_unwrap(key)])
+        keys = key if isinstance(key, tuple) else (key,)
+        _reject_host_arrays("indexing", keys)
+        found = self._a[_unwrap(key)]
+        if isinstance(found, _np.generic) and all(isinstance(k, int | _np.integer) for k in keys):
+            # an element is a 0-dim view, not a copy (cupy/_core/_routines_indexing.pyx, _ndarray_getitem takes
+            # _view_getitem's view): writing the array changes it
+            found = self._a[(*keys, Ellipsis)]
+        return _wrap(found)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         _reject_host_arrays("indexing", (*(key if isinstance(key, tuple) else (key,)), value))
@@ -231,18 +239,35 @@ def _operator(name: str) -> Any:
         if other is None and name in ("__neg__", "__pos__", "__abs__", "__invert__"):
             return _wrap(getattr(self._a, name)())
         _reject_host_arrays(name, (other,))
+        if name in _DIVISION_OPERATORS:
+            ufunc, reflected = _DIVISION_OPERATORS[name]
+            operands = (_unwrap(other), self._a) if reflected else (self._a, _unwrap(other))
+            return _wrap(_call_ufunc(ufunc.__name__, ufunc, operands, {}))
         result = getattr(self._a, name)(_unwrap(other))
         return result if result is NotImplemented else _wrap(result)
 
     return apply
 
 
+_DIVISION_OPERATORS = {"__floordiv__": (_np.floor_divide, False), "__rfloordiv__": (_np.floor_divide, True),
+                       "__mod__": (_np.remainder, False), "__rmod__": (_np.remainder, True)}
 for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor"):
     for _form in ("__%s__", "__r%s__", "__i%s__"):
         setattr(ndarray, _form % _name, _operator(_form % _name))
 for _name in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "__neg__", "__pos__", "__abs__",
               "__invert__"):
     setattr(ndarray, _name, _operator(_name))
+
+
+def _call_ufunc(name: str, ufunc: Any, args: tuple, kwargs: dict) -> Any:
+    """numpy's ufunc, but for CuPy's float floor_divide and remainder, floor(x / y) and x - floor(x / y) * y
+    (cupy/_core/_routines_math.pyx, _floor_divide and _remainder; include/cupy/carray.cuh, _floor_divide), where
+    numpy derives both from fmod: CuPy's 1.0 // 0.1 is 10.0 (numpy's 9.0) and its 5.0 % inf is NaN (numpy's 5.0)."""
+    if name not in ("floor_divide", "remainder") or kwargs or _np.result_type(*args).kind != "f":
+        return ufunc(*args, **kwargs)
+    with _np.errstate(all="ignore"):
+        quotient = _np.floor(_np.true_divide(*args))
+        return quotient if name == "floor_divide" else args[0] - quotient * args[1]
 
 
 class _Ufunc:
@@ -254,7 +279,7 @@ class _Ufunc:
         if set(kwargs) - _UFUNC_KEYWORDS:
             raise TypeError(f"cupy ufunc {self.__name__} takes no {sorted(set(kwargs) - _UFUNC_KEYWORDS)}")
         _reject_host_arrays(f"ufunc {self.__name__}", args)
-        return _wrap(self._ufunc(*_unwrap(args), **_unwrap(kwargs)))
+        return _wrap(_call_ufunc(self.__name__, self._ufunc, _unwrap(args), _unwrap(kwargs)))
 
     def __getattr__(self, method: str) -> Any:
         if method not in _API["ufuncs"][self.__name__]:
@@ -318,6 +343,9 @@ def _function(name: str, spec: Any, implementation: Any) -> Any:
                 and args[0].shape[kwargs["axis"]] > 1):  # its sort subtracts slices (cupy/_manipulation/add_remove.py)
             raise TypeError("cupy boolean subtract, the `-` operator, is deprecated, use the bitwise_xor, the `^` "
                             "operator, or the logical_xor function instead.")
+        if name == "lexsort" and (not isinstance(args[0], ndarray) or args[0].ndim != 2):
+            # cupy/_sorting/sort.py, lexsort: keys.ndim (so no tuple of keys); one key gives array(0), three dims raise
+            raise NotImplementedError("the stand-in takes lexsort's keys as one 2-D array only, as CuPy sorts them")
         kwargs.pop("blocking", None)
         if name == "unique" and kwargs.get("axis") is not None:
             return _wrap(_unique_slices(*_unwrap(args), **_unwrap(kwargs)))
