@@ -580,6 +580,8 @@ _PLAIN = {bool, int, float}
 def checked_numpy(array: np.ndarray | np.generic) -> np.ndarray | np.generic:
     """A numpy array PyTorch can make a tensor of: one of its dtypes, in the machine's byte order."""
     dtype = array.dtype
+    if dtype in _NUMPY_DTYPES:  # the common case, checked without making a dtype
+        return array
     if dtype.newbyteorder("=") not in _NUMPY_DTYPES:
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{dtype.type.__name__}. The only supported types are: "

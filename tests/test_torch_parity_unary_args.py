@@ -243,3 +243,11 @@ def test_deepcopy_of_a_view_alone_copies_its_storage_and_keeps_its_flags():
         from_read_only = ag.from_numpy(array)
     writable = copy.deepcopy(from_read_only[1:])
     assert writable.add_(1).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_cdist_names_the_argument_that_is_not_a_tensor():
+    t = ag.ones(2, 3)
+    with pytest.raises(TypeError, match=r"^cdist\(\): argument 'x1' \(position 1\) must be Tensor, not float$"):
+        ag.cdist(1.0, t)
+    with pytest.raises(TypeError, match=r"^cdist\(\): argument 'x2' \(position 2\) must be Tensor, not float$"):
+        ag.cdist(ag.ones(3), 1.0)
