@@ -1,5 +1,6 @@
-"""The gpu tests against a stand-in for CuPy (numpy underneath, CuPy 14.2's API on top, `tests/cupy_standin`),
-so that CI, which has no GPU, still catches code on the CUDA path that only numpy would take."""
+"""The gpu tests (every test marked `gpu`: tests/test_cuda*.py, and gpu cases beside some ops' cpu tests) against a
+stand-in for CuPy (numpy underneath, CuPy 14.2's API on top, `tests/cupy_standin`), so that CI, which has no GPU,
+still catches code on the CUDA path that only numpy would take."""
 
 import os
 import subprocess
@@ -8,13 +9,12 @@ from pathlib import Path
 
 TESTS = Path(__file__).parent
 STANDIN = TESTS / "cupy_standin"
-GPU_TEST_FILES = sorted(path for path in TESTS.glob("test_cuda*.py") if path.name != Path(__file__).name)
 
 
 def test_the_gpu_tests_pass_against_the_cupy_standin():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(STANDIN), os.environ.get("PYTHONPATH")])))
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *map(str, GPU_TEST_FILES)],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", str(TESTS)],
         cwd=TESTS.parent, env=env, capture_output=True, text=True, timeout=300,
     )
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-2000:]
