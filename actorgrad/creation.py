@@ -36,6 +36,18 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
+def _int_like(dim: Any) -> bool:
+    """Whether PyTorch reads `dim` as one size: an int, or a one-element integer tensor."""
+    return is_int(dim) or (isinstance(dim, Tensor) and dim.dtype.kind in "iu" and dim.numel() == 1)
+
+
+def _type_name(value: Any) -> str:
+    """A type's name as PyTorch's argument errors write it: numpy's types with their module."""
+    kind = type(value)
+    numpy = kind.__module__ == "numpy"
+    return f"numpy.{kind.__name__}" if numpy else kind.__name__
+
+
 def _dim(op: str, dim: Any, position: int) -> int:
     """One size as PyTorch reads it: an int (a one-element integer tensor counts as one) that fits int64."""
     if isinstance(dim, Tensor) and dim.dtype.kind in "iu" and dim.numel() == 1:
@@ -49,10 +61,17 @@ def _dim(op: str, dim: Any, position: int) -> int:
     return int(dim)
 
 
-def checked_shape(op: str, size: tuple) -> tuple[int, ...]:
-    """`*size` as PyTorch takes it: `f(2, 3)` or `f((2, 3))`; every dimension an int >= 0."""
+def checked_shape(op: str, size: tuple, position: int | None = 1) -> tuple[int, ...]:
+    """`*size` as PyTorch takes it: `f(2, 3)` or `f((2, 3))`; every dimension an int >= 0. `position` is where a
+    sequence of sizes was passed, None when it came by keyword."""
     if len(size) == 1 and isinstance(size[0], Sequence | np.ndarray) and np.ndim(size[0]):
-        size = tuple(size[0])
+        sequence, size = size[0], tuple(size[0])
+        # PyTorch matches a sequence to the signature by its first element alone, so only that one gets this text
+        if size and not _int_like(size[0]):
+            if position is None:
+                raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not {type(sequence).__name__}")
+            raise TypeError(f"{op}(): argument 'size' (position {position}) must be tuple of ints, but found element "
+                            f"of type {_type_name(size[0])} at pos 0")
     elif len(size) == 1 and not (is_int(size[0]) or isinstance(size[0], Tensor | np.ndarray)):
         raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not {type(size[0]).__name__}")
     shape = tuple(_dim(op, dim, position) for position, dim in enumerate(size, 1))
@@ -70,7 +89,7 @@ def size_argument(op: str, args: tuple, size: Any) -> tuple[int, ...]:
             raise TypeError(f"{op}() got multiple values for argument 'size'")
         if not isinstance(size, Sequence | np.ndarray):
             raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
-        args = (size,)
+        return checked_shape(op, (size,), None)
     if not args:
         raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
     return checked_shape(op, args)
@@ -148,15 +167,24 @@ def _fill(fill_value: Any, dtype: np.dtype) -> Any:
     return fitted_number(fill_value, dtype) if isinstance(fill_value, int | float) else fill_value
 
 
+_REQUIRED: Any = object()  # marks full's arguments not given: PyTorch checks the size before it misses a fill value
+
+
 def full(
-    size: Sequence[int], fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
+    size: Sequence[int] = _REQUIRED, fill_value: Any = _REQUIRED, *, dtype: Any = None, requires_grad: bool = False,
+    device: Any = None,
 ) -> Tensor:
     check_device(device)
+    if size is _REQUIRED:
+        raise TypeError('full() missing 2 required positional argument: "size", "fill_value"')
     if not isinstance(size, Sequence | np.ndarray):
         raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
+    shape = checked_shape("full", (size,))
+    if fill_value is _REQUIRED:
+        raise TypeError('full() missing 1 required positional arguments: "fill_value"')
     fill_value = _fill_value("full", fill_value)
     resolved = dtype_or(dtype, _fill_dtype(fill_value))
-    data = np.full(checked_shape("full", (size,)), _fill(fill_value, resolved), resolved)
+    data = np.full(shape, _fill(fill_value, resolved), resolved)
     return leaf_on(data, requires_grad, device)
 
 

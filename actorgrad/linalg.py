@@ -14,11 +14,12 @@ from actorgrad.ops.linalg_decompositions import (
     LinAlgError,
     check_floating,
     cholesky,
-    det,
     inv,
-    slogdet,
+    require_tensors,
     solve,
 )
+from actorgrad.ops.linalg_decompositions import linalg_det as det
+from actorgrad.ops.linalg_decompositions import linalg_slogdet as slogdet
 from actorgrad.ops.linalg_spectral import eigh, eigvalsh, matrix_rank, pinv, qr, svd, svdvals
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
@@ -52,6 +53,7 @@ def vector_norm(
     x: Tensor, ord: float = 2, dim: int | tuple[int, ...] | None = None, keepdim: bool = False, *, dtype: Any = None
 ) -> Tensor:
     """The vector ord-norm of x over `dim` (all elements by default): any number, inf or -inf."""
+    require_tensors("linalg_vector_norm", input=x)
     if isinstance(ord, bool) or not isinstance(ord, int | float):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(ord).__name__}")
     return _pnorm(_in_dtype("linalg.vector_norm", x, dtype), ord, dim, keepdim)
@@ -75,6 +77,7 @@ def matrix_norm(
 ) -> Tensor:
     """The matrix norm over the two dims `dim`: 'fro'; the largest (1, inf) or smallest (-1, -inf) absolute
     column (1) or row (inf) sum; the largest (2) or smallest (-2) singular value, or their sum ('nuc')."""
+    require_tensors("linalg_matrix_norm", input=A)
     first, second = _matrix_dims(A, dim)
     A = _in_dtype("linalg.matrix_norm", A, dtype)
     if ord == "fro":
@@ -96,6 +99,7 @@ def matrix_norm(
 def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """A vector norm (dim an int or one dim, or no dim and a 1-D input) or a matrix norm (two dims, a 2-D input, or
     a string ord), as torch.linalg.norm chooses."""
+    require_tensors("linalg_norm", input=A)
     if dim is not None:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         if len(dims) == 1 and not isinstance(ord, str):
@@ -117,6 +121,7 @@ IDENTITY = Rule("CopyBackwards", ((), lambda ops, g: ops.zeros_like(g)))  # A^0 
 def matrix_power(A: Tensor, n: int) -> Tensor:
     """A multiplied by itself n times (the inverse's power for n < 0, the identity for 0), by repeated squaring
     in PyTorch's order."""
+    require_tensors("linalg_matrix_power", input=A)
     x = A._data
     if x.ndim < 2:
         raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")

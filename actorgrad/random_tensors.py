@@ -122,7 +122,7 @@ def randint(
         raise TypeError(f"randint(): argument 'size' (position {positions['size']}) must be tuple of ints, not "
                         f"{type(size).__name__}")
     low, high = (_int_bound("randint", value, name, positions[name]) for name, value in (("low", low), ("high", high)))
-    shape = checked_shape("randint", (size,))
+    shape = checked_shape("randint", (size,), positions["size"])
     return leaf_on(_random_ints(low, high, shape, generator, dtype_or(dtype, int64)), requires_grad, device)
 
 

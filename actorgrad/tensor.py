@@ -228,6 +228,7 @@ class Tensor:
         new = type(self).__new__(type(self))
         memo[id(self)] = new
         Tensor.__init__(new, self._copied_data(memo), device=self._device)
+        version_counter(new).value = 1  # PyTorch's deepcopy fills the new tensor in place: one change
         new._requires_grad = self.requires_grad
         new._grad = copy.deepcopy(self._grad, memo)
         if hasattr(self, "__dict__"):  # a subclass's own attributes

@@ -72,8 +72,9 @@ def test_workers() -> list[str]:
 
 
 def gpu_tests(limit_s: float) -> str:
-    """The gpu tests (every test marked `gpu`), bounded as a whole: pytest-timeout cannot interrupt a thread stuck in a CUDA wait, and
-    CuPy compiles each new kernel on first use (minutes on a fresh machine), so they run after the benchmarks."""
+    """The gpu tests (every test marked `gpu`), bounded as a whole: pytest-timeout cannot interrupt a thread stuck
+    in a CUDA wait, and CuPy compiles each new kernel on first use (minutes on a fresh machine), so they run after
+    the benchmarks."""
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=60", *test_workers(),
                "-m", "gpu", str(ROOT / "tests")]
     try:

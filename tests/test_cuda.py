@@ -130,6 +130,26 @@ def test_the_fused_cuda_helpers_match_the_generic_ones(dtype, dims):
         np.testing.assert_allclose(got.get(), expected, rtol=rtol, atol=1e-6, err_msg=name)
 
 
+@pytest.mark.parametrize("make, args", [
+    (lambda: cupy.ElementwiseKernel("T g, T r", "T y", "y = r != 0 ? g : (T)zero", "actorgrad_relu_grad"), 2),
+    (lambda: cupy.ElementwiseKernel("T g, T r,", "T y", "y = g", "actorgrad_relu_grad"), 2),
+    (lambda: cupy.ElementwiseKernel("T g, floatt r", "T y", "y = g", "actorgrad_relu_grad"), 2),
+    (lambda: cupy.ReductionKernel("T x, T m", "T s", "exp(x - m)", "a + c", "s = a", "0", "actorgrad_exp_sum"), 2),
+    (lambda: cupy.ReductionKernel("T x, T m", "T s", "exp(x - s)", "a + b", "s = a", "0", "actorgrad_exp_sum"), 2),
+], ids=["undeclared name", "empty parameter", "unknown dtype", "reduce_expr not in a and b", "map_expr reads out"])
+def test_a_fused_kernel_that_cupy_cannot_build_is_refused(make, args):
+    """What NVRTC or CuPy's parameter parser refuses on a GPU, the stand-in refuses too (where it may differ: when)."""
+    x = cupy.ones((2, 3), dtype=np.float32)
+    with pytest.raises(Exception):  # noqa: B017, PT011 - CuPy's Exception, TypeError or CompileException
+        make()(*[x] * args)
+
+
+def test_a_fused_kernel_given_two_dtypes_for_one_placeholder_raises_cupys_type_error():
+    relu_grad = cupy.ElementwiseKernel("T g, T r", "T y", "y = r != 0 ? g : (T)0", "actorgrad_relu_grad")
+    with pytest.raises(TypeError, match="Type is mismatched"):
+        relu_grad(cupy.ones(2, dtype=np.float32), cupy.ones(2, dtype=np.float64))
+
+
 def test_a_saved_tensor_changed_through_a_view_on_cuda_is_refused():
     x = ag.ones(2, 3, device="cuda", requires_grad=True)
     y = x * 1

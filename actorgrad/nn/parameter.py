@@ -22,5 +22,11 @@ class Parameter(Tensor):
             raise TypeError(f"Parameter(): data must be a Tensor, got {type(data).__name__}")
         super().__init__(data._data, requires_grad=requires_grad, device=data._device)
 
+    def __deepcopy__(self, memo: dict) -> Parameter:
+        """A new Parameter of a copy of the data, as PyTorch's: no `.grad`, a fresh version counter."""
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.detach().clone(), self.requires_grad)
+        return memo[id(self)]
+
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()

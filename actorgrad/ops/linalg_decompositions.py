@@ -131,6 +131,14 @@ SOLVE = Rule(
 CHOLESKY = Rule("LinalgCholeskyExBackward0", (("result",), _cholesky_grad))
 
 
+def require_tensors(op: str, **operands: Any) -> None:
+    """PyTorch's error for an operand that is no tensor, naming the op as its error does (linalg_det, det)."""
+    for position, (name, value) in enumerate(operands.items(), 1):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not "
+                            f"{type(value).__name__}")
+
+
 def check_square(op: str, input: Tensor, name: str = "A") -> Any:
     """The input's array, after PyTorch's checks for a batch of square floating-point matrices."""
     x = input._data
@@ -202,39 +210,57 @@ def _inverted(op: str, input: Tensor) -> Any:
 
 def inv(A: Tensor) -> Tensor:
     """The inverse of each square matrix."""
+    require_tensors("linalg_inv", A=A)
     check_square("linalg.inv", A)
     return record(INV, _inverted("linalg.inv", A), (A,))
 
 
 def inverse(input: Tensor) -> Tensor:
     """torch.inverse: linalg.inv."""
+    require_tensors("inverse", input=input)
     return inv(input)
 
 
-def det(A: Tensor) -> Tensor:
+def linalg_det(A: Tensor) -> Tensor:
     """The determinant of each square matrix."""
+    require_tensors("linalg_det", A=A)
     x = check_square("linalg.det", A)
     return record(DET, A._device.xp.linalg.det(x).astype(x.dtype, copy=False), (A,))
 
 
-def slogdet(A: Tensor) -> SlogdetResult:
+def det(input: Tensor) -> Tensor:
+    """torch.det: linalg.det, whose errors name it differently."""
+    require_tensors("det", input=input)
+    return linalg_det(input)
+
+
+def linalg_slogdet(A: Tensor) -> SlogdetResult:
     """The sign and the log of the absolute value of each determinant: (0, -inf) for a singular matrix."""
+    require_tensors("linalg_slogdet", A=A)
     x = check_square("linalg.slogdet", A)
     sign, logabsdet = A._device.xp.linalg.slogdet(x)
     outputs = (sign.astype(x.dtype, copy=False), logabsdet.astype(x.dtype, copy=False))
     return SlogdetResult(*record_outputs(SLOGDET, outputs, (A,)))
 
 
+def slogdet(input: Tensor) -> SlogdetResult:
+    """torch.slogdet: linalg.slogdet, whose errors name it differently."""
+    require_tensors("slogdet", input=input)
+    return linalg_slogdet(input)
+
+
 def logdet(input: Tensor) -> Tensor:
     """log(det): nan for a negative determinant, -inf for a singular matrix, as PyTorch's (a where over slogdet)."""
+    require_tensors("logdet", input=input)
     check_square("logdet", input)
-    sign, logabsdet = slogdet(input)
+    sign, logabsdet = linalg_slogdet(input)
     return where(sign < 0, np.nan, logabsdet)
 
 
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """X with A X = B (batch dims broadcast); B may be a vector, or a batch of vectors (B.ndim == A.ndim - 1 with
     A's leading shape), as in PyTorch. left=False solves X A = B."""
+    require_tensors("linalg_solve", A=A, B=B)
     if not left:
         return solve(A.mT, B.mT).mT
     a, b = A._data, B._data
@@ -273,6 +299,7 @@ def solved(xp: Any, a: Any, b: Any) -> Any:
 
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """The lower-triangular L with A = L L^T (only A's lower triangle is read), or with upper=True L^T."""
+    require_tensors("linalg_cholesky", input=A)
     x = check_square("linalg.cholesky", A)
     xp = A._device.xp
     lower = xp.tril(x)

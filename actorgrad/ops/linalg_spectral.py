@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.grad_mode import _grad_enabled
-from actorgrad.ops.linalg_decompositions import _mT, check_floating, check_square, record_outputs
+from actorgrad.ops.linalg_decompositions import _mT, check_floating, check_square, record_outputs, require_tensors
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
@@ -93,12 +93,14 @@ def _check_matrices(op: str, A: Tensor) -> Any:
 
 def svd(A: Tensor, full_matrices: bool = True) -> SvdResult:
     """U, S, Vh with A = U diag(S) Vh, S descending (U and Vh square with `full_matrices`)."""
+    require_tensors("linalg_svd", A=A)
     x = _check_matrices("linalg.svd", A)
     return SvdResult(*record_outputs(SVD, A._device.xp.linalg.svd(x, full_matrices=full_matrices), (A,)))
 
 
 def svdvals(A: Tensor) -> Tensor:
     """The singular values of each matrix, descending."""
+    require_tensors("linalg_svdvals", A=A)
     x = _check_matrices("linalg.svd", A)  # PyTorch's svdvals names the svd it calls
     if A.requires_grad and _grad_enabled.get():  # as PyTorch: output 1 of the SVD's node, whose backward needs U, Vh
         return svd(A, full_matrices=False).S
@@ -131,6 +133,7 @@ def _check_uplo(UPLO: str) -> str:
 def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
     """The ascending eigenvalues and orthonormal eigenvectors of each symmetric matrix; only the triangle UPLO
     names is read."""
+    require_tensors("linalg_eigh", input=A)
     x = check_square("linalg.eigh", A)
     uplo = _check_uplo(UPLO)
     return EighResult(*record_outputs(EIGH, A._device.xp.linalg.eigh(x, UPLO=uplo), (A,), uplo=uplo))
@@ -138,6 +141,7 @@ def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
 
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     """The ascending eigenvalues of each symmetric matrix."""
+    require_tensors("linalg_eigvalsh", input=A)
     x = check_square("linalg.eigvalsh", A)
     uplo = _check_uplo(UPLO)
     if A.requires_grad and _grad_enabled.get():  # as PyTorch: output 0 of eigh's node, whose backward needs V
@@ -186,6 +190,7 @@ QR = Rule("LinalgQrBackward0", (("self", "mode"), lambda ops, g, self, mode: _qr
 
 def qr(A: Tensor, mode: str = "reduced") -> QrResult:
     """Q with orthonormal columns and upper-triangular R, A = Q R ('complete': Q square; 'r': R only, Q empty)."""
+    require_tensors("linalg_qr", A=A)
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
                            "or 'complete'")

@@ -467,22 +467,94 @@ _KERNELS = {
     "actorgrad_log_softmax_grad": lambda g, r, s: g - _np.exp(r) * s,
 }
 _REDUCTIONS = {"actorgrad_exp_sum": lambda x, m, axis, keepdims: _np.exp(x - m).sum(axis=axis, keepdims=keepdims)}
+# What a kernel's C source may name besides its parameters and type placeholders: CUDA math functions the fused
+# kernels use (float and double overloads) and C words. Anything else would fail NVRTC's compile on a GPU.
+_CUDA_WORDS = {"exp", "log", "log1p", "expm1", "sqrt", "fabs", "fmax", "fmin", "tanh", "isnan", "isinf", "true",
+               "false"}
+
+
+def _kernel_params(params: str, is_input: bool) -> list[tuple[str, str]]:
+    """(type, name) of each parameter, by CuPy's grammar (cupy/_core/_kernel.pyx, _get_param_info and
+    ParameterInfo): comma-separated `[raw] [_non_const] type name`, the type one letter (a placeholder bound at
+    the call) or a numpy dtype name."""
+    found = []
+    for param in params.strip().split(",") if params else ():
+        words = param.split()
+        if len(words) < 2:
+            raise Exception(f"Syntax error: {param}")
+        for word in words[:-2]:
+            if word not in ("raw", "_non_const"):
+                raise Exception(f'Unknown keyword "{word}"')
+        kind, name = words[-2:]
+        if len(kind) > 1:
+            _np.dtype(kind)  # CuPy's get_dtype: a TypeError for a name numpy does not know
+        found.append((kind, name))
+    return found
+
+
+def _check_source(what: str, source: str, names: set) -> None:
+    """Every identifier in a kernel's C source is declared, a placeholder type or a CUDA word (number literals
+    such as 1e-5f dropped first); else NVRTC's compile fails when the kernel is first called on a GPU."""
+    for word in re.findall(r"[A-Za-z_]\w*", re.sub(r"(?<![\w.])[0-9.][\w.]*(?:[eE][-+]\d+\w*)?", " ", source)):
+        if word not in names and word not in _CUDA_WORDS:
+            raise Exception(f"{what} names '{word}', which is no parameter, type or known CUDA function: {source!r}")
+
+
+def _check_kernel_name(name: str) -> None:
+    if not re.match(r"[a-zA-Z_][a-zA-Z_0-9]*\Z", name):  # cupy/cuda/compiler.py, is_valid_kernel_name
+        raise ValueError(f'Invalid kernel name: "{name}"')
+
+
+def _bind_types(name: str, params: list, args: tuple) -> None:
+    """A placeholder takes one dtype across its arrays; a named dtype takes only itself (cupy/_core/_kernel.pyx,
+    _decide_params_type_core: 'Type is mismatched')."""
+    bound: dict = {}
+    for (kind, param), arg in zip(params, args):
+        if not isinstance(arg, ndarray):
+            continue
+        want = bound.setdefault(kind, arg.dtype) if len(kind) == 1 else _np.dtype(kind)
+        if arg.dtype != want:
+            raise TypeError(f"Type is mismatched. {param} {arg.dtype.type} {want.type} {kind} (kernel {name})")
 
 
 class ElementwiseKernel:
     def __init__(self, in_params: str, out_params: str, operation: str, name: str = "kernel", **options: Any):
-        self._run = _KERNELS[name]
+        _check_kernel_name(name)
+        self._in, self._out = _kernel_params(in_params, True), _kernel_params(out_params, False)
+        if "i" in {p for _, p in self._in + self._out}:
+            raise ValueError("Can not use 'i' as a parameter name")
+        _check_source(name, operation, {word for param in self._in + self._out for word in param} | {"i"})
+        self._name, self._run = name, _KERNELS[name]
 
-    def __call__(self, *args: Any) -> ndarray:
+    def __call__(self, *args: Any, **kwargs: Any) -> ndarray:
+        if set(kwargs) - {"size", "stream", "block_size"}:
+            raise TypeError(f"Wrong arguments {kwargs}")
+        if len(args) not in (len(self._in), len(self._in) + len(self._out)):
+            raise TypeError(f"Wrong number of arguments for {self._name!r}")
         _reject_host_arrays("ElementwiseKernel", args)
+        _bind_types(self._name, self._in + self._out, args)
         return _wrap(self._run(*_unwrap(args)))
 
 
 class ReductionKernel:
-    def __init__(self, in_params: str, out_params: str, map_expr: str, reduce_expr: str, post_map_expr: str,
-                 identity: str, name: str = "reduce", **options: Any):
-        self._run = _REDUCTIONS[name]
+    """map_expr reads the inputs; reduce_expr combines `a` and `b`; post_map_expr writes the outputs from `a`
+    (cupy/_core/_reduction.pyx, _create_reduction_function_code: REDUCE(a, b) and POST_MAP(a) are macros)."""
 
-    def __call__(self, *args: Any, axis: Any = None, keepdims: bool = False) -> ndarray:
+    def __init__(self, in_params: str, out_params: str, map_expr: str, reduce_expr: str, post_map_expr: str,
+                 identity: str, name: str = "reduce_kernel", **options: Any):
+        _check_kernel_name(name)
+        self._in, self._out = _kernel_params(in_params, True), _kernel_params(out_params, False)
+        types = {kind for kind, _ in self._in + self._out}
+        _check_source(name, map_expr, types | {p for _, p in self._in})
+        _check_source(name, reduce_expr, types | {"a", "b"})
+        _check_source(name, post_map_expr, types | {"a"} | {p for _, p in self._out})
+        _check_source(name, str(identity), types)
+        self._name, self._run = name, _REDUCTIONS[name]
+
+    def __call__(self, *args: Any, out: Any = None, axis: Any = None, keepdims: bool = False,
+                 stream: Any = None) -> ndarray:
+        if len(args) not in (len(self._in), len(self._in) + len(self._out)):
+            raise TypeError(f"Wrong number of arguments for {self._name}")
         _reject_host_arrays("ReductionKernel", args)
+        _bind_types(self._name, self._in + self._out, args)
         return _wrap(self._run(*_unwrap(args), axis=axis, keepdims=keepdims))
