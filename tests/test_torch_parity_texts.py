@@ -2,6 +2,7 @@
 that is no tensor, the size errors of the creation functions, and a deep copy's version counter."""
 
 import copy
+import re
 
 import pytest
 
@@ -110,3 +111,15 @@ def test_deepcopy_of_a_parameter_is_a_fresh_parameter_without_its_grad():
     assert p.tolist() == [1.0, 1.0]
     frozen = copy.deepcopy(ag.nn.Parameter(ag.ones(2), requires_grad=False))
     assert not frozen.requires_grad
+
+
+@pytest.mark.parametrize(("equation", "index"), [("éj->j", 0), ("ij->j2", 5), ("i-j->j", 1), ("ij->>j", 4)])
+def test_einsum_refuses_a_subscript_that_is_not_an_ascii_letter_naming_its_index(equation, index):
+    message = (f"einsum(): invalid subscript given at index {index} in the equation string, subscripts must be in "
+               "[a-zA-Z]")
+    with pytest.raises(RuntimeError, match=f"^{re.escape(message)}$"):
+        ag.einsum(equation, ag.ones(2, 2))
+
+
+def test_einsum_takes_spaces_in_its_equation():
+    assert ag.einsum("i j -> j", ag.ones(2, 2)).tolist() == [2.0, 2.0]

@@ -8,6 +8,7 @@ einsum refuses repeated subscripts within one operand (diagonals: use diagonal) 
 from __future__ import annotations
 
 import math
+import string
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,11 @@ def _rule(count: int) -> Rule:
 
 def _parse(equation: str, arrays: list[np.ndarray]) -> tuple[list[str], str, dict[str, int]]:
     """The operands' subscripts, the output's, and each letter's size."""
+    arrow = equation.find("->")
+    for index, c in enumerate(equation):
+        if not (c in string.ascii_letters or c in " ,." or arrow >= 0 and index in (arrow, arrow + 1)):
+            raise RuntimeError(f"einsum(): invalid subscript given at index {index} in the equation string, "
+                               "subscripts must be in [a-zA-Z]")
     equation = equation.replace(" ", "")
     if "." in equation:
         raise RuntimeError("einsum(): '...' (ellipsis) is not supported by actorgrad; name every dimension")
@@ -68,8 +74,6 @@ def _parse(equation: str, arrays: list[np.ndarray]) -> tuple[list[str], str, dic
         raise RuntimeError(f"einsum(): {more} operands were provided than specified in the equation")
     sizes: dict[str, int] = {}
     for k, (s, a) in enumerate(zip(subs, arrays)):
-        if not all(c.isalpha() for c in s):
-            raise RuntimeError(f"einsum(): invalid subscript given in the equation for operand {k}: '{s}'")
         if len(s) != a.ndim:
             raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match the "
                                f"number of dimensions ({a.ndim}) for operand {k} and no ellipsis was given")
