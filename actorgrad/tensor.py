@@ -240,7 +240,7 @@ class Tensor:
         the copy of the memory this array views, so tensors that shared memory (a base and its views, a `detach()`)
         still share it, each at its offset and strides (as plain tensors: no view base, as in PyTorch)."""
         x = self._data
-        root = _memory_owner(self)
+        root = memory_owner(self)
         if root is x:  # memoized, so the copies of views of this tensor view this copy
             return copy.deepcopy(x, memo)
         copied = copy.deepcopy(root, memo)
@@ -305,7 +305,7 @@ class Tensor:
     def storage_offset(self) -> int:
         """Where this tensor's first element lies in the memory it shares with its views, in elements."""
         x = self._data
-        return (_address(x) - _address(_memory_owner(self))) // x.itemsize
+        return (_address(x) - _address(memory_owner(self))) // x.itemsize
 
     @property
     def dtype(self) -> np.dtype:
@@ -427,13 +427,18 @@ def _checked_dim(dim: Any, ndim: int, op: str) -> int:
     return int(dim)
 
 
-def _memory_owner(t: Tensor) -> Any:
+def array_storage(array: Any) -> Any:
+    """The array that owns `array`'s memory. Numpy and CuPy views name the array they view as `base` (a numpy
+    array's base may also be a buffer of another kind, such as bytes, which ends the walk)."""
+    kind = array.__class__
+    while isinstance(array.base, kind):
+        array = array.base
+    return array
+
+
+def memory_owner(t: Tensor) -> Any:
     """The array owning the memory `t`'s array views (itself when it views none)."""
-    x = t._data
-    owner = x if t._base is None else t._base._data  # CuPy's as_strided arrays name no base
-    while isinstance(owner.base, type(x)):  # a view's base is the array whose memory it views
-        owner = owner.base
-    return owner
+    return array_storage(t._data if t._base is None else t._base._data)  # CuPy's as_strided arrays name no base
 
 
 def _address(array: Any) -> int:

@@ -34,7 +34,7 @@ ERFC_TAIL_Q = (1.0, 2.56852019228982242e00, 1.87295284992346047e00, 5.2790510295
 INV_SQRT_PI = 1 / math.sqrt(math.pi)
 
 
-def _polynomial(xp: Any, coefficients: tuple, x: Any) -> Any:
+def polynomial(xp: Any, coefficients: tuple, x: Any) -> Any:
     """Horner's rule, as numpy's polyval runs it (CuPy's polyval takes coefficients only as a device array)."""
     out = xp.zeros_like(x)
     for c in coefficients:
@@ -43,7 +43,7 @@ def _polynomial(xp: Any, coefficients: tuple, x: Any) -> Any:
 
 
 def _rational(xp: Any, p: tuple, q: tuple, x: Any) -> Any:
-    return _polynomial(xp, p, x) / _polynomial(xp, q, x)
+    return polynomial(xp, p, x) / polynomial(xp, q, x)
 
 
 def _exp_minus_square(xp: Any, y: Any) -> Any:

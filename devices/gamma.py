@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.devices.erf import _polynomial
 from actorgrad.devices.erf import erf as erf_kernel
 from actorgrad.devices.erf import erfc as erfc_kernel
+from actorgrad.devices.erf import polynomial
 
 STIRLING = 10.0  # lgamma from Stirling's series at and beyond here
 ONE_MINUS_EULER = 0.42278433509846713  # 1 - Euler's gamma
@@ -83,12 +83,12 @@ def _lgamma_positive(xp: Any, x: Any) -> Any:
     small = x < 0.5
     near_one = x < 1.5
     z = xp.where(small, x, xp.where(near_one, x - 1, mid - 2 - steps))
-    series = z * ONE_MINUS_EULER + z * z * _polynomial(xp, LGAMMA_SERIES, z)
+    series = z * ONE_MINUS_EULER + z * z * polynomial(xp, LGAMMA_SERIES, z)
     series = xp.where(near_one, series - xp.log1p(z), series + xp.log(factors))
     series = xp.where(small, series - xp.log(xp.where(small, x, 1.0)), series)
     big = xp.maximum(x, STIRLING)
     inverse = 1 / big
-    stirling = (big - 0.5) * (xp.log(big) - 1) + (HALF_LOG_2PI - 0.5) + inverse * _polynomial(
+    stirling = (big - 0.5) * (xp.log(big) - 1) + (HALF_LOG_2PI - 0.5) + inverse * polynomial(
         xp, STIRLING_SERIES, inverse * inverse
     )
     return xp.where(x >= STIRLING, stirling, series)
@@ -124,7 +124,7 @@ def digamma(xp: Any, x: Any) -> Any:
             out = out - xp.where(below, 1 / y, 0.0)
             y = xp.where(below, y + 1, y)
         z = 1 / (y * y)
-        out = out + xp.log(y) - 0.5 / y - z * _polynomial(xp, DIGAMMA_SERIES, z)
+        out = out + xp.log(y) - 0.5 / y - z * polynomial(xp, DIGAMMA_SERIES, z)
         r = x - xp.trunc(x)  # in (-1, 0]; tan has period pi, and pi r loses x's last bits next to -1
         r = xp.where(r < -0.5, r + 1, r)
         out = xp.where(negative, out - math.pi / xp.tan(math.pi * r), out)
@@ -151,7 +151,7 @@ def _hurwitz_zeta(xp: Any, s: int, q: Any) -> Any:
         coefficients.append(b / math.factorial(2 * k) * rising)
         rising *= (s + 2 * k - 1) * (s + 2 * k)
     v = 1 / (w * w)
-    tail = 1 / (s - 1) + 0.5 / w + v * _polynomial(xp, coefficients[::-1], v)
+    tail = 1 / (s - 1) + 0.5 / w + v * polynomial(xp, coefficients[::-1], v)
     return total + w ** float(1 - s) * tail
 
 
@@ -199,9 +199,9 @@ def erfinv(xp: Any, y: Any) -> Any:
     with np.errstate(all="ignore"):
         a = xp.abs(y)
         z = a * a
-        central = a * _polynomial(xp, ERFINV_A, z) / _polynomial(xp, ERFINV_B, z)
+        central = a * polynomial(xp, ERFINV_A, z) / polynomial(xp, ERFINV_B, z)
         t = xp.sqrt(-xp.log((1 - a) / 2))
-        tail = _polynomial(xp, ERFINV_C, t) / _polynomial(xp, ERFINV_D, t)
+        tail = polynomial(xp, ERFINV_C, t) / polynomial(xp, ERFINV_D, t)
         u = xp.where(a <= ERFINV_CENTRAL, central, tail)
         u = xp.where(a < 1, u, 0.0)  # finite, so that the steps below stay finite; replaced at the end
         near = a <= 0.5

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES, int_tuple
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.selection import clamp
 from actorgrad.ops.statistics import norm
@@ -107,20 +107,9 @@ def _check_param_dtypes(input: Tensor, params: tuple[Tensor | None, ...]) -> Non
             raise RuntimeError(f"expected scalar type {SCALAR_NAMES[dtype]} but found {SCALAR_NAMES.get(d, d)}")
 
 
-def _shape_argument(normalized_shape: Any) -> tuple[int, ...]:
-    """PyTorch's parsing of a `tuple of ints` argument: a tuple, list or Size of integers, nothing else."""
-    head = "layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints"
-    if not isinstance(normalized_shape, tuple | list):
-        raise TypeError(f"{head}, not {type(normalized_shape).__name__}")
-    for i, n in enumerate(normalized_shape):
-        if isinstance(n, bool) or not isinstance(n, int | np.integer):
-            raise TypeError(f"{head}, but found element of type {type(n).__name__} at pos {i}")
-    return tuple(int(n) for n in normalized_shape)
-
-
 def layer_norm(input: Tensor, normalized_shape: tuple[int, ...] | list[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    shape = _shape_argument(normalized_shape)
+    shape = int_tuple(normalized_shape, "layer_norm", "normalized_shape", 2)
     common_device(tuple(t for t in (input, weight, bias) if t is not None))
     _check_param_dtypes(input, (weight, bias))
     if not shape:

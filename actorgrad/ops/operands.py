@@ -113,6 +113,18 @@ _C_TYPES = {np.dtype(t): name for t, name in (
 )}
 
 
+def int_tuple(value: Any, op: str, name: str, position: int) -> tuple[int, ...]:
+    """PyTorch's parsing of a `tuple of ints` argument: a tuple or list of integers, nothing else, refused with
+    its argument error."""
+    head = f"{op}(): argument '{name}' (position {position}) must be tuple of ints"
+    if not isinstance(value, tuple | list):
+        raise TypeError(f"{head}, not {type(value).__name__}")
+    for i, n in enumerate(value):
+        if isinstance(n, bool) or not isinstance(n, int | np.integer):
+            raise TypeError(f"{head}, but found element of type {type(n).__name__} at pos {i}")
+    return tuple(int(n) for n in value)
+
+
 def checked_int(value: int) -> int:
     """A Python int as PyTorch takes one as a number: it must fit int64, or uint64 when positive."""
     if value < -(1 << 63):

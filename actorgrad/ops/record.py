@@ -20,7 +20,7 @@ from actorgrad.grad_mode import _grad_enabled, _inference_mode
 from actorgrad.node import InputMetadata, Node
 from actorgrad.ops.operands import as_operand, result_type
 from actorgrad.saved_tensors import SavedOutput, _saved_tensors_hooks, pack_saved
-from actorgrad.tensor import Tensor, last_change, version_counter
+from actorgrad.tensor import Tensor, array_storage, last_change, version_counter
 
 SECOND_BACKWARD = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -337,28 +337,26 @@ def record(
     return out
 
 
-def _storage(array: Any) -> Any:
-    """The array that owns `array`'s memory. Numpy and CuPy views name the array they view as `base` (a numpy
-    array's base may also be a buffer of another kind, such as bytes, which ends the walk)."""
-    kind = array.__class__
-    while isinstance(array.base, kind):
-        array = array.base
-    return array
 
 
 def share_if_view(out: Tensor, inputs: tuple[Tensor, ...]) -> None:
     """Make `out` a view of the input whose storage its array is a view of (reshape, transpose, basic
     indexing, expand ...): it shares that input's version counter and names the input's base as its own."""
-    storage = _storage(out._data)
+    storage = array_storage(out._data)
     for t in inputs:
-        if _storage(t._data) is storage:
-            vc = version_counter(t)
-            out._vc = vc
-            out._base = t if t._base is None else t._base
-            if vc.views is None:
-                vc.views = weakref.WeakSet()
-            vc.views.add(out)
+        if array_storage(t._data) is storage:
+            make_view(out, t)
             return
+
+
+def make_view(out: Tensor, t: Tensor) -> None:
+    """Make `out` a view of `t`: it shares `t`'s version counter and names `t`'s base as its own."""
+    vc = version_counter(t)
+    out._vc = vc
+    out._base = t if t._base is None else t._base
+    if vc.views is None:
+        vc.views = weakref.WeakSet()
+    vc.views.add(out)
 
 
 def as_tensor_operand(value: Any, like: Tensor) -> Tensor:

@@ -8,7 +8,6 @@ several times is the sum of the gradients of its reads.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
@@ -16,8 +15,9 @@ import numpy as np
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops.indexing import on_device
 from actorgrad.ops.inplace import _check_grad_mode_view, _check_rebase, _move_history
-from actorgrad.ops.record import Rule, _storage, record
-from actorgrad.tensor import Tensor, _address, bump_version, refuse_inference_change, version_counter
+from actorgrad.ops.operands import int_tuple
+from actorgrad.ops.record import Rule, make_view, record
+from actorgrad.tensor import Tensor, bump_version, memory_owner, refuse_inference_change
 
 __all__ = ["as_strided", "as_strided_"]
 
@@ -36,17 +36,6 @@ AS_STRIDED = Rule("AsStridedBackward0", _GRAD)
 AS_STRIDED_INPLACE = Rule("AsStridedBackward1", _GRAD)
 
 
-def _int_list(value: Any, op: str, name: str, position: int) -> tuple[int, ...]:
-    """`value` as a tuple of ints, refused with PyTorch's argument error otherwise."""
-    head = f"{op}(): argument '{name}' (position {position}) must be tuple of ints"
-    if not isinstance(value, tuple | list):
-        raise TypeError(f"{head}, not {type(value).__name__}")
-    for i, n in enumerate(value):
-        if not isinstance(n, int | np.integer) or isinstance(n, bool):
-            raise TypeError(f"{head}, but found element of type {type(n).__name__} at pos {i}")
-    return tuple(int(n) for n in value)
-
-
 def _places(offset: int, size: tuple[int, ...], stride: tuple[int, ...]) -> np.ndarray:
     """The storage index of each element of the geometry (size, stride, offset), as an int64 array of `size`."""
     out = np.full(size, offset, np.int64)
@@ -58,8 +47,7 @@ def _places(offset: int, size: tuple[int, ...], stride: tuple[int, ...]) -> np.n
 def _storage_of(input: Tensor) -> Any:
     """The array owning `input`'s memory, refused when it is no single block of `input`'s dtype, where element
     counts in it would not be the storage's."""
-    owner = input if input._base is None else input._base  # a CuPy strided view names no numpy-style base
-    root = _storage(owner._data)
+    root = memory_owner(input)
     x = input._data
     if not (root.flags.c_contiguous or root.flags.f_contiguous) or root.dtype != x.dtype:
         raise RuntimeError(
@@ -72,8 +60,8 @@ def _storage_of(input: Tensor) -> Any:
 
 def _strided(op: str, input: Tensor, size: Any, stride: Any, storage_offset: Any, method: bool, rule: Rule) -> Tensor:
     first = 1 if method else 2  # the argument positions PyTorch's errors name
-    size = _int_list(size, op, "size", first)
-    stride = _int_list(stride, op, "stride", first + 1)
+    size = int_tuple(size, op, "size", first)
+    stride = int_tuple(stride, op, "stride", first + 1)
     if storage_offset is not None and (not isinstance(storage_offset, int | np.integer) or
                                        isinstance(storage_offset, bool)):
         raise TypeError(
@@ -86,7 +74,7 @@ def _strided(op: str, input: Tensor, size: Any, stride: Any, storage_offset: Any
     x = input._data
     root = _storage_of(input)
     itemsize = x.itemsize
-    own_offset = (_address(x) - _address(root)) // itemsize
+    own_offset = input.storage_offset()
     offset = own_offset if storage_offset is None else int(storage_offset)
     if offset < 0:
         raise RuntimeError(f"Tensor: invalid storage offset {offset}")
@@ -111,11 +99,7 @@ def _strided(op: str, input: Tensor, size: Any, stride: Any, storage_offset: Any
         params = _geometry(input, size, stride, offset, own_offset)
     out = record(rule, data, (input,), **params)
     if out._base is None:  # a CuPy strided array names no base, so record could not tell it is a view
-        vc = out._vc = version_counter(input)
-        out._base = input if input._base is None else input._base
-        if vc.views is None:
-            vc.views = weakref.WeakSet()
-        vc.views.add(out)
+        make_view(out, input)
     return out
 
 
