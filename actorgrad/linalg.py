@@ -15,13 +15,12 @@ from actorgrad.ops.linalg_decompositions import (
     check_floating,
     cholesky,
     inv,
-    require_tensors,
     solve,
 )
 from actorgrad.ops.linalg_decompositions import linalg_det as det
 from actorgrad.ops.linalg_decompositions import linalg_slogdet as slogdet
 from actorgrad.ops.linalg_spectral import eigh, eigvalsh, matrix_rank, pinv, qr, svd, svdvals
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import normalize_dims
 from actorgrad.ops.shape import permute, to_dtype

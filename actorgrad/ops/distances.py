@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.statistics import norm
 from actorgrad.tensor import Tensor
@@ -59,10 +59,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     """||x1[..., i, :] - x2[..., j, :]||_p for every pair of rows (batch dims broadcast)."""
     if compute_mode not in _COMPUTE_MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
-    for position, t in enumerate((x1, x2), 1):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"cdist(): argument 'x{position}' (position {position}) must be Tensor, not "
-                            f"{type(t).__name__}")
+    require_tensors("cdist", x1=x1, x2=x2)
     for name, t in (("X1", x1), ("X2", x2)):
         if t.ndim < 2:
             raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {t.ndim}D")

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.operands import common_dtype, data_as, kernel_operands
-from actorgrad.ops.pointwise import _broadcast_kernel, _require_tensors
+from actorgrad.ops.operands import common_dtype, data_as, kernel_operands, require_tensors
+from actorgrad.ops.pointwise import _broadcast_kernel
 from actorgrad.ops.record import Rule, as_tensor_operand, common_device, record
 from actorgrad.tensor import Tensor
 
@@ -50,7 +50,7 @@ def fmod(input: Tensor, other: Tensor | float) -> Tensor:
 
 
 def _choose(op: str, rule: Rule, kernel: str, input: Tensor, other: Tensor) -> Tensor:
-    _require_tensors(op, input=input, other=other)
+    require_tensors(op, input=input, other=other)
     device = common_device((input, other))
     dtype = common_dtype(input, other)
     xp = device.xp

@@ -11,7 +11,7 @@ import numpy as np
 
 from actorgrad.devices import gamma as kernels
 from actorgrad.ops.inplace import write_in_place
-from actorgrad.ops.operands import SCALAR_NAMES, floating
+from actorgrad.ops.operands import SCALAR_NAMES, floating, require_tensors
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
@@ -55,11 +55,6 @@ MVLGAMMA = Rule("MvlgammaBackward0", (("self", "p"), _mvlgamma_grad),
                 cost=lambda data, params: 150 * params["p"] * data.size)
 
 
-def _tensor(input: Any, name: str, position: int = 1) -> None:
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{name}(): argument 'input' (position {position}) must be Tensor, not {type(input).__name__}")
-
-
 def _int(value: Any, name: str, argument: str, position: int) -> int:
     """An int argument as PyTorch parses one: no bool, no float, and it must fit int64."""
     if isinstance(value, bool) or not isinstance(value, Integral):
@@ -88,17 +83,17 @@ def _apply(rule: Rule, kernel: Any, input: Tensor, **params: Any) -> Tensor:
 
 
 def _lgamma(input: Tensor, name: str) -> Tensor:
-    _tensor(input, name)
+    require_tensors(name, input=input)
     return _apply(LGAMMA, kernels.lgamma, input)
 
 
 def _digamma(input: Tensor, name: str) -> Tensor:
-    _tensor(input, name)
+    require_tensors(name, input=input)
     return _apply(DIGAMMA, kernels.digamma, input)
 
 
 def _erfinv(input: Tensor, name: str) -> Tensor:
-    _tensor(input, name)
+    require_tensors(name, input=input)
     return _apply(ERFINV, kernels.erfinv, input)
 
 
@@ -132,7 +127,7 @@ def digamma(input: Tensor) -> Tensor:
 def polygamma(n: int, input: Tensor) -> Tensor:
     """The n-th derivative of digamma (n >= 0; polygamma(0, x) is digamma(x))."""
     n = _order(n, "polygamma")
-    _tensor(input, "polygamma", 2)
+    require_tensors("polygamma", 2, input=input)
     return _polygamma(POLYGAMMA, n, input)
 
 
@@ -144,7 +139,7 @@ def erfinv(input: Tensor) -> Tensor:
 def mvlgamma(input: Tensor, p: int) -> Tensor:
     """The multivariate log-gamma of dimension p >= 1: sum over j < p of lgamma(input - j / 2), plus
     p (p - 1) / 4 log(pi)."""
-    _tensor(input, "mvlgamma")
+    require_tensors("mvlgamma", input=input)
     return _mvlgamma(input, _mvlgamma_order(input, p, "mvlgamma", 2))
 
 
@@ -167,13 +162,13 @@ def special_psi(input: Tensor) -> Tensor:
 def special_polygamma(n: int, input: Tensor) -> Tensor:
     """The n-th derivative of digamma (polygamma)."""
     n = _order(n, "special_polygamma")
-    _tensor(input, "special_polygamma", 2)
+    require_tensors("special_polygamma", 2, input=input)
     return _polygamma(POLYGAMMA, n, input)
 
 
 def special_multigammaln(input: Tensor, p: int) -> Tensor:
     """The multivariate log-gamma of dimension p (mvlgamma)."""
-    _tensor(input, "special_multigammaln")
+    require_tensors("special_multigammaln", input=input)
     return _mvlgamma(input, _mvlgamma_order(input, p, "special_multigammaln", 2))
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.node import InputMetadata
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import FormulaNode, Rule, record, same_device
 from actorgrad.ops.selection import where
 from actorgrad.tensor import Tensor
@@ -129,14 +129,6 @@ SOLVE = Rule(
     (("self", "vector", "other_shape"), _solve_other_grad),
 )
 CHOLESKY = Rule("LinalgCholeskyExBackward0", (("result",), _cholesky_grad))
-
-
-def require_tensors(op: str, **operands: Any) -> None:
-    """PyTorch's error for an operand that is no tensor, naming the op as its error does (linalg_det, det)."""
-    for position, (name, value) in enumerate(operands.items(), 1):
-        if not isinstance(value, Tensor):
-            raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not "
-                            f"{type(value).__name__}")
 
 
 def check_square(op: str, input: Tensor, name: str = "A") -> Any:

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from actorgrad.grad_mode import _grad_enabled
-from actorgrad.ops.linalg_decompositions import _mT, check_floating, check_square, record_outputs, require_tensors
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.linalg_decompositions import _mT, check_floating, check_square, record_outputs
+from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 

@@ -113,6 +113,15 @@ _C_TYPES = {np.dtype(t): name for t, name in (
 )}
 
 
+def require_tensors(op: str, first: int = 1, **operands: Any) -> None:
+    """PyTorch's error for an operand that is no tensor; positions count from `first` (a method's from its first
+    argument after self)."""
+    for position, (name, value) in enumerate(operands.items(), first):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not "
+                            f"{type(value).__name__}")
+
+
 def int_tuple(value: Any, op: str, name: str, position: int) -> tuple[int, ...]:
     """PyTorch's parsing of a `tuple of ints` argument: a tuple or list of integers, nothing else, refused with
     its argument error."""

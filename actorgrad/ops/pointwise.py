@@ -16,6 +16,7 @@ from actorgrad.ops.operands import (
     floating,
     kernel_operands,
     number_array,
+    require_tensors,
 )
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
@@ -66,15 +67,6 @@ ADDCDIV = Rule(
 )
 
 
-def _require_tensors(op: str, first: int = 1, **operands: Any) -> None:
-    """PyTorch's error for an operand that is no tensor; positions count from `first` (a method's from its first
-    argument after self)."""
-    for position, (name, value) in enumerate(operands.items(), first):
-        if not isinstance(value, Tensor):
-            raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not "
-                            f"{type(value).__name__}")
-
-
 def _broadcast_kernel(op: str, kernel: Any, *arrays: Any) -> Any:
     try:
         return kernel(*arrays)
@@ -84,7 +76,7 @@ def _broadcast_kernel(op: str, kernel: Any, *arrays: Any) -> Any:
 
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     """The angle of the point (other, input), in (-pi, pi]; integer inputs give the default float dtype."""
-    _require_tensors("atan2", input=input, other=other)
+    require_tensors("atan2", input=input, other=other)
     device = common_device((input, other))
     dtype = floating(common_dtype(input, other))
     x, y = kernel_operands(data_as(input, dtype), data_as(other, dtype))
@@ -99,7 +91,7 @@ def arctan2(input: Tensor, other: Tensor) -> Tensor:
 def lerp(input: Tensor, end: Tensor, weight: float | Tensor) -> Tensor:
     """input + weight * (end - input), computed from whichever end is nearer (as PyTorch's kernel, so weight 1
     gives `end` exactly). All tensors must share one floating dtype."""
-    _require_tensors("lerp", input=input, end=end)
+    require_tensors("lerp", input=input, end=end)
     tensors = {"end": end, "weight": weight} if isinstance(weight, Tensor) else {"end": end}
     x = input._data
     for name, t in tensors.items():
@@ -122,7 +114,7 @@ def lerp(input: Tensor, end: Tensor, weight: float | Tensor) -> Tensor:
 
 
 def _addc(op: str, rule: Rule, kernel: Any, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:
-    _require_tensors(op, input=input, tensor1=tensor1, tensor2=tensor2)
+    require_tensors(op, input=input, tensor1=tensor1, tensor2=tensor2)
     device = common_device((input, tensor1, tensor2))
     dtype = common_dtype(input, tensor1, tensor2)
     scale = number_array(value, dtype)[()]  # value is cast to the result's dtype, as PyTorch casts the Scalar
@@ -140,7 +132,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """input + value * tensor1 / tensor2; integer tensor1 and tensor2 are refused, as in PyTorch."""
-    _require_tensors("addcdiv", input=input, tensor1=tensor1, tensor2=tensor2)
+    require_tensors("addcdiv", input=input, tensor1=tensor1, tensor2=tensor2)
     if tensor1.dtype.kind in "biu" and tensor2.dtype.kind in "biu":
         raise RuntimeError(
             "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a "
@@ -156,7 +148,7 @@ def _method(function: Any, *names: str) -> Any:
     """`function` as a Tensor method, whose errors number its tensor arguments from 1 after self, as PyTorch's."""
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
-        _require_tensors(function.__name__, 1, **dict(zip(names, args)))
+        require_tensors(function.__name__, 1, **dict(zip(names, args)))
         return function(self, *args, **kwargs)
 
     method.__name__ = method.__qualname__ = function.__name__

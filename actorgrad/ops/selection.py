@@ -18,6 +18,7 @@ from actorgrad.ops.operands import (
     data_as,
     fitted_number,
     kernel_operands,
+    require_tensors,
     result_type,
 )
 from actorgrad.ops.record import Rule, common_device, record
@@ -165,15 +166,8 @@ def clip(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     return clamp(input, min, max)
 
 
-def _tensor_pair(op: str, input: Any, other: Any) -> None:
-    for position, (name, value) in enumerate((("input", input), ("other", other)), 1):
-        if not isinstance(value, Tensor):
-            raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not "
-                            f"{type(value).__name__}")
-
-
 def _pick(op: str, rule: Rule, kernel: Any, input: Tensor, other: Tensor) -> Tensor:
-    _tensor_pair(op, input, other)
+    require_tensors(op, input=input, other=other)
     return _of_tensors(op, rule, kernel, input, other, result_type(input, other))
 
 

@@ -10,7 +10,15 @@ import numpy as np
 
 from actorgrad.devices.erf import erf as erf_kernel
 from actorgrad.devices.erf import erfc as erfc_kernel
-from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, data_as, floating, kernel_operands, result_type
+from actorgrad.ops.operands import (
+    SCALAR_NAMES,
+    broadcast_error,
+    data_as,
+    floating,
+    kernel_operands,
+    require_tensors,
+    result_type,
+)
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
 
@@ -93,10 +101,7 @@ LOGADDEXP = Rule(
 
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     """log(exp(input) + exp(other)), without overflow; floating dtypes only."""
-    for position, (name, value) in enumerate((("input", input), ("other", other)), 1):
-        if not isinstance(value, Tensor):
-            raise TypeError(f"logaddexp(): argument '{name}' (position {position}) must be Tensor, not "
-                            f"{type(value).__name__}")
+    require_tensors("logaddexp", input=input, other=other)
     device = common_device((input, other))
     dtype = result_type(input, other)
     if dtype.kind != "f":
