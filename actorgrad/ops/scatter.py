@@ -24,7 +24,7 @@ from actorgrad.ops.indexing import (
 from actorgrad.ops.inplace import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record, same_device
-from actorgrad.ops.scatter_reduce import _check_scatter, _plan, _reduced, _scatter_index, _written
+from actorgrad.ops.scatter_reduce import check_scatter, on_at_least_1d, reduced_into, scatter_index, scatter_plan
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
 
@@ -76,20 +76,20 @@ def _scatter(input: Tensor, dim: int, index: Tensor, src: Any, value: Any, reduc
             warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in "
                           "a future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
                           UserWarning, stacklevel=3)
-    d, positions = _scatter_index("scatter", input, dim, index, src)
+    d, positions = scatter_index("scatter", input, dim, index, src)
     x = input._data
     if x.ndim == 0 or positions.ndim == 0 or (tensor_src and src.ndim == 0):
-        return _written(lambda *a: _scatter(*a, None, reduce, op), input, d, index, src)
+        return on_at_least_1d(lambda *a: _scatter(*a, None, reduce, op), input, d, index, src)
     refusal = None
     if reduce is not None and reduce not in _SCATTER_REDUCTIONS:
         refusal = RuntimeError("reduce argument must be either add or multiply.")
-    _check_scatter(x, d, positions, src._data if tensor_src else None, refusal)
+    check_scatter(x, d, positions, src._data if tensor_src else None, refusal)
     if reduce is not None:
-        plan = _plan(input, d, positions, src.shape if tensor_src else positions.shape, reduce == "multiply")
+        plan = scatter_plan(input, d, positions, src.shape if tensor_src else positions.shape, reduce == "multiply")
         ops = input._device.ops
         shape = tuple(c.stop for c in plan.crop)
         values = src._data[plan.crop] if tensor_src else ops.xp.full(shape, fill_value(src, x.dtype)[()])
-        data = _reduced(ops, x, values, plan, _SCATTER_REDUCTIONS[reduce], True)
+        data = reduced_into(ops, x, values, plan, _SCATTER_REDUCTIONS[reduce], True)
         return record(_NO_DERIVATIVE[op], data, (input, src) if tensor_src else (input,))
     if positions.size == 0:  # PyTorch writes nothing
         return record(SCATTER_VALUE, x.copy(), (input,), keep=input._device.xp.ones(x.shape, dtype=bool))
@@ -177,7 +177,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
         f"index_add_(): Expected dtype int32/int64 for index but got: {SCALAR_NAMES.get(index.dtype, index.dtype)}"))
     _check_source("index_add_", input, source, d, where[d].shape[0])
     if input.ndim == 0 or source.ndim == 0:
-        return _written(lambda *a: index_add(*a, alpha=alpha), input, d, index.reshape(-1), source)
+        return on_at_least_1d(lambda *a: index_add(*a, alpha=alpha), input, d, index.reshape(-1), source)
     x = input._data
     data = x.copy()
     input._device.ops.add_at(data, where, (source._data * alpha).astype(x.dtype, copy=False))
@@ -190,7 +190,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
         f"index_copy_(): Expected a long tensor for index, but got {SCALAR_NAMES.get(index.dtype, index.dtype)}"))
     _check_source("index_copy_", input, source, d, where[d].shape[0])
     if input.ndim == 0:
-        return _written(index_copy, input, d, index.reshape(-1), source.reshape(-1))
+        return on_at_least_1d(index_copy, input, d, index.reshape(-1), source.reshape(-1))
     if source.ndim == 0:
         return index_copy(input, d, index.reshape(-1), source.reshape((1,) * input.ndim))
     data = input._data.copy()

@@ -2,7 +2,7 @@
 'prod', 'mean', 'amax' or 'amin', over the input's value there too with include_self), with PyTorch's gradients;
 also the checks and the kernel scatter's reduce= forms share with it.
 
-The index is checked and parsed on the host (as every scatter's), into a `_Plan`: where its elements land, and for
+The index is checked and parsed on the host (as every scatter's), into a `ScatterPlan`: where its elements land, and for
 prod, amax and amin the elements sorted by position. Sums add with `add.at`; the others scan each position's group
 of sorted elements with plain array ops (CuPy's `ufunc.at` takes no `multiply`), which keeps numpy's NaN
 propagation for amax and amin on both devices, and the data on its device.
@@ -28,13 +28,13 @@ def _at_least_1d(t: Tensor) -> Tensor:
     return t.reshape(1) if t.ndim == 0 else t
 
 
-def _written(op: Any, input: Tensor, *operands: Any) -> Tensor:
+def on_at_least_1d(op: Any, input: Tensor, *operands: Any) -> Tensor:
     """op on 0-dim tensors as PyTorch runs it, as on tensors of shape (1,), then back to the input's shape."""
     out = op(_at_least_1d(input), *(_at_least_1d(o) if isinstance(o, Tensor) else o for o in operands))
     return out.reshape(input.shape)
 
 
-def _check_scatter(x: Any, d: int, positions: Any, s: Any, refusal: Exception | None = None) -> None:
+def check_scatter(x: Any, d: int, positions: Any, s: Any, refusal: Exception | None = None) -> None:
     """PyTorch's scatter_shape_check (skipped for an empty index, as there), then `refusal` (a bad reduce argument,
     which PyTorch finds next), then the index's bounds."""
     if positions.size:
@@ -54,7 +54,7 @@ def _check_scatter(x: Any, d: int, positions: Any, s: Any, refusal: Exception | 
     _checked_ints(positions, x.shape[d], d, negative=False, error=RuntimeError)
 
 
-def _scatter_index(op: str, input: Tensor, dim: int, index: Tensor, src: Any) -> tuple[int, np.ndarray]:
+def scatter_index(op: str, input: Tensor, dim: int, index: Tensor, src: Any) -> tuple[int, np.ndarray]:
     """The dim and the index (on the host) after PyTorch's checks of dims, dtypes and devices, in its order."""
     d = single_dim(dim, input.ndim, op)
     positions = _host(index._data)
@@ -78,7 +78,7 @@ class _Groups(NamedTuple):
     longest: int  # the most elements in a group
 
 
-class _Plan(NamedTuple):
+class ScatterPlan(NamedTuple):
     """Where an index's elements land in the input: parsed on the host, its arrays on the input's device."""
 
     where: tuple  # their positions in the input, as an advanced index in the index's shape
@@ -88,7 +88,7 @@ class _Plan(NamedTuple):
     groups: _Groups | None  # for the scans of prod, amax and amin
 
 
-def _plan(input: Tensor, d: int, positions: np.ndarray, src_shape: tuple, grouped: bool) -> _Plan:
+def scatter_plan(input: Tensor, d: int, positions: np.ndarray, src_shape: tuple, grouped: bool) -> ScatterPlan:
     if positions.size:
         along = _along(positions, d)
     else:  # PyTorch takes an empty index of any shape: as one of src's dims, reaching nothing
@@ -106,13 +106,13 @@ def _plan(input: Tensor, d: int, positions: np.ndarray, src_shape: tuple, groupe
                          int(sizes.max(initial=0)))
     counts = on_device(input, np.bincount(flat, minlength=input._data.size).reshape(input.shape))
     src_pad = tuple(p for k in reversed(range(len(src_shape))) for p in (0, src_shape[k] - positions.shape[k]))
-    return _Plan(placed_index(input, along), tuple(slice(0, n) for n in positions.shape), src_pad, counts, groups)
+    return ScatterPlan(placed_index(input, along), tuple(slice(0, n) for n in positions.shape), src_pad, counts, groups)
 
 
 _COMBINE = {"prod": "multiply", "amax": "maximum", "amin": "minimum"}  # the ufuncs of the scanned reductions
 
 
-def _reduced(ops: Any, x: Any, values: Any, plan: _Plan, reduce: str, include_self: bool) -> Any:
+def reduced_into(ops: Any, x: Any, values: Any, plan: ScatterPlan, reduce: str, include_self: bool) -> Any:
     """x with `values` (in the index's shape) combined into the positions `plan` names, on arrays (`ops`: the
     device's ArrayOps)."""
     xp = ops.xp
@@ -138,17 +138,17 @@ def _reduced(ops: Any, x: Any, values: Any, plan: _Plan, reduce: str, include_se
     return data
 
 
-def _record_reduction(input: Tensor, src: Tensor, reduce: str, include_self: bool, plan: _Plan) -> Tensor:
-    data = _reduced(input._device.ops, input._data, src._data[plan.crop], plan, reduce, include_self)
+def _record_reduction(input: Tensor, src: Tensor, reduce: str, include_self: bool, plan: ScatterPlan) -> Tensor:
+    data = reduced_into(input._device.ops, input._data, src._data[plan.crop], plan, reduce, include_self)
     return record(SCATTER_REDUCE[reduce], data, (input, src), src=src, where=plan.where, plan=plan,
                   include_self=include_self)
 
 
-def _reduction(ops: Any, input: Any, src: Any, plan: _Plan, reduce: str, include_self: bool) -> Any:
+def _reduction(ops: Any, input: Any, src: Any, plan: ScatterPlan, reduce: str, include_self: bool) -> Any:
     """scatter_reduce in a gradient rule: recorded on tensors, on arrays otherwise."""
     if isinstance(input, Tensor):
         return _record_reduction(input, src, reduce, include_self, plan)
-    return _reduced(ops, input, src[plan.crop], plan, reduce, include_self)
+    return reduced_into(ops, input, src[plan.crop], plan, reduce, include_self)
 
 
 def _constant(g: Any, array: Any) -> Any:
@@ -165,24 +165,24 @@ def _array_ops(ops: Any, g: Any) -> Any:
     return g._device.ops if isinstance(g, Tensor) else ops
 
 
-def _kept(ops: Any, g: Any, plan: _Plan, include_self: bool) -> Any:
+def _kept(ops: Any, g: Any, plan: ScatterPlan, include_self: bool) -> Any:
     """The input's gradient: 0 where include_self=False left its values out (PyTorch's grad.scatter(dim, index, 0),
     which also zeroes a NaN)."""
     return g if include_self else ops.where(_constant(g, plan.counts == 0), g, 0)
 
 
-def _gathered(ops: Any, g: Any, where: tuple, plan: _Plan) -> Any:
+def _gathered(ops: Any, g: Any, where: tuple, plan: ScatterPlan) -> Any:
     """src's gradient from the values at its elements' positions (0 where src is larger than the index)."""
     return _padded(ops, ops.index(g, (), where), plan.src_pad)
 
 
-def _mean_share(ops: Any, g: Any, plan: _Plan, include_self: bool) -> Any:
+def _mean_share(ops: Any, g: Any, plan: ScatterPlan, include_self: bool) -> Any:
     """g over how many values each position averaged."""
     count = _array_ops(ops, g).xp.maximum(plan.counts + include_self, 1).astype(_raw(g).dtype)
     return g / _constant(g, count)
 
 
-def _tie_share(ops: Any, g: Any, where: tuple, plan: _Plan, self: Any, src: Any, result: Any) -> tuple:
+def _tie_share(ops: Any, g: Any, where: tuple, plan: ScatterPlan, self: Any, src: Any, result: Any) -> tuple:
     """For amax and amin: which of self's and src's elements equal their position's result, and g split evenly
     among them, as PyTorch splits it (with include_self=False it still counts self's ties)."""
     x, s, r = _raw(self), _raw(src)[plan.crop], _raw(result)  # comparisons: constants of the rule
@@ -193,18 +193,18 @@ def _tie_share(ops: Any, g: Any, where: tuple, plan: _Plan, self: Any, src: Any,
     return _constant(g, self_is), _constant(g, src_is), share
 
 
-def _extreme_self_grad(ops: Any, g: Any, where: tuple, plan: _Plan, include_self: bool, self: Any, src: Any,
+def _extreme_self_grad(ops: Any, g: Any, where: tuple, plan: ScatterPlan, include_self: bool, self: Any, src: Any,
                        result: Any) -> Any:
     self_is, _, share = _tie_share(ops, g, where, plan, self, src, result)
     return _kept(ops, self_is * share, plan, include_self)
 
 
-def _extreme_src_grad(ops: Any, g: Any, where: tuple, plan: _Plan, self: Any, src: Any, result: Any) -> Any:
+def _extreme_src_grad(ops: Any, g: Any, where: tuple, plan: ScatterPlan, self: Any, src: Any, result: Any) -> Any:
     _, src_is, share = _tie_share(ops, g, where, plan, self, src, result)
     return _padded(ops, src_is * ops.index(share, (), where), plan.src_pad)
 
 
-def _prod_self_grad(ops: Any, g: Any, where: tuple, plan: _Plan, include_self: bool, self: Any, src: Any) -> Any:
+def _prod_self_grad(ops: Any, g: Any, where: tuple, plan: ScatterPlan, include_self: bool, self: Any, src: Any) -> Any:
     """g times the product of the other values at each position: the product taken with self's zeros as 1, over
     self (PyTorch's formula, exact where self holds zeros)."""
     masked = ops.where(self == 0, 1, self)
@@ -215,7 +215,7 @@ SEVERAL_ZEROS = ("scatter_reduce(): Double backward is unsupported for src when 
                  "the same position in self")
 
 
-def _prod_src_grad(ops: Any, g: Any, where: tuple, plan: _Plan, include_self: bool, self: Any, src: Any,
+def _prod_src_grad(ops: Any, g: Any, where: tuple, plan: ScatterPlan, include_self: bool, self: Any, src: Any,
                    result: Any) -> Any:
     """result / src; for the only zero at a position, the product recomputed with that zero as 1. As PyTorch's,
     its own gradient raises where several zeros meet at one position."""
@@ -262,18 +262,18 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     reduce is 'sum', 'prod', 'mean', 'amax' or 'amin', over the input's value there too when include_self."""
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_reduce(): argument 'src' (position 4) must be Tensor, not {type(src).__name__}")
-    d, positions = _scatter_index("scatter_reduce", input, dim, index, src)
+    d, positions = scatter_index("scatter_reduce", input, dim, index, src)
     x = input._data
     if x.ndim == 0 or positions.ndim == 0 or src.ndim == 0:
-        return _written(lambda *a: scatter_reduce(*a, reduce, include_self=include_self), input, d, index, src)
+        return on_at_least_1d(lambda *a: scatter_reduce(*a, reduce, include_self=include_self), input, d, index, src)
     refusal = None
     if reduce not in _COMBINE and reduce not in ("sum", "mean"):
         refusal = RuntimeError(f"reduce argument must be either {_REDUCTIONS}, got {reduce}")
     elif reduce == "mean" and x.dtype == np.bool_:
         kernel = "scatter_gather_tensor_cpu_reduce_mean" if positions.size else "div_floor_cpu"
         refusal = NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
-    _check_scatter(x, d, positions, src._data, refusal)
-    plan = _plan(input, d, positions, src.shape, reduce in _COMBINE)
+    check_scatter(x, d, positions, src._data, refusal)
+    plan = scatter_plan(input, d, positions, src.shape, reduce in _COMBINE)
     return _record_reduction(input, src, reduce, include_self, plan)
 
 
