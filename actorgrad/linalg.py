@@ -20,7 +20,7 @@ from actorgrad.ops.linalg_decompositions import (
 from actorgrad.ops.linalg_decompositions import linalg_det as det
 from actorgrad.ops.linalg_decompositions import linalg_slogdet as slogdet
 from actorgrad.ops.linalg_spectral import eigh, eigvalsh, matrix_rank, pinv, qr, svd, svdvals
-from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
+from actorgrad.ops.operands import SCALAR_NAMES, require_tensors, with_checked_inputs
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import normalize_dims
 from actorgrad.ops.shape import permute, to_dtype
@@ -145,3 +145,6 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
         if bit:
             result = z if result is None else result @ z
     return result
+
+
+with_checked_inputs(globals(), __all__, "linalg_")

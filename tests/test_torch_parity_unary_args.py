@@ -177,7 +177,8 @@ T = ag.tensor([1.0, 2.0])
      "atleast_1d() received an invalid combination of arguments - got (float), but expected one of:\n"
      " * (Tensor input)\n      didn't match because some of the arguments have invalid types: (!float!)\n"
      " * (tuple of Tensors tensors)\n      didn't match because some of the arguments have invalid types: (!float!)\n"),
-    (lambda: ag.split(1.0, 1), AttributeError, "'float' object has no attribute 'split'"),
+    # torch's Python split meets an AttributeError ('float' object has no attribute 'split'); this names it
+    (lambda: ag.split(1.0, 1), TypeError, "split(): argument 'tensor' (position 1) must be Tensor, not float"),
     (lambda: ag.chunk(1.0, 0), TypeError, "chunk(): argument 'input' (position 1) must be Tensor, not float"),
     (lambda: ag.unbind([1.0]), TypeError, "unbind(): argument 'input' (position 1) must be Tensor, not list"),
 ])

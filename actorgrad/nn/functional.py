@@ -36,6 +36,7 @@ from actorgrad.ops.losses import (
     smooth_l1_loss,
 )
 from actorgrad.ops.normalization import batch_norm, group_norm, layer_norm, normalize
+from actorgrad.ops.operands import with_checked_inputs
 from actorgrad.ops.pooling import avg_pool2d, max_pool2d
 from actorgrad.ops.regularization import dropout
 from actorgrad.ops.shape import pad
@@ -49,3 +50,5 @@ __all__ = [
     "nll_loss", "pad", "relu", "sigmoid", "silu", "softmax", "softplus", "tanh",
 ]
 
+
+with_checked_inputs(globals(), __all__)

@@ -1,11 +1,13 @@
 """The differentiable ops, one module per family; each binds its Tensor methods and operators here.
 
-A family module lists its public functions in `__all__` (exported as `actorgrad.<name>`) and its Tensor
-methods in `METHODS`; a new family is one more name in `FAMILY_NAMES`.
+A family module lists its public functions in `__all__` (exported as `actorgrad.<name>`, with PyTorch's check
+that a Tensor argument is one) and its Tensor methods in `METHODS`; a new family is one more name in
+`FAMILY_NAMES`.
 """
 
 from importlib import import_module
 
+from actorgrad.ops.operands import with_checked_inputs
 from actorgrad.tensor import Tensor
 
 FAMILY_NAMES = (
@@ -58,3 +60,4 @@ for _family in FAMILIES:
     globals().update({name: getattr(_family, name) for name in _family.__all__})
     for _name, _method in _family.METHODS.items():
         setattr(Tensor, _name, _method)
+with_checked_inputs(globals(), __all__)

@@ -4,7 +4,6 @@ reshape_as, ravel, swapaxes, movedim, unflatten, narrow, select, tile, take_alon
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from actorgrad.ops.indexing import gather, getitem
@@ -12,6 +11,7 @@ from actorgrad.ops.joining import cat
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.shape import _shape_arg, broadcast_to, permute, repeat, reshape, single_dim, transpose, view
 from actorgrad.tensor import COPY_CONSTRUCT, Tensor, bool_, copied_leaf, int64
+from actorgrad.user_warnings import warn
 
 __all__ = [
     "diff", "empty_like", "moveaxis", "movedim", "narrow", "ravel", "select", "swapaxes", "swapdims", "take_along_dim",
@@ -230,7 +230,7 @@ def _new(name: str) -> Any:
 def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False):
     """A new leaf holding a copy of `data` (never its graph), with this tensor's dtype and device by default."""
     if isinstance(data, Tensor):
-        warnings.warn(COPY_CONSTRUCT.format("tensor.new_tensor(sourceTensor)"), UserWarning, stacklevel=2)
+        warn(COPY_CONSTRUCT.format("tensor.new_tensor(sourceTensor)"))
         data = data.detach()
     return copied_leaf(data, self.dtype if dtype is None else dtype, self.device if device is None else device,
                        requires_grad)
@@ -241,8 +241,7 @@ def _adjoint(input: Tensor, name: str, batched: bool) -> Tensor:
     themselves; a 0-d tensor is itself, deprecated as in PyTorch."""
     ndim = input.ndim
     if ndim == 0:
-        warnings.warn(f"Tensor.{name} is deprecated on 0-D tensors. Consider using x.conj().", UserWarning,
-                      stacklevel=3)
+        warn(f"Tensor.{name} is deprecated on 0-D tensors. Consider using x.conj().")
         return input
     if batched and ndim < 2:
         raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. Got {ndim}-D tensor.")

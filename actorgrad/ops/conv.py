@@ -8,7 +8,6 @@ itself differentiable, to any order.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from actorgrad.devices.convolution import ConvGeometry, macs
@@ -16,6 +15,7 @@ from actorgrad.ops.linalg import MACS_PER_NS, TYPE_META_NAMES
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
+from actorgrad.user_warnings import warn
 
 __all__ = ["conv1d", "conv2d"]
 
@@ -80,8 +80,8 @@ def _same_padding(dims: int, x: Any, w: Any, stride: Any, dilation: Any) -> list
     global _warned_same
     if any(t % 2 for t in totals) and not _warned_same:
         _warned_same = True
-        warnings.warn("Using padding='same' with even kernel lengths and odd dilation may require a zero-padded copy "
-                      "of the input be created", UserWarning, stacklevel=5)  # the caller of conv1d/conv2d
+        warn("Using padding='same' with even kernel lengths and odd dilation may require a zero-padded copy of the "
+             "input be created")
     return [(t // 2, t - t // 2) for t in totals]
 
 

@@ -5,7 +5,6 @@ PyTorch's deprecated implicit choice of one). Also the check of the floating-onl
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +15,7 @@ from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import one_dim
 from actorgrad.tensor import Tensor
+from actorgrad.user_warnings import warn
 
 
 def floating_data(kernel: str, input: Tensor) -> np.ndarray:
@@ -140,31 +140,29 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     return record(PRELU, np.where(x > 0, x, weight._data * x), (input, weight))
 
 
-def _implicit_dim(op: str, ndim: int, stacklevel: int) -> int:
-    """PyTorch's deprecated choice when a softmax is given no dim: 0 for 0-, 1- and 3-dim inputs, else 1."""
-    warnings.warn(
-        f"Implicit dimension choice for {op} has been deprecated. Change the call to include dim=X as an argument.",
-        stacklevel=stacklevel,
-    )
+def _implicit_dim(op: str, ndim: int) -> int:
+    """PyTorch's deprecated choice when a softmax is given no dim: 0 for 0-, 1- and 3-dim inputs, else 1. (The
+    ops take PyTorch's `_stacklevel` argument and need none: the warning names the first line outside actorgrad.)"""
+    warn(f"Implicit dimension choice for {op} has been deprecated. Change the call to include dim=X as an argument.")
     return 0 if ndim in (0, 1, 3) else 1
 
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """torch.nn.functional.softmax: exp(x) / sum(exp(x)) over `dim`, after a cast to `dtype` when given."""
     if dim is None:
-        dim = _implicit_dim("softmax", input._data.ndim, _stacklevel)
+        dim = _implicit_dim("softmax", input._data.ndim)
     return reductions.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """torch.nn.functional.log_softmax: log(softmax(x)) over `dim`, after a cast to `dtype` when given."""
     if dim is None:
-        dim = _implicit_dim("log_softmax", input._data.ndim, _stacklevel)
+        dim = _implicit_dim("log_softmax", input._data.ndim)
     return reductions.log_softmax(input, dim, dtype=dtype)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """softmax(-x) over `dim` (recorded as SoftmaxBackward0 after a negation, as in PyTorch)."""
     if dim is None:
-        dim = _implicit_dim("softmin", input._data.ndim, _stacklevel)
+        dim = _implicit_dim("softmin", input._data.ndim)
     return reductions.softmax(-input, dim, dtype=dtype)

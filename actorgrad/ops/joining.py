@@ -13,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from actorgrad.ops.indexing import INDEX_RULES, take_index
-from actorgrad.ops.operands import common_dtype
+from actorgrad.ops.operands import common_dtype, require_tensor_elements
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
@@ -60,9 +60,7 @@ def tensor_list(tensors: Sequence[Tensor], op: str) -> list[Tensor]:
         if op == "cat":
             raise ValueError("torch.cat(): expected a non-empty list of Tensors")
         raise RuntimeError(f"{op} expects a non-empty TensorList")
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+    require_tensor_elements(tensors)
     same_device(*tensors)  # before any other check, as in PyTorch, which exempts no zero-dim cpu tensor here
     return list(tensors)
 

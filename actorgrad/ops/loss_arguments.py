@@ -3,21 +3,19 @@ pick one) and the weights PyTorch's kernels refuse to differentiate."""
 
 from __future__ import annotations
 
-import warnings
-
 from actorgrad.grad_mode import is_grad_enabled
 from actorgrad.tensor import Tensor
+from actorgrad.user_warnings import warn
 
 REDUCTIONS = ("none", "mean", "sum")
 
 
-def legacy_reduction(size_average: bool | None, reduce: bool | None, stacklevel: int = 3) -> str:
+def legacy_reduction(size_average: bool | None, reduce: bool | None) -> str:
     """The reduction the deprecated size_average / reduce pick, with PyTorch's warning."""
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     reduction = ("mean" if size_average else "sum") if reduce else "none"
-    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
-                  stacklevel=stacklevel)
+    warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.")
     return reduction
 
 
@@ -29,7 +27,7 @@ def check_reduction(reduction: str, allowed: tuple = REDUCTIONS) -> None:
 def resolve_reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
     """The reduction a loss runs with: the deprecated size_average / reduce, when given, override `reduction`."""
     if size_average is not None or reduce is not None:
-        reduction = legacy_reduction(size_average, reduce, stacklevel=4)
+        reduction = legacy_reduction(size_average, reduce)
     check_reduction(reduction)
     return reduction
 

@@ -9,7 +9,6 @@ weights get gradients.
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ from actorgrad.ops.loss_arguments import legacy_reduction as legacy_reduction
 from actorgrad.ops.operands import SCALAR_NAMES, result_type
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
+from actorgrad.user_warnings import warn
 
 # The rest live in nn.functional only, as in PyTorch.
 __all__ = ["binary_cross_entropy_with_logits"]
@@ -108,10 +108,9 @@ KERNEL_NAMES = {MSE_LOSS: "mse_cpu", SMOOTH_L1_LOSS: "smooth_l1_cpu", HUBER_LOSS
 
 def _warn_size(input: Tensor, target: Tensor) -> None:
     if input.shape != target.shape:
-        warnings.warn(
+        warn(
             f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). This will "
-            f"likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
-            stacklevel=4)
+            f"likely lead to incorrect results due to broadcasting. Please ensure they have the same size.")
 
 
 def _pointwise(rule: Rule, kernel: Any, input: Tensor, target: Tensor, reduction: str, **params: Any) -> Tensor:
@@ -161,7 +160,7 @@ def _pointwise_loss(rule: Rule, kernel: Any, input: Tensor, target: Tensor, size
                     reduce: bool | None, reduction: str, weight: Tensor | None, **params: Any) -> Tensor:
     _warn_size(input, target)
     if size_average is not None or reduce is not None:
-        reduction = legacy_reduction(size_average, reduce, stacklevel=4)
+        reduction = legacy_reduction(size_average, reduce)
     if weight is None:
         check_reduction(reduction)
         _check_dtype(rule, result_type(input, target), reduction)
@@ -239,7 +238,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, redu
     if size_average is not None or reduce is not None:
         reduction = legacy_reduction(size_average, reduce)
     elif reduction == "mean":
-        warnings.warn(KL_MEAN, stacklevel=2)
+        warn(KL_MEAN)
     check_reduction(reduction, (*REDUCTIONS, "batchmean"))
     if input.dtype.kind in "biu" or target.dtype.kind in "biu":
         raise RuntimeError("kl_div: Integral inputs not supported.")

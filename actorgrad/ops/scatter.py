@@ -9,7 +9,6 @@ in PyTorch.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from actorgrad.ops.arithmetic import _no_derivative
@@ -27,6 +26,7 @@ from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.scatter_reduce import check_scatter, on_at_least_1d, reduced_into, scatter_index, scatter_plan
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
+from actorgrad.user_warnings import warn
 
 __all__ = ["index_add", "index_copy", "index_fill", "scatter"]
 
@@ -73,9 +73,8 @@ def _scatter(input: Tensor, dim: int, index: Tensor, src: Any, value: Any, reduc
         global _warned_reduce
         if not _warned_reduce:
             _warned_reduce = True
-            warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in "
-                          "a future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
-                          UserWarning, stacklevel=3)
+            warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
+                 "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.")
     d, positions = scatter_index("scatter", input, dim, index, src)
     x = input._data
     if x.ndim == 0 or positions.ndim == 0 or (tensor_src and src.ndim == 0):

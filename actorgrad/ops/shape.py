@@ -4,7 +4,6 @@ rules; pad, exported from here as this family's, lives in padding."""
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
@@ -13,6 +12,7 @@ from actorgrad.ops.padding import pad
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import normalize_dims, one_dim
 from actorgrad.tensor import Tensor
+from actorgrad.user_warnings import warn
 
 __all__ = [
     "broadcast_to", "clone", "flatten", "flip", "pad", "permute", "repeat", "reshape", "roll", "squeeze",
@@ -138,10 +138,9 @@ def numpy_T(input: Tensor) -> Tensor:
     """`.T`: all dims reversed; deprecated, as in PyTorch, on tensors that are not matrices."""
     ndim = input.ndim
     if ndim == 0:
-        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
-                      UserWarning, stacklevel=2)
+        warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.")
     elif ndim != 2:
-        warnings.warn(T_NOT_2D, UserWarning, stacklevel=2)
+        warn(T_NOT_2D)
     return permute(input, tuple(reversed(range(ndim))))
 
 
@@ -158,8 +157,7 @@ def matrix_T(input: Tensor) -> Tensor:
     """`.mT`: the last two dims swapped, a batch of matrices transposed; a 0-d tensor is itself, deprecated as in
     PyTorch."""
     if input.ndim == 0:
-        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
-                      UserWarning, stacklevel=2)
+        warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.")
         return input
     if input.ndim < 2:
         raise RuntimeError(

@@ -5,7 +5,6 @@ fliplr, flipud; and rot90, with its own rule.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,11 +12,12 @@ import numpy as np
 
 from actorgrad.ops.indexing import index_select
 from actorgrad.ops.joining import cat, not_tensors, stack, tensor_list
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES, require_tensor_elements
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import normalize_dims
 from actorgrad.ops.shape import flip
 from actorgrad.tensor import Tensor
+from actorgrad.user_warnings import warn
 
 __all__ = [
     "atleast_1d", "atleast_2d", "atleast_3d", "cartesian_prod", "column_stack", "dstack", "fliplr", "flipud",
@@ -52,9 +52,7 @@ def _each(tensors: tuple, reshape: Any, op: str) -> Any:
             raise TypeError(f"{op}() received an invalid combination of arguments - got ({got}), but expected one "
                             f"of:\n * (Tensor input)\n{mismatch} * (tuple of Tensors tensors)\n{mismatch}")
         tensors = only
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+    require_tensor_elements(tensors)
     return tuple(reshape(t) for t in tensors)
 
 
@@ -118,14 +116,14 @@ def column_stack(tensors: Sequence[Tensor]) -> Tensor:
 def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
     """Coordinate grids: output i holds tensor i's values along dim i ('ij', the default) or with the first two
     dims swapped ('xy'), each an expanded view."""
-    if len(tensors) == 1 and not isinstance(tensors[0], Tensor):
+    if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
         tensors = tuple(tensors[0])
     if not tensors:
         raise RuntimeError("meshgrid expects a non-empty TensorList")
     if indexing is None:
-        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
-                      UserWarning, stacklevel=2)
+        warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.")
         indexing = "ij"
+    require_tensor_elements(tensors)
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
     for t in tensors:
@@ -150,6 +148,7 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
 
 def cartesian_prod(*tensors: Tensor) -> Tensor:
     """Every combination of the 1-D tensors' elements, one per row (a single tensor comes back as it is)."""
+    require_tensor_elements(tensors)
     for t in tensors:
         if t.ndim != 1:
             raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")

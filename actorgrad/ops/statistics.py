@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
@@ -11,6 +10,7 @@ import numpy as np
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size, kept, one_dim, reduced_dims
 from actorgrad.tensor import Tensor
+from actorgrad.user_warnings import warn
 
 __all__ = ["norm", "std", "var"]
 
@@ -47,10 +47,9 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
     count = math.prod(x.shape[d] for d in dims)
     dof = count - correction
     if dof <= 0:
-        warnings.warn(
+        warn(
             f"{op}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
-            "(input numel divided by output numel).",
-            stacklevel=3,
+            "(input numel divided by output numel)."
         )
     # dof <= 0 gives inf or nan, and an empty reduction nan whatever the correction, as in PyTorch
     with np.errstate(divide="ignore", invalid="ignore"):

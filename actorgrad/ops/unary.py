@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.arithmetic import neg, pow
-from actorgrad.ops.operands import floating, number_array
+from actorgrad.ops.operands import floating, number_array, require_tensors
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor, bool_
 
@@ -224,6 +224,7 @@ def nan_to_num(
 
 def square(input: Tensor) -> Tensor:
     """input ** 2, recorded as PowBackward0 as in PyTorch."""
+    require_tensors("square", input=input)  # pow would take a number
     return pow(input, 2)
 
 

@@ -1,0 +1,21 @@
+"""Warnings that name the user's line: the first frame outside actorgrad, however deep the op that warns.
+
+A fixed `stacklevel` names the right line only for one way of reaching the op: a public name's argument check,
+a Tensor method, an nn module or a helper each add frames, and `warnings` also remembers "once per location" by
+that line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
