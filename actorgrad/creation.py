@@ -52,9 +52,11 @@ def _dim(op: str, dim: Any, position: int) -> int:
     """One size as PyTorch reads it: an int (a one-element integer tensor counts as one) that fits int64."""
     if isinstance(dim, Tensor) and dim.dtype.kind in "iu" and dim.numel() == 1:
         dim = dim.item()
+    elif isinstance(dim, np.ndarray) and dim.ndim == 0 and is_int(dim[()]):
+        dim = dim[()]
     if not is_int(dim):
         raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos {position} with error \"type must "
-                        f"be tuple of ints,but got {type(dim).__name__}\"")
+                        f"be tuple of ints,but got {_type_name(dim)}\"")
     if not -(1 << 63) <= dim < 1 << 63:  # PyTorch's text has no closing quote
         raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos {position} with error "
                         f"\"Overflow when unpacking long long")
@@ -64,7 +66,10 @@ def _dim(op: str, dim: Any, position: int) -> int:
 def checked_shape(op: str, size: tuple, position: int | None = 1) -> tuple[int, ...]:
     """`*size` as PyTorch takes it: `f(2, 3)` or `f((2, 3))`; every dimension an int >= 0. `position` is where a
     sequence of sizes was passed, None when it came by keyword."""
-    if len(size) == 1 and isinstance(size[0], Sequence | np.ndarray) and np.ndim(size[0]):
+    if len(size) == 1 and isinstance(size[0], np.ndarray) and size[0].ndim:  # a 0-d one is one size, as an int
+        where = "" if position is None else f" (position {position})"
+        raise TypeError(f"{op}(): argument 'size'{where} must be tuple of ints, not numpy.ndarray")
+    if len(size) == 1 and isinstance(size[0], Sequence) and np.ndim(size[0]):
         sequence, size = size[0], tuple(size[0])
         # PyTorch matches a sequence to the signature by its first element alone, so only that one gets this text
         if size and not _int_like(size[0]):
@@ -72,8 +77,8 @@ def checked_shape(op: str, size: tuple, position: int | None = 1) -> tuple[int, 
                 raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not {type(sequence).__name__}")
             raise TypeError(f"{op}(): argument 'size' (position {position}) must be tuple of ints, but found element "
                             f"of type {_type_name(size[0])} at pos 0")
-    elif len(size) == 1 and not (is_int(size[0]) or isinstance(size[0], Tensor | np.ndarray)):
-        raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not {type(size[0]).__name__}")
+    elif len(size) == 1 and not (_int_like(size[0]) or isinstance(size[0], np.ndarray) and is_int(size[0][()])):
+        raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not {_type_name(size[0])}")
     shape = tuple(_dim(op, dim, position) for position, dim in enumerate(size, 1))
     negative = [dim for dim in shape if dim < 0]
     if negative:

@@ -172,6 +172,30 @@ def test_sizes_as_torch_reads_them():
         ag.zeros()
 
 
+@pytest.mark.parametrize(("call", "text"), [
+    (lambda: ag.zeros(np.array([2, 3])),
+     "zeros(): argument 'size' (position 1) must be tuple of ints, not numpy.ndarray"),
+    (lambda: ag.ones(np.array([2])), "ones(): argument 'size' (position 1) must be tuple of ints, not numpy.ndarray"),
+    (lambda: ag.zeros(size=np.array([2, 3])), "zeros(): argument 'size' must be tuple of ints, not numpy.ndarray"),
+    (lambda: ag.zeros(np.array(3.0)), "zeros(): argument 'size' (position 1) must be tuple of ints, not numpy.ndarray"),
+    (lambda: ag.zeros(np.float64(3)), "zeros(): argument 'size' (position 1) must be tuple of ints, not numpy.float64"),
+    (lambda: ag.zeros(ag.tensor([2, 3])), "zeros(): argument 'size' (position 1) must be tuple of ints, not Tensor"),
+    (lambda: ag.zeros(2, np.array([3])), "zeros(): argument 'size' failed to unpack the object at pos 2 with error "
+                                         "\"type must be tuple of ints,but got numpy.ndarray\""),
+    (lambda: ag.zeros(2).new_zeros(np.array([2])),
+     "new_zeros(): argument 'size' (position 1) must be tuple of ints, not numpy.ndarray"),
+])
+def test_a_numpy_array_is_no_size_as_in_torch(call, text):
+    with pytest.raises(TypeError) as caught:
+        call()
+    assert str(caught.value) == text
+
+
+def test_zero_dim_integer_arrays_and_tensors_are_sizes():
+    assert ag.zeros(np.array(3)).shape == (3,) and ag.zeros(np.array(2), np.int64(3)).shape == (2, 3)
+    assert ag.zeros(ag.tensor(3)).shape == (3,)
+
+
 def test_full_takes_zero_dim_tensors_and_refuses_what_does_not_fit():
     assert ag.full((2,), ag.tensor(3)).tolist() == [3, 3] and ag.full((2,), ag.tensor(1.5)).dtype == ag.float32
     with pytest.raises(RuntimeError, match="value cannot be converted to type float without overflow"):
