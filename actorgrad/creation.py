@@ -16,7 +16,7 @@ import numpy as np
 
 from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device
-from actorgrad.ops.operands import SCALAR_NAMES, checked_int, fitted_number, wrapped_int
+from actorgrad.ops.operands import SCALAR_NAMES, checked_int, fitted_number, type_name, wrapped_int
 from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, checked_numpy, copied_leaf, int64, new_leaf
 
 __all__ = [
@@ -41,13 +41,6 @@ def _int_like(dim: Any) -> bool:
     return is_int(dim) or (isinstance(dim, Tensor) and dim.dtype.kind in "iu" and dim.numel() == 1)
 
 
-def _type_name(value: Any) -> str:
-    """A type's name as PyTorch's argument errors write it: numpy's types with their module."""
-    kind = type(value)
-    numpy = kind.__module__ == "numpy"
-    return f"numpy.{kind.__name__}" if numpy else kind.__name__
-
-
 def _dim(op: str, dim: Any, position: int) -> int:
     """One size as PyTorch reads it: an int (a one-element integer tensor counts as one) that fits int64."""
     if isinstance(dim, Tensor) and dim.dtype.kind in "iu" and dim.numel() == 1:
@@ -56,7 +49,7 @@ def _dim(op: str, dim: Any, position: int) -> int:
         dim = dim[()]
     if not is_int(dim):
         raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos {position} with error \"type must "
-                        f"be tuple of ints,but got {_type_name(dim)}\"")
+                        f"be tuple of ints,but got {type_name(dim)}\"")
     if not -(1 << 63) <= dim < 1 << 63:  # PyTorch's text has no closing quote
         raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos {position} with error "
                         f"\"Overflow when unpacking long long")
@@ -76,9 +69,9 @@ def checked_shape(op: str, size: tuple, position: int | None = 1) -> tuple[int, 
             if position is None:
                 raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not {type(sequence).__name__}")
             raise TypeError(f"{op}(): argument 'size' (position {position}) must be tuple of ints, but found element "
-                            f"of type {_type_name(size[0])} at pos 0")
+                            f"of type {type_name(size[0])} at pos 0")
     elif len(size) == 1 and not (_int_like(size[0]) or isinstance(size[0], np.ndarray) and is_int(size[0][()])):
-        raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not {_type_name(size[0])}")
+        raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not {type_name(size[0])}")
     shape = tuple(_dim(op, dim, position) for position, dim in enumerate(size, 1))
     negative = [dim for dim in shape if dim < 0]
     if negative:

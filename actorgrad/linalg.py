@@ -20,7 +20,8 @@ from actorgrad.ops.linalg_decompositions import (
 from actorgrad.ops.linalg_decompositions import linalg_det as det
 from actorgrad.ops.linalg_decompositions import linalg_slogdet as slogdet
 from actorgrad.ops.linalg_spectral import eigh, eigvalsh, matrix_rank, pinv, qr, svd, svdvals
-from actorgrad.ops.operands import SCALAR_NAMES, require_tensors, with_checked_inputs
+from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
+from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import normalize_dims
 from actorgrad.ops.shape import permute, to_dtype
@@ -147,4 +148,4 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     return result
 
 
-with_checked_inputs(globals(), __all__, "linalg_")
+check_tensor_arguments(globals(), __all__, "linalg_")

@@ -9,7 +9,7 @@ from actorgrad.ops.gamma import special_gammaln as gammaln
 from actorgrad.ops.gamma import special_multigammaln as multigammaln
 from actorgrad.ops.gamma import special_polygamma as polygamma
 from actorgrad.ops.gamma import special_psi as psi
-from actorgrad.ops.operands import with_checked_inputs
+from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.ops.reductions import log_softmax, logsumexp, softmax
 from actorgrad.ops.rounding import round
 from actorgrad.ops.special import erf, erfc, xlogy
@@ -18,4 +18,4 @@ from actorgrad.ops.unary import exp2, expm1, log1p, logit
 __all__ = ["digamma", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "log1p", "log_softmax", "logit",
            "logsumexp", "multigammaln", "polygamma", "psi", "round", "softmax", "xlogy"]
 
-with_checked_inputs(globals(), __all__, "special_")
+check_tensor_arguments(globals(), __all__, "special_")

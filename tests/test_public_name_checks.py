@@ -8,11 +8,13 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
 import actorgrad as ag
 import actorgrad.nn.functional as F
-from actorgrad.ops.operands import checked_input
+from actorgrad import Tensor
+from actorgrad.ops.public_names import checked_tensors
 
 NAMESPACES = {"actorgrad": ag, "functional": F, "special": ag.special, "linalg": ag.linalg}
 CHECKED = [
@@ -46,6 +48,9 @@ def test_a_number_or_a_list_in_place_of_the_tensor_gets_a_type_error(name: str, 
             pass
 
 
+X = ag.tensor([[1.0, 2.0], [3.0, 4.0]])
+
+
 @pytest.mark.parametrize(("call", "text"), [
     (lambda: ag.exp(1.0), "exp(): argument 'input' (position 1) must be Tensor, not float"),
     (lambda: ag.sum([1.0]), "sum(): argument 'input' (position 1) must be Tensor, not list"),
@@ -63,6 +68,19 @@ def test_a_number_or_a_list_in_place_of_the_tensor_gets_a_type_error(name: str, 
     (lambda: ag.cdist(1.0, ag.ones(2, 2)), "cdist(): argument 'x1' (position 1) must be Tensor, not float"),
     (lambda: ag.searchsorted(1.0, ag.ones(2)),
      "searchsorted(): argument 'sorted_sequence' (position 1) must be Tensor, not float"),
+    (lambda: ag.mm(X, 1.0), "mm(): argument 'mat2' (position 2) must be Tensor, not float"),
+    (lambda: ag.matmul(X, 1.0), "matmul(): argument 'other' (position 2) must be Tensor, not float"),
+    (lambda: ag.mv(X, 1.0), "mv(): argument 'vec' (position 2) must be Tensor, not float"),
+    (lambda: F.linear(X, 1.0), "linear(): argument 'weight' (position 2) must be Tensor, not float"),
+    (lambda: F.linear(X, X, 1.0), "linear(): argument 'bias' (position 3) must be Tensor, not float"),
+    (lambda: F.conv2d(ag.ones(1, 1, 3, 3), 1.0), "conv2d(): argument 'weight' (position 2) must be Tensor, not float"),
+    (lambda: F.layer_norm(X, (2,), 1.0), "layer_norm(): argument 'weight' (position 3) must be Tensor, not float"),
+    (lambda: F.mse_loss(X, np.ones((2, 2))),
+     "mse_loss(): argument 'target' (position 2) must be Tensor, not numpy.ndarray"),
+    (lambda: ag.tensordot(X, 1.0), "tensordot(): argument 'b' (position 2) must be Tensor, not float"),
+    (lambda: ag.gather(X, 0, [[0]]), "gather(): argument 'index' (position 3) must be Tensor, not list"),
+    (lambda: ag.index_select(X, 0, 1.0), "index_select(): argument 'index' (position 3) must be Tensor, not float"),
+    (lambda: ag.einsum("ij,jk", X, 1.0), "expected Tensor as element 1 in argument 1, but got float"),
     (lambda: ag.cartesian_prod(1.0), "expected Tensor as element 0 in argument 0, but got float"),
     (lambda: ag.meshgrid(1.0, indexing="ij"), "expected Tensor as element 0 in argument 0, but got float"),
     (lambda: ag.meshgrid(ag.ones(2), 3, indexing="ij"), "expected Tensor as element 1 in argument 0, but got int"),
@@ -84,13 +102,17 @@ def test_a_keyword_input_is_checked_and_a_missing_one_gets_pythons_error() -> No
 
 
 def test_an_attribute_error_from_a_tensor_argument_passes_unchanged() -> None:
-    def broken(input: ag.Tensor) -> None:
+    def broken(input: Tensor, other: Tensor | None = None) -> None:
         raise AttributeError("the op's own")
 
     with pytest.raises(AttributeError, match="the op's own"):
-        checked_input(broken, "broken")(ag.ones(1))
+        checked_tensors(broken, "broken")(ag.ones(1))
     with pytest.raises(TypeError, match=r"^broken\(\): argument 'input' \(position 1\) must be Tensor, not int$"):
-        checked_input(broken, "broken")(3)
+        checked_tensors(broken, "broken")(3)
+    with pytest.raises(TypeError, match=r"^broken\(\): argument 'other' \(position 2\) must be Tensor, not str$"):
+        checked_tensors(broken, "broken")(ag.ones(1), other="x")
+    with pytest.raises(AttributeError, match="the op's own"):
+        checked_tensors(broken, "broken")(ag.ones(1), None)  # an optional tensor may be None
 
 
 def test_public_names_keep_their_signature_and_docs() -> None:
@@ -99,7 +121,6 @@ def test_public_names_keep_their_signature_and_docs() -> None:
     assert ag.Tensor.exp is ag.ops.arithmetic.exp  # methods call the op itself: their self is a Tensor
 
 
-X = ag.tensor([[1.0, 2.0], [3.0, 4.0]])
 WARNINGS = [
     (lambda: F.softmax(X), "Implicit dimension choice for softmax"),
     (lambda: F.log_softmax(X), "Implicit dimension choice for log_softmax"),

@@ -36,8 +36,8 @@ from actorgrad.ops.losses import (
     smooth_l1_loss,
 )
 from actorgrad.ops.normalization import batch_norm, group_norm, layer_norm, normalize
-from actorgrad.ops.operands import with_checked_inputs
 from actorgrad.ops.pooling import avg_pool2d, max_pool2d
+from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.ops.regularization import dropout
 from actorgrad.ops.shape import pad
 
@@ -51,4 +51,4 @@ __all__ = [
 ]
 
 
-with_checked_inputs(globals(), __all__)
+check_tensor_arguments(globals(), __all__)

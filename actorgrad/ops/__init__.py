@@ -7,7 +7,7 @@ that a Tensor argument is one) and its Tensor methods in `METHODS`; a new family
 
 from importlib import import_module
 
-from actorgrad.ops.operands import with_checked_inputs
+from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.tensor import Tensor
 
 FAMILY_NAMES = (
@@ -60,4 +60,4 @@ for _family in FAMILIES:
     globals().update({name: getattr(_family, name) for name in _family.__all__})
     for _name, _method in _family.METHODS.items():
         setattr(Tensor, _name, _method)
-with_checked_inputs(globals(), __all__)
+check_tensor_arguments(globals(), __all__)

@@ -16,7 +16,7 @@ import numpy as np
 from actorgrad.devices import is_writeable
 from actorgrad.ops.arithmetic import mul
 from actorgrad.ops.linalg import MACS_PER_NS, TYPE_META_NAMES, mm
-from actorgrad.ops.operands import SCALAR_NAMES, number_array
+from actorgrad.ops.operands import SCALAR_NAMES, number_array, require_tensor_elements
 from actorgrad.ops.record import Rule, common_device, record, same_device
 from actorgrad.ops.shape import _expanded_shape, permute, reshape, single_dim
 from actorgrad.tensor import Tensor, int64
@@ -97,6 +97,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         operands = tuple(operands[0])
     if not operands:
         raise RuntimeError("einsum(): must provide at least one operand")
+    require_tensor_elements(operands, 1)
     common_device(operands)  # PyTorch's error for operands on two devices, before a kernel mixes them
     arrays = [t._data for t in operands]
     subs, out, sizes = _parse(equation, arrays)

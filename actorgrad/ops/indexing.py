@@ -217,7 +217,12 @@ def _at_least_1d(x: np.ndarray, op: str) -> np.ndarray:
 
 
 def _int_index(index: Any, op: str, dtypes: str) -> np.ndarray:
-    array = _host(index._data) if isinstance(index, Tensor) else np.asarray(index)
+    if isinstance(index, Tensor):
+        array = _host(index._data)
+    elif isinstance(index, np.ndarray):  # a host array is taken too, as a tensor of it would be
+        array = index
+    else:  # PyTorch takes no list or number here
+        raise TypeError(f"{op}(): argument 'index' (position 3) must be Tensor, not {type(index).__name__}")
     if array.dtype.kind not in "iu":
         raise RuntimeError(f"{op}(): Expected dtype {dtypes} for index, got {array.dtype}")
     return array

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.shape import _expanded_shape
 from actorgrad.tensor import Tensor
@@ -73,9 +73,7 @@ def _check_same_dtype(a: np.ndarray, b: np.ndarray) -> None:
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
-    for name, value in (("input", input), ("other", other)):
-        if not isinstance(value, Tensor):
-            raise TypeError(f"matmul(): argument '{name}' must be Tensor, not {type(value).__name__}")
+    require_tensors("matmul", input=input, other=other)
     a, b = input._data, other._data
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(

@@ -9,9 +9,6 @@ float64 whatever numbers it meets.
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -125,56 +122,17 @@ def require_tensors(op: str, first: int = 1, **operands: Any) -> None:
                             f"{type(value).__name__}")
 
 
-VARIADIC = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
-
-
-def require_tensor_elements(tensors: Any) -> None:
-    """PyTorch's error for a list argument (a TensorList, argument 0) holding something that is no tensor."""
+def require_tensor_elements(tensors: Any, argument: int = 0) -> None:
+    """PyTorch's error for a list argument (a TensorList, argument 0 unless given) holding a non-Tensor."""
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
-            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+            raise TypeError(f"expected Tensor as element {i} in argument {argument}, but got {type(t).__name__}")
 
 
-def checked_input(fn: Callable, op: str) -> Callable:
-    """`fn` with PyTorch's error for a first argument that is no Tensor (`exp(): argument 'input' (position 1) must
-    be Tensor, not float`) in place of the AttributeError the op meets on it. Ops that check their arguments keep
-    their own texts. Only the public names wrap their op: a Tensor method calls it directly (its self is a Tensor).
-    """
-    code = fn.__code__
-    name = code.co_varnames[0]
-
-    def refuse(value: Any) -> TypeError:
-        return TypeError(f"{op}(): argument '{name}' (position 1) must be Tensor, not {type(value).__name__}")
-
-    if name == "input" and code.co_argcount == 1 and not code.co_kwonlyargcount and not code.co_flags & VARIADIC:
-        def checked(input: Any) -> Any:  # the unary ops: a third of the generic wrapper's cost (37 ns, not 180)
-            try:
-                return fn(input)
-            except AttributeError:
-                if isinstance(input, Tensor):
-                    raise
-                raise refuse(input) from None
-    else:
-        def checked(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except AttributeError:
-                value = args[0] if args else kwargs.get(name)
-                if isinstance(value, Tensor):
-                    raise
-                raise refuse(value) from None
-
-    return functools.wraps(fn)(checked)
-
-
-def with_checked_inputs(namespace: dict, names: list[str], prefix: str = "") -> None:
-    """Wrap each function of `namespace` listed in `names` whose first parameter is annotated `Tensor` in
-    `checked_input`, under PyTorch's name for it (`prefix` + its name: `special_expit`, `linalg_pinv`)."""
-    for public in names:
-        fn = namespace[public]
-        code = getattr(fn, "__code__", None)
-        if code is not None and code.co_argcount and fn.__annotations__.get(code.co_varnames[0]) in ("Tensor", Tensor):
-            namespace[public] = checked_input(fn, prefix + public)
+def type_name(value: Any) -> str:
+    """A type's name as PyTorch's argument errors write it: numpy's types with their module."""
+    kind = type(value)
+    return f"numpy.{kind.__name__}" if kind.__module__ == "numpy" else kind.__name__
 
 
 def int_tuple(value: Any, op: str, name: str, position: int) -> tuple[int, ...]:
