@@ -73,7 +73,8 @@ def _check_same_dtype(a: np.ndarray, b: np.ndarray) -> None:
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
-    require_tensors("matmul", input=input, other=other)
+    if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
+        require_tensors("matmul", input=input, other=other)
     a, b = input._data, other._data
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(
