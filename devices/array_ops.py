@@ -18,6 +18,8 @@ from actorgrad.devices.erf import erf as erf_kernel
 # Measured here: np.broadcast_to costs about 2.5 µs (more when cold), filling a fresh array of 1280 elements
 # about 0.5 µs; up to this many elements the copy wins.
 SMALL_BROADCAST = 4096
+# The integer type of each float's size, to handle floats as bits
+SAME_SIZE_INT = {2: np.int16, 4: np.int32, 8: np.int64}
 
 
 def reduced_axes(shape: tuple[int, ...], target: tuple[int, ...]) -> tuple[int, ...]:
@@ -116,9 +118,16 @@ class ArrayOps:
 
     @staticmethod
     def relu_grad(g: Any, result: Any) -> Any:
-        """`g` where relu's output is not 0: where it is positive, or NaN (PyTorch's threshold_backward passes
-        the gradient through NaN)."""
-        return g * (result != 0)
+        """`g` where relu's output is not 0 (positive, or NaN: PyTorch's threshold_backward passes the gradient
+        through NaN), and 0 where it is, even where `g` is inf or NaN: PyTorch picks, it does not multiply (inf * 0
+        is NaN). Masking the gradient's bits costs less than the multiply by the mask did (19.6 µs on W3's
+        (128, 512) float32, against 20.0; np.where costs 90)."""
+        bits = SAME_SIZE_INT.get(g.dtype.itemsize) if g.dtype.kind == "f" else None
+        if bits is None:
+            return g * (result != 0)
+        keep = (-(result != 0).view(np.int8)).astype(bits)  # -1 widens to all bits set
+        keep &= g.view(bits)
+        return keep.view(g.dtype)
 
     def log_softmax(self, x: Any, dims: tuple[int, ...]) -> Any:
         """log(softmax(x)) over `dims`, shifted by the max; a row of -inf gives nan, as in PyTorch."""

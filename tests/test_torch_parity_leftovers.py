@@ -211,6 +211,18 @@ def test_relu_keeps_integer_dtypes():
     assert out.tolist() == [0, 3] and out.dtype == ag.int8
 
 
+@pytest.mark.parametrize("dtype", [ag.float16, ag.float32, ag.float64])
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_relu_passes_no_inf_or_nan_gradient_where_its_output_is_zero(dtype, create_graph):
+    # torch 2.13: threshold_backward picks the gradient where the output is not 0 (NaN included), else 0
+    x = ag.tensor([-1.0, 0.0, 2.0, 3.0, -0.0, math.nan], dtype=dtype, requires_grad=True)
+    g = ag.tensor([math.inf, math.nan, 1.0, math.nan, -math.inf, 5.0], dtype=dtype)
+    (grad,) = ag.autograd.grad(x.relu(), x, g, create_graph=create_graph)
+    got = grad.detach().numpy()
+    np.testing.assert_array_equal(got, np.array([0.0, 0.0, 1.0, math.nan, 0.0, 5.0], dtype))
+    assert not np.signbit(got[[0, 1, 4]]).any()  # +0, as torch gives
+
+
 # -- the p=0 norm --------------------------------------------------------------------------------------------------
 def test_the_zero_norm_counts_nonzeros_and_passes_no_gradient():
     x = ag.tensor([[1.0, 0.0, -2.0], [0.0, 0.0, 3.0]], dtype=ag.float64, requires_grad=True)
