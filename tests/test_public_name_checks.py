@@ -145,3 +145,40 @@ def test_a_warning_names_the_callers_line(call: Callable, text: str) -> None:
         call()
     ours = [w for w in caught if text in str(w.message)]
     assert ours and all(w.filename == __file__ for w in ours), [(str(w.message), w.filename) for w in caught]
+
+
+# -- top-level forms that take other arguments than their nn.functional namesakes (torch 2.13) -------------------
+def test_top_level_batch_norm_takes_weight_and_bias_before_the_running_statistics() -> None:
+    x = ag.tensor([[1.0, 2.0], [3.0, 6.0]])
+    mean, var = ag.tensor([0.5, 1.0]), ag.tensor([1.0, 4.0])
+    out = ag.batch_norm(x, ag.tensor([2.0, 3.0]), ag.tensor([0.0, 1.0]), mean, var, True, 0.5, 0.0, False)
+    np.testing.assert_allclose(out.numpy(), [[-2.0, -2.0], [2.0, 4.0]])
+    np.testing.assert_allclose(mean.numpy(), [1.25, 2.5])
+    np.testing.assert_allclose(var.numpy(), [1.5, 6.0])  # the unbiased batch variance (2, 8) averaged in
+    evaluated = ag.batch_norm(x, None, None, ag.tensor([1.0, 2.0]), ag.tensor([4.0, 16.0]), False, 0.1, 0.0, True)
+    np.testing.assert_allclose(evaluated.numpy(), [[0.0, 0.0], [1.0, 1.0]])
+
+
+def test_top_level_embedding_takes_the_weight_first() -> None:
+    weight = ag.tensor([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], requires_grad=True)
+    rows = ag.embedding(weight, ag.tensor([0, 2, 0]), 0)
+    assert rows.tolist() == [[0.0, 1.0], [4.0, 5.0], [0.0, 1.0]]
+    rows.sum().backward()
+    assert weight.grad.tolist() == [[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]  # padding_idx 0 gets no gradient
+    weight.grad = None
+    ag.embedding(weight, ag.tensor([0, 0])).sum().backward()  # -1, the default: no padding row
+    assert weight.grad.tolist() == [[2.0, 2.0], [0.0, 0.0], [0.0, 0.0]]
+
+
+def test_top_level_binary_cross_entropy_with_logits_takes_an_int_reduction_and_defaults_to_none() -> None:
+    x, t = ag.tensor([0.0, 2.0]), ag.tensor([1.0, 0.0])
+    elementwise = [0.6931471805599453, 2.1269280110429727]
+    np.testing.assert_allclose(ag.binary_cross_entropy_with_logits(x, t).numpy(), elementwise, rtol=1e-6)
+    np.testing.assert_allclose(ag.binary_cross_entropy_with_logits(x, t, None, None, 3).numpy(), elementwise,
+                               rtol=1e-6)
+    assert ag.binary_cross_entropy_with_logits(x, t, None, None, 1).item() == pytest.approx(sum(elementwise) / 2)
+    weighted = ag.binary_cross_entropy_with_logits(x, t, ag.tensor([2.0, 0.0]), ag.tensor([3.0, 1.0]), 2)
+    assert weighted.item() == pytest.approx(2 * 3 * elementwise[0])
+    with pytest.raises(TypeError, match=r"argument 'reduction' must be int, not str"):
+        ag.binary_cross_entropy_with_logits(x, t, reduction="mean")
+    assert F.binary_cross_entropy_with_logits(x, t).item() == pytest.approx(sum(elementwise) / 2)

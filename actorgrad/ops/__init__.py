@@ -13,6 +13,7 @@ from actorgrad.tensor import Tensor
 FAMILY_NAMES = (
     "activations",
     "aliases",
+    "aten_forms",
     "arithmetic",
     "casts",
     "comparison",

@@ -11,7 +11,7 @@ import numpy as np
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.tensor import Tensor
 
-__all__ = ["embedding"]
+__all__: list[str] = []  # its name at the top level is aten_forms's
 
 EMBEDDING = Rule(
     "EmbeddingBackward0",

@@ -24,7 +24,7 @@ from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn
 
 # The rest live in nn.functional only, as in PyTorch.
-__all__ = ["binary_cross_entropy_with_logits"]
+__all__: list[str] = []  # its name at the top level is aten_forms's
 
 
 def _data_on(device: Device, t: Tensor) -> Any:

@@ -19,7 +19,7 @@ from actorgrad.ops.selection import clamp
 from actorgrad.ops.statistics import norm
 from actorgrad.tensor import Tensor, bump_version
 
-__all__ = ["batch_norm", "group_norm", "layer_norm", "normalize"]
+__all__ = ["group_norm", "layer_norm", "normalize"]  # batch_norm at the top level is aten_forms's
 
 
 def _normalized(ops: Any, x: Any, dims: tuple, count: int, eps: float, stats: Any) -> tuple[Any, Any]:

@@ -1,0 +1,43 @@
+"""The `torch.*` forms of ops that `torch.nn.functional` also has, where the two take their arguments
+differently: exported as `actorgrad.<name>` with the top-level form's arguments, so that code written against
+`torch.batch_norm(...)` computes what it computes in PyTorch instead of reading its arguments in another order.
+
+- `torch.embedding(weight, indices, ...)` takes the weight first; a negative padding_idx means none.
+- `torch.batch_norm` takes weight and bias before the running statistics, and every argument.
+- `torch.binary_cross_entropy_with_logits` takes weight and pos_weight positionally and the reduction as an int
+  (1 mean, 2 sum, any other none; 0 is the default).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actorgrad.ops import embeddings, losses, normalization
+from actorgrad.tensor import Tensor
+
+__all__ = ["batch_norm", "binary_cross_entropy_with_logits", "embedding"]
+METHODS: dict[str, Any] = {}
+REDUCTIONS = {1: "mean", 2: "sum"}  # any other int reduces nothing, as in PyTorch
+
+
+def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, scale_grad_by_freq: bool = False,
+              sparse: bool = False) -> Tensor:
+    return embeddings.embedding(indices, weight, padding_idx if padding_idx >= 0 else None,
+                                scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+def batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, running_mean: Tensor | None,
+               running_var: Tensor | None, training: bool, momentum: float, eps: float,
+               cudnn_enabled: bool) -> Tensor:
+    """`cudnn_enabled` picks a CUDA backend in PyTorch and changes no result."""
+    return normalization.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     pos_weight: Tensor | None = None, reduction: int = 0) -> Tensor:
+    if isinstance(reduction, bool) or not isinstance(reduction, int):
+        raise TypeError(
+            f"binary_cross_entropy_with_logits(): argument 'reduction' must be int, not {type(reduction).__name__}"
+        )
+    return losses.binary_cross_entropy_with_logits(input, target, weight, reduction=REDUCTIONS.get(reduction, "none"),
+                                                   pos_weight=pos_weight)
