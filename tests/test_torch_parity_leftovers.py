@@ -318,3 +318,40 @@ def test_repeat_with_a_negative_count_names_the_negative_size_as_torch():
 def test_logsumexp_of_integers_is_in_the_default_float_dtype():
     out = ag.logsumexp(ag.tensor([1, 2]), 0)
     assert out.dtype == ag.float32 and abs(out.item() - 2.3132617) < 1e-6  # torch 2.13: tensor(2.3133)
+
+
+# -- edge arguments found by comparing with torch 2.13 on random inputs --------------------------------------------
+LOGIT_X = [-0.5, 0.1, 0.5, 0.95, 1.5, 0.0, 1.0]
+
+
+@pytest.mark.parametrize(("eps", "values", "grads"), [
+    # a negative eps is PyTorch's "none" (its default is -1): no clamp, NaN gradients outside [0, 1]
+    (-1.0, [math.nan, -2.197224577336219, 0.0, 2.9444389791664394, math.nan, -math.inf, math.inf],
+     [math.nan, 11.111111111111109, 4.0, 21.05263157894735, math.nan, math.inf, math.inf]),
+    # eps above 0.5: below eps clamps to eps, else above 1 - eps to 1 - eps
+    (0.6, [0.4054651081081642] * 3 + [-0.4054651081081643] * 2 + [0.4054651081081642, -0.4054651081081643],
+     [0.0] * 7),
+])
+def test_logit_eps_outside_zero_to_a_half_as_torch(eps, values, grads):
+    x = ag.tensor(LOGIT_X, dtype=ag.float64, requires_grad=True)
+    y = ag.logit(x, eps)
+    y.backward(ag.ones(7, dtype=ag.float64))
+    np.testing.assert_allclose(y.detach().numpy(), values, rtol=1e-15)
+    np.testing.assert_allclose(x.grad.numpy(), grads, rtol=1e-14)
+
+
+def test_cumprod_of_a_zero_dim_tensor_passes_the_gradient_on():
+    x = ag.tensor(2.0, dtype=ag.float64, requires_grad=True)
+    (grad,) = ag.autograd.grad(x.cumprod(0) * 3, x, create_graph=True)
+    assert grad.item() == 3.0
+    assert ag.autograd.gradcheck(lambda t: t.cumprod(-1) ** 2, (x,))
+
+
+def test_repeat_an_empty_dim_a_negative_number_of_times_gives_an_empty_dim():
+    x = ag.zeros(2, 0, 3, requires_grad=True)
+    y = x.repeat(1, -1, 0)
+    assert y.shape == (2, 0, 0) and ag.tile(ag.zeros(2, 0, 3), (-1, 0)).shape == (2, 0, 0)
+    y.sum().backward()
+    assert x.grad.shape == (2, 0, 3)
+    with pytest.raises(RuntimeError, match=re.escape("Trying to create tensor with negative dimension -1: [2, -1, 0]")):
+        ag.zeros(2, 1, 3).repeat(1, -1, 0)

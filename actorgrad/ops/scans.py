@@ -19,7 +19,9 @@ CumminResult = namedtuple("cummin", ["values", "indices"])
 
 CUMPROD = Rule(
     "CumprodBackward0",
-    (("self", "result", "dim"), lambda ops, g, self, result, dim: ops.cumprod_grad(g, self, result, dim)),
+    # a 0-d input is its own running product: the gradient passes as it is
+    (("self", "result", "dim"), lambda ops, g, self, result, dim: ops.cumprod_grad(g, self, result, dim)
+     if self.ndim else g),
 )
 
 

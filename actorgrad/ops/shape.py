@@ -245,8 +245,10 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
     padded_shape = (1,) * (len(sizes) - x.ndim) + x.shape
     if any(n < 0 for n in sizes):
         result = [n * r for n, r in zip(padded_shape, sizes)]
-        negative = next(n for n in result if n < 0)
-        raise RuntimeError(f"Trying to create tensor with negative dimension {negative}: {result}")
+        negative = [n for n in result if n < 0]
+        if negative:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {negative[0]}: {result}")
+        sizes = tuple(max(r, 0) for r in sizes)  # an empty dim repeated a negative number of times stays empty
     interleaved = tuple(n for pair in zip(sizes, padded_shape) for n in pair)
     data = np.tile(x.reshape(padded_shape), sizes)
     return record(

@@ -195,15 +195,18 @@ NAN_TO_NUM = Rule("NanToNumBackward0", (("finite",), lambda ops, g, finite: ops.
 
 
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
-    """log(p / (1 - p)); with `eps`, p is first clamped to [eps, 1 - eps]."""
+    """log(p / (1 - p)); with `eps`, p is first clamped to [eps, 1 - eps]. A negative eps means none (PyTorch's
+    default is -1), and an eps above 0.5 clamps as PyTorch's kernel does: below eps to eps, else above 1 - eps to
+    1 - eps (np.clip would give 1 - eps everywhere)."""
     x = input._data
     xp = input._device.xp
     x = x.astype(floating(x.dtype), copy=False)
-    if eps is None:
+    if eps is None or eps < 0:
         outside, off_domain, p = (x < 0) | (x > 1), math.nan, x
     else:
         lo, hi = number_array(eps, x.dtype)[()], number_array(1 - eps, x.dtype)[()]
-        outside, off_domain, p = (x < lo) | (x > hi), 0, xp.clip(x, lo, hi)
+        below, above = x < lo, x > hi
+        outside, off_domain, p = below | above, 0, xp.where(below, lo, xp.where(above, hi, x))
     with np.errstate(divide="ignore", invalid="ignore"):  # p = 0 or 1 gives -inf or inf, as in PyTorch
         data = xp.log(p / (1 - p))
     return record(LOGIT, data, (input,), outside=Tensor(outside, device=input._device), off_domain=off_domain)
