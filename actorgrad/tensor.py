@@ -339,6 +339,16 @@ class Tensor:
             )
         return self._data
 
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """`np.asarray(t)`: the tensor's memory, as `numpy()` gives it, and refused where that is."""
+        array = self.numpy()
+        if dtype is not None and array.dtype != dtype:
+            if copy is False:
+                raise ValueError(f"Unable to avoid copy while creating an array as requested (a {array.dtype} "
+                                 f"tensor as {np.dtype(dtype)}).")
+            return array.astype(dtype)
+        return array.copy() if copy else array
+
     def item(self) -> float | int | bool:
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")

@@ -65,6 +65,19 @@ def test_copy_constructing_from_a_tensor_warns_as_torch_does():
         source.new_tensor(source)
 
 
+def test_numpy_reads_a_tensor_through_its_memory_as_torch_lets_it():
+    t = ag.tensor([1.0, 2.0])
+    shared = np.asarray(t)
+    shared[0] = 5.0
+    assert t.tolist() == [5.0, 2.0] and np.asarray(t).dtype == np.float32
+    assert np.array(t).base is None and np.asarray(t, dtype=np.float64).dtype == np.float64
+    assert np.stack([ag.ones(2), ag.zeros(2)]).shape == (2, 2) and np.asarray(ag.tensor(3)).shape == ()
+    with pytest.raises(RuntimeError, match=r"^Can't call numpy\(\) on Tensor that requires grad"):
+        np.asarray(ag.tensor([1.0], requires_grad=True))
+    with pytest.raises(ValueError, match="Unable to avoid copy"):
+        np.asarray(t, dtype=np.float64, copy=False)
+
+
 def test_from_numpy_and_as_tensor_share_the_array():
     array = np.array([1.0, 2.0])
     shared, kept = ag.from_numpy(array), ag.as_tensor(array)
