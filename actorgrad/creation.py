@@ -16,7 +16,7 @@ import numpy as np
 
 from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device
-from actorgrad.ops.operands import SCALAR_NAMES, checked_int, fitted_number, type_name, wrapped_int
+from actorgrad.ops.operands import checked_int, fitted_number, not_implemented, type_name, wrapped_int
 from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, checked_numpy, copied_leaf, int64, new_leaf
 
 __all__ = [
@@ -101,11 +101,6 @@ def _check_storage(op: str, shape: tuple[int, ...]) -> None:
 
 def dtype_or(dtype: Any, default: np.dtype) -> np.dtype:
     return default if dtype is None else np.dtype(dtype)
-
-
-def not_implemented(kernel: str, dtype: np.dtype) -> NotImplementedError:
-    """PyTorch's error for a kernel that has no version for `dtype`."""
-    return NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_NAMES.get(dtype, dtype)}'")
 
 
 def leaf_on(data: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:

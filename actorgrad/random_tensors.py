@@ -15,9 +15,9 @@ from actorgrad.creation import (
     is_int,
     leaf_on,
     like_dtype,
-    not_implemented,
     size_argument,
 )
+from actorgrad.ops.operands import not_implemented
 from actorgrad.random import Generator, numpy_generator
 from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, int64
 

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices import cpu, is_writeable
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.grad_mode import no_grad
+from actorgrad.ops import random_fills
 from actorgrad.random import Generator, numpy_generator
 from actorgrad.tensor import Tensor, bump_version
 
@@ -76,23 +77,16 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def _check_floating(tensor: Tensor, kernel: str) -> None:
-    if tensor.dtype.kind != "f":
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES.get(tensor.dtype, tensor.dtype)}\'')
-
-
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None) -> Tensor:
-    _check_floating(tensor, "check_uniform_bounds")
-    if a > b:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
-    return _fill(tensor, numpy_generator(generator).uniform(a, b, tensor.shape))
+    """U(a, b): `tensor.uniform_(a, b)` without recording, as PyTorch's."""
+    with no_grad():
+        return random_fills.uniform_(tensor, a, b, generator=generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None) -> Tensor:
-    _check_floating(tensor, "normal_kernel_cpu")
-    if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    return _fill(tensor, numpy_generator(generator).normal(mean, std, tensor.shape))
+    """N(mean, std^2): `tensor.normal_(mean, std)` without recording, as PyTorch's."""
+    with no_grad():
+        return random_fills.normal_(tensor, mean, std, generator=generator)
 
 
 def trunc_normal_(

@@ -1,22 +1,33 @@
 """Ops PyTorch spells in terms of others, so they record the same nodes its versions do: expand_as, view_as,
-reshape_as, ravel, swapaxes, movedim, unflatten, narrow, select, tile, take_along_dim, diff, `.H` and `.mH`, and the
-`new_*` creation methods."""
+reshape_as, ravel, swapaxes, movedim, unflatten, narrow, select, tile, take_along_dim, diff, `.H` and `.mH`, the
+`new_*` creation methods, and the arithmetic aliases (divide, with div's rounding modes, true_divide, multiply,
+subtract)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from actorgrad.ops import arithmetic
+from actorgrad.ops.arithmetic import DIV, FLOOR_QUOTIENT, _binary, check_unsigned_number, mul, sub
 from actorgrad.ops.indexing import gather, getitem
 from actorgrad.ops.joining import cat
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES, as_operand, broadcast_error, data_as, kernel_operands, result_type
+from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.shape import _shape_arg, broadcast_to, permute, repeat, reshape, single_dim, transpose, view
 from actorgrad.tensor import COPY_CONSTRUCT, Tensor, bool_, copied_leaf, int64
 from actorgrad.user_warnings import warn
 
 __all__ = [
-    "diff", "empty_like", "moveaxis", "movedim", "narrow", "ravel", "select", "swapaxes", "swapdims", "take_along_dim",
-    "tile", "unflatten",
+    "diff", "div", "divide", "empty_like", "moveaxis", "movedim", "multiply", "narrow", "ravel", "select", "subtract",
+    "swapaxes", "swapdims", "take_along_dim", "tile", "true_divide", "unflatten",
 ]
+
+# PyTorch's div.Tensor_mode, taken whenever rounding_mode is passed, even as None: a true division then records
+# DivBackward2 (with div's gradients), a rounded one DivBackward2 with zero gradients (FLOOR_QUOTIENT).
+DIV_MODE = Rule("DivBackward2", *DIV.grads, broadcasts=True)
+TRUE_DIVISION: Any = object()  # divide's rounding_mode when none is passed: div.Tensor, DivBackward0
 
 
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
@@ -208,6 +219,68 @@ def empty_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False,
                           device=input.device if device is None else device)
 
 
+def multiply(input: Any, other: Any) -> Tensor:
+    """Alias of mul."""
+    return mul(input, other)
+
+
+def subtract(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """Alias of sub."""
+    return sub(input, other, alpha=alpha)
+
+
+def true_divide(input: Any, other: Any) -> Tensor:
+    """Alias of div (true division)."""
+    return arithmetic.div(input, other)
+
+
+def _integer_trunc_quotient(xp: Any, x: Any, y: Any) -> Any:
+    """x / y rounded toward 0 for integers: the floor quotient, plus one where it rounded an inexact negative
+    quotient down (exact, where x / y in floats is not; int8's -128 / -1 wraps, as in C)."""
+    q = xp.floor_divide(x, y)
+    return q + ((q < 0) & (q * y != x))
+
+
+def _trunc_divide(input: Any, other: Any) -> Tensor:
+    """input / other rounded toward 0, in the operands' promoted dtype (integers stay integers); floats as
+    PyTorch's kernel, trunc(x / y)."""
+    check_unsigned_number(input, other)
+    dtype = result_type(input, other)
+    a, b = as_operand(input, dtype, other, wrap=True), as_operand(other, dtype, input, wrap=True)
+    device = common_device((a, b))
+    if dtype.kind == "b":
+        raise NotImplementedError(f"\"div_trunc_{device.type}\" not implemented for 'Bool'")
+    x, y = kernel_operands(data_as(a, dtype), data_as(b, dtype))
+    xp = device.xp
+    if dtype.kind in "iu" and bool((y == 0).any()):
+        raise RuntimeError("ZeroDivisionError")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        try:
+            data = xp.trunc(x / y) if dtype.kind == "f" else _integer_trunc_quotient(xp, x, y)
+        except ValueError:
+            raise broadcast_error("div", x.shape, y.shape) from None
+    return record(FLOOR_QUOTIENT, xp.asarray(data, dtype=dtype), (a, b))
+
+
+def divide(input: Any, other: Any, *, rounding_mode: str | None = TRUE_DIVISION) -> Tensor:
+    """input / other: true division by default; rounding_mode 'trunc' rounds toward 0 and 'floor' toward -inf,
+    both in the operands' promoted dtype and with zero gradients, as PyTorch's div."""
+    if rounding_mode is TRUE_DIVISION:
+        return arithmetic.div(input, other)
+    if rounding_mode is None:
+        return _binary("div", input, other, DIV_MODE)
+    if rounding_mode == "trunc":
+        return _trunc_divide(input, other)
+    if rounding_mode == "floor":
+        return _binary("floor_divide", input, other, FLOOR_QUOTIENT)
+    raise RuntimeError(
+        f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+    )
+
+
+div = divide  # one function with its rounding modes; the `/` operator is arithmetic's div
+
+
 def _new(name: str) -> Any:
     """A `new_*` method: the creation function `name`, whose dtype and device default to the tensor's."""
 
@@ -255,7 +328,8 @@ METHODS: dict[str, Any] = {
     "expand_as": expand_as, "view_as": view_as, "reshape_as": reshape_as, "ravel": ravel, "swapaxes": swapaxes,
     "swapdims": swapdims, "movedim": movedim, "moveaxis": moveaxis, "unflatten": unflatten, "narrow": narrow,
     "select": select, "tile": lambda self, *dims: tile(self, dims), "take_along_dim": take_along_dim,
-    "diff": diff, "new_zeros": _new("zeros"), "new_ones": _new("ones"),
+    "diff": diff, "div": divide, "divide": divide, "multiply": multiply, "subtract": subtract,
+    "true_divide": true_divide, "new_zeros": _new("zeros"), "new_ones": _new("ones"),
     "new_empty": _new("empty"), "new_full": _new("full"), "new_tensor": _new_tensor,
     "H": property(lambda self: _adjoint(self, "H", batched=False)),
     "mH": property(lambda self: _adjoint(self, "mH", batched=True)),

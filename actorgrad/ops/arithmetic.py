@@ -25,7 +25,7 @@ from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor, bool_
 
 __all__ = [
-    "add", "div", "exp", "floor_divide", "log", "mul", "neg", "pow", "reciprocal", "relu", "remainder", "sigmoid",
+    "add", "exp", "floor_divide", "log", "mul", "neg", "pow", "reciprocal", "relu", "remainder", "sigmoid",
     "sub", "tanh",
 ]
 
@@ -395,7 +395,7 @@ METHODS = {
     "__add__": _add, "__radd__": _commuted(_add), "add": add,
     "__sub__": _sub, "__rsub__": rsub, "sub": sub,
     "__mul__": mul, "__rmul__": _commuted(mul), "mul": mul,
-    "__truediv__": div, "__rtruediv__": rtruediv, "div": div,
+    "__truediv__": div, "__rtruediv__": rtruediv,
     "__floordiv__": floor_divide, "__rfloordiv__": _reflected(floor_divide), "floor_divide": floor_divide,
     "__mod__": remainder, "__rmod__": _reflected(remainder), "remainder": remainder,
     "__pow__": pow, "__rpow__": _reflected(pow), "pow": pow,

@@ -18,9 +18,9 @@ from actorgrad.ops.reductions import one_dim, reduced_dims
 from actorgrad.tensor import Tensor, bool_
 
 __all__ = [
-    "all", "allclose", "any", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "eq", "equal", "ge", "gt",
-    "isclose", "isfinite", "isinf", "isnan", "le", "logical_and", "logical_not", "logical_or", "logical_xor", "lt",
-    "ne",
+    "all", "allclose", "any", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "eq", "equal", "ge",
+    "greater", "greater_equal", "gt", "isclose", "isfinite", "isinf", "isnan", "le", "less", "less_equal",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "lt", "ne", "not_equal",
 ]
 
 OPERAND = Tensor | bool | int | float | np.ndarray | np.generic
@@ -61,6 +61,31 @@ def gt(input: Any, other: Any) -> Tensor:
 
 def ge(input: Any, other: Any) -> Tensor:
     return _elementwise("ge", np.greater_equal, input, other)
+
+
+def greater(input: Any, other: Any) -> Tensor:
+    """Alias of gt."""
+    return gt(input, other)
+
+
+def greater_equal(input: Any, other: Any) -> Tensor:
+    """Alias of ge."""
+    return ge(input, other)
+
+
+def less(input: Any, other: Any) -> Tensor:
+    """Alias of lt."""
+    return lt(input, other)
+
+
+def less_equal(input: Any, other: Any) -> Tensor:
+    """Alias of le."""
+    return le(input, other)
+
+
+def not_equal(input: Any, other: Any) -> Tensor:
+    """Alias of ne."""
+    return ne(input, other)
 
 
 def logical_and(input: Any, other: Any) -> Tensor:
@@ -194,7 +219,8 @@ def _reflected_operator(op: Any) -> Any:
 METHODS: dict[str, Any] = {
     "__eq__": _operator(eq), "__ne__": _operator(ne), "__lt__": _operator(lt), "__le__": _operator(le),
     "__gt__": _operator(gt), "__ge__": _operator(ge),
-    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
+    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "greater": greater, "greater_equal": greater_equal,
+    "less": less, "less_equal": less_equal, "not_equal": not_equal,
     "logical_and": logical_and, "logical_or": logical_or, "logical_xor": logical_xor, "logical_not": logical_not,
     "__and__": _operator(bitwise_and), "__or__": _operator(bitwise_or), "__xor__": _operator(bitwise_xor),
     "__rand__": _reflected_operator(bitwise_and), "__ror__": _reflected_operator(bitwise_or),

@@ -12,7 +12,7 @@ import numpy as np
 
 from actorgrad.ops import reductions
 from actorgrad.ops.operands import SCALAR_NAMES
-from actorgrad.ops.record import Rule, record
+from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.ops.reductions import one_dim
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn
@@ -24,10 +24,6 @@ def floating_data(kernel: str, input: Tensor) -> np.ndarray:
     if x.dtype.kind != "f":
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_NAMES.get(x.dtype, x.dtype)}'")
     return x
-
-
-def zeros_grad(ops: Any, g: Any) -> Any:
-    return ops.zeros_like(g)
 
 
 def recorded_grad(name: str, formula: Callable, *keys: str) -> Callable:

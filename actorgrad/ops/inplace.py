@@ -35,11 +35,12 @@ import numpy as np
 from actorgrad.devices import is_writeable
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.node import InputMetadata
-from actorgrad.ops.arithmetic import add, div, exp, mul, neg, relu, sigmoid, sub, tanh
+from actorgrad.ops.aliases import TRUE_DIVISION, divide
+from actorgrad.ops.arithmetic import add, exp, mul, neg, relu, sigmoid, sub, tanh
 from actorgrad.ops.indexing import KEPT_GRAD, fill_value, masked_fill, on_device, parse_index, placed_index
 from actorgrad.ops.joining import MULTI_OUTPUT_VIEWS
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, category, fitted_number
-from actorgrad.ops.record import Rule, record
+from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.ops.selection import clamp
 from actorgrad.ops.unary import abs, sgn, sign
 from actorgrad.tensor import Tensor, as_array, bump_version, refuse_inference_change
@@ -72,10 +73,6 @@ SHARED_MEMORY = (
 )
 
 
-def _zeros(ops: Any, g: Any) -> Any:
-    return ops.zeros_like(g)
-
-
 def _written_grad(ops: Any, g: Any, basic: tuple, advanced: tuple | None, value_shape: tuple) -> Any:
     """The gradient of the value written by `self[index] = value`: the output's gradient at the written
     positions, summed back over the value's broadcasting (its leading 1s, which the write drops, put back)."""
@@ -90,10 +87,10 @@ def _without_leading_ones(shape: tuple) -> tuple:
     return shape[lead:]
 
 
-ZERO = Rule("ZeroBackward0", ((), _zeros))
-FILL_NUMBER = Rule("FillBackward2", ((), _zeros))
-FILL_TENSOR = Rule("FillBackward3", ((), _zeros), ((), None), broadcasts=True)
-COPY = Rule("torch::autograd::CopyBackwards", ((), _zeros), ((), None), broadcasts=True)
+ZERO = Rule("ZeroBackward0", ((), zeros_grad))
+FILL_NUMBER = Rule("FillBackward2", ((), zeros_grad))
+FILL_TENSOR = Rule("FillBackward3", ((), zeros_grad), ((), None), broadcasts=True)
+COPY = Rule("torch::autograd::CopyBackwards", ((), zeros_grad), ((), None), broadcasts=True)
 _SETITEM_GRADS = (KEPT_GRAD, (("basic", "advanced", "value_shape"), _written_grad))
 COPY_SLICES = Rule("torch::autograd::CopySlices", *_SETITEM_GRADS)
 INDEX_PUT = Rule("IndexPutBackward0", *_SETITEM_GRADS)
@@ -376,8 +373,9 @@ def mul_(self: Tensor, other: Any) -> Tensor:
     return write_in_place(self, lambda s: mul(s, other), (other,), _requires_grad(other))
 
 
-def div_(self: Tensor, other: Any) -> Tensor:
-    return write_in_place(self, lambda s: div(s, other), (other,), _requires_grad(other))
+def div_(self: Tensor, other: Any, *, rounding_mode: Any = TRUE_DIVISION) -> Tensor:
+    return write_in_place(self, lambda s: divide(s, other, rounding_mode=rounding_mode), (other,),
+                          _requires_grad(other))
 
 
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:

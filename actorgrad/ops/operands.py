@@ -129,6 +129,11 @@ def require_tensor_elements(tensors: Any, argument: int = 0) -> None:
             raise TypeError(f"expected Tensor as element {i} in argument {argument}, but got {type(t).__name__}")
 
 
+def not_implemented(kernel: str, dtype: np.dtype) -> NotImplementedError:
+    """PyTorch's error for a kernel that has no version for `dtype`."""
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_NAMES.get(dtype, dtype)}'")
+
+
 def type_name(value: Any) -> str:
     """A type's name as PyTorch's argument errors write it: numpy's types with their module."""
     kind = type(value)

@@ -9,8 +9,7 @@ import numpy as np
 
 from actorgrad.devices import cpu
 from actorgrad.devices.array_ops import padded
-from actorgrad.ops.dim_activations import zeros_grad
-from actorgrad.ops.record import Rule, record
+from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.tensor import Tensor
 
 CONSTANT_PAD = Rule("ConstantPadNdBackward0", (("pad",), lambda ops, g, pad: ops.pad(g, tuple(-p for p in pad))))

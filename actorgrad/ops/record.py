@@ -65,6 +65,11 @@ class Rule:
                     setattr(FormulaNode, "_saved_" + saved, property(functools.partial(_saved_value, name=saved)))
 
 
+def zeros_grad(ops: Any, g: Any) -> Any:
+    """The gradient of an input the output does not depend on (a fill's old values, a comparison's operands)."""
+    return ops.zeros_like(g)
+
+
 def _saved_value(node: FormulaNode, name: str) -> Any:
     """`node._saved_<name>`: what the node saved under a name its rule gives (`_saved_self`, `_saved_other`,
     `_saved_result`, a keyword such as `_saved_exponent`), as PyTorch's nodes show them; None for a value that no

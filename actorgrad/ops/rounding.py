@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import not_implemented
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor, bool_
 
@@ -23,15 +23,11 @@ ROUND_DECIMALS = Rule("RoundBackward1", _FLAT)
 FRAC = Rule("FracBackward0", ((), None))
 
 
-def _not_implemented(kernel: str, x: Any) -> NotImplementedError:
-    return NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES.get(x.dtype, x.dtype)}\'')
-
-
 def _to_whole(op: str, rule: Rule, input: Tensor) -> Tensor:
     """An integer input is already whole: a copy, in its own dtype, as in PyTorch."""
     x = input._data
     if x.dtype == bool_:
-        raise _not_implemented(f"{op}_vml_cpu", x)
+        raise not_implemented(f"{op}_vml_cpu", x.dtype)
     data = x.copy() if x.dtype.kind != "f" else getattr(input._device.xp, "rint" if op == "round" else op)(x)
     return record(rule, data, (input,))
 
@@ -64,7 +60,7 @@ def round(input: Tensor, *, decimals: int | None = None) -> Tensor:
     if not isinstance(decimals, int) or isinstance(decimals, bool):
         raise TypeError(f"round(): argument 'decimals' must be int, not {type(decimals).__name__}")
     if x.dtype.kind != "f":  # PyTorch's kernel names differ by overload
-        raise _not_implemented("round_cpu" if decimals else "round_vml_cpu", x)
+        raise not_implemented("round_cpu" if decimals else "round_vml_cpu", x.dtype)
     xp = input._device.xp
     scale = xp.asarray(10.0 ** abs(decimals), dtype=x.dtype)
     data = xp.rint(x * scale) / scale if decimals >= 0 else xp.rint(x / scale) * scale
@@ -75,7 +71,7 @@ def frac(input: Tensor) -> Tensor:
     """The fractional part, input - trunc(input), with input's sign."""
     x = input._data
     if x.dtype.kind != "f":
-        raise _not_implemented("frac_cpu", x)
+        raise not_implemented("frac_cpu", x.dtype)
     return record(FRAC, x - input._device.xp.trunc(x), (input,))
 
 

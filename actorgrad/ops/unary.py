@@ -1,5 +1,6 @@
-"""Unary math ops (sqrt, rsqrt, trigonometric and hyperbolic functions, log2, log10, exp2, abs, sign, sgn, signbit,
-positive, negative, log1p, expm1, square, logit, nan_to_num) and their gradient rules."""
+"""Unary math ops (sqrt, rsqrt, trigonometric and hyperbolic functions and their inverses, deg2rad, rad2deg, sinc,
+log2, log10, exp2, abs, sign, sgn, signbit, positive, negative, log1p, expm1, square, logit, nan_to_num) and their
+gradient rules."""
 
 from __future__ import annotations
 
@@ -14,11 +15,39 @@ from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor, bool_
 
 __all__ = [
-    "abs", "absolute", "acos", "arccos", "arcsin", "arctan", "asin", "atan", "cos", "cosh", "exp2", "expm1", "log10",
-    "log1p", "log2", "logit", "nan_to_num", "negative", "positive", "rsqrt", "sgn", "sign", "signbit", "sin", "sinh",
-    "sqrt", "square", "tan",
+    "abs", "absolute", "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "asin", "asinh",
+    "atan", "atanh", "cos", "cosh", "deg2rad", "exp2", "expm1", "log10", "log1p", "log2", "logit", "nan_to_num",
+    "negative", "positive", "rad2deg", "rsqrt", "sgn", "sign", "signbit", "sin", "sinc", "sinh", "sqrt", "square",
+    "tan",
 ]
 LN2, LN10 = math.log(2), math.log(10)
+RADIANS_PER_DEGREE, DEGREES_PER_RADIAN = math.pi / 180, 180 / math.pi
+
+
+def _times(factor: float) -> Any:
+    """The kernel x * factor, as PyTorch multiplies by a number: float16 in float32, rounded once (numpy would
+    round the factor to float16 first, and its rad2deg is off by an ulp in float32)."""
+    def kernel(xp: Any, x: Any) -> Any:
+        return (x.astype(np.float32) * factor).astype(x.dtype) if x.dtype == np.float16 else x * factor
+
+    return kernel
+
+
+def _sinc(xp: Any, x: Any) -> Any:
+    """sin(pi x) / (pi x), 1 at 0. pi x is rounded to x's dtype first, as PyTorch computes it (so float32's
+    sinc(1.0) is -2.8e-08, not 0); float16 computes in float32, as PyTorch's does."""
+    y = x.astype(np.float32) if x.dtype == np.float16 else x
+    pi_y = y * math.pi
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 / 0, and sin(inf): NaN, as in PyTorch
+        return xp.where(y == 0, 1, xp.sin(pi_y) / pi_y).astype(x.dtype, copy=False)
+
+
+def _sinc_grad(ops: Any, g: Any, self: Any) -> Any:
+    """PyTorch's sinc_backward: 0 where pi x**2 is 0 (sinc's slope at 0, and where x**2 underflows)."""
+    pi_x, pi_x_squared = self * math.pi, self * self * math.pi
+    with np.errstate(divide="ignore", invalid="ignore"):  # the masked 0 / 0
+        return ops.where(pi_x_squared == 0, 0, g * (pi_x * ops.cos(pi_x) - ops.sin(pi_x)) / pi_x_squared)
+
 
 # Ops whose result is floating: an integer input gives the default float dtype, as in PyTorch.
 FLOATING = {
@@ -33,6 +62,14 @@ FLOATING = {
     "asin": (Rule("AsinBackward0", (("self",), lambda ops, g, self: g / (1 - self * self) ** 0.5)), "arcsin"),
     "acos": (Rule("AcosBackward0", (("self",), lambda ops, g, self: -g / (1 - self * self) ** 0.5)), "arccos"),
     "atan": (Rule("AtanBackward0", (("self",), lambda ops, g, self: g / (1 + self * self))), "arctan"),
+    "asinh": (Rule("AsinhBackward0", (("self",), lambda ops, g, self: g / (self * self + 1) ** 0.5)), "arcsinh"),
+    "acosh": (Rule("AcoshBackward0", (("self",), lambda ops, g, self: g / (self * self - 1) ** 0.5)), "arccosh"),
+    "atanh": (Rule("AtanhBackward0", (("self",), lambda ops, g, self: g / (1 - self * self))), "arctanh"),
+    "deg2rad": (Rule("Deg2RadBackward0", ((), lambda ops, g: g * RADIANS_PER_DEGREE)),
+                _times(RADIANS_PER_DEGREE)),
+    "rad2deg": (Rule("Rad2DegBackward0", ((), lambda ops, g: g * DEGREES_PER_RADIAN)),
+                _times(DEGREES_PER_RADIAN)),
+    "sinc": (Rule("SincBackward0", (("self",), _sinc_grad)), _sinc),
     # cosh and sinh from exp: the rule's helpers have no hyperbolic functions, and exp is differentiable again
     "sinh": (Rule("SinhBackward0", (("self",), lambda ops, g, self: g * (ops.exp(self) + ops.exp(-self)) / 2)), "sinh"),
     "cosh": (Rule("CoshBackward0", (("self",), lambda ops, g, self: g * (ops.exp(self) - ops.exp(-self)) / 2)), "cosh"),
@@ -106,6 +143,48 @@ def arccos(input: Tensor) -> Tensor:
 def arctan(input: Tensor) -> Tensor:
     """Alias of atan."""
     return atan(input)
+
+
+def asinh(input: Tensor) -> Tensor:
+    return _floating("asinh", input)
+
+
+def acosh(input: Tensor) -> Tensor:
+    return _floating("acosh", input)
+
+
+def atanh(input: Tensor) -> Tensor:
+    return _floating("atanh", input)
+
+
+def arcsinh(input: Tensor) -> Tensor:
+    """Alias of asinh."""
+    return asinh(input)
+
+
+def arccosh(input: Tensor) -> Tensor:
+    """Alias of acosh."""
+    return acosh(input)
+
+
+def arctanh(input: Tensor) -> Tensor:
+    """Alias of atanh."""
+    return atanh(input)
+
+
+def deg2rad(input: Tensor) -> Tensor:
+    """input * pi / 180."""
+    return _floating("deg2rad", input)
+
+
+def rad2deg(input: Tensor) -> Tensor:
+    """input * 180 / pi."""
+    return _floating("rad2deg", input)
+
+
+def sinc(input: Tensor) -> Tensor:
+    """The normalized sinc, sin(pi input) / (pi input), 1 at 0."""
+    return _floating("sinc", input)
 
 
 def sinh(input: Tensor) -> Tensor:
@@ -233,8 +312,9 @@ def square(input: Tensor) -> Tensor:
 
 METHODS: dict[str, Any] = {
     "sqrt": sqrt, "rsqrt": rsqrt, "sin": sin, "cos": cos, "tan": tan, "asin": asin, "acos": acos, "atan": atan,
-    "arcsin": arcsin, "arccos": arccos, "arctan": arctan, "sinh": sinh, "cosh": cosh, "log2": log2,
-    "log10": log10, "exp2": exp2, "log1p": log1p, "expm1": expm1, "abs": abs, "__abs__": abs, "absolute": absolute,
-    "sign": sign, "sgn": sgn, "signbit": signbit, "negative": negative, "positive": positive, "__pos__": positive,
-    "square": square, "logit": logit, "nan_to_num": nan_to_num,
+    "arcsin": arcsin, "arccos": arccos, "arctan": arctan, "asinh": asinh, "acosh": acosh, "atanh": atanh,
+    "arcsinh": arcsinh, "arccosh": arccosh, "arctanh": arctanh, "deg2rad": deg2rad, "rad2deg": rad2deg, "sinc": sinc,
+    "sinh": sinh, "cosh": cosh, "log2": log2, "log10": log10, "exp2": exp2, "log1p": log1p, "expm1": expm1, "abs": abs,
+    "__abs__": abs, "absolute": absolute, "sign": sign, "sgn": sgn, "signbit": signbit, "negative": negative,
+    "positive": positive, "__pos__": positive, "square": square, "logit": logit, "nan_to_num": nan_to_num,
 }
