@@ -1,0 +1,6 @@
+"""(being written)"""
+
+from typing import Any
+
+__all__: list[str] = []
+METHODS: dict[str, Any] = {}
