@@ -1,5 +1,7 @@
-"""Random tensors: rand, randn, randint and their `*_like` forms, drawn from an `actorgrad.Generator` (or the
-default one) with PyTorch's arguments, dtype checks and errors."""
+"""Random tensors: rand, randn, randint and their `*_like` forms, randperm, and the samplers normal, bernoulli,
+multinomial and poisson, drawn from an `actorgrad.Generator` (or the default one) with PyTorch's arguments, dtype
+checks and errors. A sample drawn from tensor parameters records PyTorch's node, whose gradient is zeros (its
+new values are not a differentiable function of the parameters)."""
 
 from __future__ import annotations
 
@@ -17,11 +19,18 @@ from actorgrad.creation import (
     like_dtype,
     size_argument,
 )
-from actorgrad.ops.operands import not_implemented
+from actorgrad.ops.arithmetic import _no_derivative
+from actorgrad.ops.indexing import _host, on_device
+from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, not_implemented, type_name
+from actorgrad.ops.random_fills import P_IN
+from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.random import Generator, numpy_generator
-from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, int64
+from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, float16, float32, int64
 
-__all__ = ["rand", "rand_like", "randint", "randint_like", "randn", "randn_like"]
+__all__ = [
+    "bernoulli", "multinomial", "normal", "poisson", "rand", "rand_like", "randint", "randint_like", "randn",
+    "randn_like", "randperm",
+]
 
 
 def _float_dtype(kernel: str, dtype: Any) -> np.dtype:
@@ -164,3 +173,159 @@ def randn_like(
     return _random_like(
         "randn_like", "standard_normal", "normal_kernel_cpu", input, generator, dtype, requires_grad, device
     )
+
+
+# -- randperm -------------------------------------------------------------------------------------------------
+# The C++ integer names PyTorch's overflow error gives, and the largest n its float dtypes hold every index of.
+_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t"}
+_FLOAT_LIMITS = {float16: ("Half", 2049), float32: ("Float", (1 << 24) + 1)}
+
+
+def randperm(
+    n: int, *, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
+    """A random permutation of 0, ..., n - 1 (int64 by default)."""
+    check_device(device)
+    if not is_int(n):
+        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not {type_name(n)}")
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    resolved = dtype_or(dtype, int64)
+    if resolved == bool_:
+        raise not_implemented("randperm", resolved)
+    if resolved.name in _INT_NAMES and n - 1 > np.iinfo(resolved).max:
+        raise RuntimeError(f"value cannot be converted to type {_INT_NAMES[resolved.name]} without overflow")
+    if resolved in _FLOAT_LIMITS and n > _FLOAT_LIMITS[resolved][1]:
+        name, limit = _FLOAT_LIMITS[resolved]
+        raise RuntimeError(f"n cannot be greater than {limit} for {name} type.")
+    return leaf_on(numpy_generator(generator).permutation(n).astype(resolved), requires_grad, device)
+
+
+# -- normal ---------------------------------------------------------------------------------------------------
+# PyTorch's nodes for normal(Tensor mean, float std), (float mean, Tensor std) and (Tensor, Tensor).
+NORMAL_TENSOR_NUMBER, NUMBER_NORMAL_TENSOR = Rule("NormalBackward1", ((), zeros_grad)), Rule(
+    "NormalBackward2", ((), zeros_grad)
+)
+NORMAL_TENSORS = Rule("NormalBackward3", ((), zeros_grad), ((), zeros_grad), broadcasts=True)
+NORMAL_SIGNATURES = (
+    " * (Tensor mean, Tensor std, *, actorgrad.Generator generator = None)\n"
+    " * (Tensor mean, float std = 1, *, actorgrad.Generator generator = None)\n"
+    " * (float mean, Tensor std, *, actorgrad.Generator generator = None)\n"
+    " * (float mean, float std, tuple of ints size, *, actorgrad.Generator generator = None, actorgrad.dtype dtype "
+    "= None, actorgrad.device device = None, bool requires_grad = False)\n"
+)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
+
+
+def normal(
+    mean: Any, std: Any = 1.0, size: Sequence[int] | None = None, *, generator: Generator | None = None,
+    dtype: Any = None, requires_grad: bool = False, device: Any = None,
+) -> Tensor:
+    """Samples from N(mean, std**2): `mean` and `std` tensors (broadcast; the result in the dtype of the first
+    tensor), one of them a number, or both numbers with a `size`."""
+    rng = numpy_generator(generator)
+    if _number(mean) and _number(std):
+        if size is None:
+            given = ", ".join(type_name(v) for v in (mean, std))
+            raise TypeError(f"normal() received an invalid combination of arguments - got ({given}), but expected one "
+                            f"of:\n{NORMAL_SIGNATURES}")
+        check_device(device)
+        if not std >= 0.0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+        shape = size_argument("normal", (size,), None)
+        draws = float(mean) + float(std) * rng.standard_normal(shape)
+        return leaf_on(draws.astype(_float_dtype("normal_kernel_cpu", dtype)), requires_grad, device)
+    tensors = tuple(v for v in (mean, std) if isinstance(v, Tensor))
+    if len(tensors) + sum(_number(v) for v in (mean, std)) != 2 or size is not None:
+        given = ", ".join(type_name(v) for v in (mean, std, *(() if size is None else (size,))))
+        raise TypeError(f"normal() received an invalid combination of arguments - got ({given}), but expected one of:"
+                        f"\n{NORMAL_SIGNATURES}")
+    like = tensors[0]
+    if like.dtype.kind != "f":
+        raise not_implemented("normal_kernel_cpu", like.dtype)
+    if isinstance(std, Tensor):
+        if bool((std._data < 0).any()):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif not std >= 0.0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    m, s = (v._data if isinstance(v, Tensor) else float(v) for v in (mean, std))
+    try:
+        shape = np.broadcast_shapes(np.shape(m), np.shape(s))
+    except ValueError:
+        raise broadcast_error("normal", np.shape(m), np.shape(s)) from None
+    draws = m + s * on_device(like, rng.standard_normal(shape))
+    rule = NORMAL_TENSORS if len(tensors) == 2 else NORMAL_TENSOR_NUMBER if tensors[0] is mean else NUMBER_NORMAL_TENSOR
+    return record(rule, draws.astype(like.dtype, copy=False), tensors)
+
+
+# -- bernoulli, multinomial, poisson --------------------------------------------------------------------------
+BERNOULLI = Rule("BernoulliBackward0", ((), zeros_grad))
+BERNOULLI_NUMBER = _no_derivative("bernoulli")  # PyTorch records bernoulli(input, p) without a derivative
+POISSON = Rule("PoissonBackward0", ((), zeros_grad))
+
+
+def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None) -> Tensor:
+    """1 with probability input (each element), or with probability `p` when given (in input's shape and dtype),
+    else 0."""
+    rng = numpy_generator(generator)
+    x = input._data
+    if p is None:
+        if x.dtype.kind != "f":
+            raise not_implemented("bernoulli_tensor_cpu_p_", x.dtype)
+        if x.size and not bool(((x >= 0) & (x <= 1)).all()):
+            raise RuntimeError(P_IN)
+        return record(BERNOULLI, (on_device(input, rng.random(x.shape)) < x).astype(x.dtype), (input,))
+    if not _number(p):
+        raise TypeError(f"bernoulli(): argument 'p' (position 2) must be float, not {type_name(p)}")
+    if not 0.0 <= p <= 1.0:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+    return record(BERNOULLI_NUMBER, on_device(input, (rng.random(x.shape) < p).astype(x.dtype)), (input,))
+
+
+def multinomial(
+    input: Tensor, num_samples: int, replacement: bool = False, *, generator: Generator | None = None
+) -> Tensor:
+    """num_samples category indices drawn from each row of input's (unnormalized, non-negative) weights; without
+    replacement, each category at most once (PyTorch's draw: the largest weight / Exp(1) keys first)."""
+    x = input._data
+    if x.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if x.dtype.kind != "f":
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{SCALAR_NAMES.get(x.dtype, x.dtype)}")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and num_samples > x.shape[-1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    rows = _host(x).reshape(-1, x.shape[-1]).astype(np.float64)
+    if rows.size:
+        if not bool((rows.max() < np.inf) & (rows.min() >= 0)):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if bool((rows.sum(-1) == 0).any()):
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rng = numpy_generator(generator)
+    if replacement:  # inverse transform sampling on each row's cumulative distribution
+        cumulative = np.cumsum(rows, -1)
+        cumulative /= cumulative[:, -1:]
+        draws = rng.random((rows.shape[0], num_samples))
+        picked = np.minimum((draws[:, :, None] >= cumulative[:, None, :]).sum(-1), rows.shape[-1] - 1)
+    else:
+        with np.errstate(divide="ignore"):
+            keys = rows / rng.exponential(size=rows.shape)
+        picked = np.argsort(-keys, axis=-1, kind="stable")[:, :num_samples]
+    shape = (num_samples,) if x.ndim == 1 else (x.shape[0], num_samples)
+    return Tensor(on_device(input, picked.reshape(shape).astype(int64)), device=input._device)
+
+
+def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
+    """Counts drawn from the Poisson distribution of each element's rate, in input's dtype."""
+    x = input._data
+    if x.dtype.kind != "f":
+        raise not_implemented("poisson_cpu", x.dtype)
+    if x.size and not bool((x >= 0).all()):  # NaN fails too
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    draws = numpy_generator(generator).poisson(_host(x).astype(np.float64))
+    return record(POISSON, on_device(input, draws.astype(x.dtype)), (input,))

@@ -1,4 +1,4 @@
-"""The activations (PReLU the only one with a parameter), Dropout, and Identity, Flatten and Unflatten.
+"""The activations (PReLU the only one with a parameter), the dropouts, and Identity, Flatten and Unflatten.
 
 Each forward is the matching function of `actorgrad.nn.functional` (or a Tensor method); `inplace` is passed on.
 """
@@ -14,6 +14,8 @@ from actorgrad.nn import functional as F
 from actorgrad.nn import init
 from actorgrad.nn.module import Module
 from actorgrad.nn.parameter import Parameter
+from actorgrad.ops.activations import hardshrink, rrelu, softshrink
+from actorgrad.ops.regularization import alpha_dropout, dropout1d, dropout2d, dropout3d
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
 
@@ -136,6 +138,49 @@ class LogSoftmax(_SoftmaxOverDim):
 
 class Softmin(_SoftmaxOverDim):
     function = staticmethod(F.softmin)
+
+
+class Softmax2d(Module):
+    """softmax over the channels (dim -3) of a (C, H, W) or (N, C, H, W) input."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3, _stacklevel=5)
+
+
+class Hardshrink(Module):
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        return hardshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    def forward(self, input: Tensor) -> Tensor:
+        return softshrink(input, self.lambd)
+
+
+class RReLU(Module):
+    """Leaky relu whose negative slope is drawn from [lower, upper] per element while training, and is their
+    mean in eval."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}{_inplace_suffix(self.inplace)}"
 
 
 class LeakyReLU(Module):
@@ -296,6 +341,34 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(Dropout):
+    """Zeroes whole channels of an (N, C, L) or (C, L) input with probability p while training."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(Dropout):
+    """Zeroes whole channels of an (N, C, H, W) input with probability p while training."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(Dropout):
+    """Zeroes whole channels of an (N, C, D, H, W) or (C, D, H, W) input with probability p while training."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return dropout3d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(Dropout):
+    """alpha_dropout while training (never in place, as PyTorch's, whatever `inplace` says); identity in eval."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return alpha_dropout(input, self.p, self.training)
 
 
 class Flatten(Module):

@@ -1,4 +1,5 @@
-"""Layers with parameters: Linear, Conv2d, Embedding and LayerNorm, initialised as PyTorch initialises them.
+"""Layers with parameters: Linear, Conv1d/2d, ConvTranspose1d/2d, Embedding and LayerNorm, initialised as PyTorch
+initialises them.
 
 Each forward is the matching function of `actorgrad.nn.functional`.
 """
@@ -13,13 +14,10 @@ from actorgrad.nn import functional as F
 from actorgrad.nn import init
 from actorgrad.nn.module import Module
 from actorgrad.nn.parameter import Parameter
+from actorgrad.ops.conv import conv_transpose1d, conv_transpose2d
 from actorgrad.tensor import Tensor, bump_version
 
 _KAIMING_A = math.sqrt(5)  # PyTorch's choice for Linear and Conv weights: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
-
-
-def _pair(value: Any) -> tuple[int, int]:
-    return tuple(value) if isinstance(value, tuple | list) else (value, value)
 
 
 def _init_weight_and_bias(layer: Module) -> None:
@@ -54,7 +52,100 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-class Conv2d(Module):
+class _ConvNd(Module):
+    """The settings and parameters Conv1d/2d and ConvTranspose1d/2d share, with PyTorch's attribute names. A
+    transposed conv's weight is (in, out / groups, k...), a conv's (out, in / groups, k...)."""
+
+    dims = 2
+    transposed = False
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any, padding: Any,
+                 dilation: Any, groups: int, bias: bool, padding_mode: str, output_padding: Any = 0,
+                 dtype: Any = None, device: Any = None) -> None:
+        super().__init__()
+        factory = {"dtype": dtype, "device": device}
+        if not isinstance(groups, int) or groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups:
+            raise ValueError("out_channels must be divisible by groups")
+        if isinstance(padding, str) and padding not in ("same", "valid"):
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of ['valid', 'same']")
+        if padding == "same" and any(s != 1 for s in self._tuple(stride)):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ValueError("padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
+                             f"padding_mode='{padding_mode}'")
+        if self.transposed and padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = self._tuple(kernel_size)
+        self.stride = self._tuple(stride)
+        self.padding = padding if isinstance(padding, str) else self._tuple(padding)
+        self.dilation = self._tuple(dilation)
+        self.output_padding = self._tuple(output_padding)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        # F.pad's list for the other padding modes: each dim's (before, after), last dim first; 'same' puts the odd
+        # one after
+        if padding == "same":
+            totals = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+        else:
+            totals = [0] * self.dims if padding == "valid" else [2 * p for p in self.padding]
+        self._reversed_padding_repeated_twice = [n for t in reversed(totals) for n in (t // 2, t - t // 2)]
+        shape = (in_channels, out_channels // groups) if self.transposed else (out_channels, in_channels // groups)
+        self.weight = Parameter(empty(*shape, *self.kernel_size, **factory))
+        self.bias = Parameter(empty(out_channels, **factory)) if bias else None
+        self.reset_parameters()
+
+    def _tuple(self, value: Any) -> tuple[int, ...]:
+        return tuple(value) if isinstance(value, tuple | list) else (value,) * self.dims
+
+    def reset_parameters(self) -> None:
+        _init_weight_and_bias(self)
+
+    def _conv(self, input: Tensor) -> Tensor:
+        conv = F.conv1d if self.dims == 1 else F.conv2d
+        if self.padding_mode == "zeros":
+            return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+        return conv(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+
+    def extra_repr(self) -> str:
+        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0,) * self.dims:
+            text += f", padding={self.padding}"
+        if self.dilation != (1,) * self.dims:
+            text += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * self.dims:
+            text += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode}"
+        return text
+
+
+class Conv1d(_ConvNd):
+    """1-D cross-correlation over (N, C, L) inputs, weight of shape (out, in / groups, kW)."""
+
+    dims = 1
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int], stride: int | tuple[int] = 1,
+                 padding: int | tuple[int] | str = 0, dilation: int | tuple[int] = 1, groups: int = 1,
+                 bias: bool = True, padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, dtype=dtype, device=device)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv(input)
+
+
+class Conv2d(_ConvNd):
     """2-D cross-correlation over (N, C, H, W) inputs, weight of shape (out, in / groups, kH, kW)."""
 
     def __init__(
@@ -67,49 +158,68 @@ class Conv2d(Module):
         dilation: int | tuple[int, int] = 1,
         groups: int = 1,
         bias: bool = True,
-        dtype: Any = None,
+        padding_mode: str = "zeros",
         device: Any = None,
+        dtype: Any = None,
     ) -> None:
-        super().__init__()
-        factory = {"dtype": dtype, "device": device}
-        if not isinstance(groups, int) or groups <= 0:
-            raise ValueError("groups must be a positive integer")
-        if in_channels % groups:
-            raise ValueError("in_channels must be divisible by groups")
-        if out_channels % groups:
-            raise ValueError("out_channels must be divisible by groups")
-        if isinstance(padding, str) and padding not in ("same", "valid"):
-            raise ValueError(f"Invalid padding string {padding!r}, should be one of ['valid', 'same']")
-        if padding == "same" and any(s != 1 for s in _pair(stride)):
-            raise ValueError("padding='same' is not supported for strided convolutions")
-        self.in_channels = in_channels
-        self.out_channels = out_channels
-        self.kernel_size = _pair(kernel_size)
-        self.stride = _pair(stride)
-        self.padding = padding if isinstance(padding, str) else _pair(padding)
-        self.dilation = _pair(dilation)
-        self.groups = groups
-        self.weight = Parameter(empty(out_channels, in_channels // groups, *self.kernel_size, **factory))
-        self.bias = Parameter(empty(out_channels, **factory)) if bias else None
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        _init_weight_and_bias(self)
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, dtype=dtype, device=device)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return self._conv(input)
 
-    def extra_repr(self) -> str:
-        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if self.padding != (0, 0):
-            text += f", padding={self.padding}"
-        if self.dilation != (1, 1):
-            text += f", dilation={self.dilation}"
-        if self.groups != 1:
-            text += f", groups={self.groups}"
-        if self.bias is None:
-            text += ", bias=False"
-        return text
+
+class _ConvTransposeNd(_ConvNd):
+    transposed = True
+
+    def _output_padding(self, input: Tensor, output_size: Any) -> tuple[int, ...]:
+        """The output_padding that gives `output_size` (its spatial sizes, or all of them), as PyTorch finds it."""
+        if output_size is None:
+            return self.output_padding
+        lead = 2 if input.ndim == self.dims + 2 else 1
+        sizes = list(output_size)
+        if len(sizes) == lead + self.dims:
+            sizes = sizes[lead:]
+        if len(sizes) != self.dims:
+            raise ValueError(f"ConvTranspose{self.dims}D: for {input.ndim}D input, output_size must have {self.dims} "
+                             f"or {lead + self.dims} elements (got {len(output_size)})")
+        smallest = [(input.shape[lead + d] - 1) * self.stride[d] - 2 * self.padding[d]
+                    + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(self.dims)]
+        largest = [m + s - 1 for m, s in zip(smallest, self.stride)]
+        if any(not lo <= n <= hi for n, lo, hi in zip(sizes, smallest, largest)):
+            raise ValueError(f"requested an output size of {sizes}, but valid sizes range from {smallest} to "
+                             f"{largest} (for an input of {list(input.shape[lead:])})")
+        return tuple(n - m for n, m in zip(sizes, smallest))
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        conv = conv_transpose1d if self.dims == 1 else conv_transpose2d
+        return conv(input, self.weight, self.bias, self.stride, self.padding, self._output_padding(input, output_size),
+                    self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """The adjoint of Conv1d in its input, over (N, C, L) inputs; weight of shape (in, out / groups, kW)."""
+
+    dims = 1
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int], stride: int | tuple[int] = 1,
+                 padding: int | tuple[int] = 0, output_padding: int | tuple[int] = 0, groups: int = 1,
+                 bias: bool = True, dilation: int | tuple[int] = 1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, output_padding, dtype=dtype, device=device)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """The adjoint of Conv2d in its input, over (N, C, H, W) inputs; weight of shape (in, out / groups, kH, kW)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int, int],
+                 stride: int | tuple[int, int] = 1, padding: int | tuple[int, int] = 0,
+                 output_padding: int | tuple[int, int] = 0, groups: int = 1, bias: bool = True,
+                 dilation: int | tuple[int, int] = 1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, output_padding, dtype=dtype, device=device)
 
 
 class Embedding(Module):

@@ -1,6 +1,7 @@
 """BatchNorm1d and BatchNorm2d: batch statistics while training (folded into running buffers), running
-statistics in eval; the arithmetic is `nn.functional.batch_norm`'s. GroupNorm: statistics per sample and group of
-channels, in training and eval alike."""
+statistics in eval; the arithmetic is `nn.functional.batch_norm`'s. InstanceNorm1d and InstanceNorm2d: the same
+buffers and parameters, statistics per sample and channel. GroupNorm: statistics per sample and group of
+channels, in training and eval alike. RMSNorm and LocalResponseNorm: no statistics kept."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from actorgrad.nn import functional as F
 from actorgrad.nn import init
 from actorgrad.nn.module import Module
 from actorgrad.nn.parameter import Parameter
+from actorgrad.ops.normalization import instance_norm, local_response_norm, rms_norm
 from actorgrad.tensor import Tensor, int64, tensor
+from actorgrad.user_warnings import warn
 
 
 def _register_affine(module: Module, channels: int, affine: bool, bias: bool, factory: dict) -> None:
@@ -126,3 +129,96 @@ class GroupNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
+
+
+class _InstanceNorm(_BatchNorm):
+    """Normalises each sample's channels over their positions. The running statistics, when tracked, are the
+    mean over the batch of its per-sample ones, and are used in eval; an unbatched input is taken as a batch of
+    one. `num_batches_tracked` is kept but never counted, as in PyTorch."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+    unbatched_dims = 0
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        feature_dim = input.dim() - self.unbatched_dims
+        if input.size(feature_dim) != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={feature_dim} to match num_features "
+                                 f"({self.num_features}), but got: {input.size(feature_dim)}.")
+            warn(f"input's size at dim={feature_dim} does not match num_features. You can silence this warning by "
+                 "not passing in num_features, which is not used because affine=False")
+        unbatched = input.dim() == self.unbatched_dims
+        out = instance_norm(
+            input.unsqueeze(0) if unbatched else input, self.running_mean, self.running_var, self.weight, self.bias,
+            self.training or not self.track_running_stats, 0.0 if self.momentum is None else self.momentum, self.eps,
+        )
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Over (N, C, L) or (C, L) inputs."""
+
+    unbatched_dims = 2
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Over (N, C, H, W) or (C, H, W) inputs."""
+
+    unbatched_dims = 3
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() not in (3, 4):
+            raise ValueError(f"expected 3D or 4D input (got {input.dim()}D input)")
+
+
+class RMSNorm(Module):
+    """x / sqrt(mean(x^2) + eps) over the trailing `normalized_shape` dims, times a learned `weight` (ones at
+    first) when `elementwise_affine`; eps None is the dtype's machine epsilon."""
+
+    def __init__(self, normalized_shape: int | tuple[int, ...] | list[int], eps: float | None = None,
+                 elementwise_affine: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype)) if elementwise_affine else None
+        self.register_parameter("weight", weight)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class LocalResponseNorm(Module):
+    """Each channel divided by (k + alpha * the mean square over `size` neighbouring channels) ** beta."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

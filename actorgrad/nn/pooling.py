@@ -1,5 +1,5 @@
-"""MaxPool2d and AvgPool2d: the settings of `nn.functional.max_pool2d` / `avg_pool2d` held as a layer; the
-stride defaults to the kernel size."""
+"""MaxPool1d/2d, AvgPool1d/2d and the adaptive poolings: the settings of the matching function of
+`nn.functional` held as a layer; a pooling's stride defaults to the kernel size."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from actorgrad.nn import functional as F
 from actorgrad.nn.module import Module
+from actorgrad.ops import pooling
 from actorgrad.tensor import Tensor
 
 
@@ -50,3 +51,70 @@ class AvgPool2d(_Pool2d):
     def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
+
+
+class MaxPool1d(MaxPool2d):
+    def forward(self, input: Tensor) -> Any:
+        return pooling.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                                  ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+def _single(value: Any) -> tuple[int, ...]:
+    return tuple(value) if isinstance(value, tuple | list) else (value,)
+
+
+class AvgPool1d(Module):
+    """Keeps its settings as one-int tuples, as PyTorch's does."""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
+        super().__init__()
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(kernel_size if stride is None else stride)
+        self.padding = _single(padding)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input: Tensor) -> Tensor:
+        return pooling.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                  self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class _AdaptivePool(Module):
+    """An output size (an int, or a tuple whose None keeps that dim's input size)."""
+
+    def __init__(self, output_size: Any) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptivePool):
+    def forward(self, input: Tensor) -> Tensor:
+        return pooling.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveAvgPool2d(_AdaptivePool):
+    def forward(self, input: Tensor) -> Tensor:
+        return pooling.adaptive_avg_pool2d(input, self.output_size)
+
+
+class _AdaptiveMaxPool(_AdaptivePool):
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPool):
+    def forward(self, input: Tensor) -> Any:
+        return pooling.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPool):
+    def forward(self, input: Tensor) -> Any:
+        return pooling.adaptive_max_pool2d(input, self.output_size, self.return_indices)

@@ -1,7 +1,7 @@
-"""Activation functions applied per element (leaky_relu, gelu, softplus, silu, elu, hardtanh, mish, threshold, ...)
-and their gradient rules, and one_hot. The ones that look along a dim (glu, prelu, the functional softmax,
-log_softmax and softmin) live in dim_activations; glu, prelu and softmin are exported from here too, as this
-family's.
+"""Activation functions applied per element (leaky_relu, gelu, softplus, silu, elu, hardtanh, mish, threshold,
+hardshrink, softshrink, rrelu, ...) and their gradient rules, and one_hot. The ones that look along a dim (glu,
+prelu, the functional softmax, log_softmax and softmin) live in dim_activations; glu, prelu and softmin are
+exported from here too, as this family's.
 
 PyTorch has most of them in torch.nn.functional only, not as Tensor methods; like PyTorch they refuse the integer
 tensors its kernels refuse, with its texts.
@@ -21,12 +21,14 @@ from actorgrad.ops.dim_activations import floating_data, glu, prelu, recorded_gr
 from actorgrad.ops.dim_activations import log_softmax as log_softmax
 from actorgrad.ops.dim_activations import softmax as softmax
 from actorgrad.ops.inplace import write_in_place
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record, zeros_grad
+from actorgrad.random import numpy_generator
 from actorgrad.tensor import Tensor
 
 __all__ = [
-    "celu", "elu", "gelu", "glu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "logsigmoid", "mish",
-    "one_hot", "prelu", "relu6", "selu", "silu", "softmin", "softplus", "softsign", "tanhshrink", "threshold",
+    "celu", "elu", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "logsigmoid",
+    "mish", "one_hot", "prelu", "relu6", "selu", "silu", "softmin", "softplus", "softsign", "tanhshrink", "threshold",
 ]
 
 SQRT1_2 = 1 / math.sqrt(2)
@@ -141,6 +143,26 @@ THRESHOLD = Rule(
             "ThresholdBackwardBackward0", lambda ops, g, self, threshold: ops.where(self > threshold, g, 0), "threshold"
         ),
     ),
+)
+
+
+def _outside(ops: Any, g: Any, self: Any, lambd: float) -> Any:
+    """0 where -lambd <= self <= lambd, else `g`: both shrinks pass no gradient at +-lambd, and a NaN's, as
+    PyTorch's."""
+    return ops.where(self >= -lambd, ops.where(self <= lambd, 0, g), g)
+
+
+HARDSHRINK = Rule(
+    "HardshrinkBackward0", (("self", "lambd"), recorded_grad("HardshrinkBackwardBackward0", _outside, "lambd"))
+)
+SOFTSHRINK = Rule(
+    "SoftshrinkBackward0", (("self", "lambd"), recorded_grad("SoftshrinkBackwardBackward0", _outside, "lambd"))
+)
+# rrelu's gradient is g times the slope each element was given (1 where x > 0), kept from the forward.
+RRELU = Rule(
+    "RreluWithNoiseBackward0",
+    (("self", "noise"),
+     recorded_grad("RreluWithNoiseBackwardBackward0", lambda ops, g, self, noise: g * noise, "noise")),
 )
 
 
@@ -309,6 +331,44 @@ def _threshold(input: Tensor, threshold: float, value: float) -> Tensor:
     return record(THRESHOLD, data, (input,), threshold=threshold)
 
 
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """0 where -lambd <= x <= lambd, else x (NaN stays NaN)."""
+    x = floating_data("hardshrink_cpu", input)
+    data = np.where((x >= -lambd) & (x <= lambd), 0, x).astype(x.dtype, copy=False)
+    return record(HARDSHRINK, data, (input,), lambd=lambd)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x - lambd above lambd, x + lambd below -lambd, else 0."""
+    x = floating_data("softshrink_check", input)
+    top = float(np.finfo(x.dtype).max)
+    if not 0 <= lambd <= top:
+        raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype {SCALAR_NAMES[x.dtype]}, but found "
+                           f"{lambd:g}")
+    data = np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, x * 0)).astype(x.dtype, copy=False)
+    return record(SOFTSHRINK, data, (input,), lambd=lambd)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """x for x > 0, else x times a slope: drawn uniformly from [lower, upper] per element from actorgrad's
+    generator while training, (lower + upper) / 2 in eval; `inplace` writes it into `input`."""
+    if inplace:
+        return write_in_place(input, lambda s: rrelu(s, lower, upper, training), (), True)
+    x = floating_data("rrelu_with_noise_out_cpu", input)
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    where = input._device
+    slopes = (lower + upper) / 2
+    if training:
+        dtype = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float64)  # random() draws only these
+        slopes = lower + (upper - lower) * numpy_generator(None).random(x.shape, dtype=dtype)
+        if where.type == "cuda":  # drawn on the host, from the generator `manual_seed` sets
+            slopes = where.asarray(slopes)
+    noise = where.xp.where(x > 0, 1, slopes).astype(x.dtype, copy=False)
+    return record(RRELU, x * noise, (input,), noise=noise)
+
+
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """An int64 tensor of shape `tensor.shape + (num_classes,)` with 1 at each class index; num_classes=-1 takes
     the largest index + 1. Not differentiable."""
@@ -331,4 +391,4 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     return Tensor((x[..., None] == xp.arange(num_classes)).astype(np.int64), device=tensor._device)
 
 
-METHODS: dict[str, Any] = {}
+METHODS: dict[str, Any] = {"hardshrink": hardshrink}

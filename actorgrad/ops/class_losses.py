@@ -1,10 +1,12 @@
-"""The class-index losses: nll_loss, and cross_entropy over class indices or class probabilities.
+"""The class losses: nll_loss, cross_entropy over class indices or class probabilities, and the multi-class and
+multi-label margin losses (multi_margin, multilabel_margin, multilabel_soft_margin).
 
 nll_loss is linear in its input, so its gradient is the upstream gradient times one constant array (each row's
 -weight[target] / denominator at the target's class), built once in the forward; that product is a recorded op in
 a recorded backward, so the loss differentiates again. cross_entropy is log_softmax followed by nll_loss, plus
 the smoothing term when label_smoothing > 0, as PyTorch composes it; with class probabilities it is composed of
-tensor ops, as there, so a weight gets a gradient.
+tensor ops, as there, so a weight gets a gradient. The margin losses are composed of tensor ops too, their
+targets and PyTorch's non-differentiable weights turned into constant masks and factors in the forward.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.ops.activations import logsigmoid
 from actorgrad.ops.arithmetic import mul
-from actorgrad.ops.loss_arguments import refuse_grad, resolve_reduction
+from actorgrad.ops.loss_arguments import REDUCTIONS, legacy_reduction, refuse_grad, resolve_reduction
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.reductions import log_softmax
@@ -186,3 +189,105 @@ def _cross_entropy_probabilities(input: Tensor, target: Tensor, weight: Tensor |
         return products.sum() * (-1 / samples if samples else math.nan)  # no samples: nan, silently
     return -(products.sum() if reduction == "sum" else products.sum(axis))
 
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                size_average: bool | None = None, reduce: bool | None = None,
+                                reduction: str = "mean") -> Tensor:
+    """The mean over classes (the last dim) of -(target log sigmoid(x) + (1 - target) log sigmoid(-x)), each
+    class's term times its weight."""
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce)
+    if not input.ndim:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    losses = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        losses = losses * weight
+    losses = losses.sum(-1) / input.shape[-1]
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{reduction} is not valid")
+    return losses if reduction == "none" else losses.mean() if reduction == "mean" else losses.sum()
+
+
+def _margin_rows(name: str, input: Tensor) -> tuple[int, int]:
+    """The (samples, classes) of a margin loss's (N, C), (C,) or 0-d input."""
+    if input.dtype.kind != "f":
+        raise NotImplementedError(f'"{name}" not implemented for \'{SCALAR_NAMES.get(input.dtype, input.dtype)}\'')
+    if input.ndim > 2 or (input.ndim and input.shape[-1] == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    return (input.shape[0] if input.ndim == 2 else 1), (input.shape[-1] if input.ndim else 1)
+
+
+def _long_target(target: Tensor) -> Any:
+    if target.dtype != np.int64:
+        raise RuntimeError(f"expected scalar type Long but found {SCALAR_NAMES.get(target.dtype, target.dtype)}")
+    return target._data
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
+                      size_average: bool | None = None, reduce: bool | None = None,
+                      reduction: str = "mean") -> Tensor:
+    """Per sample, the mean over classes i other than the target y of weight[y] max(0, margin - x[y] + x[i])^p;
+    the weight is a constant (PyTorch refuses one that requires grad)."""
+    reduction = resolve_reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    same_device(input, target, weight)
+    refuse_grad("multi_margin_loss", "weight", weight)
+    rows, classes = _margin_rows("multi_margin_loss_cpu_kernel", input)
+    if target.ndim > 1 or target.numel() != rows:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{rows}], but got {list(target.shape)}. "
+                           f"Input has shape {list(input.shape)}.")
+    if weight is not None and weight.shape != (classes,):
+        raise RuntimeError(f"inconsistent weight size, expected {classes} but got {list(weight.shape)}")
+    t = _long_target(target).reshape(rows, 1)
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {SCALAR_NAMES[input.dtype]} but found "
+                           f"{SCALAR_NAMES.get(weight.dtype, weight.dtype)}")
+    if ((t < 0) | (t >= classes)).any():
+        raise RuntimeError("target out of range")
+    xp, device = input._device.xp, input._device
+    x = input.reshape(rows, classes)
+    gaps = (margin - x.gather(1, Tensor(t, device=device)) + x).clamp_min(0)
+    others = Tensor(xp.arange(classes) != t, device=device)
+    gaps = where(others, gaps if p == 1 else gaps * gaps, 0.0)
+    if weight is not None:
+        gaps = gaps * weight._data[t]
+    losses = gaps.sum(1) / classes
+    if reduction == "none":
+        return losses if input.ndim == 2 else losses.reshape(target.shape)
+    return losses.sum() / (rows if reduction == "mean" and rows else 1)  # PyTorch's mean of no samples is 0
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                           reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """Per sample, the sum over its target classes j (the target's entries up to the first -1) and its other
+    classes i of max(0, 1 - (x[j] - x[i])), over the number of classes."""
+    reduction = resolve_reduction(size_average, reduce, reduction)
+    same_device(input, target)
+    rows, classes = _margin_rows("multilabel_margin_loss_forward_out_frame", input)
+    if input.ndim == 2:
+        fits = target.shape == (rows, classes)
+    else:
+        fits = target.ndim <= 1 and target.numel() == classes
+    if not fits:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+    t = _long_target(target).reshape(rows, classes)
+    if ((t < -1) | (t >= classes)).any():
+        raise RuntimeError("argument #2 'target' is out of range")
+    xp, device = input._device.xp, input._device
+    listed = xp.cumprod(t != -1, axis=1).astype(bool)  # the entries before each row's first -1
+    safe = xp.where(listed, t, 0)
+    is_target = ((safe[:, :, None] == xp.arange(classes)) & listed[:, :, None]).any(1)
+    x = input.reshape(rows, classes)
+    gaps = (1 - x.gather(1, Tensor(safe, device=device)).unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)
+    pairs = Tensor(listed[:, :, None] & ~is_target[:, None, :], device=device)
+    losses = where(pairs, gaps, 0.0).sum((1, 2)) / classes
+    if reduction == "none":
+        return losses if input.ndim == 2 else losses.reshape(())
+    with np.errstate(invalid="ignore", divide="ignore"):  # a mean of no samples: nan (PyTorch's is undefined)
+        return losses.sum() / (rows if reduction == "mean" else 1)

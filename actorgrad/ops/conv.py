@@ -1,14 +1,17 @@
-"""conv1d and conv2d, and the two adjoint convolutions their gradients are made of.
+"""conv1d and conv2d, the transposed convolutions, and the two adjoint convolutions their gradients are made of.
 
 The forward and both adjoints (in the input: a transposed convolution; in the weight: a convolution of the input
 with the gradient) are bilinear, and each one's gradients are again these three maps, reached through the
 `ops` interface (`convolution`, `convolution_input_grad`, `convolution_weight_grad`). So a recorded backward is
-itself differentiable, to any order.
+itself differentiable, to any order. A transposed convolution is the input adjoint itself, so its gradients are
+the convolution (in its input) and the weight adjoint (in its weight).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from actorgrad.devices.convolution import ConvGeometry, macs
 from actorgrad.ops.linalg import MACS_PER_NS, TYPE_META_NAMES
@@ -17,7 +20,7 @@ from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn
 
-__all__ = ["conv1d", "conv2d"]
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
 
 def _cost(data: Any, params: dict) -> float:
@@ -43,18 +46,36 @@ INPUT_GRAD = Rule(
 WEIGHT_GRAD = Rule(
     "ConvolutionBackwardBackward0",
     (("other", "self_shape", "geometry"), lambda ops, h, g, shape, geo: ops.convolution_input_grad(g, h, shape, geo)),
-    (("self", "geometry"), lambda ops, h, x, geo: ops.convolution(x, h, geo)),
+    (("self", "other_shape", "geometry"), lambda ops, h, x, shape, geo: _cut_convolution(ops, x, h, shape, geo)),
     cost=_cost,
     multithreaded=True,
 )
 
 
-def _expanded(value: Any, name: str, dims: int, weight_dims: int) -> list[int]:
-    """A conv parameter as PyTorch's conv{dims}d passes it on (an int fills `dims` places), then matched to the
-    weight's spatial dims: a single value repeats, any other count must equal them."""
+def _cut_convolution(ops: Any, x: Any, w: Any, shape: tuple[int, ...], geo: ConvGeometry) -> Any:
+    """The convolution as a gradient of the operand of an adjoint that has `shape`: a transposed convolution's
+    output_padding of at least the stride (allowed below the dilation) leaves windows past it, cut off here."""
+    y = ops.convolution(x, w, geo)
+    return y if y.shape == shape else ops.index(y, tuple(slice(0, n) for n in shape), None)
+
+
+# A transposed convolution is the input adjoint; PyTorch names its node as the convolution's.
+TRANSPOSED = Rule(
+    "ConvolutionBackward0",
+    (("other", "self_shape", "geometry"), _cut_convolution),
+    (("self", "weight_shape", "geometry"), lambda ops, h, x, shape, geo: ops.convolution_weight_grad(h, x, shape, geo)),
+    (("bias_dims",), lambda ops, g, dims: ops.sum(g, dims)),
+    cost=_cost,
+    multithreaded=True,
+)
+
+
+def _expanded(value: Any, name: str, dims: int, weight_dims: int, op: str = "") -> list[int]:
+    """A conv parameter as PyTorch's `op` (conv{dims}d by default) passes it on (an int fills `dims` places),
+    then matched to the weight's spatial dims: a single value repeats, any other count must equal them."""
     values = [value] * dims if isinstance(value, int) else list(value)
     if not all(isinstance(v, int) for v in values):
-        raise TypeError(f"conv{dims}d(): argument '{name}' must be an int or a tuple of ints, got {value!r}")
+        raise TypeError(f"{op or f'conv{dims}d'}(): argument '{name}' must be an int or a tuple of ints, got {value!r}")
     if len(values) == 1:
         return values * weight_dims
     if len(values) != weight_dims:
@@ -85,10 +106,10 @@ def _same_padding(dims: int, x: Any, w: Any, stride: Any, dilation: Any) -> list
     return [(t // 2, t - t // 2) for t in totals]
 
 
-def _geometry(dims: int, x: Any, w: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
-              groups: int) -> ConvGeometry:
+def _geometry(dims: int, x: Any, w: Any, bias: Any, stride: Any, padding: Any, dilation: Any, groups: int,
+              output_padding: Any = None) -> ConvGeometry:
     """A batched conv's arguments checked in PyTorch's order and normalised to 2-d (a 1-d conv has a unit
-    height)."""
+    height). With an `output_padding`, a transposed conv's: the geometry of the conv whose input adjoint it is."""
     if isinstance(padding, str) and padding not in ("same", "valid"):
         raise RuntimeError(f"Invalid padding string: '{padding}'")
     weight_dims = w.ndim - 2
@@ -97,12 +118,17 @@ def _geometry(dims: int, x: Any, w: Any, bias: Any, stride: Any, padding: Any, d
     if not isinstance(groups, int) or groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     same = _same_padding(dims, x, w, stride, dilation) if padding == "same" else None
-    stride = _expanded(stride, "stride", dims, weight_dims)
-    pads = same or [(p, p) for p in _expanded(0 if padding == "valid" else padding, "padding", dims, weight_dims)]
-    dilation = _expanded(dilation, "dilation", dims, weight_dims)
-    _expanded([0] * dims, "output_padding", dims, weight_dims)  # PyTorch checks its transposed convs' parameter too
+    transposed = output_padding is not None
+    op = f"conv_transpose{dims}d" if transposed else ""
+    stride = _expanded(stride, "stride", dims, weight_dims, op)
+    pads = same or [(p, p) for p in _expanded(0 if padding == "valid" else padding, "padding", dims, weight_dims, op)]
+    dilation = _expanded(dilation, "dilation", dims, weight_dims, op)
+    # PyTorch checks output_padding for plain convs too
+    extra = _expanded([0] * dims if output_padding is None else output_padding, "output_padding", dims, weight_dims, op)
     if any(p < 0 for pair in pads for p in pair):
         raise RuntimeError("negative padding is not supported")
+    if any(p < 0 for p in extra):
+        raise RuntimeError("negative output_padding is not supported")
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
     if any(d < 0 for d in dilation):
@@ -116,6 +142,8 @@ def _geometry(dims: int, x: Any, w: Any, bias: Any, stride: Any, padding: Any, d
     if w.shape[0] % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
                            f"got weight of size [{list(w.shape)}] instead")
+    if transposed:
+        return _transposed_geometry(dims, x, w, bias, stride, pads, dilation, groups, extra)
     if x.shape[1] != w.shape[1] * groups:
         raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected input{list(x.shape)} to "
                            f"have {w.shape[1] * groups} channels, but got {x.shape[1]} channels instead")
@@ -135,6 +163,43 @@ def _geometry(dims: int, x: Any, w: Any, bias: Any, stride: Any, padding: Any, d
         raise RuntimeError(f"dilation should be greater than zero, but got {dilation}")
     if w.dtype != x.dtype:
         raise RuntimeError(f"expected scalar type {SCALAR_NAMES[x.dtype]} but found {SCALAR_NAMES[w.dtype]}")
+    return ConvGeometry(tuple(stride), tuple(pads), tuple(dilation), groups)  # type: ignore[arg-type]
+
+
+def _transposed_geometry(dims: int, x: Any, w: Any, bias: Any, stride: list[int], pads: list[tuple[int, int]],
+                         dilation: list[int], groups: int, extra: list[int]) -> ConvGeometry:
+    """The rest of a transposed conv's checks, as PyTorch's slow kernel makes them on 2-d parameters. The forward
+    conv's padding after the input shrinks by the output_padding (never below zero: the adjoint then runs windows
+    past its input, which its gradient cuts off)."""
+    out_channels = w.shape[1] * groups
+    if x.shape[1] != w.shape[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected input{list(x.shape)} to "
+                           f"have {w.shape[0]} channels, but got {x.shape[1]} channels instead")
+    if bias is not None and bias.shape != (out_channels,):
+        raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected bias to be 1-dimensional "
+                           f"with {out_channels} elements, but got bias of size {list(bias.shape)} instead")
+    if dims == 1:
+        stride, pads, dilation, extra = [1, *stride], [(0, 0), *pads], [1, *dilation], [0, *extra]
+    sizes = x.shape[2:] if dims == 2 else (1, *x.shape[2:])
+    if 0 in dilation:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {dilation[0]}, "
+                           f"dilation_width: {dilation[1]}")
+    if any(e >= s and e >= d for e, s, d in zip(extra, stride, dilation)):
+        raise RuntimeError(
+            "output padding must be smaller than either stride or dilation, but got output_padding_height: "
+            f"{extra[0]} output_padding_width: {extra[1]} stride_height: {stride[0]} stride_width: {stride[1]} "
+            f"dilation_height: {dilation[0]} dilation_width: {dilation[1]}")
+    out = [(n - 1) * s - 2 * p + d * (k - 1) + e + 1
+           for n, s, (p, _), d, k, e in zip(sizes, stride, pads, dilation, (1, *w.shape[2:])[-2:], extra)]
+    if min(out) <= 0:
+        raise RuntimeError(f"Given input size per channel: ({sizes[0]} x {sizes[1]}). Calculated output size per "
+                           f"channel: ({out[0]} x {out[1]}). Output size is too small")
+    if x.dtype == np.bool_ or x.dtype.kind in "iu" and x.dtype != np.int64:
+        raise NotImplementedError(
+            f"\"slow_conv_transpose2d_out_cpu\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
+    if w.dtype != x.dtype:
+        raise RuntimeError(f"expected scalar type {SCALAR_NAMES[x.dtype]} but found {SCALAR_NAMES[w.dtype]}")
+    pads = [(p, max(p - e, 0)) for (p, _), e in zip(pads, extra)]
     return ConvGeometry(tuple(stride), tuple(pads), tuple(dilation), groups)  # type: ignore[arg-type]
 
 
@@ -176,6 +241,45 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+def _conv_transpose(dims: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
+                    output_padding: Any, groups: int, dilation: Any) -> Tensor:
+    op = f"conv_transpose{dims}d"
+    common_device((input, weight) if bias is None else (input, weight, bias))
+    if isinstance(padding, str):
+        raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str")
+    x, w = input._data, weight._data
+    if x.ndim not in (dims + 1, dims + 2):
+        raise RuntimeError(f"Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to {op}, but got input "
+                           f"of size: {list(x.shape)}")
+    batched = input if x.ndim == dims + 2 else input.reshape(1, *x.shape)
+    x = batched._data
+    geo = _geometry(dims, x, w, bias, stride, padding, dilation, groups, output_padding)
+    extra = _expanded(output_padding, "output_padding", dims, dims, op)
+    sizes = zip(x.shape[2:], geo.stride[-dims:], geo.padding[-dims:], geo.dilation[-dims:], w.shape[2:], extra)
+    shape = (x.shape[0], w.shape[1] * groups, *[(n - 1) * s - 2 * p + d * (k - 1) + e + 1
+                                                for n, s, (p, _), d, k, e in sizes])
+    data = input._device.ops.convolution_input_grad(x, w, shape, geo)
+    inputs: tuple[Tensor, ...] = (batched, weight)
+    if bias is not None:
+        data = data + bias._data.astype(x.dtype, copy=False).reshape(-1, *(1,) * dims)  # PyTorch casts the bias
+        inputs = (batched, weight, bias)
+    out = record(TRANSPOSED, data, inputs, geometry=geo, self_shape=x.shape, weight_shape=w.shape,
+                 bias_dims=(0, *range(2, 2 + dims)))
+    return out if batched is input else out.reshape(out.shape[1:])
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """The adjoint of conv1d in its input; weight of shape (in_channels, out_channels / groups, kW)."""
+    return _conv_transpose(1, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """The adjoint of conv2d in its input; weight of shape (in_channels, out_channels / groups, kH, kW)."""
+    return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
 def recorded_convolution(input: Tensor, weight: Tensor, geo: ConvGeometry) -> Tensor:
     """The forward map without bias or checks, for gradients recorded by `TensorOps`."""
     data = input._device.ops.convolution(input._data, weight._data, geo)
@@ -189,7 +293,8 @@ def recorded_input_grad(g: Tensor, weight: Tensor, input_shape: tuple[int, ...],
 
 def recorded_weight_grad(x: Tensor, g: Tensor, weight_shape: tuple[int, ...], geo: ConvGeometry) -> Tensor:
     data = x._device.ops.convolution_weight_grad(x._data, g._data, weight_shape, geo)
-    return record(WEIGHT_GRAD, data, (x, g), geometry=geo, self_shape=x.shape, weight_shape=weight_shape)
+    return record(WEIGHT_GRAD, data, (x, g), geometry=geo, self_shape=x.shape, other_shape=g.shape,
+                  weight_shape=weight_shape)
 
 
 METHODS: dict[str, Any] = {}

@@ -1,16 +1,21 @@
 """cdist: the p-norm distances between the rows of two batches of row vectors, with its gradient rule for p=2
-(p=inf is spelled with Tensor ops for PyTorch's gradient at ties; other p go through the vector norm)."""
+(p=inf is spelled with Tensor ops for PyTorch's gradient at ties; other p go through the vector norm); and
+cosine_similarity and pairwise_distance, composed of Tensor ops as PyTorch's."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
+import numpy as np
+
+from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, require_tensors, result_type
 from actorgrad.ops.record import Rule, record, same_device
+from actorgrad.ops.selection import clamp
+from actorgrad.ops.shape import single_dim
 from actorgrad.ops.statistics import norm
 from actorgrad.tensor import Tensor
 
-__all__ = ["cdist"]
+__all__ = ["cdist", "cosine_similarity", "pairwise_distance"]
 
 
 def _ratio(ops: Any, g: Any, result: Any) -> Any:
@@ -84,6 +89,31 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     difference = a[..., :, None, :] - b[..., None, :, :]
     data = xp.sqrt((difference * difference).sum(axis=-1))
     return record(CDIST, data.astype(a.dtype, copy=False), (x1, x2))
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """sum(x1 / |x1| * x2 / |x2|) over `dim`, the inputs broadcast first, each norm kept at eps or more."""
+    dtype = result_type(x1, x2)
+    if dtype.kind != "f":
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {SCALAR_NAMES[dtype]}")
+    try:
+        shape = np.broadcast_shapes(x1.shape, x2.shape)
+    except ValueError:
+        raise broadcast_error("cosine_similarity", x1.shape, x2.shape) from None
+    dim = single_dim(dim, len(shape), "cosine_similarity")
+    unit = []
+    for x in (x1, x2):
+        x = x.to(dtype).expand(shape)
+        size = norm(x, 2, dim, keepdim=True)
+        # PyTorch clamps the norm in place under no_grad: the value is clamped, its gradient passes unchanged.
+        floor = clamp(size.detach(), eps) - size.detach()
+        unit.append(x / (size + floor))
+    return (unit[0] * unit[1]).sum(dim)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """The p-norm of x1 - x2 + eps over the last dim of the broadcast inputs."""
+    return norm(x1 - x2 + eps, p, max(x1.ndim, x2.ndim) - 1, keepdim=keepdim)
 
 
 METHODS: dict[str, Any] = {}

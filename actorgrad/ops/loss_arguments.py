@@ -1,7 +1,10 @@
 """The arguments every loss checks alike: the reduction (or PyTorch's deprecated size_average and reduce, which
-pick one) and the weights PyTorch's kernels refuse to differentiate."""
+pick one) and the weights PyTorch's kernels refuse to differentiate; and the reduction of losses composed of
+tensor ops."""
 
 from __future__ import annotations
+
+import math
 
 from actorgrad.grad_mode import is_grad_enabled
 from actorgrad.tensor import Tensor
@@ -38,3 +41,12 @@ def refuse_grad(function: str, name: str, t: Tensor | None) -> None:
     if t is not None and t.requires_grad and is_grad_enabled():
         raise RuntimeError(f"The function '{function}' is not differentiable with respect to argument '{name}'. "
                            "This input cannot have requires_grad True.")
+
+
+def reduce_losses(losses: Tensor, reduction: str) -> Tensor:
+    """PyTorch's apply_loss_reduction on a tensor of losses; the mean of no elements is nan, silently."""
+    if reduction == "sum":
+        return losses.sum()
+    if reduction == "mean":
+        return losses.mean() if losses.numel() else losses.sum() * math.nan
+    return losses

@@ -1,5 +1,6 @@
 """layer_norm and batch_norm, one gradient rule for both; group_norm is that rule over (N, groups, rest) plus a
-per-channel affine step, and normalize a division by a norm.
+per-channel affine step, instance_norm batch_norm over (1, N * C, rest), and normalize a division by a norm;
+rms_norm and local_response_norm are composed of Tensor ops, as PyTorch's.
 
 The formulas rebuild the normalised input from `self` with ops-interface steps (means over the normalised dims),
 so a recorded backward carries x's dependence through the statistics and differentiates again. In evaluation,
@@ -16,10 +17,12 @@ import numpy as np
 from actorgrad.ops.operands import SCALAR_NAMES, int_tuple
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.selection import clamp
+from actorgrad.ops.shape import pad
 from actorgrad.ops.statistics import norm
 from actorgrad.tensor import Tensor, bump_version
 
-__all__ = ["group_norm", "layer_norm", "normalize"]  # batch_norm at the top level is aten_forms's
+# batch_norm at the top level is aten_forms's; torch.instance_norm takes its arguments in another order
+__all__ = ["group_norm", "layer_norm", "normalize", "rms_norm"]
 
 
 def _normalized(ops: Any, x: Any, dims: tuple, count: int, eps: float, stats: Any) -> tuple[Any, Any]:
@@ -208,6 +211,75 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     mean = running_mean._data.reshape(weight_shape).astype(x.dtype)
     rstd = ((running_var._data + eps) ** -0.5).reshape(weight_shape).astype(x.dtype)
     return _normalize(BATCH_NORM, input, weight, bias, dims, weight_shape, eps, (mean, rstd))
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Each sample's channels normalised over their positions: batch_norm of the input seen as one sample of
+    N * C channels, with the per-channel parameters and running statistics repeated N times (those updated are
+    averaged over the samples back into the running buffers), as PyTorch computes it."""
+    shape = input.shape
+    if use_input_stats and math.prod(shape[2:]) == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {list(shape)}")
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+    if input.ndim < 2:
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    samples = shape[0]
+    repeated = [None if t is None else t.repeat(samples) for t in (running_mean, running_var, weight, bias)]
+    out = batch_norm(input.reshape(1, samples * shape[1], *shape[2:]), *repeated, use_input_stats, momentum, eps)
+    if use_input_stats:
+        for buffer, updated in zip((running_mean, running_var), repeated[:2], strict=True):
+            if buffer is not None:
+                buffer._data[...] = updated._data.reshape(samples, -1).mean(axis=0)
+                bump_version(buffer)
+    return out.reshape(shape)
+
+
+def _check_normalized_shape(input: Tensor, shape: tuple[int, ...]) -> None:
+    if not shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           "element, but got normalized_shape = []")
+    if len(shape) > input.ndim:
+        raise ValueError(f"Input tensor must have at least {len(shape)} dimensions, but got {input.ndim}")
+
+
+def rms_norm(input: Tensor, normalized_shape: tuple[int, ...] | list[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) over the last len(normalized_shape) dims, times `weight`; eps None is the
+    machine epsilon of the computing dtype (float32 for a float16 input, which is computed in float32)."""
+    shape = int_tuple(normalized_shape, "rms_norm", "normalized_shape", 2)
+    _check_normalized_shape(input, shape)
+    if weight is not None and weight.shape != shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+                           f"{list(weight.shape)} and normalized_shape = {list(shape)}")
+    if input.shape[input.ndim - len(shape):] != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*{', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
+    if input.dtype.kind != "f":
+        raise NotImplementedError(f"\"rms_norm\" not implemented for '{SCALAR_NAMES.get(input.dtype, input.dtype)}'")
+    x = input.float() if input.dtype == np.float16 else input
+    if eps is None:
+        eps = float(np.finfo(x.dtype).eps)
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    out = (x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()).to(input.dtype)
+    return out if weight is None else out * weight
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
+    """x / (k + alpha * mean of x^2 over `size` neighbouring channels) ** beta, the window zero-padded at the
+    ends (size // 2 channels before, (size - 1) // 2 after), as PyTorch's average pooling of them."""
+    if input.ndim < 3:  # PyTorch's text, with the spaces of its line continuation
+        raise ValueError(f"Expected 3D or higher dimensionality {' ' * 25}input (got {input.ndim} dimensions)")
+    if input.numel() == 0:
+        return input
+    channels = input.shape[1]
+    square = pad(input * input, (0, 0) * (input.ndim - 2) + (size // 2, (size - 1) // 2))
+    window = square[:, :channels]
+    for shift in range(1, size):
+        window = window + square[:, shift:shift + channels]
+    return input / (window / size * alpha + k) ** beta
 
 
 METHODS: dict[str, Any] = {}

@@ -1,9 +1,13 @@
-"""max_pool2d and avg_pool2d.
+"""max_pool2d and avg_pool2d, their 1-d forms (the 2-d ops on a unit height), and the adaptive poolings.
 
 max_pool2d sends each window's gradient to one input element, the first maximum in the window (as PyTorch picks
 on ties), through the flat indices it computes in the forward: a scatter-add whose own gradient is a gather at the
 same indices, both in the `ops` interface. avg_pool2d is a depthwise convolution with a ones kernel divided by the
 window's count, so its gradient is the convolution's input adjoint.
+
+An adaptive pooling's bin i covers [floor(i * n / out), ceil((i + 1) * n / out)) of each dim, as PyTorch's. Its
+mean is an averaging matrix on each side of the plane (matmuls, so differentiable to any order); its max is a
+gather at each bin's first maximum (the last NaN, if any), whose gradient is the scatter-add max_pool2d uses.
 """
 
 from __future__ import annotations
@@ -14,12 +18,16 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.convolution import ConvGeometry
+from actorgrad.ops.linalg import matmul
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
+from actorgrad.ops.shape import squeeze, unsqueeze
 from actorgrad.tensor import Tensor
 
-__all__ = ["max_pool2d"]  # avg_pool2d lives in nn.functional only, as in PyTorch
+# avg_pool2d and the 2-d adaptive poolings live in nn.functional only, as in PyTorch; torch.adaptive_max_pool1d
+# always returns the indices too, so nn.functional's form is not exported at the top level
+__all__ = ["max_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d"]
 
 
 def _unpool(ops: Any, g: Any, index: Any, self_shape: tuple, slots: int) -> Any:
@@ -188,6 +196,150 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         means = means.astype(x.dtype)
     return record(AVG_POOL, means, (input,), divisor=divisor, kernel=Tensor(ones, device=input._device),
                   planes_shape=planes_shape, self_shape=x.shape, geometry=geo)
+
+
+# -- 1-d pooling: the 2-d ops over a unit height --------------------------------------------------------------------
+def _single(op: str, value: Any, name: str, message: str) -> int:
+    """An int or a one-int list, else PyTorch's error for `op`'s argument `name`."""
+    values = [value] if isinstance(value, int) else list(value)
+    if len(values) != 1:
+        raise RuntimeError(message.format(op=op, name=name, got=len(values)))
+    return values[0]
+
+
+_ONE_INT = "{op}() argument '{name}' should contain one int (got {got})"
+
+
+def _check_1d_rank(op: str, x: Any) -> None:
+    if x.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.ndim}-dimensional tensor for argument #1 'self' "
+                           f"(while checking arguments for {op})")
+
+
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """max_pool2d over a unit height, with max_pool1d's own checks first (PyTorch's kernel for inputs without
+    gradients, whose messages users see)."""
+    x = input._data
+    if x.ndim not in (2, 3) or 0 in x.shape[-2:]:
+        raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
+                           f"input, but got:{list(x.shape)}")
+    size = "{op}() {name} must be an int, list of ints{comma} or tuple of ints of size 1 but got size {got}"
+    k = _single("max_pool1d", kernel_size, "kernel_size", size.replace("{comma}", ""))
+    omitted = stride is None or not isinstance(stride, int) and len(stride) == 0
+    s = k if omitted else _single("max_pool1d", stride, "stride", size.replace("an int, list of ints{comma}",
+                                                                               "None, an int, list of ints,"))
+    p = _single("max_pool1d", padding, "padding", size.replace("{comma}", ","))
+    d = _single("max_pool1d", dilation, "dilation", size.replace("{comma}", ""))
+    for name, value, least in (("kernel_size", k, 1), ("stride", s, 1), ("padding", p, 0)):
+        if value < least:
+            rule = "be non-negative" if least == 0 else "be greater than zero"
+            raise RuntimeError(f"max_pool1d() {name} must {rule}, but got {value}")
+    if p > k // 2:
+        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but got padding={p} and "
+                           f"kernel_size={k}")
+    if d < 1:
+        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
+    out = _pool_size(x.shape[-1], k, s, p, d, ceil_mode)
+    if out <= 0:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f"\"max_pool1d_impl\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
+    pooled = max_pool2d(unsqueeze(input, -2), (1, k), (1, s), (0, p), (1, d), ceil_mode, return_indices)
+    if return_indices:
+        return squeeze(pooled[0], -2), squeeze(pooled[1], -2)
+    return squeeze(pooled, -2)
+
+
+def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """avg_pool2d over a unit height."""
+    k = _single("avg_pool1d", kernel_size, "kernel_size", _ONE_INT)
+    omitted = stride is None or not isinstance(stride, int) and len(stride) == 0
+    s = k if omitted else _single("avg_pool1d", stride, "stride", _ONE_INT)
+    p = _single("avg_pool1d", padding, "padding", _ONE_INT)
+    _check_1d_rank("avg_pool1d", input._data)
+    return squeeze(avg_pool2d(unsqueeze(input, -2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad), -2)
+
+
+# -- adaptive pooling -------------------------------------------------------------------------------------------------
+def _adaptive_sizes(op: str, x: Any, output_size: Any, count_error: str) -> tuple[int, int]:
+    """The output's (height, width): an int for both, or a pair whose None keeps the input's size; checked, with
+    the input, in PyTorch's order."""
+    sizes = [output_size] * 2 if isinstance(output_size, int) else list(output_size)
+    if len(sizes) != 2:
+        raise RuntimeError(count_error)
+    if x.ndim not in (3, 4):
+        raise RuntimeError(f"{op}(): Expected 3D or 4D tensor, but got{':' if 'max' in op else ''} {list(x.shape)}")
+    sizes = [x.shape[-2 + i] if n is None else n for i, n in enumerate(sizes)]
+    if min(sizes) < 0:
+        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 but received "
+                           f"{{{sizes[0]}, {sizes[1]}}}")
+    for dim in (x.ndim - 2, x.ndim - 1):
+        if x.shape[dim] == 0:
+            raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but input has "
+                               f"sizes {list(x.shape)} with dimension {dim} being empty")
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f"\"{op}\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
+    return sizes[0], sizes[1]
+
+
+def _bins(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each output place's [start, end) along a dim of `size`, as PyTorch computes them."""
+    i = np.arange(out)
+    return i * size // out, -(-(i + 1) * size // out)
+
+
+def _averaging(size: int, out: int, input: Tensor) -> Tensor:
+    """The (out, size) matrix whose row i averages bin i."""
+    starts, ends = _bins(size, out)
+    places = np.arange(size)
+    inside = (places >= starts[:, None]) & (places < ends[:, None])
+    matrix = (inside / (ends - starts)[:, None]).astype(input._data.dtype)
+    return Tensor(input._device.xp.asarray(matrix), device=input._device)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    x = input._data
+    oh, ow = _adaptive_sizes("adaptive_avg_pool2d", x, output_size, "adaptive_avg_pool2d: output_size must be 2")
+    h, w = x.shape[-2:]
+    return matmul(matmul(_averaging(h, oh, input), input), _averaging(w, ow, input).mT)
+
+
+def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    x = input._data
+    oh, ow = _adaptive_sizes("adaptive_max_pool2d", x, output_size,
+                             "adaptive_max_pool2d(): internal error: output_size.size() must be 2")
+    *lead, h, w = x.shape
+    xp = input._device.xp
+    # Each bin's rows and columns, padded to the longest bin by repeating its last one: a repeat comes after the
+    # place it repeats, so the first maximum in row-major order is still a real place.
+    (top, bottom), (left, right) = _bins(h, oh), _bins(w, ow)
+    kh, kw = int(max(bottom - top, default=1)), int(max(right - left, default=1))
+    rows = xp.asarray(np.minimum(top[:, None] + np.arange(kh), bottom[:, None] - 1))
+    cols = xp.asarray(np.minimum(left[:, None] + np.arange(kw), right[:, None] - 1))
+    windows = x[..., rows[:, None, :, None], cols[None, :, None, :]].reshape(*lead, oh, ow, kh * kw)
+    local = windows.argmax(-1) if windows.size else xp.zeros((*lead, oh, ow), np.int64)
+    nan = xp.isnan(windows)
+    if windows.size:  # PyTorch's kernel moves to each NaN it meets, so the last one wins
+        local = xp.where(nan.any(-1), kh * kw - 1 - nan[..., ::-1].argmax(-1), local)
+    index = rows[xp.arange(oh)[:, None], local // kw] * w + cols[xp.arange(ow), local % kw]
+    flat = recorded_gather_last(input.reshape(*lead, h * w), index.reshape(*lead, oh * ow))
+    out = flat.reshape(*lead, oh, ow)
+    return (out, Tensor(index.astype(np.int64), device=input._device)) if return_indices else out
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    n = _single("adaptive_avg_pool1d", output_size, "output_size", _ONE_INT)
+    _check_1d_rank("adaptive_avg_pool1d", input._data)
+    return squeeze(adaptive_avg_pool2d(unsqueeze(input, -2), (1, n)), -2)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    n = _single("adaptive_max_pool1d", output_size, "output_size", _ONE_INT)
+    _check_1d_rank("adaptive_max_pool1d", input._data)
+    out, index = adaptive_max_pool2d(unsqueeze(input, -2), (1, n), return_indices=True)
+    return (squeeze(out, -2), squeeze(index, -2)) if return_indices else squeeze(out, -2)
 
 
 # -- the gather / scatter-add pair behind max_pool2d's gradients, recorded for TensorOps ------------------------

@@ -1,0 +1,389 @@
+"""Recurrent layers in PyTorch's shape: RNNCell, LSTMCell, GRUCell and the sequence layers RNN, LSTM and GRU.
+
+Each is a composite of recorded ops (linear, sigmoid, tanh, relu, chunk, stack), so its gradients come from
+theirs. The parameters, their names, shapes, order and initialisation, the gate order (LSTM i, f, g, o; GRU
+r, z, n) and the errors are PyTorch's, so a PyTorch state dict loads. As PyTorch does on the CPU, a sequence
+layer projects the whole input sequence through `weight_ih` at once and then steps through time.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from actorgrad.creation import empty, zeros
+from actorgrad.nn import functional as F
+from actorgrad.nn import init
+from actorgrad.nn.module import Module
+from actorgrad.nn.parameter import Parameter
+from actorgrad.ops.joining import cat, stack
+from actorgrad.tensor import Tensor
+
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
+
+State = tuple[Tensor, ...]  # (h,) for RNN and GRU, (h, c) for LSTM
+
+
+# -- one time step: `gates_x` is the input's projection x @ weight_ih.T + bias_ih --------------------------------
+def _tanh_step(gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None) -> State:
+    return ((gates_x + F.linear(state[0], w_hh, b_hh)).tanh(),)
+
+
+def _relu_step(gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None) -> State:
+    return ((gates_x + F.linear(state[0], w_hh, b_hh)).relu(),)
+
+
+def _lstm_step(gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None) -> State:
+    h, c = state
+    i, f, g, o = (gates_x + F.linear(h, w_hh, b_hh)).chunk(4, 1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    h = o.sigmoid() * c.tanh()
+    return (h if w_hr is None else F.linear(h, w_hr)), c
+
+
+def _gru_step(gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None) -> State:
+    h = state[0]
+    x_r, x_z, x_n = gates_x.chunk(3, 1)
+    h_r, h_z, h_n = F.linear(h, w_hh, b_hh).chunk(3, 1)  # b_hn stays inside r * (...), as PyTorch's
+    r = (x_r + h_r).sigmoid()
+    z = (x_z + h_z).sigmoid()
+    n = (x_n + r * h_n).tanh()
+    return ((h - n) * z + n,)  # (1 - z) * n + z * h, in PyTorch's order of operations
+
+
+# mode: (gates per hidden unit, step, the names of its states in PyTorch's hidden-size errors)
+_MODES: dict[str, tuple[int, Callable[..., State], tuple[str, ...]]] = {
+    "RNN_TANH": (1, _tanh_step, ("hidden",)),
+    "RNN_RELU": (1, _relu_step, ("hidden",)),
+    "LSTM": (4, _lstm_step, ("hidden[0]", "hidden[1]")),
+    "GRU": (3, _gru_step, ("hidden",)),
+}
+
+
+def _check_cell_hidden(input: Tensor, hx: Tensor, hidden_size: int, index: int) -> None:
+    if input.size(0) != hx.size(0):
+        raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden{index} batch size {hx.size(0)}")
+    if hx.size(1) != hidden_size:
+        raise RuntimeError(f"hidden{index} has inconsistent hidden_size: got {hx.size(1)}, expected {hidden_size}")
+
+
+def _init_uniform(module: Module, hidden_size: int) -> None:
+    """PyTorch's recurrent init: every parameter ~ U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), in order."""
+    bound = 1.0 / math.sqrt(hidden_size)
+    for weight in module.parameters():
+        init.uniform_(weight, -bound, bound)
+
+
+# -- cells ---------------------------------------------------------------------------------------------------
+class RNNCellBase(Module):
+    """The parameters of one recurrent cell: weight_ih (gates * hidden, input), weight_hh (gates * hidden,
+    hidden) and, with `bias`, bias_ih and bias_hh."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        factory = {"device": device, "dtype": dtype}
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = Parameter(empty(num_chunks * hidden_size, input_size, **factory))
+        self.weight_hh = Parameter(empty(num_chunks * hidden_size, hidden_size, **factory))
+        if bias:
+            self.bias_ih = Parameter(empty(num_chunks * hidden_size, **factory))
+            self.bias_hh = Parameter(empty(num_chunks * hidden_size, **factory))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        _init_uniform(self, self.hidden_size)
+
+    def extra_repr(self) -> str:
+        text = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            text += f", bias={self.bias}"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":
+            text += f", nonlinearity={self.nonlinearity}"
+        return text
+
+    def _run(self, input: Tensor, hx: State | None, step: Callable[..., State] | None) -> State:
+        """One step on a batched or unbatched `input`, with PyTorch's checks in its order; `hx` None is a zero
+        state, `step` None an RNNCell's unknown nonlinearity."""
+        name = type(self).__name__
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        for index, h in enumerate(hx or ()):
+            if h.dim() not in (1, 2):
+                what = f"hx[{index}]" if len(hx) == 2 else "hidden"
+                raise ValueError(f"{name}: Expected {what} to be 1D or 2D, got {h.dim()}D instead")
+        batched = input.dim() == 2
+        if not batched:
+            input = input.unsqueeze(0)
+        if step is None:
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        if input.size(1) != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} expected {self.input_size}")
+        if hx is None:
+            hx = (zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device),) * (
+                2 if step is _lstm_step else 1)
+        elif not batched:
+            hx = tuple(h.unsqueeze(0) for h in hx)
+        for index, h in enumerate(hx):
+            _check_cell_hidden(input, h, self.hidden_size, index)
+        out = step(F.linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh, self.bias_hh, None)
+        return out if batched else tuple(h.squeeze(0) for h in out)
+
+
+class RNNCell(RNNCellBase):
+    """h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh), or relu with `nonlinearity='relu'`."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        step = {"tanh": _tanh_step, "relu": _relu_step}.get(self.nonlinearity)  # refused in forward, as PyTorch's
+        return self._run(input, None if hx is None else (hx,), step)[0]
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step; the rows of weight_ih / weight_hh are the gates i, f, g, o. Returns (h', c')."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+        return self._run(input, None if hx is None else tuple(hx), _lstm_step)
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step; the rows of weight_ih / weight_hh are the gates r, z, n."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        return self._run(input, None if hx is None else (hx,), _gru_step)[0]
+
+
+# -- sequence layers -----------------------------------------------------------------------------------------
+class RNNBase(Module):
+    """A stack of `num_layers` recurrent layers over (seq, batch, feature) inputs ((batch, seq, feature) with
+    `batch_first`), each run forward and, with `bidirectional`, backward too, the two outputs concatenated.
+
+    Layer l, direction d (suffix '_reverse') holds weight_ih_l{l}, weight_hh_l{l}, bias_ih_l{l}, bias_hh_l{l}
+    and, for an LSTM with `proj_size`, weight_hr_l{l}. In training, dropout is applied to every layer's output
+    but the last.
+    """
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if not isinstance(dropout, int | float) or isinstance(dropout, bool) or not 0 <= dropout <= 1:
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
+                             "element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
+                          f"expects num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
+                          stacklevel=3)
+        for name, value, kind in (("bias", bias, bool), ("batch_first", batch_first, bool),
+                                  ("input_size", input_size, int), ("hidden_size", hidden_size, int)):
+            if not isinstance(value, kind):
+                raise TypeError(f"{name} should be of type {kind.__name__}, got: {type(value).__name__}")
+        if input_size <= 0:
+            raise ValueError("input_size must be greater than zero")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        factory = {"device": device, "dtype": dtype}
+        gate_size = _MODES[mode][0] * hidden_size
+        out_size = proj_size or hidden_size
+        directions = 2 if bidirectional else 1
+        self._all_weights: list[list[str]] = []
+        for layer in range(num_layers):
+            layer_input_size = input_size if layer == 0 else out_size * directions
+            for suffix in ("", "_reverse")[:directions]:
+                shapes = {"weight_ih": (gate_size, layer_input_size), "weight_hh": (gate_size, out_size)}
+                if bias:
+                    shapes |= {"bias_ih": (gate_size,), "bias_hh": (gate_size,)}
+                if proj_size:
+                    shapes["weight_hr"] = (proj_size, hidden_size)
+                names = [f"{kind}_l{layer}{suffix}" for kind in shapes]
+                for name, shape in zip(names, shapes.values(), strict=True):
+                    setattr(self, name, Parameter(empty(*shape, **factory)))
+                self._all_weights.append(names)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        _init_uniform(self, self.hidden_size)
+
+    def flatten_parameters(self) -> None:
+        """A no-op kept for PyTorch code that calls it: only cuDNN wants the weights in one buffer."""
+
+    @property
+    def all_weights(self) -> list[list[Parameter]]:
+        """Each (layer, direction)'s parameters, in PyTorch's order."""
+        return [[getattr(self, name) for name in names] for names in self._all_weights]
+
+    def extra_repr(self) -> str:
+        text = f"{self.input_size}, {self.hidden_size}"
+        for name, default in (("proj_size", 0), ("num_layers", 1), ("bias", True), ("batch_first", False),
+                              ("dropout", 0), ("bidirectional", False)):
+            if getattr(self, name) != default:
+                text += f", {name}={getattr(self, name)}"
+        return text
+
+    def _run_sequence(self, input: Tensor, hx: State | None) -> tuple[Tensor, State]:
+        """The layers over a batched or unbatched `input` from `hx` (zero states where None), with PyTorch's
+        checks; returns the output and the final states, shaped as the input and `hx` were."""
+        if input.dim() not in (2, 3):
+            what = f"{input.dim()}D tensor" if self.mode.startswith("RNN") else f"{input.dim()}D"
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {what} instead")
+        batched = input.dim() == 3
+        if not batched:
+            input = input.unsqueeze(1)  # (seq, 1, feature) whether or not batch_first
+        elif self.batch_first:
+            input = input.transpose(0, 1)
+        out_size = self.proj_size or self.hidden_size
+        state_names = _MODES[self.mode][2]
+        sizes = (out_size, self.hidden_size)[:len(state_names)]
+        if hx is not None:
+            dims = 3 if batched else 2
+            if any(h.dim() != dims for h in hx):
+                what = "batched 3-D" if batched else "unbatched 2-D"
+                if len(hx) == 1:
+                    raise RuntimeError(f"For {what} input, hx should also be {dims}-D but got {hx[0].dim()}-D tensor")
+                raise RuntimeError(f"For {what} input, hx and cx should also be {dims}-D but got "
+                                   f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors")
+            if not batched:
+                hx = tuple(h.unsqueeze(1) for h in hx)
+        self._check_input(input)
+        layers = self.num_layers * (2 if self.bidirectional else 1)
+        expected = [(layers, input.size(1), size) for size in sizes]
+        if hx is None:
+            hx = tuple(zeros(*shape, dtype=input.dtype, device=input.device) for shape in expected)
+        for h, shape, message in zip(hx, expected, state_names, strict=True):
+            if h.size() != shape:
+                raise RuntimeError(f"Expected {message} size {shape}, got {list(h.size())}")
+        output, final = self._layers(input, hx)
+        if not batched:
+            return output.squeeze(1), tuple(h.squeeze(1) for h in final)
+        return (output.transpose(0, 1) if self.batch_first else output), final
+
+    def _check_input(self, input: Tensor) -> None:
+        given, weights = f"actorgrad.{input.dtype}", f"actorgrad.{self.weight_ih_l0.dtype}"
+        if given != weights:
+            raise ValueError(f"RNN input dtype ({given}) does not match weight dtype ({weights}). "
+                             f"Convert input: input.to({weights}), or convert model: model.to({given})")
+        if self.input_size != input.size(-1):
+            raise RuntimeError(
+                f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.size(-1)}"
+            )
+
+    def _layers(self, input: Tensor, hx: State) -> tuple[Tensor, State]:
+        """The layers over a (seq, batch, feature) input from the initial states `hx`, each of shape
+        (layers * directions, batch, size); returns the last layer's output and the final states."""
+        directions = 2 if self.bidirectional else 1
+        final: list[State] = []
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(directions):
+                index = layer * directions + direction
+                output, state = self._direction(input, tuple(h[index] for h in hx), index, direction == 1)
+                outputs.append(output)
+                final.append(state)
+            input = outputs[0] if directions == 1 else cat(outputs, 2)
+            if layer < self.num_layers - 1:
+                input = F.dropout(input, self.dropout, self.training)
+        return input, tuple(stack([state[k] for state in final]) for k in range(len(hx)))
+
+    def _direction(self, input: Tensor, state: State, index: int, reverse: bool) -> tuple[Tensor, State]:
+        """One layer in one direction, with the parameters of (layer, direction) number `index`."""
+        weights = [getattr(self, name) for name in self._all_weights[index]]
+        b_ih, b_hh = weights[2:4] if self.bias else (None, None)
+        w_hr = weights[-1] if self.proj_size else None
+        step = _MODES[self.mode][1]
+        gates_x = F.linear(input, weights[0], b_ih).unbind(0)  # the whole sequence in one matrix product
+        outputs = []
+        for gates in reversed(gates_x) if reverse else gates_x:
+            state = step(gates, state, weights[1], b_hh, w_hr)
+            outputs.append(state[0])
+        if reverse:
+            outputs.reverse()
+        return stack(outputs), state
+
+
+def _no_proj_size(kwargs: dict[str, Any]) -> None:
+    if "proj_size" in kwargs:
+        raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+
+
+class RNN(RNNBase):
+    """Elman RNN layers: h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh), or relu. Returns
+    (output, h_n)."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh",
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 device: Any = None, dtype: Any = None, **kwargs: Any) -> None:
+        _no_proj_size(kwargs)
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__(f"RNN_{nonlinearity.upper()}", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, device=device, dtype=dtype, **kwargs)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        output, (h_n,) = self._run_sequence(input, None if hx is None else (hx,))
+        return output, h_n
+
+
+class LSTM(RNNBase):
+    """LSTM layers (gates i, f, g, o), with `proj_size` projecting h through weight_hr. Returns
+    (output, (h_n, c_n))."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         proj_size, device, dtype)
+
+    def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
+                ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        output, (h_n, c_n) = self._run_sequence(input, None if hx is None else tuple(hx))
+        return output, (h_n, c_n)
+
+
+class GRU(RNNBase):
+    """GRU layers (gates r, z, n; n = tanh(W_in x + b_in + r * (W_hn h + b_hn))). Returns (output, h_n)."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 device: Any = None, dtype: Any = None, **kwargs: Any) -> None:
+        _no_proj_size(kwargs)
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         device=device, dtype=dtype, **kwargs)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        output, (h_n,) = self._run_sequence(input, None if hx is None else (hx,))
+        return output, h_n
