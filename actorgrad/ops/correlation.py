@@ -1,8 +1,7 @@
-"""Covariance and correlation (cov, corrcoef), dist, cross, logaddexp2, and the value tests isposinf, isneginf and
-isreal.
+"""Covariance and correlation (cov, corrcoef), dist, cross, and the value tests isposinf, isneginf and isreal.
 
 cov and corrcoef are composites of recorded ops, as in PyTorch, so their gradients and nodes come from those ops;
-dist, cross and logaddexp2 record PyTorch's own nodes.
+dist and cross record PyTorch's own nodes.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from actorgrad.ops.statistics import _inf_norm_grad, _pnorm_grad, norm
 from actorgrad.tensor import Tensor, bool_
 from actorgrad.user_warnings import warn
 
-__all__ = ["corrcoef", "cov", "cross", "dist", "isneginf", "isposinf", "isreal", "logaddexp2"]
+__all__ = ["corrcoef", "cov", "cross", "dist", "isneginf", "isposinf", "isreal"]
 
 
 # -- cov, corrcoef ----------------------------------------------------------------------------------------------
@@ -193,34 +192,6 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     return record(CROSS, data, (input, other), dim=d)
 
 
-# -- logaddexp2 -------------------------------------------------------------------------------------------------
-def _logaddexp2_grad(ops: Any, g: Any, self: Any, other: Any) -> Any:
-    return g / (1 + ops.exp((other - self) * math.log(2)))
-
-
-LOGADDEXP2 = Rule(
-    "Logaddexp2Backward0",
-    (("self", "other"), _logaddexp2_grad),
-    (("self", "other"), lambda ops, g, self, other: _logaddexp2_grad(ops, g, other, self)),
-    broadcasts=True,
-)
-
-
-def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
-    """log2(2**input + 2**other), without overflow; floating dtypes only."""
-    require_tensors("logaddexp2", input=input, other=other)
-    device = common_device((input, other))
-    dtype = result_type(input, other)
-    if dtype.kind != "f":
-        raise NotImplementedError(f'"logaddexp2_cpu" not implemented for \'{SCALAR_NAMES.get(dtype, dtype)}\'')
-    x, y = kernel_operands(data_as(input, dtype), data_as(other, dtype))
-    try:
-        data = device.xp.logaddexp2(x, y)
-    except ValueError:
-        raise broadcast_error("logaddexp2", x.shape, y.shape) from None
-    return record(LOGADDEXP2, data, (input, other))
-
-
 # -- value tests ------------------------------------------------------------------------------------------------
 def _test(input: Tensor, floating: Any, otherwise: bool) -> Tensor:
     """`floating(x)` for a floating tensor; a bool or integer one is `otherwise` everywhere."""
@@ -242,6 +213,6 @@ def isreal(input: Tensor) -> Tensor:
 
 
 METHODS: dict[str, Any] = {
-    "cov": cov, "corrcoef": corrcoef, "dist": dist, "cross": cross, "logaddexp2": logaddexp2,
+    "cov": cov, "corrcoef": corrcoef, "dist": dist, "cross": cross,
     "isposinf": isposinf, "isneginf": isneginf, "isreal": isreal,
 }

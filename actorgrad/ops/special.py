@@ -1,4 +1,4 @@
-"""Special functions (erf, erfc, xlogy, logaddexp) and their gradient rules; erf's kernel is
+"""Special functions (erf, erfc, xlogy, logaddexp, logaddexp2) and their gradient rules; erf's kernel is
 `actorgrad.devices.erf`."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from actorgrad.ops.operands import (
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
 
-__all__ = ["erf", "erfc", "logaddexp", "xlogy"]
+__all__ = ["erf", "erfc", "logaddexp", "logaddexp2", "xlogy"]
 
 TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
@@ -87,31 +87,47 @@ def xlogy(input: Tensor | float, other: Tensor | float) -> Tensor:
     return record(XLOGY, data, (input, other), x=input, y=other, masked=masked)
 
 
-def _logaddexp_grad(ops: Any, g: Any, self: Any, other: Any) -> Any:
-    return g / (1 + ops.exp(other - self))
+def _share(ops: Any, g: Any, self: Any, other: Any, ln_base: float) -> Any:
+    """d/d(self) of log_b(b**self + b**other), times g: g / (1 + b**(other - self))."""
+    gap = other - self
+    return g / (1 + ops.exp(gap if ln_base == 1 else gap * ln_base))
 
 
-LOGADDEXP = Rule(
-    "LogaddexpBackward0",
-    (("self", "other"), _logaddexp_grad),
-    (("self", "other"), lambda ops, g, self, other: _logaddexp_grad(ops, g, other, self)),
-    broadcasts=True,
-)
+def _log_add_rule(name: str, ln_base: float) -> Rule:
+    return Rule(
+        name,
+        (("self", "other"), lambda ops, g, self, other: _share(ops, g, self, other, ln_base)),
+        (("self", "other"), lambda ops, g, self, other: _share(ops, g, other, self, ln_base)),
+        broadcasts=True,
+    )
+
+
+LOGADDEXP = _log_add_rule("LogaddexpBackward0", 1)
+LOGADDEXP2 = _log_add_rule("Logaddexp2Backward0", math.log(2))
+
+
+def _log_add(name: str, rule: Rule, input: Tensor, other: Tensor) -> Tensor:
+    require_tensors(name, input=input, other=other)
+    device = common_device((input, other))
+    dtype = result_type(input, other)
+    if dtype.kind != "f":
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{SCALAR_NAMES.get(dtype, dtype)}\'')
+    x, y = kernel_operands(data_as(input, dtype), data_as(other, dtype))
+    try:
+        data = getattr(device.xp, name)(x, y)
+    except ValueError:
+        raise broadcast_error(name, x.shape, y.shape) from None
+    return record(rule, data, (input, other))
 
 
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     """log(exp(input) + exp(other)), without overflow; floating dtypes only."""
-    require_tensors("logaddexp", input=input, other=other)
-    device = common_device((input, other))
-    dtype = result_type(input, other)
-    if dtype.kind != "f":
-        raise NotImplementedError(f'"logaddexp_cpu" not implemented for \'{SCALAR_NAMES.get(dtype, dtype)}\'')
-    x, y = kernel_operands(data_as(input, dtype), data_as(other, dtype))
-    try:
-        data = device.xp.logaddexp(x, y)
-    except ValueError:
-        raise broadcast_error("logaddexp", x.shape, y.shape) from None
-    return record(LOGADDEXP, data, (input, other))
+    return _log_add("logaddexp", LOGADDEXP, input, other)
 
 
-METHODS = {"erf": erf, "erfc": erfc, "xlogy": xlogy, "logaddexp": logaddexp}
+def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
+    """log2(2**input + 2**other), without overflow; floating dtypes only."""
+    return _log_add("logaddexp2", LOGADDEXP2, input, other)
+
+
+METHODS = {"erf": erf, "erfc": erfc, "xlogy": xlogy, "logaddexp": logaddexp, "logaddexp2": logaddexp2}
