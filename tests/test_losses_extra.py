@@ -11,7 +11,8 @@ import pytest
 import actorgrad as ag
 from actorgrad.autograd import gradcheck
 from actorgrad.nn import loss as nn_loss
-from actorgrad.ops import class_losses, losses
+from actorgrad.ops import class_losses
+from actorgrad.ops import composite_losses as losses
 
 MULTILABEL_TARGET = [[3, 0, -1, 1], [0, 1, 2, 3], [1, -1, 0, 0]]
 

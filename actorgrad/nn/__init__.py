@@ -8,8 +8,13 @@ from actorgrad.nn.activation import (
     GELU,
     GLU,
     SELU,
+    AlphaDropout,
     Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
     Flatten,
+    Hardshrink,
     Hardsigmoid,
     Hardswish,
     Hardtanh,
@@ -21,37 +26,110 @@ from actorgrad.nn.activation import (
     PReLU,
     ReLU,
     ReLU6,
+    RReLU,
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
+    Softshrink,
     Softsign,
     Tanh,
     Tanhshrink,
     Threshold,
     Unflatten,
 )
+from actorgrad.nn.attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 from actorgrad.nn.container import ModuleDict, ModuleList, Sequential
-from actorgrad.nn.layers import Conv2d, Embedding, LayerNorm, Linear
+from actorgrad.nn.distance import CosineSimilarity, PairwiseDistance
+from actorgrad.nn.layers import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Embedding, LayerNorm, Linear
 from actorgrad.nn.loss import (
     BCELoss,
     BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
     CrossEntropyLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     L1Loss,
+    MarginRankingLoss,
     MSELoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
+    PoissonNLLLoss,
     SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
 )
 from actorgrad.nn.module import Module
-from actorgrad.nn.normalization import BatchNorm1d, BatchNorm2d, GroupNorm
+from actorgrad.nn.normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LocalResponseNorm,
+    RMSNorm,
+)
+from actorgrad.nn.padding_layers import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
 from actorgrad.nn.parameter import Parameter
 from actorgrad.nn.parameter_containers import ParameterDict, ParameterList
-from actorgrad.nn.pooling import AvgPool2d, MaxPool2d
+from actorgrad.nn.pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+from actorgrad.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from actorgrad.nn.resampling import (
+    Fold,
+    PixelShuffle,
+    PixelUnshuffle,
+    Unfold,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
 
 __all__ = [
+    "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
+    "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "RNNBase", "RNNCellBase",
+    "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+    "Hardshrink", "Softshrink", "RReLU", "Softmax2d", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+    "InstanceNorm1d", "InstanceNorm2d", "RMSNorm", "LocalResponseNorm", "CosineSimilarity", "PairwiseDistance",
+    "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
+    "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
+    "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",
+    "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "Unfold", "Fold",
+    "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss",
+    "MultiMarginLoss", "MultiLabelMarginLoss",
     "BCELoss", "GroupNorm", "HuberLoss", "KLDivLoss", "SmoothL1Loss",
     "CELU", "ELU", "GLU", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "PReLU", "ReLU6", "SELU",
     "Softmin", "Softsign", "Tanhshrink", "Threshold",

@@ -4,6 +4,7 @@ from actorgrad.ops.activations import (
     celu,
     elu,
     gelu,
+    hardshrink,
     hardsigmoid,
     hardswish,
     hardtanh,
@@ -13,17 +14,37 @@ from actorgrad.ops.activations import (
     one_hot,
     relu,
     relu6,
+    rrelu,
     selu,
     silu,
     softplus,
+    softshrink,
     softsign,
     tanhshrink,
     threshold,
 )
 from actorgrad.ops.arithmetic import sigmoid, tanh
-from actorgrad.ops.class_losses import cross_entropy, nll_loss
-from actorgrad.ops.conv import conv1d, conv2d
+from actorgrad.ops.attention import multi_head_attention_forward, scaled_dot_product_attention
+from actorgrad.ops.class_losses import (
+    cross_entropy,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    nll_loss,
+)
+from actorgrad.ops.composite_losses import (
+    cosine_embedding_loss,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    poisson_nll_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+    triplet_margin_with_distance_loss,
+)
+from actorgrad.ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
 from actorgrad.ops.dim_activations import glu, log_softmax, prelu, softmax, softmin
+from actorgrad.ops.distances import cosine_similarity, pairwise_distance
 from actorgrad.ops.embeddings import embedding
 from actorgrad.ops.linalg import linear
 from actorgrad.ops.losses import (
@@ -35,13 +56,39 @@ from actorgrad.ops.losses import (
     mse_loss,
     smooth_l1_loss,
 )
-from actorgrad.ops.normalization import batch_norm, group_norm, layer_norm, normalize
-from actorgrad.ops.pooling import avg_pool2d, max_pool2d
+from actorgrad.ops.normalization import (
+    batch_norm,
+    group_norm,
+    instance_norm,
+    layer_norm,
+    local_response_norm,
+    normalize,
+    rms_norm,
+)
+from actorgrad.ops.pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
 from actorgrad.ops.public_names import check_tensor_arguments
-from actorgrad.ops.regularization import dropout
+from actorgrad.ops.regularization import alpha_dropout, dropout, dropout1d, dropout2d, dropout3d
+from actorgrad.ops.resampling import fold, interpolate, pixel_shuffle, pixel_unshuffle, unfold
 from actorgrad.ops.shape import pad
 
 __all__ = [
+    "conv_transpose1d", "conv_transpose2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "scaled_dot_product_attention",
+    "multi_head_attention_forward", "hardshrink", "softshrink", "rrelu", "dropout1d", "dropout2d", "dropout3d",
+    "alpha_dropout", "instance_norm", "rms_norm", "local_response_norm", "cosine_similarity", "pairwise_distance",
+    "interpolate", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold",
+    "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
+    "triplet_margin_loss", "triplet_margin_with_distance_loss", "poisson_nll_loss", "gaussian_nll_loss",
+    "multilabel_soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
     "binary_cross_entropy", "group_norm", "huber_loss", "kl_div", "normalize", "smooth_l1_loss",
     "celu", "elu", "glu", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "one_hot", "prelu",
     "relu6", "selu", "softmin", "softsign", "tanhshrink", "threshold",

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from actorgrad.nn import functional as F
 from actorgrad.nn.module import Module
-from actorgrad.ops import class_losses, losses
+from actorgrad.ops import class_losses, composite_losses
 from actorgrad.ops.loss_arguments import legacy_reduction
 from actorgrad.tensor import Tensor
 
@@ -114,7 +114,8 @@ class MarginRankingLoss(_Loss):
         self.margin = margin
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
-        return losses.margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+        return composite_losses.margin_ranking_loss(input1, input2, target, margin=self.margin,
+                                                    reduction=self.reduction)
 
 
 class HingeEmbeddingLoss(_Loss):
@@ -124,12 +125,12 @@ class HingeEmbeddingLoss(_Loss):
         self.margin = margin
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return losses.hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)
+        return composite_losses.hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)
 
 
 class SoftMarginLoss(_Loss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return losses.soft_margin_loss(input, target, reduction=self.reduction)
+        return composite_losses.soft_margin_loss(input, target, reduction=self.reduction)
 
 
 class CosineEmbeddingLoss(_Loss):
@@ -139,7 +140,8 @@ class CosineEmbeddingLoss(_Loss):
         self.margin = margin
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
-        return losses.cosine_embedding_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+        return composite_losses.cosine_embedding_loss(input1, input2, target, margin=self.margin,
+                                                      reduction=self.reduction)
 
 
 class TripletMarginLoss(_Loss):
@@ -154,8 +156,8 @@ class TripletMarginLoss(_Loss):
         self.swap = swap
 
     def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
-        return losses.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p, eps=self.eps,
-                                          swap=self.swap, reduction=self.reduction)
+        return composite_losses.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
+                                                    eps=self.eps, swap=self.swap, reduction=self.reduction)
 
 
 class TripletMarginWithDistanceLoss(_Loss):
@@ -172,9 +174,10 @@ class TripletMarginWithDistanceLoss(_Loss):
         self.swap = swap
 
     def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
-        return losses.triplet_margin_with_distance_loss(anchor, positive, negative,
-                                                        distance_function=self.distance_function,
-                                                        margin=self.margin, swap=self.swap, reduction=self.reduction)
+        return composite_losses.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function, margin=self.margin, swap=self.swap,
+            reduction=self.reduction,
+        )
 
 
 class PoissonNLLLoss(_Loss):
@@ -186,8 +189,8 @@ class PoissonNLLLoss(_Loss):
         self.eps = eps
 
     def forward(self, log_input: Tensor, target: Tensor) -> Tensor:
-        return losses.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full, eps=self.eps,
-                                       reduction=self.reduction)
+        return composite_losses.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full,
+                                                 eps=self.eps, reduction=self.reduction)
 
 
 class GaussianNLLLoss(_Loss):
@@ -197,7 +200,8 @@ class GaussianNLLLoss(_Loss):
         self.eps = eps
 
     def forward(self, input: Tensor, target: Tensor, var: Tensor | float) -> Tensor:
-        return losses.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)
+        return composite_losses.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
+                                                  reduction=self.reduction)
 
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):

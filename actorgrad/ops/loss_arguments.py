@@ -1,10 +1,12 @@
 """The arguments every loss checks alike: the reduction (or PyTorch's deprecated size_average and reduce, which
-pick one) and the weights PyTorch's kernels refuse to differentiate; and the reduction of losses composed of
-tensor ops."""
+pick one), the weights PyTorch's kernels refuse to differentiate and the shapes that must broadcast; and the
+reduction of losses composed of tensor ops."""
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from actorgrad.grad_mode import is_grad_enabled
 from actorgrad.tensor import Tensor
@@ -50,3 +52,23 @@ def reduce_losses(losses: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":
         return losses.mean() if losses.numel() else losses.sum() * math.nan
     return losses
+
+
+def size_mismatch(a: tuple, b: tuple) -> RuntimeError:
+    """PyTorch's error for shapes that do not broadcast, naming the last dim where they differ."""
+    ndim = max(len(a), len(b))
+    a, b = (1,) * (ndim - len(a)) + a, (1,) * (ndim - len(b)) + b
+    d = next(d for d in reversed(range(ndim)) if a[d] != b[d] and 1 not in (a[d], b[d]))
+    return RuntimeError(f"The size of tensor a ({a[d]}) must match the size of tensor b ({b[d]}) at non-singleton "
+                        f"dimension {d}")
+
+
+def broadcast_into(out: tuple, operand: tuple, a_is_out: bool = True) -> None:
+    """PyTorch's errors for an operand combined in place into an array of shape `out`: it must broadcast to it
+    and not grow it."""
+    try:
+        shape = np.broadcast_shapes(out, operand)
+    except ValueError:
+        raise (size_mismatch(out, operand) if a_is_out else size_mismatch(operand, out)) from None
+    if shape != out:
+        raise RuntimeError(f"output with shape {list(out)} doesn't match the broadcast shape {list(shape)}")

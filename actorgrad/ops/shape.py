@@ -1,5 +1,6 @@
 """Shape ops (reshape, flatten, squeeze, transpose, expand, repeat, flip, roll, tril, ...) and their gradient
-rules; pad, exported from here as this family's, lives in padding."""
+rules. pad, exported from here as this family's, lives in padding; pixel_shuffle and pixel_unshuffle, exported
+here as torch.pixel_shuffle is, live in resampling, which is no family: its unfold (im2col) is not Tensor.unfold."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ import numpy as np
 from actorgrad.ops.padding import pad
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import normalize_dims, one_dim
+from actorgrad.ops.resampling import pixel_shuffle, pixel_unshuffle
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn
 
 __all__ = [
-    "broadcast_to", "clone", "flatten", "flip", "pad", "permute", "repeat", "reshape", "roll", "squeeze",
-    "t", "transpose", "tril", "triu", "unsqueeze",
+    "broadcast_to", "clone", "flatten", "flip", "pad", "permute", "pixel_shuffle", "pixel_unshuffle", "repeat",
+    "reshape", "roll", "squeeze", "t", "transpose", "tril", "triu", "unsqueeze",
 ]
 
 
