@@ -78,6 +78,8 @@ def test_pixel_shuffle_and_unshuffle_are_top_level_names_as_in_torch() -> None:
     (lambda: F.conv_transpose2d(ag.ones(1, 1, 2, 2), 1.0),
      "conv_transpose2d(): argument 'weight' (position 2) must be Tensor, not float"),
     (lambda: ag.pixel_shuffle(1.0, 2), "pixel_shuffle(): argument 'input' (position 1) must be Tensor, not float"),
+    (lambda: F.poisson_nll_loss(ag.ones(2), 2.0),
+     "poisson_nll_loss(): argument 'target' (position 2) must be Tensor, not float"),
 ])
 def test_a_non_tensor_gets_pytorchs_type_error(call: Callable, text: str) -> None:
     with pytest.raises(TypeError, match="^" + re.escape(text)):
