@@ -248,6 +248,21 @@ def test_interpolate_errors_match_torch(shape, kwargs, error, message):
     _raises(lambda: interpolate(ag.zeros(shape), **kwargs), error, message)
 
 
+def test_area_mode_averages_each_output_cells_source_window():
+    x = np.arange(2 * 6 * 4, dtype=np.float64).reshape(1, 2, 6, 4)
+    out = interpolate(ag.tensor(x), size=(3, 2), mode="area")  # each output cell: the mean of a 2 x 2 window
+    np.testing.assert_allclose(out.numpy(), x.reshape(1, 2, 3, 2, 2, 2).mean(axis=(3, 5)))
+    uneven = interpolate(ag.tensor(x[0]), size=4, mode="area")  # 3-D: windows [0,1), [1,2), [2,3), [3,4) of 4
+    np.testing.assert_allclose(uneven.numpy(), x[0])
+    shrink = interpolate(ag.tensor(np.arange(5.0).reshape(1, 1, 5)), size=2, mode="area")  # [0, 3) and [2, 5)
+    np.testing.assert_allclose(shrink.numpy(), [[[1.0, 3.0]]])
+    leaf = _leaf(np.random.default_rng(0).normal(size=(1, 2, 5, 7)))
+    assert gradcheck(lambda t: interpolate(t, size=(3, 4), mode="area"), (leaf,))
+    _raises(lambda: interpolate(ag.zeros(1, 1, 2, 2, 2), size=1, mode="area"), NotImplementedError,
+            "interpolate(): mode='area' with antialias=False on 5D input is not supported by actorgrad; use 'nearest', "
+            "'nearest-exact', the linear modes, 'bicubic' or 'area' on 3D or 4D input")
+
+
 def test_interpolate_takes_an_empty_batch():
     assert interpolate(ag.zeros(0, 3, 4, 5), size=3, mode="bilinear").shape == (0, 3, 3, 3)
 
