@@ -9,9 +9,10 @@ import pytest
 
 import actorgrad as ag
 from actorgrad.autograd import gradcheck
-from actorgrad.nn.attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
+from actorgrad.nn.attention import MultiheadAttention
 from actorgrad.nn.functional import dropout, softmax
 from actorgrad.nn.layers import LayerNorm
+from actorgrad.nn.transformer import TransformerEncoder, TransformerEncoderLayer
 from actorgrad.ops.attention import multi_head_attention_forward
 from actorgrad.ops.attention import scaled_dot_product_attention as sdpa
 

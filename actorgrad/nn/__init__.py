@@ -40,7 +40,7 @@ from actorgrad.nn.activation import (
     Threshold,
     Unflatten,
 )
-from actorgrad.nn.attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
+from actorgrad.nn.attention import MultiheadAttention
 from actorgrad.nn.container import ModuleDict, ModuleList, Sequential
 from actorgrad.nn.distance import CosineSimilarity, PairwiseDistance
 from actorgrad.nn.layers import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Embedding, LayerNorm, Linear
@@ -115,12 +115,20 @@ from actorgrad.nn.resampling import (
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
 )
+from actorgrad.nn.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
     "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
     "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "RNNBase", "RNNCellBase",
-    "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+    "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
+    "TransformerDecoder", "Transformer",
     "Hardshrink", "Softshrink", "RReLU", "Softmax2d", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
     "InstanceNorm1d", "InstanceNorm2d", "RMSNorm", "LocalResponseNorm", "CosineSimilarity", "PairwiseDistance",
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
