@@ -3,14 +3,15 @@
 Each is a composite of recorded ops (linear, sigmoid, tanh, relu, chunk, stack), so its gradients come from
 theirs. The parameters, their names, shapes, order and initialisation, the gate order (LSTM i, f, g, o; GRU
 r, z, n) and the errors are PyTorch's, so a PyTorch state dict loads. As PyTorch does on the CPU, a sequence
-layer projects the whole input sequence through `weight_ih` at once and then steps through time.
+layer projects the whole input sequence through `weight_ih` at once and then steps through time. A sequence layer
+also takes a PackedSequence, as PyTorch's do, and steps each time on the rows of the sequences still running.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from actorgrad.creation import empty, zeros
@@ -18,7 +19,9 @@ from actorgrad.nn import functional as F
 from actorgrad.nn import init
 from actorgrad.nn.module import Module
 from actorgrad.nn.parameter import Parameter
-from actorgrad.ops.joining import cat, stack
+from actorgrad.nn.utils.rnn import PackedSequence
+from actorgrad.ops.indexing import index_select
+from actorgrad.ops.joining import cat, split, stack
 from actorgrad.tensor import Tensor
 
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
@@ -60,6 +63,33 @@ _MODES: dict[str, tuple[int, Callable[..., State], tuple[str, ...]]] = {
     "LSTM": (4, _lstm_step, ("hidden[0]", "hidden[1]")),
     "GRU": (3, _gru_step, ("hidden",)),
 }
+
+
+def _run_steps(step: Callable[..., State], steps: Sequence[Tensor], initial: State, w_hh: Tensor,
+               b_hh: Tensor | None, w_hr: Tensor | None, reverse: bool) -> tuple[list[Tensor], State]:
+    """`step` over each time step's input projection in `steps`, first to last or, with `reverse`, last to first;
+    returns the outputs in time order and the final state. In a packed batch (rows longest first) a step has
+    fewer rows once sequences end: going forward, a sequence's state is final at the step it drops out; going
+    backward, it joins from its initial state at its own last step. A padded batch keeps all its rows."""
+    held = steps[-1].size(0) if reverse else initial[0].size(0)
+    state = initial if held == initial[0].size(0) else tuple(h[:held] for h in initial)
+    finished: list[State] = []  # the states of the sequences that ended, the last ones first
+    outputs = []
+    for gates in reversed(steps) if reverse else steps:
+        rows = gates.size(0)
+        if rows < held:
+            finished.append(tuple(s[rows:] for s in state))
+            state = tuple(s[:rows] for s in state)
+        elif rows > held:
+            state = tuple(cat([s, h[held:rows]]) for s, h in zip(state, initial))
+        held = rows
+        state = step(gates, state, w_hh, b_hh, w_hr)
+        outputs.append(state[0])
+    if reverse:
+        outputs.reverse()
+    if finished:
+        state = tuple(cat([s, *(ended[k] for ended in reversed(finished))]) for k, s in enumerate(state))
+    return outputs, state
 
 
 def _check_cell_hidden(input: Tensor, hx: Tensor, hidden_size: int, index: int) -> None:
@@ -254,9 +284,11 @@ class RNNBase(Module):
                 text += f", {name}={getattr(self, name)}"
         return text
 
-    def _run_sequence(self, input: Tensor, hx: State | None) -> tuple[Tensor, State]:
+    def _run_sequence(self, input: Tensor | PackedSequence, hx: State | None) -> tuple[Tensor | PackedSequence, State]:
         """The layers over a batched or unbatched `input` from `hx` (zero states where None), with PyTorch's
         checks; returns the output and the final states, shaped as the input and `hx` were."""
+        if isinstance(input, PackedSequence):
+            return self._run_packed(input, hx)
         if input.dim() not in (2, 3):
             what = f"{input.dim()}D tensor" if self.mode.startswith("RNN") else f"{input.dim()}D"
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {what} instead")
@@ -265,9 +297,6 @@ class RNNBase(Module):
             input = input.unsqueeze(1)  # (seq, 1, feature) whether or not batch_first
         elif self.batch_first:
             input = input.transpose(0, 1)
-        out_size = self.proj_size or self.hidden_size
-        state_names = _MODES[self.mode][2]
-        sizes = (out_size, self.hidden_size)[:len(state_names)]
         if hx is not None:
             dims = 3 if batched else 2
             if any(h.dim() != dims for h in hx):
@@ -279,17 +308,38 @@ class RNNBase(Module):
             if not batched:
                 hx = tuple(h.unsqueeze(1) for h in hx)
         self._check_input(input)
-        layers = self.num_layers * (2 if self.bidirectional else 1)
-        expected = [(layers, input.size(1), size) for size in sizes]
-        if hx is None:
-            hx = tuple(zeros(*shape, dtype=input.dtype, device=input.device) for shape in expected)
-        for h, shape, message in zip(hx, expected, state_names, strict=True):
-            if h.size() != shape:
-                raise RuntimeError(f"Expected {message} size {shape}, got {list(h.size())}")
-        output, final = self._layers(input, hx)
+        output, final = self._layers(input, self._checked_states(hx, input.size(1), input))
         if not batched:
             return output.squeeze(1), tuple(h.squeeze(1) for h in final)
         return (output.transpose(0, 1) if self.batch_first else output), final
+
+    def _run_packed(self, input: PackedSequence, hx: State | None) -> tuple[PackedSequence, State]:
+        """The layers over a packed batch. `hx` comes in the caller's batch order and the final states, each
+        sequence's at its own last step, go back in it, as PyTorch's."""
+        data, batch_sizes, sorted_indices, unsorted_indices = input
+        if hx is not None and sorted_indices is not None:
+            hx = tuple(index_select(h, 1, sorted_indices) for h in hx)
+        if data.dim() != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
+        self._check_input(data)
+        sizes = batch_sizes.tolist()
+        output, final = self._layers(data, self._checked_states(hx, sizes[0], data), sizes)
+        if unsorted_indices is not None:
+            final = tuple(index_select(h, 1, unsorted_indices) for h in final)
+        return PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices), final
+
+    def _checked_states(self, hx: State | None, batch: int, input: Tensor) -> State:
+        """`hx`, or zero states like `input` where None, checked against PyTorch's expected shapes."""
+        state_names = _MODES[self.mode][2]
+        layers = self.num_layers * (2 if self.bidirectional else 1)
+        sizes = (self.proj_size or self.hidden_size, self.hidden_size)[:len(state_names)]
+        expected = [(layers, batch, size) for size in sizes]
+        if hx is None:
+            return tuple(zeros(*shape, dtype=input.dtype, device=input.device) for shape in expected)
+        for h, shape, message in zip(hx, expected, state_names, strict=True):
+            if h.size() != shape:
+                raise RuntimeError(f"Expected {message} size {shape}, got {list(h.size())}")
+        return hx
 
     def _check_input(self, input: Tensor) -> None:
         given, weights = f"actorgrad.{input.dtype}", f"actorgrad.{self.weight_ih_l0.dtype}"
@@ -301,37 +351,36 @@ class RNNBase(Module):
                 f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.size(-1)}"
             )
 
-    def _layers(self, input: Tensor, hx: State) -> tuple[Tensor, State]:
-        """The layers over a (seq, batch, feature) input from the initial states `hx`, each of shape
-        (layers * directions, batch, size); returns the last layer's output and the final states."""
+    def _layers(self, input: Tensor, hx: State, batch_sizes: list[int] | None = None) -> tuple[Tensor, State]:
+        """The layers over a (seq, batch, feature) input, or a packed one's (rows, feature) data and its
+        `batch_sizes`, from the initial states `hx`, each of shape (layers * directions, batch, size); returns the
+        last layer's output and the final states."""
         directions = 2 if self.bidirectional else 1
         final: list[State] = []
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(directions):
                 index = layer * directions + direction
-                output, state = self._direction(input, tuple(h[index] for h in hx), index, direction == 1)
+                output, state = self._direction(input, tuple(h[index] for h in hx), index, direction == 1,
+                                                batch_sizes)
                 outputs.append(output)
                 final.append(state)
-            input = outputs[0] if directions == 1 else cat(outputs, 2)
+            input = outputs[0] if directions == 1 else cat(outputs, -1)
             if layer < self.num_layers - 1:
                 input = F.dropout(input, self.dropout, self.training)
         return input, tuple(stack([state[k] for state in final]) for k in range(len(hx)))
 
-    def _direction(self, input: Tensor, state: State, index: int, reverse: bool) -> tuple[Tensor, State]:
+    def _direction(self, input: Tensor, state: State, index: int, reverse: bool,
+                   batch_sizes: list[int] | None) -> tuple[Tensor, State]:
         """One layer in one direction, with the parameters of (layer, direction) number `index`."""
         weights = [getattr(self, name) for name in self._all_weights[index]]
         b_ih, b_hh = weights[2:4] if self.bias else (None, None)
         w_hr = weights[-1] if self.proj_size else None
         step = _MODES[self.mode][1]
-        gates_x = F.linear(input, weights[0], b_ih).unbind(0)  # the whole sequence in one matrix product
-        outputs = []
-        for gates in reversed(gates_x) if reverse else gates_x:
-            state = step(gates, state, weights[1], b_hh, w_hr)
-            outputs.append(state[0])
-        if reverse:
-            outputs.reverse()
-        return stack(outputs), state
+        gates_x = F.linear(input, weights[0], b_ih)  # the whole sequence in one matrix product
+        steps = gates_x.unbind(0) if batch_sizes is None else split(gates_x, batch_sizes)
+        outputs, state = _run_steps(step, steps, state, weights[1], b_hh, w_hr, reverse)
+        return (stack(outputs) if batch_sizes is None else cat(outputs)), state
 
 
 def _no_proj_size(kwargs: dict[str, Any]) -> None:
@@ -353,7 +402,8 @@ class RNN(RNNBase):
         super().__init__(f"RNN_{nonlinearity.upper()}", input_size, hidden_size, num_layers, bias, batch_first,
                          dropout, bidirectional, device=device, dtype=dtype, **kwargs)
 
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def forward(self, input: Tensor | PackedSequence, hx: Tensor | None = None
+                ) -> tuple[Tensor | PackedSequence, Tensor]:
         output, (h_n,) = self._run_sequence(input, None if hx is None else (hx,))
         return output, h_n
 
@@ -368,8 +418,8 @@ class LSTM(RNNBase):
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
                          proj_size, device, dtype)
 
-    def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
-                ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    def forward(self, input: Tensor | PackedSequence, hx: tuple[Tensor, Tensor] | None = None
+                ) -> tuple[Tensor | PackedSequence, tuple[Tensor, Tensor]]:
         output, (h_n, c_n) = self._run_sequence(input, None if hx is None else tuple(hx))
         return output, (h_n, c_n)
 
@@ -384,6 +434,7 @@ class GRU(RNNBase):
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
                          device=device, dtype=dtype, **kwargs)
 
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def forward(self, input: Tensor | PackedSequence, hx: Tensor | None = None
+                ) -> tuple[Tensor | PackedSequence, Tensor]:
         output, (h_n,) = self._run_sequence(input, None if hx is None else (hx,))
         return output, h_n

@@ -1,9 +1,11 @@
-"""`actorgrad.nn.utils`: gradient clipping and flattening parameters to one vector, as torch.nn.utils."""
+"""`actorgrad.nn.utils`: gradient clipping and flattening parameters to one vector, as torch.nn.utils;
+`rnn` packs and pads batches of sequences of different lengths."""
 
+from actorgrad.nn.utils import rnn
 from actorgrad.nn.utils.clip_grad import clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from actorgrad.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 
 __all__ = [
     "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector",
-    "vector_to_parameters",
+    "rnn", "vector_to_parameters",
 ]
