@@ -16,8 +16,9 @@ import actorgrad.nn.functional as F
 from actorgrad import nn
 
 FUNCTIONS = {
-    "conv": "conv_transpose1d conv_transpose2d",
-    "pooling": "max_pool1d avg_pool1d adaptive_avg_pool1d adaptive_avg_pool2d adaptive_max_pool1d adaptive_max_pool2d",
+    "conv": "conv_transpose1d conv_transpose2d conv3d conv_transpose3d",
+    "pooling": "max_pool1d avg_pool1d adaptive_avg_pool1d adaptive_avg_pool2d adaptive_max_pool1d adaptive_max_pool2d "
+               "max_pool3d avg_pool3d adaptive_avg_pool3d adaptive_max_pool3d",
     "attention": "scaled_dot_product_attention multi_head_attention_forward",
     "activations": "hardshrink softshrink rrelu",
     "regularization": "dropout1d dropout2d dropout3d alpha_dropout",
@@ -30,13 +31,14 @@ FUNCTIONS = {
 }
 PADS = [f"{kind}Pad{n}d" for kind in ("Zero", "Constant", "Reflection", "Replication", "Circular") for n in (1, 2, 3)]
 MODULES = {
-    "layers": "Conv1d ConvTranspose1d ConvTranspose2d",
-    "pooling": "MaxPool1d AvgPool1d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveMaxPool1d AdaptiveMaxPool2d",
+    "layers": "Conv1d ConvTranspose1d ConvTranspose2d Conv3d ConvTranspose3d",
+    "pooling": "MaxPool1d AvgPool1d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveMaxPool1d AdaptiveMaxPool2d "
+               "MaxPool3d AvgPool3d AdaptiveAvgPool3d AdaptiveMaxPool3d",
     "recurrent": "RNN LSTM GRU RNNCell LSTMCell GRUCell RNNBase RNNCellBase",
     "attention": "MultiheadAttention",
     "transformer": "TransformerEncoderLayer TransformerEncoder TransformerDecoderLayer TransformerDecoder Transformer",
     "activation": "Hardshrink Softshrink RReLU Softmax2d Dropout1d Dropout2d Dropout3d AlphaDropout",
-    "normalization": "InstanceNorm1d InstanceNorm2d RMSNorm LocalResponseNorm",
+    "normalization": "InstanceNorm1d InstanceNorm2d RMSNorm LocalResponseNorm BatchNorm3d InstanceNorm3d",
     "distance": "CosineSimilarity PairwiseDistance",
     "padding_layers": " ".join(PADS),
     "resampling": "Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle Unfold Fold",

@@ -258,9 +258,11 @@ def test_area_mode_averages_each_output_cells_source_window():
     np.testing.assert_allclose(shrink.numpy(), [[[1.0, 3.0]]])
     leaf = _leaf(np.random.default_rng(0).normal(size=(1, 2, 5, 7)))
     assert gradcheck(lambda t: interpolate(t, size=(3, 4), mode="area"), (leaf,))
-    _raises(lambda: interpolate(ag.zeros(1, 1, 2, 2, 2), size=1, mode="area"), NotImplementedError,
-            "interpolate(): mode='area' with antialias=False on 5D input is not supported by actorgrad; use 'nearest', "
-            "'nearest-exact', the linear modes, 'bicubic' or 'area' on 3D or 4D input")
+    volume = np.arange(2 * 4 * 6 * 2, dtype=np.float64).reshape(1, 2, 4, 6, 2)  # 5-D: 2 x 2 x 2 windows
+    np.testing.assert_allclose(interpolate(ag.tensor(volume), scale_factor=0.5, mode="area").numpy(),
+                               volume.reshape(1, 2, 2, 2, 3, 2, 1, 2).mean(axis=(3, 5, 7)))
+    _raises(lambda: interpolate(ag.zeros(1, 1, 2, 2, 2, 2), size=1, mode="area"), NotImplementedError,
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got 6D) for the modes: {MODES} (got area)")
 
 
 def test_interpolate_takes_an_empty_batch():

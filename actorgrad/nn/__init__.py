@@ -43,7 +43,17 @@ from actorgrad.nn.activation import (
 from actorgrad.nn.attention import MultiheadAttention
 from actorgrad.nn.container import ModuleDict, ModuleList, Sequential
 from actorgrad.nn.distance import CosineSimilarity, PairwiseDistance
-from actorgrad.nn.layers import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Embedding, LayerNorm, Linear
+from actorgrad.nn.layers import (
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+    Embedding,
+    LayerNorm,
+    Linear,
+)
 from actorgrad.nn.loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -70,9 +80,11 @@ from actorgrad.nn.module import Module
 from actorgrad.nn.normalization import (
     BatchNorm1d,
     BatchNorm2d,
+    BatchNorm3d,
     GroupNorm,
     InstanceNorm1d,
     InstanceNorm2d,
+    InstanceNorm3d,
     LocalResponseNorm,
     RMSNorm,
 )
@@ -98,12 +110,16 @@ from actorgrad.nn.parameter_containers import ParameterDict, ParameterList
 from actorgrad.nn.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
 )
 from actorgrad.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from actorgrad.nn.resampling import (
@@ -126,6 +142,8 @@ from actorgrad.nn.transformer import (
 __all__ = [
     "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
     "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "BatchNorm3d",
+    "InstanceNorm3d",
     "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "RNNBase", "RNNCellBase",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
     "TransformerDecoder", "Transformer",

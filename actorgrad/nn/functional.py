@@ -42,7 +42,7 @@ from actorgrad.ops.composite_losses import (
     triplet_margin_loss,
     triplet_margin_with_distance_loss,
 )
-from actorgrad.ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
+from actorgrad.ops.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from actorgrad.ops.dim_activations import glu, log_softmax, prelu, softmax, softmin
 from actorgrad.ops.distances import cosine_similarity, pairwise_distance
 from actorgrad.ops.embeddings import embedding
@@ -68,12 +68,16 @@ from actorgrad.ops.normalization import (
 from actorgrad.ops.pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
     adaptive_max_pool1d,
     adaptive_max_pool2d,
+    adaptive_max_pool3d,
     avg_pool1d,
     avg_pool2d,
+    avg_pool3d,
     max_pool1d,
     max_pool2d,
+    max_pool3d,
 )
 from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.ops.regularization import alpha_dropout, dropout, dropout1d, dropout2d, dropout3d
@@ -86,6 +90,7 @@ __all__ = [
     "multi_head_attention_forward", "hardshrink", "softshrink", "rrelu", "dropout1d", "dropout2d", "dropout3d",
     "alpha_dropout", "instance_norm", "rms_norm", "local_response_norm", "cosine_similarity", "pairwise_distance",
     "interpolate", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold",
+    "conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "triplet_margin_with_distance_loss", "poisson_nll_loss", "gaussian_nll_loss",
     "multilabel_soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss",

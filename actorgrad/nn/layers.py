@@ -1,4 +1,4 @@
-"""Layers with parameters: Linear, Conv1d/2d, ConvTranspose1d/2d, Embedding and LayerNorm, initialised as PyTorch
+"""Layers with parameters: Linear, Conv1d/2d/3d, ConvTranspose1d/2d/3d, Embedding and LayerNorm, initialised as PyTorch
 initialises them.
 
 Each forward is the matching function of `actorgrad.nn.functional`.
@@ -14,7 +14,7 @@ from actorgrad.nn import functional as F
 from actorgrad.nn import init
 from actorgrad.nn.module import Module
 from actorgrad.nn.parameter import Parameter
-from actorgrad.ops.conv import conv_transpose1d, conv_transpose2d
+from actorgrad.ops.conv import conv_transpose1d, conv_transpose2d, conv_transpose3d
 from actorgrad.tensor import Tensor, bump_version
 
 _KAIMING_A = math.sqrt(5)  # PyTorch's choice for Linear and Conv weights: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
@@ -53,7 +53,7 @@ class Linear(Module):
 
 
 class _ConvNd(Module):
-    """The settings and parameters Conv1d/2d and ConvTranspose1d/2d share, with PyTorch's attribute names. A
+    """The settings and parameters Conv1d/2d/3d and ConvTranspose1d/2d/3d share, with PyTorch's attribute names. A
     transposed conv's weight is (in, out / groups, k...), a conv's (out, in / groups, k...)."""
 
     dims = 2
@@ -107,7 +107,7 @@ class _ConvNd(Module):
         _init_weight_and_bias(self)
 
     def _conv(self, input: Tensor) -> Tensor:
-        conv = F.conv1d if self.dims == 1 else F.conv2d
+        conv = (F.conv1d, F.conv2d, F.conv3d)[self.dims - 1]
         if self.padding_mode == "zeros":
             return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
         padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
@@ -169,6 +169,22 @@ class Conv2d(_ConvNd):
         return self._conv(input)
 
 
+class Conv3d(_ConvNd):
+    """3-D cross-correlation over (N, C, D, H, W) inputs, weight of shape (out, in / groups, kD, kH, kW)."""
+
+    dims = 3
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int, int, int],
+                 stride: int | tuple[int, int, int] = 1, padding: int | tuple[int, int, int] | str = 0,
+                 dilation: int | tuple[int, int, int] = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, dtype=dtype, device=device)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv(input)
+
+
 class _ConvTransposeNd(_ConvNd):
     transposed = True
 
@@ -192,7 +208,7 @@ class _ConvTransposeNd(_ConvNd):
         return tuple(n - m for n, m in zip(sizes, smallest))
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
-        conv = conv_transpose1d if self.dims == 1 else conv_transpose2d
+        conv = (conv_transpose1d, conv_transpose2d, conv_transpose3d)[self.dims - 1]
         return conv(input, self.weight, self.bias, self.stride, self.padding, self._output_padding(input, output_size),
                     self.groups, self.dilation)
 
@@ -217,6 +233,21 @@ class ConvTranspose2d(_ConvTransposeNd):
                  stride: int | tuple[int, int] = 1, padding: int | tuple[int, int] = 0,
                  output_padding: int | tuple[int, int] = 0, groups: int = 1, bias: bool = True,
                  dilation: int | tuple[int, int] = 1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, output_padding, dtype=dtype, device=device)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """The adjoint of Conv3d in its input, over (N, C, D, H, W) inputs; weight of shape (in, out / groups, kD, kH,
+    kW)."""
+
+    dims = 3
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int, int, int],
+                 stride: int | tuple[int, int, int] = 1, padding: int | tuple[int, int, int] = 0,
+                 output_padding: int | tuple[int, int, int] = 0, groups: int = 1, bias: bool = True,
+                 dilation: int | tuple[int, int, int] = 1, padding_mode: str = "zeros", device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, output_padding, dtype=dtype, device=device)

@@ -1,7 +1,7 @@
-"""BatchNorm1d and BatchNorm2d: batch statistics while training (folded into running buffers), running
-statistics in eval; the arithmetic is `nn.functional.batch_norm`'s. InstanceNorm1d and InstanceNorm2d: the same
-buffers and parameters, statistics per sample and channel. GroupNorm: statistics per sample and group of
-channels, in training and eval alike. RMSNorm and LocalResponseNorm: no statistics kept."""
+"""BatchNorm1d/2d/3d: batch statistics while training (folded into running buffers), running statistics in eval; the
+arithmetic is `nn.functional.batch_norm`'s. InstanceNorm1d/2d/3d: the same buffers and parameters, statistics per
+sample and channel. GroupNorm: statistics per sample and group of channels, in training and eval alike. RMSNorm and
+LocalResponseNorm: no statistics kept."""
 
 from __future__ import annotations
 
@@ -104,6 +104,14 @@ class BatchNorm2d(_BatchNorm):
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
 
 
+class BatchNorm3d(_BatchNorm):
+    """Over (N, C, D, H, W) inputs."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
 class GroupNorm(Module):
     """Normalises each sample's channels in num_groups groups, then scales and shifts per channel (when affine)."""
 
@@ -178,6 +186,16 @@ class InstanceNorm2d(_InstanceNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() not in (3, 4):
             raise ValueError(f"expected 3D or 4D input (got {input.dim()}D input)")
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Over (N, C, D, H, W) or (C, D, H, W) inputs."""
+
+    unbatched_dims = 4
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() not in (4, 5):
+            raise ValueError(f"expected 4D or 5D input (got {input.dim()}D input)")
 
 
 class RMSNorm(Module):

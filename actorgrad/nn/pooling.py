@@ -1,4 +1,4 @@
-"""MaxPool1d/2d, AvgPool1d/2d and the adaptive poolings: the settings of the matching function of
+"""MaxPool1d/2d/3d, AvgPool1d/2d/3d and the adaptive poolings: the settings of the matching function of
 `nn.functional` held as a layer; a pooling's stride defaults to the kernel size."""
 
 from __future__ import annotations
@@ -53,6 +53,18 @@ class AvgPool2d(_Pool2d):
                             self.count_include_pad, self.divisor_override)
 
 
+class MaxPool3d(MaxPool2d):
+    def forward(self, input: Tensor) -> Any:
+        return pooling.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                                  ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    def forward(self, input: Tensor) -> Tensor:
+        return pooling.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                  self.count_include_pad, self.divisor_override)
+
+
 class MaxPool1d(MaxPool2d):
     def forward(self, input: Tensor) -> Any:
         return pooling.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
@@ -104,6 +116,11 @@ class AdaptiveAvgPool2d(_AdaptivePool):
         return pooling.adaptive_avg_pool2d(input, self.output_size)
 
 
+class AdaptiveAvgPool3d(_AdaptivePool):
+    def forward(self, input: Tensor) -> Tensor:
+        return pooling.adaptive_avg_pool3d(input, self.output_size)
+
+
 class _AdaptiveMaxPool(_AdaptivePool):
     def __init__(self, output_size: Any, return_indices: bool = False) -> None:
         super().__init__(output_size)
@@ -118,3 +135,8 @@ class AdaptiveMaxPool1d(_AdaptiveMaxPool):
 class AdaptiveMaxPool2d(_AdaptiveMaxPool):
     def forward(self, input: Tensor) -> Any:
         return pooling.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPool):
+    def forward(self, input: Tensor) -> Any:
+        return pooling.adaptive_max_pool3d(input, self.output_size, self.return_indices)

@@ -1,4 +1,4 @@
-"""conv1d and conv2d, the transposed convolutions, and the two adjoint convolutions their gradients are made of.
+"""conv1d, conv2d and conv3d, the transposed convolutions, and the two adjoint convolutions their gradients are made of.
 
 The forward and both adjoints (in the input: a transposed convolution; in the weight: a convolution of the input
 with the gradient) are bilinear, and each one's gradients are again these three maps, reached through the
@@ -20,7 +20,7 @@ from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
 
 def _cost(data: Any, params: dict) -> float:
@@ -108,8 +108,8 @@ def _same_padding(dims: int, x: Any, w: Any, stride: Any, dilation: Any) -> list
 
 def _geometry(dims: int, x: Any, w: Any, bias: Any, stride: Any, padding: Any, dilation: Any, groups: int,
               output_padding: Any = None) -> ConvGeometry:
-    """A batched conv's arguments checked in PyTorch's order and normalised to 2-d (a 1-d conv has a unit
-    height). With an `output_padding`, a transposed conv's: the geometry of the conv whose input adjoint it is."""
+    """A batched conv's arguments checked in PyTorch's order, a 1-d conv's normalised to 2-d (a unit height). With
+    an `output_padding`, a transposed conv's: the geometry of the conv whose input adjoint it is."""
     if isinstance(padding, str) and padding not in ("same", "valid"):
         raise RuntimeError(f"Invalid padding string: '{padding}'")
     weight_dims = w.ndim - 2
@@ -159,18 +159,26 @@ def _geometry(dims: int, x: Any, w: Any, bias: Any, stride: Any, padding: Any, d
         )
     if dims == 1:
         stride, pads, dilation = [1, *stride], [(0, 0), *pads], [1, *dilation]
-    if 0 in dilation:  # the kernels' own check, on the 2-d parameters
+    if 0 in dilation:  # the kernels' own check (a 1-d conv's on its 2-d parameters)
         raise RuntimeError(f"dilation should be greater than zero, but got {dilation}")
     if w.dtype != x.dtype:
         raise RuntimeError(f"expected scalar type {SCALAR_NAMES[x.dtype]} but found {SCALAR_NAMES[w.dtype]}")
+    if x.dtype == np.bool_:
+        kernel = "compute_columns3d" if dims == 3 else "slow_conv2d_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     return ConvGeometry(tuple(stride), tuple(pads), tuple(dilation), groups)  # type: ignore[arg-type]
+
+
+def _per_dim(what: str, values: list[int], sep: str = " ") -> str:
+    """Values named per dim as PyTorch's slow kernels print them: 'stride_height: 2 stride_width: 1'."""
+    return sep.join(f"{what}_{name}: {v}" for name, v in zip(("depth", "height", "width")[-len(values):], values))
 
 
 def _transposed_geometry(dims: int, x: Any, w: Any, bias: Any, stride: list[int], pads: list[tuple[int, int]],
                          dilation: list[int], groups: int, extra: list[int]) -> ConvGeometry:
-    """The rest of a transposed conv's checks, as PyTorch's slow kernel makes them on 2-d parameters. The forward
-    conv's padding after the input shrinks by the output_padding (never below zero: the adjoint then runs windows
-    past its input, which its gradient cuts off)."""
+    """The rest of a transposed conv's checks, as PyTorch's slow kernels make them (on 2-d parameters for a 1-d
+    conv). The forward conv's padding after the input shrinks by the output_padding (never below zero: the adjoint
+    then runs windows past its input, which its gradient cuts off)."""
     out_channels = w.shape[1] * groups
     if x.shape[1] != w.shape[0]:
         raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected input{list(x.shape)} to "
@@ -180,23 +188,21 @@ def _transposed_geometry(dims: int, x: Any, w: Any, bias: Any, stride: list[int]
                            f"with {out_channels} elements, but got bias of size {list(bias.shape)} instead")
     if dims == 1:
         stride, pads, dilation, extra = [1, *stride], [(0, 0), *pads], [1, *dilation], [0, *extra]
-    sizes = x.shape[2:] if dims == 2 else (1, *x.shape[2:])
+    sizes, kernel = (x.shape[2:], w.shape[2:]) if dims > 1 else ((1, *x.shape[2:]), (1, *w.shape[2:]))
     if 0 in dilation:
-        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {dilation[0]}, "
-                           f"dilation_width: {dilation[1]}")
+        raise RuntimeError(f"dilation should be greater than zero, but got {_per_dim('dilation', dilation, ', ')}")
     if any(e >= s and e >= d for e, s, d in zip(extra, stride, dilation)):
         raise RuntimeError(
-            "output padding must be smaller than either stride or dilation, but got output_padding_height: "
-            f"{extra[0]} output_padding_width: {extra[1]} stride_height: {stride[0]} stride_width: {stride[1]} "
-            f"dilation_height: {dilation[0]} dilation_width: {dilation[1]}")
+            "output padding must be smaller than either stride or dilation, but got "
+            f"{_per_dim('output_padding', extra)} {_per_dim('stride', stride)} {_per_dim('dilation', dilation)}")
     out = [(n - 1) * s - 2 * p + d * (k - 1) + e + 1
-           for n, s, (p, _), d, k, e in zip(sizes, stride, pads, dilation, (1, *w.shape[2:])[-2:], extra)]
+           for n, s, (p, _), d, k, e in zip(sizes, stride, pads, dilation, kernel, extra)]
     if min(out) <= 0:
-        raise RuntimeError(f"Given input size per channel: ({sizes[0]} x {sizes[1]}). Calculated output size per "
-                           f"channel: ({out[0]} x {out[1]}). Output size is too small")
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, sizes))}). Calculated output size "
+                           f"per channel: ({' x '.join(map(str, out))}). Output size is too small")
     if x.dtype == np.bool_ or x.dtype.kind in "iu" and x.dtype != np.int64:
         raise NotImplementedError(
-            f"\"slow_conv_transpose2d_out_cpu\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
+            f"\"slow_conv_transpose{len(sizes)}d_out_cpu\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
     if w.dtype != x.dtype:
         raise RuntimeError(f"expected scalar type {SCALAR_NAMES[x.dtype]} but found {SCALAR_NAMES[w.dtype]}")
     pads = [(p, max(p - e, 0)) for (p, _), e in zip(pads, extra)]
@@ -241,6 +247,11 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
 def _conv_transpose(dims: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
                     output_padding: Any, groups: int, dilation: Any) -> Tensor:
     op = f"conv_transpose{dims}d"
@@ -278,6 +289,12 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                      output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
     """The adjoint of conv2d in its input; weight of shape (in_channels, out_channels / groups, kH, kW)."""
     return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """The adjoint of conv3d in its input; weight of shape (in_channels, out_channels / groups, kD, kH, kW)."""
+    return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 def recorded_convolution(input: Tensor, weight: Tensor, geo: ConvGeometry) -> Tensor:

@@ -1,17 +1,20 @@
-"""max_pool2d and avg_pool2d, their 1-d forms (the 2-d ops on a unit height), and the adaptive poolings.
+"""max_pool2d/3d and avg_pool2d/3d, their 1-d forms (the 2-d ops on a unit height), and the adaptive poolings.
 
-max_pool2d sends each window's gradient to one input element, the first maximum in the window (as PyTorch picks
-on ties), through the flat indices it computes in the forward: a scatter-add whose own gradient is a gather at the
-same indices, both in the `ops` interface. avg_pool2d is a depthwise convolution with a ones kernel divided by the
-window's count, so its gradient is the convolution's input adjoint.
+The 2-d and 3-d ops check their arguments as PyTorch's own kernels do (in a different order, with different
+messages), then share one n-d computation. Max pooling sends each window's gradient to one input element, the
+first maximum in the window (as PyTorch picks on ties), through the flat indices (into each plane or volume) it
+computes in the forward: a scatter-add whose own gradient is a gather at the same indices, both in the `ops`
+interface. Average pooling is a depthwise convolution with a ones kernel divided by the window's count, so its
+gradient is the convolution's input adjoint.
 
 An adaptive pooling's bin i covers [floor(i * n / out), ceil((i + 1) * n / out)) of each dim, as PyTorch's. Its
-mean is an averaging matrix on each side of the plane (matmuls, so differentiable to any order); its max is a
-gather at each bin's first maximum (the last NaN, if any), whose gradient is the scatter-add max_pool2d uses.
+mean is an averaging matrix applied along each dim (matmuls, so differentiable to any order); its max is a gather
+at each bin's first maximum (the last NaN, if any), whose gradient is the scatter-add max pooling uses.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -25,23 +28,26 @@ from actorgrad.ops.reductions import input_size
 from actorgrad.ops.shape import squeeze, unsqueeze
 from actorgrad.tensor import Tensor
 
-# avg_pool2d and the 2-d adaptive poolings live in nn.functional only, as in PyTorch; torch.adaptive_max_pool1d
-# always returns the indices too, so nn.functional's form is not exported at the top level
-__all__ = ["max_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d"]
+# avg_pool2d/3d and the 2-d/3-d adaptive poolings live in nn.functional only, as in PyTorch;
+# torch.adaptive_max_pool1d always returns the indices too, so nn.functional's form is not exported at the top level
+__all__ = ["max_pool2d", "max_pool3d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d"]
 
 
 def _unpool(ops: Any, g: Any, index: Any, self_shape: tuple, slots: int) -> Any:
     """Each window's gradient to the element its index names. A window over padding alone can name one past the
     plane (PyTorch writes there out of bounds): that gradient lands in an extra slot, dropped."""
-    size = self_shape[-2] * self_shape[-1]
+    size = math.prod(self_shape[index.ndim - 1:])  # the index is (*lead, windows), one plane or volume per row
     flat = ops.scatter_add_last(ops.reshape(g, index.shape), index, slots)
     if slots > size:
         flat = ops.index(flat, (slice(None),) * (index.ndim - 1) + (slice(0, size),), None)
     return ops.reshape(flat, self_shape)
 
 
-MAX_POOL = Rule(
+MAX_POOL_2D = Rule(
     "MaxPool2DWithIndicesBackward0", (("index", "self_shape", "slots"), _unpool), cost=input_size
+)
+MAX_POOL_3D = Rule(
+    "MaxPool3DWithIndicesBackward0", (("index", "self_shape", "slots"), _unpool), cost=input_size
 )
 GATHER = Rule(
     "GatherBackward0", (("index", "size"), lambda ops, g, index, size: ops.scatter_add_last(g, index, size))
@@ -49,12 +55,16 @@ GATHER = Rule(
 SCATTER_ADD = Rule("ScatterAddBackward0", (("index",), lambda ops, g, index: ops.gather_last(g, index)))
 
 
-def _pair(op: str, value: Any, name: str, counts: str = "either be a single int") -> tuple[int, int]:
-    """An int or one or two ints as (height, width), with the pooling ops' error for another count."""
-    pair = (value,) if isinstance(value, int) else tuple(value)
-    if len(pair) not in (1, 2):
-        raise RuntimeError(f"{op}: {name} must {counts}, or a tuple of two ints")
-    return (pair[0], pair[-1])
+def _spatial(op: str, value: Any, name: str, dims: int, counts: str = "either be a single int") -> tuple[int, ...]:
+    """An int or one or `dims` ints as one per spatial dim, with the pooling ops' error for another count."""
+    values = (value,) if isinstance(value, int) else tuple(value)
+    if len(values) not in (1, dims):
+        raise RuntimeError(f"{op}: {name} must {counts}, or a tuple of {('two', 'three')[dims - 2]} ints")
+    return values * dims if len(values) == 1 else values
+
+
+def _stride_omitted(stride: Any) -> bool:
+    return stride is None or not isinstance(stride, int) and len(stride) == 0
 
 
 def _pool_size(size: int, kernel: int, stride: int, pad: int, dilation: int, ceil_mode: bool) -> int:
@@ -78,11 +88,11 @@ def _geometry(op: str, x: np.ndarray, kernel_size: Any, stride: Any, padding: An
               ceil_mode: bool, divisor_override: int | None = None) -> tuple:
     """The checked kernel, stride, padding, dilation and output size as (height, width) pairs, in the order
     PyTorch checks them (the count of each, the input's rank, each dim's stride and padding, then the rest)."""
-    kernel = _pair(op, kernel_size, "kernel_size")
-    omitted = stride is None or not isinstance(stride, int) and len(stride) == 0
-    stride2 = kernel if omitted else _pair(op, stride, "stride", "either be omitted, a single int")
-    pad = _pair(op, padding, "padding")
-    dil = _pair(op, dilation, "dilation", "be either a single int")
+    kernel = _spatial(op, kernel_size, "kernel_size", 2)
+    omitted = _stride_omitted(stride)
+    stride2 = kernel if omitted else _spatial(op, stride, "stride", 2, "either be omitted, a single int")
+    pad = _spatial(op, padding, "padding", 2)
+    dil = _spatial(op, dilation, "dilation", 2, "be either a single int")
     if divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     if op == "max_pool2d" and x.ndim not in (3, 4):
@@ -110,28 +120,80 @@ def _geometry(op: str, x: np.ndarray, kernel_size: Any, stride: Any, padding: An
     return kernel, stride2, pad, dil, out
 
 
-def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+def _geometry3d(op: str, x: np.ndarray, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+                ceil_mode: bool, divisor_override: int | None = None) -> tuple:
+    """max_pool3d's and avg_pool3d's checks, in PyTorch's order: the counts, the input's rank, each dim's output
+    size, then its pool3d_shape_check (avg_pool3d also wants the input at least as large as the kernel)."""
+    either = "either " if op == "max_pool3d" else ""
+    kernel = _spatial(op, kernel_size, "kernel_size", 3, f"{either}be a single int")
+    omitted = _stride_omitted(stride)
+    stride3 = kernel if omitted else _spatial(op, stride, "stride", 3, f"{either}be omitted, a single int")
+    pad = _spatial(op, padding, "padding", 3, f"{either}be a single int")
+    dil = _spatial(op, dilation, "dilation", 3, "be either a single int")
+    if x.ndim not in (4, 5):
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    if divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    sizes = x.shape[-3:]
+    out = tuple(_pool_size(n, k, s, p, d, ceil_mode) for n, k, s, p, d in zip(sizes, kernel, stride3, pad, dil))
+    for what, values, names in (("kernel size", kernel, "kT kH kW"), ("stride", stride3, "dT dH dW"),
+                                ("dilation", dil, "dilationT dilationH dilationW")):
+        if min(values) <= 0:
+            named = " ".join(f"{name}: {v}" for name, v in zip(names.split(), values))
+            raise RuntimeError(f"{what} should be greater than zero, but got {named}")
+    for dim in range(x.ndim == 5, x.ndim):  # a batch may be empty
+        if x.shape[dim] == 0:
+            kernel_name = "avg_pool3d()" if op == "avg_pool3d" else "max_pool3d_with_indices_out_cpu_template()"
+            raise RuntimeError(f"{kernel_name}: Expected input's non-batch dimensions to have positive length, but "
+                               f"input has a shape of {list(x.shape)} and non-batch dimension 0 has length zero!")
+    if op == "avg_pool3d" and any(n < k for n, k in zip(sizes, kernel)):
+        raise RuntimeError(f"input image (T: {sizes[0]} H: {sizes[1]} W: {sizes[2]}) smaller than kernel size (kT: "
+                           f"{kernel[0]} kH: {kernel[1]} kW: {kernel[2]})")
+    if any(p > k // 2 for p, k in zip(pad, kernel)):
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got kT: {kernel[0]} kW: "
+                           f"{kernel[2]} kH: {kernel[1]} padT: {pad[0]} padW: {pad[2]} padH: {pad[1]}")
+    if min(out) <= 0:
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[-4:]))}). Calculated output size: "
+                           f"({x.shape[-4]}x{'x'.join(map(str, out))}). Output size is too small")
+    if x.dtype == np.bool_ or op == "avg_pool3d" and x.dtype.kind in "iu" and x.dtype != np.int64:
+        kernel_name = "avg_pool3d_out_frame" if op == "avg_pool3d" else op
+        raise NotImplementedError(f"\"{kernel_name}\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
+    return kernel, stride3, pad, dil, out
+
+
+def _flat(parts: list, sizes: tuple[int, ...]) -> Any:
+    """The row-major flat index, into an array of `sizes`, of the places on the grid spanned by each dim's
+    positions `parts` (one 1-d array per dim; may be negative or past a dim's end)."""
+    flat = parts[0]
+    for part, n in zip(parts[1:], sizes[1:]):
+        flat = flat[..., None] * n + part
+    return flat
+
+
+def _max_pool(rule: Rule, input: Tensor, kernel: tuple[int, ...], stride: tuple[int, ...], pad: tuple[int, ...],
+              dil: tuple[int, ...], out: tuple[int, ...], return_indices: bool) -> Any:
+    """Max pooling over the last len(kernel) dims, with checked arguments; indices are flat in each plane or
+    volume, as PyTorch's."""
     x = input._data
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow) = _geometry(
-        "max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode)
-    *lead, h, w = x.shape
-    reach_h, reach_w = (oh - 1) * sh + dh * (kh - 1) + 1, (ow - 1) * sw + dw * (kw - 1) + 1
+    dims = len(kernel)
+    lead, sizes = x.shape[:-dims], x.shape[-dims:]
+    reach = [(o - 1) * s + d * (k - 1) + 1 for o, s, d, k in zip(out, stride, dil, kernel)]
     xp = input._device.xp
     lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    if ph or pw or reach_h > h or reach_w > w:  # pad with -inf so padding never wins a window
-        padded = xp.full((*lead, max(reach_h, h + ph), max(reach_w, w + pw)), lowest, x.dtype)
-        padded[..., ph:ph + h, pw:pw + w] = x
+    if any(pad) or any(r > n for r, n in zip(reach, sizes)):  # pad with -inf so padding never wins a window
+        padded = xp.full((*lead, *(max(r, n + p) for r, n, p in zip(reach, sizes, pad))), lowest, x.dtype)
+        padded[(..., *(slice(p, p + n) for p, n in zip(pad, sizes)))] = x
     else:
         padded = x
     # A running max over the kernel's offsets (strided views, no window copies). A window's index moves to offset
     # k where the value beats the max so far (`>`: the first maximum stays); as k only grows, that is a maximum of
     # indices. (np.copyto with where= took 8x longer here.) A NaN wins its window, the last one, as in PyTorch.
-    step = (sh * padded.strides[-2], sw * padded.strides[-1])
-    kind = np.min_scalar_type(kh * kw)
-    views = [xp.lib.stride_tricks.as_strided(padded[..., i * dh:, j * dw:], (*lead, oh, ow),
-                                             (*padded.strides[:-2], *step)) for i in range(kh) for j in range(kw)]
-    data, local = views[0].copy(), xp.zeros((*lead, oh, ow), kind)
+    steps = (*padded.strides[:-dims], *(s * t for s, t in zip(stride, padded.strides[-dims:])))
+    offsets = list(itertools.product(*map(range, kernel)))
+    kind = np.min_scalar_type(len(offsets))
+    views = [xp.lib.stride_tricks.as_strided(padded[(..., *(slice(i * d, None) for i, d in zip(offset, dil)))],
+                                             (*lead, *out), steps) for offset in offsets]
+    data, local = views[0].copy(), xp.zeros((*lead, *out), kind)
     for k, view in enumerate(views[1:], 1):
         better = view > data
         np.maximum(data, view, out=data)
@@ -140,62 +202,91 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     if x.dtype.kind == "f" and (xp is not np or np.isnan(data).any()):
         for k, view in enumerate(views):
             np.copyto(local, k, where=np.isnan(view))
-    offsets = xp.asarray([(k // kw) * dh * w + (k % kw) * dw for k in range(kh * kw)])
-    corners = (xp.arange(oh)[:, None] * sh - ph) * w + xp.arange(ow) * sw - pw
-    index = corners + offsets[local]
+    reaches = xp.asarray(_flat([np.arange(k) * d for k, d in zip(kernel, dil)], sizes).reshape(-1))
+    starts = [np.arange(o) * s - p for o, s, p in zip(out, stride, pad)]
+    index = xp.asarray(_flat(starts, sizes)) + reaches[local]
     if padded is not x:
         # PyTorch starts a window's index at its first place inside the input (which, past the right edge, names
         # the next row, or past the bottom, no element) and moves it only for a greater value, so a window that
         # holds nothing but -inf and padding keeps that start.
         # Worked out on the host from the geometry alone: whether one is past the plane costs a GPU no sync.
-        rows, cols = np.arange(oh) * sh - ph, np.arange(ow) * sw - pw
-        first = np.where(rows < 0, rows % dh, rows)[:, None] * w + np.where(cols < 0, cols % dw, cols)
+        first = _flat([np.where(a < 0, a % d, a) for a, d in zip(starts, dil)], sizes)
         index = xp.where(data == lowest, xp.asarray(first), index)
     # An index past the plane (a window's start past the input, so padding alone) scatters to one more slot.
-    past = padded is not x and bool((first >= h * w).any())
-    saved = (xp.minimum(index, h * w) if past else index).reshape(*lead, oh * ow)
-    out = record(MAX_POOL, data, (input,), index=saved, self_shape=x.shape, slots=h * w + past)
-    return (out, Tensor(index, device=input._device)) if return_indices else out
+    volume = math.prod(sizes)
+    past = padded is not x and bool((first >= volume).any())
+    saved = (xp.minimum(index, volume) if past else index).reshape(*lead, math.prod(out))
+    result = record(rule, data, (input,), index=saved, self_shape=x.shape, slots=volume + past)
+    return (result, Tensor(index, device=input._device)) if return_indices else result
 
 
-AVG_POOL = Rule(
-    "AvgPool2DBackward0",
-    (("divisor", "kernel", "planes_shape", "self_shape", "geometry"),
-     lambda ops, g, divisor, kernel, planes_shape, self_shape, geo: ops.reshape(
-         ops.convolution_input_grad(ops.reshape(g / divisor, (planes_shape[0], 1, *g.shape[-2:])), kernel,
-                                    planes_shape, geo), self_shape)),
-    cost=input_size,
-)
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    geometry = _geometry("max_pool2d", input._data, kernel_size, stride, padding, dilation, ceil_mode)
+    return _max_pool(MAX_POOL_2D, input, *geometry, return_indices)
+
+
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    geometry = _geometry3d("max_pool3d", input._data, kernel_size, stride, padding, dilation, ceil_mode)
+    return _max_pool(MAX_POOL_3D, input, *geometry, return_indices)
+
+
+def _spread(ops: Any, g: Any, divisor: Any, kernel: Any, planes_shape: tuple, self_shape: tuple,
+            geo: ConvGeometry) -> Any:
+    """Average pooling's gradient: each window's gradient over its count, spread on its places (the input
+    adjoint of the ones-kernel convolution)."""
+    windows = ops.reshape(g / divisor, (planes_shape[0], 1, *g.shape[2 - len(planes_shape):]))
+    return ops.reshape(ops.convolution_input_grad(windows, kernel, planes_shape, geo), self_shape)
+
+
+_AVG_POOL_SAVES = ("divisor", "kernel", "planes_shape", "self_shape", "geometry")
+AVG_POOL_2D = Rule("AvgPool2DBackward0", (_AVG_POOL_SAVES, _spread), cost=input_size)
+AVG_POOL_3D = Rule("AvgPool3DBackward0", (_AVG_POOL_SAVES, _spread), cost=input_size)
+
+
+def _avg_pool(rule: Rule, input: Tensor, kernel: tuple[int, ...], stride: tuple[int, ...], pad: tuple[int, ...],
+              out: tuple[int, ...], count_include_pad: bool, divisor_override: int | None) -> Tensor:
+    """Average pooling over the last len(kernel) dims, with checked arguments. A window's divisor counts its
+    places inside the padded input (count_include_pad) or inside the input; with ceil_mode, the last windows may
+    run past the padding, and those places never count, as in PyTorch."""
+    x = input._data
+    dims = len(kernel)
+    sizes = x.shape[-dims:]
+    extra = [max(0, (o - 1) * s + k - (n + 2 * p)) for o, s, k, n, p in zip(out, stride, kernel, sizes, pad)]
+    geo = ConvGeometry(stride, tuple((p, p + e) for p, e in zip(pad, extra)), (1,) * dims, 1)
+    planes_shape = (math.prod(x.shape[:-dims]), 1, *sizes)
+    ops = input._device.ops
+    ones = ops.xp.ones((1, 1, *kernel), x.dtype)
+    sums = ops.convolution(x.reshape(planes_shape), ones, geo).reshape(*x.shape[:-dims], *out)
+    if divisor_override is not None:
+        divisor: Any = divisor_override
+    elif count_include_pad and any(extra):
+        padded_ones = ops.xp.ones((1, 1, *(n + 2 * p for n, p in zip(sizes, pad))), x.dtype)
+        divisor = ops.convolution(padded_ones, ones, geo._replace(padding=tuple((0, e) for e in extra)))[0, 0]
+    elif count_include_pad or not any(pad) and not any(extra):
+        divisor = math.prod(kernel)
+    else:
+        divisor = ops.convolution(ops.xp.ones((1, 1, *sizes), x.dtype), ones, geo)[0, 0]
+    means = sums / divisor
+    if x.dtype.kind == "i":  # PyTorch divides int64 sums in C++, toward zero
+        means = means.astype(x.dtype)
+    return record(rule, means, (input,), divisor=divisor, kernel=Tensor(ones, device=input._device),
+                  planes_shape=planes_shape, self_shape=x.shape, geometry=geo)
 
 
 def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
-    """A window's divisor counts its places inside the padded input (count_include_pad) or inside the input;
-    with ceil_mode, the last windows may run past the padding, and those places never count, as in PyTorch."""
-    x = input._data
-    kernel, stride2, pad, _, (oh, ow) = _geometry(
-        "avg_pool2d", x, kernel_size, stride, padding, 1, ceil_mode, divisor_override)
-    sizes = zip((oh, ow), stride2, kernel, x.shape[-2:], pad)
-    extra = [max(0, (o - 1) * s + k - (n + 2 * p)) for o, s, k, n, p in sizes]
-    geo = ConvGeometry(stride2, ((pad[0], pad[0] + extra[0]), (pad[1], pad[1] + extra[1])), (1, 1), 1)
-    planes_shape = (math.prod(x.shape[:-2]), 1, *x.shape[-2:])
-    ops = input._device.ops
-    ones = ops.xp.ones((1, 1, *kernel), x.dtype)
-    sums = ops.convolution(x.reshape(planes_shape), ones, geo).reshape(*x.shape[:-2], oh, ow)
-    if divisor_override is not None:
-        divisor: Any = divisor_override
-    elif count_include_pad and any(extra):
-        padded_ones = ops.xp.ones((1, 1, x.shape[-2] + 2 * pad[0], x.shape[-1] + 2 * pad[1]), x.dtype)
-        divisor = ops.convolution(padded_ones, ones, geo._replace(padding=((0, extra[0]), (0, extra[1]))))[0, 0]
-    elif count_include_pad or not any(pad) and not any(extra):
-        divisor = kernel[0] * kernel[1]
-    else:
-        divisor = ops.convolution(ops.xp.ones((1, 1, *x.shape[-2:]), x.dtype), ones, geo)[0, 0]
-    means = sums / divisor
-    if x.dtype.kind == "i":  # PyTorch divides int64 sums in C++, toward zero
-        means = means.astype(x.dtype)
-    return record(AVG_POOL, means, (input,), divisor=divisor, kernel=Tensor(ones, device=input._device),
-                  planes_shape=planes_shape, self_shape=x.shape, geometry=geo)
+    kernel, stride2, pad, _, out = _geometry(
+        "avg_pool2d", input._data, kernel_size, stride, padding, 1, ceil_mode, divisor_override)
+    return _avg_pool(AVG_POOL_2D, input, kernel, stride2, pad, out, count_include_pad, divisor_override)
+
+
+def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    kernel, stride3, pad, _, out = _geometry3d(
+        "avg_pool3d", input._data, kernel_size, stride, padding, 1, ceil_mode, divisor_override)
+    return _avg_pool(AVG_POOL_3D, input, kernel, stride3, pad, out, count_include_pad, divisor_override)
 
 
 # -- 1-d pooling: the 2-d ops over a unit height --------------------------------------------------------------------
@@ -226,9 +317,8 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                            f"input, but got:{list(x.shape)}")
     size = "{op}() {name} must be an int, list of ints{comma} or tuple of ints of size 1 but got size {got}"
     k = _single("max_pool1d", kernel_size, "kernel_size", size.replace("{comma}", ""))
-    omitted = stride is None or not isinstance(stride, int) and len(stride) == 0
-    s = k if omitted else _single("max_pool1d", stride, "stride", size.replace("an int, list of ints{comma}",
-                                                                               "None, an int, list of ints,"))
+    stride_size = size.replace("an int, list of ints{comma}", "None, an int, list of ints,")
+    s = k if _stride_omitted(stride) else _single("max_pool1d", stride, "stride", stride_size)
     p = _single("max_pool1d", padding, "padding", size.replace("{comma}", ","))
     d = _single("max_pool1d", dilation, "dilation", size.replace("{comma}", ""))
     for name, value, least in (("kernel_size", k, 1), ("stride", s, 1), ("padding", p, 0)):
@@ -255,8 +345,7 @@ def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                count_include_pad: bool = True) -> Tensor:
     """avg_pool2d over a unit height."""
     k = _single("avg_pool1d", kernel_size, "kernel_size", _ONE_INT)
-    omitted = stride is None or not isinstance(stride, int) and len(stride) == 0
-    s = k if omitted else _single("avg_pool1d", stride, "stride", _ONE_INT)
+    s = k if _stride_omitted(stride) else _single("avg_pool1d", stride, "stride", _ONE_INT)
     p = _single("avg_pool1d", padding, "padding", _ONE_INT)
     _check_1d_rank("avg_pool1d", input._data)
     return squeeze(avg_pool2d(unsqueeze(input, -2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad), -2)
@@ -284,6 +373,52 @@ def _adaptive_sizes(op: str, x: Any, output_size: Any, count_error: str) -> tupl
     return sizes[0], sizes[1]
 
 
+def _with_defaults(output_size: Any, shape: tuple[int, ...]) -> Any:
+    """nn.functional's _list_with_default: an output size's None keeps the input's size of that dim."""
+    if isinstance(output_size, int):
+        return output_size
+    if len(shape) <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+    return [n if v is None else v for v, n in zip(output_size, shape[-len(output_size):])]
+
+
+def _adaptive_sizes3d(op: str, x: Any, output_size: Any) -> tuple[int, int, int]:
+    """The output's (depth, height, width), checked with the input in the order of PyTorch's 3-d kernels: the
+    mean's checks its sizes first, the max's the input first."""
+    sizes = _with_defaults(output_size, x.shape)
+    sizes = [sizes] * 3 if isinstance(sizes, int) else sizes
+    average = op == "adaptive_avg_pool3d"
+    if not average:
+        _check_volumes(op, x)
+    if len(sizes) != 3:
+        raise RuntimeError(f"{op}: output_size must be 3" if average else
+                           f"{op}(): internal error: output_size.size() must be 3")
+    if min(sizes) < 0:
+        if average:
+            raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 but received "
+                               f"{{{sizes[0]}, {sizes[1]},{sizes[2]}}}")
+        raise RuntimeError(f"Trying to create tensor with negative dimension {next(n for n in sizes if n < 0)}: "
+                           f"{[*x.shape[:-3], *sizes]}")
+    if average:
+        _check_volumes(op, x)
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
+    return sizes[0], sizes[1], sizes[2]
+
+
+def _check_volumes(op: str, x: Any) -> None:
+    """A 4-d or 5-d input whose dims after the first are not empty, checked in the order of PyTorch's `op`."""
+    rank = f"{op}(): Expected 4D or 5D tensor, but got{'' if op == 'adaptive_avg_pool3d' else ':'} {list(x.shape)}"
+    if op == "adaptive_max_pool3d" and x.ndim not in (4, 5):
+        raise RuntimeError(rank)
+    for dim in range(1, x.ndim):
+        if x.shape[dim] == 0:
+            raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but input has "
+                               f"sizes {list(x.shape)} with dimension {dim} being empty")
+    if x.ndim not in (4, 5):
+        raise RuntimeError(rank)
+
+
 def _bins(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
     """Each output place's [start, end) along a dim of `size`, as PyTorch computes them."""
     i = np.arange(out)
@@ -299,34 +434,68 @@ def _averaging(size: int, out: int, input: Tensor) -> Tensor:
     return Tensor(input._device.xp.asarray(matrix), device=input._device)
 
 
-def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
-    x = input._data
-    oh, ow = _adaptive_sizes("adaptive_avg_pool2d", x, output_size, "adaptive_avg_pool2d: output_size must be 2")
-    h, w = x.shape[-2:]
+def _average_plane(input: Tensor, oh: int, ow: int) -> Tensor:
+    h, w = input.shape[-2:]
     return matmul(matmul(_averaging(h, oh, input), input), _averaging(w, ow, input).mT)
 
 
-def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    oh, ow = _adaptive_sizes("adaptive_avg_pool2d", input._data, output_size,
+                             "adaptive_avg_pool2d: output_size must be 2")
+    return _average_plane(input, oh, ow)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """The depth averaged on a (..., D, H*W) view, then each plane."""
+    od, oh, ow = _adaptive_sizes3d("adaptive_avg_pool3d", input._data, output_size)
+    *lead, d, h, w = input.shape
+    depth = matmul(_averaging(d, od, input), input.reshape(*lead, d, h * w))
+    return _average_plane(depth.reshape(*lead, od, h, w), oh, ow)
+
+
+def _adaptive_max(input: Tensor, outs: tuple[int, ...], return_indices: bool) -> Any:
+    """Each bin's first maximum in row-major order (the last NaN, if any) over the last len(outs) dims, gathered;
+    indices are flat in each plane or volume, as PyTorch's."""
     x = input._data
-    oh, ow = _adaptive_sizes("adaptive_max_pool2d", x, output_size,
-                             "adaptive_max_pool2d(): internal error: output_size.size() must be 2")
-    *lead, h, w = x.shape
+    dims = len(outs)
+    lead, sizes = x.shape[:-dims], x.shape[-dims:]
     xp = input._device.xp
-    # Each bin's rows and columns, padded to the longest bin by repeating its last one: a repeat comes after the
-    # place it repeats, so the first maximum in row-major order is still a real place.
-    (top, bottom), (left, right) = _bins(h, oh), _bins(w, ow)
-    kh, kw = int(max(bottom - top, default=1)), int(max(right - left, default=1))
-    rows = xp.asarray(np.minimum(top[:, None] + np.arange(kh), bottom[:, None] - 1))
-    cols = xp.asarray(np.minimum(left[:, None] + np.arange(kw), right[:, None] - 1))
-    windows = x[..., rows[:, None, :, None], cols[None, :, None, :]].reshape(*lead, oh, ow, kh * kw)
-    local = windows.argmax(-1) if windows.size else xp.zeros((*lead, oh, ow), np.int64)
+    # Each bin's places along each dim, padded to the longest bin by repeating its last one: a repeat comes after
+    # the place it repeats, so the first maximum in row-major order is still a real place.
+    places = []
+    for n, o in zip(sizes, outs):
+        starts, ends = _bins(n, o)
+        longest = int(max(ends - starts, default=1))
+        places.append(xp.asarray(np.minimum(starts[:, None] + np.arange(longest), ends[:, None] - 1)))
+    kernel = [p.shape[1] for p in places]
+    # dim d's places spread over axes d (its bins) and dims + d (the places in a bin) of a (*outs, *kernel) grid
+    grid = [p.reshape([p.shape[0] if a == d else p.shape[1] if a == dims + d else 1 for a in range(2 * dims)])
+            for d, p in enumerate(places)]
+    windows = x[(..., *grid)].reshape(*lead, *outs, math.prod(kernel))
+    local = windows.argmax(-1) if windows.size else xp.zeros((*lead, *outs), np.int64)
     nan = xp.isnan(windows)
     if windows.size:  # PyTorch's kernel moves to each NaN it meets, so the last one wins
-        local = xp.where(nan.any(-1), kh * kw - 1 - nan[..., ::-1].argmax(-1), local)
-    index = rows[xp.arange(oh)[:, None], local // kw] * w + cols[xp.arange(ow), local % kw]
-    flat = recorded_gather_last(input.reshape(*lead, h * w), index.reshape(*lead, oh * ow))
-    out = flat.reshape(*lead, oh, ow)
+        local = xp.where(nan.any(-1), windows.shape[-1] - 1 - nan[..., ::-1].argmax(-1), local)
+    chosen = []  # per dim, the place of each bin's winner
+    for d in reversed(range(dims)):
+        local, offset = local // kernel[d], local % kernel[d]
+        chosen.insert(0, places[d][xp.arange(outs[d]).reshape(-1, *(1,) * (dims - 1 - d)), offset])
+    index = chosen[0]
+    for place, n in zip(chosen[1:], sizes[1:]):
+        index = index * n + place
+    flat = recorded_gather_last(input.reshape(*lead, math.prod(sizes)), index.reshape(*lead, math.prod(outs)))
+    out = flat.reshape(*lead, *outs)
     return (out, Tensor(index.astype(np.int64), device=input._device)) if return_indices else out
+
+
+def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    sizes = _adaptive_sizes("adaptive_max_pool2d", input._data, output_size,
+                            "adaptive_max_pool2d(): internal error: output_size.size() must be 2")
+    return _adaptive_max(input, sizes, return_indices)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    return _adaptive_max(input, _adaptive_sizes3d("adaptive_max_pool3d", input._data, output_size), return_indices)
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:

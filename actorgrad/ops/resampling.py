@@ -184,15 +184,15 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
     if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
         raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D "
                          "tensor as input")
-    if mode == "area" and input.ndim in (3, 4) and not antialias:  # PyTorch's area is the adaptive average pool
+    if mode == "area" and input.ndim in (3, 4, 5) and not antialias:  # PyTorch's area is the adaptive average pool
         from actorgrad.ops import pooling  # pooling needs shape ops, whose family exports this module's names
 
-        pool = pooling.adaptive_avg_pool1d if input.ndim == 3 else pooling.adaptive_avg_pool2d
-        return pool(input, sizes)
-    if antialias or mode in ("area", "lanczos"):
+        pools = (pooling.adaptive_avg_pool1d, pooling.adaptive_avg_pool2d, pooling.adaptive_avg_pool3d)
+        return pools[input.ndim - 3](input, sizes)
+    if antialias or mode == "lanczos":
         raise NotImplementedError(f"interpolate(): mode={mode!r} with antialias={antialias} on {input.ndim}D input is "
                                   "not supported by actorgrad; use 'nearest', 'nearest-exact', the linear modes, "
-                                  "'bicubic' or 'area' on 3D or 4D input")
+                                  "'bicubic' or 'area'")
     if mode in _LINEAR_MODES and input.ndim in (3, 4, 5) and input.ndim != _LINEAR_MODES[mode]:
         wanted = _LINEAR_MODES[mode]
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {wanted}D input")
