@@ -20,6 +20,7 @@ from actorgrad.nn.pooling import (
     AvgPool1d,
     MaxPool1d,
 )
+from actorgrad.ops import adaptive_pooling as AP
 from actorgrad.ops import pooling as P
 from actorgrad.ops.conv import conv_transpose1d, conv_transpose2d
 
@@ -253,18 +254,18 @@ X2 = [[0.3, -1.2, 2.0, 0.5, -0.7], [1.1, 0.0, -0.4, 2.2, 1.3], [-2.0, 0.9, 0.9, 
 def test_adaptive_avg_pool_values_match_torch():
     expected = [[[-0.45, 0.43333333333333335, -0.1], [0.55, 0.6, 1.75]],
                 [[-0.55, 0.5666666666666667, 0.15], [0.6, 0.03333333333333333, 0.35]]]
-    np.testing.assert_allclose(P.adaptive_avg_pool1d(ag.tensor(X1, dtype=ag.float64), 3).numpy(), expected)
-    np.testing.assert_allclose(P.adaptive_avg_pool2d(ag.tensor(X1, dtype=ag.float64), (None, 3)).numpy(), expected)
-    assert P.adaptive_avg_pool2d(ag.ones(2, 3, 7, 5), 9).shape == (2, 3, 9, 9)
-    assert P.adaptive_avg_pool2d(ag.ones(2, 3, 7, 5), (0, 2)).shape == (2, 3, 0, 2)
+    np.testing.assert_allclose(AP.adaptive_avg_pool1d(ag.tensor(X1, dtype=ag.float64), 3).numpy(), expected)
+    np.testing.assert_allclose(AP.adaptive_avg_pool2d(ag.tensor(X1, dtype=ag.float64), (None, 3)).numpy(), expected)
+    assert AP.adaptive_avg_pool2d(ag.ones(2, 3, 7, 5), 9).shape == (2, 3, 9, 9)
+    assert AP.adaptive_avg_pool2d(ag.ones(2, 3, 7, 5), (0, 2)).shape == (2, 3, 0, 2)
 
 
 def test_adaptive_max_pool_values_indices_and_gradient_match_torch():
-    values, index = P.adaptive_max_pool1d(ag.tensor(X1, dtype=ag.float64), 3, return_indices=True)
+    values, index = AP.adaptive_max_pool1d(ag.tensor(X1, dtype=ag.float64), 3, return_indices=True)
     np.testing.assert_allclose(values.numpy(), [[[0.3, 2.0, 0.5], [1.1, 2.2, 2.2]], [[0.9, 0.9, 0.4], [0.6, 1.0, 1.0]]])
     assert index.tolist() == [[[0, 2, 3], [0, 3, 3]], [[1, 1, 4], [0, 3, 3]]]  # a tie goes to the first maximum
     x = ag.tensor(X2, dtype=ag.float64, requires_grad=True)
-    y, index = P.adaptive_max_pool2d(x[None], (2, 3), return_indices=True)
+    y, index = AP.adaptive_max_pool2d(x[None], (2, 3), return_indices=True)
     np.testing.assert_allclose(y.detach().numpy(), [[[1.1, 2.2, 2.2], [1.1, 2.2, 2.2]]])
     assert index.tolist() == [[[5, 8, 8], [5, 8, 8]]]
     (g,) = ag.autograd.grad((y * ag.arange(1.0, 7.0, dtype=ag.float64).reshape(1, 2, 3)).sum(), x)
@@ -274,7 +275,7 @@ def test_adaptive_max_pool_values_indices_and_gradient_match_torch():
 def test_adaptive_max_pool2d_names_the_last_nan_of_a_bin():
     x = np.arange(30.0).reshape(1, 1, 5, 6)
     x[0, 0, 1, 1] = x[0, 0, 1, 2] = np.nan
-    values, index = P.adaptive_max_pool2d(ag.tensor(x), 2, return_indices=True)
+    values, index = AP.adaptive_max_pool2d(ag.tensor(x), 2, return_indices=True)
     assert index.tolist() == [[[[8, 17], [26, 29]]]]
     assert np.isnan(values.numpy()[0, 0, 0, 0])
 
@@ -282,25 +283,26 @@ def test_adaptive_max_pool2d_names_the_last_nan_of_a_bin():
 @pytest.mark.parametrize("out", [(3, 2), (4, 7), (1, None)])
 def test_adaptive_poolings_gradcheck(out):
     x = _leaf((2, 3, 5), 11)  # distinct values: no ties
-    assert gradgradcheck(lambda t: P.adaptive_avg_pool2d(t, out), [x], **TOL)
-    assert gradgradcheck(lambda t: P.adaptive_max_pool2d(t, out), [x], **TOL)
+    assert gradgradcheck(lambda t: AP.adaptive_avg_pool2d(t, out), [x], **TOL)
+    assert gradgradcheck(lambda t: AP.adaptive_max_pool2d(t, out), [x], **TOL)
 
 
 @pytest.mark.parametrize("fn, shape, size, error, message", [
-    (P.adaptive_avg_pool2d, (2, 3, 7, 5), (3, 2, 1), RuntimeError, "adaptive_avg_pool2d: output_size must be 2"),
-    (P.adaptive_avg_pool2d, (2, 3, 7, 5), (-1, 2), RuntimeError,
+    (AP.adaptive_avg_pool2d, (2, 3, 7, 5), (3, 2, 1), RuntimeError, "adaptive_avg_pool2d: output_size must be 2"),
+    (AP.adaptive_avg_pool2d, (2, 3, 7, 5), (-1, 2), RuntimeError,
      "adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but received {-1, 2}"),
-    (P.adaptive_avg_pool2d, (7, 5), 2, RuntimeError, "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got [7, 5]"),
-    (P.adaptive_max_pool2d, (7, 5), 2, RuntimeError,
+    (AP.adaptive_avg_pool2d, (7, 5), 2, RuntimeError,
+     "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got [7, 5]"),
+    (AP.adaptive_max_pool2d, (7, 5), 2, RuntimeError,
      "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: [7, 5]"),
-    (P.adaptive_max_pool2d, (2, 3, 7, 5), (3, 2, 1), RuntimeError,
+    (AP.adaptive_max_pool2d, (2, 3, 7, 5), (3, 2, 1), RuntimeError,
      "adaptive_max_pool2d(): internal error: output_size.size() must be 2"),
-    (P.adaptive_avg_pool2d, (2, 3, 0, 3), 2, RuntimeError,
+    (AP.adaptive_avg_pool2d, (2, 3, 0, 3), 2, RuntimeError,
      "adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch dimensions, but input has sizes "
      "[2, 3, 0, 3] with dimension 2 being empty"),
-    (P.adaptive_avg_pool1d, (2, 3, 7), (3, 2), RuntimeError,
+    (AP.adaptive_avg_pool1d, (2, 3, 7), (3, 2), RuntimeError,
      "adaptive_avg_pool1d() argument 'output_size' should contain one int (got 2)"),
-    (P.adaptive_max_pool1d, (7,), 2, RuntimeError,
+    (AP.adaptive_max_pool1d, (7,), 2, RuntimeError,
      "Expected 2 to 3 dimensions, but got 1-dimensional tensor for argument #1 'self' (while checking arguments for "
      "adaptive_max_pool1d)"),
 ])
@@ -309,7 +311,7 @@ def test_adaptive_pool_errors(fn, shape, size, error, message):
 
 
 def test_adaptive_pools_refuse_integers():
-    _raises(lambda: P.adaptive_max_pool2d(ag.ones(2, 3, 4, dtype=ag.int64), 2), NotImplementedError,
+    _raises(lambda: AP.adaptive_max_pool2d(ag.ones(2, 3, 4, dtype=ag.int64), 2), NotImplementedError,
             "\"adaptive_max_pool2d\" not implemented for 'Long'")
 
 

@@ -17,8 +17,9 @@ from actorgrad import nn
 
 FUNCTIONS = {
     "conv": "conv_transpose1d conv_transpose2d conv3d conv_transpose3d",
-    "pooling": "max_pool1d avg_pool1d adaptive_avg_pool1d adaptive_avg_pool2d adaptive_max_pool1d adaptive_max_pool2d "
-               "max_pool3d avg_pool3d adaptive_avg_pool3d adaptive_max_pool3d",
+    "pooling": "max_pool1d avg_pool1d max_pool3d avg_pool3d",
+    "adaptive_pooling": "adaptive_avg_pool1d adaptive_avg_pool2d adaptive_max_pool1d adaptive_max_pool2d "
+                        "adaptive_avg_pool3d adaptive_max_pool3d",
     "attention": "scaled_dot_product_attention multi_head_attention_forward",
     "activations": "hardshrink softshrink rrelu",
     "regularization": "dropout1d dropout2d dropout3d alpha_dropout",

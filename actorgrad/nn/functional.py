@@ -23,6 +23,14 @@ from actorgrad.ops.activations import (
     tanhshrink,
     threshold,
 )
+from actorgrad.ops.adaptive_pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    adaptive_max_pool3d,
+)
 from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.attention import multi_head_attention_forward, scaled_dot_product_attention
 from actorgrad.ops.class_losses import (
@@ -66,12 +74,6 @@ from actorgrad.ops.normalization import (
     rms_norm,
 )
 from actorgrad.ops.pooling import (
-    adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
-    adaptive_avg_pool3d,
-    adaptive_max_pool1d,
-    adaptive_max_pool2d,
-    adaptive_max_pool3d,
     avg_pool1d,
     avg_pool2d,
     avg_pool3d,

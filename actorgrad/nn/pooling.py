@@ -7,7 +7,7 @@ from typing import Any
 
 from actorgrad.nn import functional as F
 from actorgrad.nn.module import Module
-from actorgrad.ops import pooling
+from actorgrad.ops import adaptive_pooling, pooling
 from actorgrad.tensor import Tensor
 
 
@@ -108,17 +108,17 @@ class _AdaptivePool(Module):
 
 class AdaptiveAvgPool1d(_AdaptivePool):
     def forward(self, input: Tensor) -> Tensor:
-        return pooling.adaptive_avg_pool1d(input, self.output_size)
+        return adaptive_pooling.adaptive_avg_pool1d(input, self.output_size)
 
 
 class AdaptiveAvgPool2d(_AdaptivePool):
     def forward(self, input: Tensor) -> Tensor:
-        return pooling.adaptive_avg_pool2d(input, self.output_size)
+        return adaptive_pooling.adaptive_avg_pool2d(input, self.output_size)
 
 
 class AdaptiveAvgPool3d(_AdaptivePool):
     def forward(self, input: Tensor) -> Tensor:
-        return pooling.adaptive_avg_pool3d(input, self.output_size)
+        return adaptive_pooling.adaptive_avg_pool3d(input, self.output_size)
 
 
 class _AdaptiveMaxPool(_AdaptivePool):
@@ -129,14 +129,14 @@ class _AdaptiveMaxPool(_AdaptivePool):
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPool):
     def forward(self, input: Tensor) -> Any:
-        return pooling.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+        return adaptive_pooling.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool2d(_AdaptiveMaxPool):
     def forward(self, input: Tensor) -> Any:
-        return pooling.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+        return adaptive_pooling.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPool):
     def forward(self, input: Tensor) -> Any:
-        return pooling.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+        return adaptive_pooling.adaptive_max_pool3d(input, self.output_size, self.return_indices)

@@ -12,6 +12,7 @@ from actorgrad.tensor import Tensor
 
 FAMILY_NAMES = (
     "activations",
+    "adaptive_pooling",
     "aliases",
     "aten_forms",
     "arithmetic",

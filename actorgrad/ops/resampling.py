@@ -185,9 +185,10 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
         raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D "
                          "tensor as input")
     if mode == "area" and input.ndim in (3, 4, 5) and not antialias:  # PyTorch's area is the adaptive average pool
-        from actorgrad.ops import pooling  # pooling needs shape ops, whose family exports this module's names
+        from actorgrad.ops import adaptive_pooling  # it needs shape ops, whose family exports this module's names
 
-        pools = (pooling.adaptive_avg_pool1d, pooling.adaptive_avg_pool2d, pooling.adaptive_avg_pool3d)
+        pools = (adaptive_pooling.adaptive_avg_pool1d, adaptive_pooling.adaptive_avg_pool2d,
+                 adaptive_pooling.adaptive_avg_pool3d)
         return pools[input.ndim - 3](input, sizes)
     if antialias or mode == "lanczos":
         raise NotImplementedError(f"interpolate(): mode={mode!r} with antialias={antialias} on {input.ndim}D input is "
