@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices import Device
-from actorgrad.optim.optimizer import Optimizer, check_non_negative, check_tensor_lr, number
+from actorgrad.optim.optimizer import Optimizer, check_adam_arguments, number
 from actorgrad.tensor import Tensor
 
 
@@ -39,13 +39,7 @@ class Adam(Optimizer):
         fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
-        check_tensor_lr(lr)
-        check_non_negative("learning rate", lr)
-        check_non_negative("epsilon value", eps)
-        for i in (0, 1):  # a betas of another length fails here (at index 1, or on unpacking), as in PyTorch
-            if not 0.0 <= number(betas[i]) < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {number(betas[i])}")
-        check_non_negative("weight_decay value", weight_decay)
+        check_adam_arguments(lr, eps, betas, weight_decay)
         if not (all(isinstance(b, float) for b in betas[:2]) or all(isinstance(b, Tensor) for b in betas[:2])):
             raise ValueError("betas must be either both floats or both Tensors")
         for i in (0, 1):

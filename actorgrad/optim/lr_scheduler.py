@@ -20,8 +20,9 @@ from typing import Any
 from actorgrad.optim.optimizer import Optimizer
 
 __all__ = [
-    "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "ReduceLROnPlateau",
-    "StepLR",
+    "ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "CyclicLR", "ExponentialLR",
+    "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "OneCycleLR", "PolynomialLR", "ReduceLROnPlateau",
+    "SequentialLR", "StepLR",
 ]
 
 EPOCH_DEPRECATION_WARNING = (
@@ -84,6 +85,10 @@ class LRScheduler:
         self.base_lrs: list[float] = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         _track_step_called(optimizer)
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        """The constructor's step to epoch 0 (SequentialLR repeats it when a scheduler's turn comes)."""
         self._step_count = 0
         self._is_initial = True
         try:
@@ -133,6 +138,10 @@ class LRScheduler:
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch: int | None = None) -> None:
+        """Write the next epoch's lrs (or, given `epoch`, that epoch's closed form) into the groups."""
         self._get_lr_called_within_step = True
         try:
             if epoch is None:
@@ -272,6 +281,46 @@ class ExponentialLR(_ScalingLR):
         return [base_lr * self.gamma**self.last_epoch for base_lr in self.base_lrs]
 
 
+class ConstantLR(_ScalingLR):
+    """Scale the lr by `factor` for the first `total_iters` epochs, then give it back its full value."""
+
+    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
+                 last_epoch: int = -1) -> None:
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def _factor(self) -> float | None:
+        if self.last_epoch == 0:
+            return self.factor
+        return 1.0 / self.factor if self.last_epoch == self.total_iters else None
+
+    def _get_closed_form_lr(self) -> list[float]:
+        scale = self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor)
+        return [base_lr * scale for base_lr in self.base_lrs]
+
+
+class PolynomialLR(_ScalingLR):
+    """Decay the lr to 0 over `total_iters` epochs: initial_lr * (1 - epoch / total_iters) ** power."""
+
+    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1) -> None:
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def _factor(self) -> float | None:
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return None
+        remaining = 1.0 - self.last_epoch / self.total_iters
+        return (remaining / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [base_lr * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+                for base_lr in self.base_lrs]
+
+
 class CosineAnnealingLR(LRScheduler):
     """eta_min + (initial_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2, computed by PyTorch's recurrence (so
     an lr changed from outside is followed), and rising again after T_max."""
@@ -399,3 +448,8 @@ class ReduceLROnPlateau(LRScheduler):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.__dict__.update(state_dict)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
+
+
+# Defined beside this module (which they build on) to keep each module to one idea; importable from here as in PyTorch.
+from actorgrad.optim.combined_schedulers import ChainedScheduler, SequentialLR  # noqa: E402
+from actorgrad.optim.cyclic_schedulers import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR  # noqa: E402

@@ -191,6 +191,23 @@ def check_tensor_lr(lr: float | Tensor) -> None:
         raise ValueError("Tensor lr must be 1-element")
 
 
+def check_betas(betas: tuple[float | Tensor, float | Tensor]) -> None:
+    """PyTorch's check, `Invalid beta parameter at index 1: 1.0` (a betas of another length fails here too, at
+    index 1 or on indexing, as in PyTorch)."""
+    for i in (0, 1):
+        if not 0.0 <= number(betas[i]) < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {number(betas[i])}")
+
+
+def check_adam_arguments(lr: float | Tensor, eps: float, betas: tuple, weight_decay: float) -> None:
+    """The checks Adam and its variants (Adamax, NAdam, RAdam) make first, in PyTorch's order."""
+    check_tensor_lr(lr)
+    check_non_negative("learning rate", lr)
+    check_non_negative("epsilon value", eps)
+    check_betas(betas)
+    check_non_negative("weight_decay value", weight_decay)
+
+
 def number(value: float | Tensor) -> float:
     """An option's value as a Python number: a one-element Tensor option is read at each step."""
     return value.item() if isinstance(value, Tensor) else value
