@@ -7,7 +7,7 @@ The entry points that run the engine are awaitable (`await actorgrad.backward(..
 
 import numpy as np
 
-from actorgrad import autograd, creation, linalg, ops, random_tensors, special
+from actorgrad import autograd, creation, distributions, fft, linalg, ops, random_tensors, special
 from actorgrad.accumulate_grad import AccumulateGrad
 from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from actorgrad.creation import *  # noqa: F403
@@ -34,7 +34,9 @@ bool, float, double, half, long, int = bool_, float32, float64, float16, int64, 
 
 __all__ = [
     "AccumulateGrad", "Device", "Generator", "Node", "Tensor", "autograd", "backward", "bool_", "device",
-    "enable_grad", "float16", "float32", "float64", "functional", "get_num_workers", "grad", "initial_seed", "int8",
+    "distributions",
+    "enable_grad", "fft", "float16", "float32", "float64", "functional", "get_num_workers", "grad", "initial_seed",
+    "int8",
     "int16", "int32", "int64", "is_grad_enabled", "inference_mode", "is_anomaly_check_nan_enabled",
     "is_anomaly_enabled", "is_inference_mode_enabled", "linalg", "manual_seed", "nn", "no_grad", "ops", "optim",
     "profile", "set_grad_enabled", "set_num_workers", "special", "stream", "tensor", "uint8", "utils",

@@ -29,12 +29,18 @@ FUNCTIONS = {
     "composite_losses": "margin_ranking_loss hinge_embedding_loss soft_margin_loss cosine_embedding_loss "
                         "triplet_margin_loss triplet_margin_with_distance_loss poisson_nll_loss gaussian_nll_loss",
     "class_losses": "multilabel_soft_margin_loss multi_margin_loss multilabel_margin_loss",
+    "bilinear": "bilinear",
+    "embedding_bags": "embedding_bag",
+    "unpooling": "max_unpool1d max_unpool2d max_unpool3d",
+    "lp_pooling": "lp_pool1d lp_pool2d lp_pool3d",
+    "channel_shuffle": "channel_shuffle",
 }
 PADS = [f"{kind}Pad{n}d" for kind in ("Zero", "Constant", "Reflection", "Replication", "Circular") for n in (1, 2, 3)]
 MODULES = {
     "layers": "Conv1d ConvTranspose1d ConvTranspose2d Conv3d ConvTranspose3d",
     "pooling": "MaxPool1d AvgPool1d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveMaxPool1d AdaptiveMaxPool2d "
-               "MaxPool3d AvgPool3d AdaptiveAvgPool3d AdaptiveMaxPool3d",
+               "MaxPool3d AvgPool3d AdaptiveAvgPool3d AdaptiveMaxPool3d MaxUnpool1d MaxUnpool2d MaxUnpool3d "
+               "LPPool1d LPPool2d LPPool3d",
     "recurrent": "RNN LSTM GRU RNNCell LSTMCell GRUCell RNNBase RNNCellBase",
     "attention": "MultiheadAttention",
     "transformer": "TransformerEncoderLayer TransformerEncoder TransformerDecoderLayer TransformerDecoder Transformer",
@@ -46,6 +52,9 @@ MODULES = {
     "loss": "MarginRankingLoss HingeEmbeddingLoss SoftMarginLoss CosineEmbeddingLoss TripletMarginLoss "
             "TripletMarginWithDistanceLoss PoissonNLLLoss GaussianNLLLoss MultiLabelSoftMarginLoss MultiMarginLoss "
             "MultiLabelMarginLoss",
+    "bilinear": "Bilinear",
+    "embedding_bag": "EmbeddingBag",
+    "channel_shuffle": "ChannelShuffle",
 }
 FUNCTION_NAMES = [(module, name) for module, names in FUNCTIONS.items() for name in names.split()]
 MODULE_NAMES = [(module, name) for module, names in MODULES.items() for name in names.split()]

@@ -41,8 +41,11 @@ from actorgrad.nn.activation import (
     Unflatten,
 )
 from actorgrad.nn.attention import MultiheadAttention
+from actorgrad.nn.bilinear import Bilinear
+from actorgrad.nn.channel_shuffle import ChannelShuffle
 from actorgrad.nn.container import ModuleDict, ModuleList, Sequential
 from actorgrad.nn.distance import CosineSimilarity, PairwiseDistance
+from actorgrad.nn.embedding_bag import EmbeddingBag
 from actorgrad.nn.layers import (
     Conv1d,
     Conv2d,
@@ -117,9 +120,15 @@ from actorgrad.nn.pooling import (
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
 )
 from actorgrad.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from actorgrad.nn.resampling import (
@@ -156,6 +165,8 @@ __all__ = [
     "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
     "TripletMarginWithDistanceLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss",
     "MultiMarginLoss", "MultiLabelMarginLoss",
+    "Bilinear", "EmbeddingBag", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d",
+    "ChannelShuffle",
     "BCELoss", "GroupNorm", "HuberLoss", "KLDivLoss", "SmoothL1Loss",
     "CELU", "ELU", "GLU", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "PReLU", "ReLU6", "SELU",
     "Softmin", "Softsign", "Tanhshrink", "Threshold",

@@ -33,6 +33,8 @@ from actorgrad.ops.adaptive_pooling import (
 )
 from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.attention import multi_head_attention_forward, scaled_dot_product_attention
+from actorgrad.ops.bilinear import bilinear
+from actorgrad.ops.channel_shuffle import channel_shuffle
 from actorgrad.ops.class_losses import (
     cross_entropy,
     multi_margin_loss,
@@ -53,6 +55,7 @@ from actorgrad.ops.composite_losses import (
 from actorgrad.ops.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from actorgrad.ops.dim_activations import glu, log_softmax, prelu, softmax, softmin
 from actorgrad.ops.distances import cosine_similarity, pairwise_distance
+from actorgrad.ops.embedding_bags import embedding_bag
 from actorgrad.ops.embeddings import embedding
 from actorgrad.ops.linalg import linear
 from actorgrad.ops.losses import (
@@ -64,6 +67,7 @@ from actorgrad.ops.losses import (
     mse_loss,
     smooth_l1_loss,
 )
+from actorgrad.ops.lp_pooling import lp_pool1d, lp_pool2d, lp_pool3d
 from actorgrad.ops.normalization import (
     batch_norm,
     group_norm,
@@ -85,6 +89,7 @@ from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.ops.regularization import alpha_dropout, dropout, dropout1d, dropout2d, dropout3d
 from actorgrad.ops.resampling import fold, interpolate, pixel_shuffle, pixel_unshuffle, unfold
 from actorgrad.ops.shape import pad
+from actorgrad.ops.unpooling import max_unpool1d, max_unpool2d, max_unpool3d
 
 __all__ = [
     "conv_transpose1d", "conv_transpose2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
@@ -96,6 +101,8 @@ __all__ = [
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "triplet_margin_with_distance_loss", "poisson_nll_loss", "gaussian_nll_loss",
     "multilabel_soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
+    "bilinear", "embedding_bag", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
+    "channel_shuffle",
     "binary_cross_entropy", "group_norm", "huber_loss", "kl_div", "normalize", "smooth_l1_loss",
     "celu", "elu", "glu", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "one_hot", "prelu",
     "relu6", "selu", "softmin", "softsign", "tanhshrink", "threshold",

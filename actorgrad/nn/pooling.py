@@ -1,5 +1,5 @@
-"""MaxPool1d/2d/3d, AvgPool1d/2d/3d and the adaptive poolings: the settings of the matching function of
-`nn.functional` held as a layer; a pooling's stride defaults to the kernel size."""
+"""MaxPool1d/2d/3d, AvgPool1d/2d/3d, the adaptive poolings, MaxUnpool1d/2d/3d and LPPool1d/2d/3d: the settings
+of the matching function of `nn.functional` held as a layer; a pooling's stride defaults to the kernel size."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from actorgrad.nn import functional as F
 from actorgrad.nn.module import Module
-from actorgrad.ops import adaptive_pooling, pooling
+from actorgrad.ops import adaptive_pooling, lp_pooling, pooling, unpooling
 from actorgrad.tensor import Tensor
 
 
@@ -140,3 +140,68 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPool):
 class AdaptiveMaxPool3d(_AdaptiveMaxPool):
     def forward(self, input: Tensor) -> Any:
         return adaptive_pooling.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class _MaxUnpool(Module):
+    """Keeps its settings as tuples of one int per spatial dim, as PyTorch's do; forward takes the pooling's output,
+    its indices and optionally the size to unpool to."""
+
+    dims = 2
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        self.kernel_size = unpooling.repeated(kernel_size, self.dims)
+        self.stride = unpooling.repeated(kernel_size if stride is None else stride, self.dims)
+        self.padding = unpooling.repeated(padding, self.dims)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpool):
+    dims = 1
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        return unpooling.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool2d(_MaxUnpool):
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        return unpooling.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool3d(_MaxUnpool):
+    dims = 3
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        return unpooling.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class _LPPool(Module):
+    """Keeps its settings as given (a stride of None stays None: the function defaults it to the kernel size)."""
+
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPool):
+    def forward(self, input: Tensor) -> Tensor:
+        return lp_pooling.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool2d(_LPPool):
+    def forward(self, input: Tensor) -> Tensor:
+        return lp_pooling.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool3d(_LPPool):
+    def forward(self, input: Tensor) -> Tensor:
+        return lp_pooling.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)

@@ -1,6 +1,7 @@
 """Write CuPy's public API (functions and their parameters, ufuncs and their methods, ndarray's methods) as the
 JSON the stand-in checks calls against. Run where the real CuPy is installed (no GPU needed):
-`python tests/cupy_standin/dump_api.py > tests/cupy_standin/cupy/api.json`. api.json came from cupy-cuda13x 14.2.0.
+`python tests/cupy_standin/dump_api.py > tests/cupy_standin/cupy/api.json`. api.json came from cupy-cuda13x 14.2.0,
+but for its "fft" section, written by hand from CuPy's documented cupy.fft signatures (no CuPy to dump it from).
 """
 
 import inspect
@@ -19,7 +20,7 @@ def parameters(fn):
 
 
 def main() -> None:
-    api = {"funcs": {}, "ufuncs": {}, "methods": {}, "linalg": {}}
+    api = {"funcs": {}, "ufuncs": {}, "methods": {}, "linalg": {}, "fft": {}}
     for name in dir(cupy):
         value = getattr(cupy, name)
         if name.startswith("_"):
@@ -28,9 +29,10 @@ def main() -> None:
             api["ufuncs"][name] = [m for m in ("reduce", "accumulate", "reduceat", "outer", "at") if hasattr(value, m)]
         elif callable(value) and not isinstance(value, type):
             api["funcs"][name] = parameters(value)
-    for name in dir(cupy.linalg):
-        if not name.startswith("_"):
-            api["linalg"][name] = parameters(getattr(cupy.linalg, name))
+    for submodule in ("linalg", "fft"):
+        for name in dir(getattr(cupy, submodule)):
+            if not name.startswith("_"):
+                api[submodule][name] = parameters(getattr(getattr(cupy, submodule), name))
     for name in dir(cupy.ndarray):
         if name.startswith("__") and name not in ("__getitem__", "__setitem__", "__array__"):
             continue

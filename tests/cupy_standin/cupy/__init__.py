@@ -447,6 +447,13 @@ def _unchecked(implementation: Any, name: str) -> Any:
     return call
 
 
+class _Fft:
+    def __getattr__(self, name: str) -> Any:
+        if name not in _API["fft"]:
+            raise AttributeError(name)
+        return _function(name, _API["fft"][name], getattr(_np.fft, name))
+
+
 class _StrideTricks:
     @staticmethod
     def as_strided(x: ndarray, shape: Any = None, strides: Any = None) -> ndarray:
@@ -458,6 +465,7 @@ class _Lib:
 
 
 linalg = _Linalg()
+fft = _Fft()
 lib = _Lib()
 
 # actorgrad's fused kernels (devices/cuda.py), by name, as numpy computes them

@@ -1,0 +1,215 @@
+"""The constraints the distributions check their parameters and values against (PyTorch's
+torch.distributions.constraints, those its distributions here use): `check(value)` gives a bool tensor over the
+value's batch dims; the repr is what the validation errors quote."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from actorgrad.tensor import Tensor
+
+__all__ = [
+    "Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq", "independent",
+    "integer_interval", "interval", "is_dependent", "less_than", "nonnegative", "one_hot", "positive", "real",
+    "real_vector", "simplex", "unit_interval",
+]
+
+
+class Constraint:
+    """A region a value must lie in. `event_dim` dims on the right make one event, which `check` judges as a
+    whole; `is_discrete` says whether the region is a discrete set."""
+
+    is_discrete = False
+    event_dim = 0
+
+    def check(self, value: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return type(self).__name__[1:] + "()"
+
+
+class _Dependent(Constraint):
+    """A placeholder for a region that depends on other parameters: it cannot be checked."""
+
+    def __init__(self, *, is_discrete: Any = NotImplemented, event_dim: Any = NotImplemented) -> None:
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        if self._is_discrete is NotImplemented:
+            raise NotImplementedError(".is_discrete cannot be determined statically")
+        return self._is_discrete
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        if self._event_dim is NotImplemented:
+            raise NotImplementedError(".event_dim cannot be determined statically")
+        return self._event_dim
+
+    def __call__(self, *, is_discrete: Any = NotImplemented, event_dim: Any = NotImplemented) -> _Dependent:
+        if is_discrete is NotImplemented:
+            is_discrete = self._is_discrete
+        if event_dim is NotImplemented:
+            event_dim = self._event_dim
+        return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
+
+    def check(self, value: Tensor) -> Tensor:
+        raise ValueError("Cannot determine validity of dependent constraint")
+
+
+def is_dependent(constraint: Any) -> bool:
+    return isinstance(constraint, _Dependent)
+
+
+class _DependentProperty(property, _Dependent):
+    """A property on an instance (the support of these parameters), a dependent constraint on the class."""
+
+    def __init__(
+        self, fn: Callable | None = None, *, is_discrete: Any = NotImplemented, event_dim: Any = NotImplemented
+    ) -> None:
+        property.__init__(self, fn)
+        _Dependent.__init__(self, is_discrete=is_discrete, event_dim=event_dim)
+
+    def __call__(self, fn: Callable) -> _DependentProperty:  # type: ignore[override]
+        """`@dependent_property(is_discrete=..., event_dim=...)` over a method."""
+        return _DependentProperty(fn, is_discrete=self._is_discrete, event_dim=self._event_dim)
+
+
+class _IndependentConstraint(Constraint):
+    """`base_constraint` over `reinterpreted_batch_ndims` more dims on the right: an event is valid when all its
+    entries are."""
+
+    def __init__(self, base_constraint: Constraint, reinterpreted_batch_ndims: int) -> None:
+        if not isinstance(base_constraint, Constraint):
+            raise AssertionError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
+        if not isinstance(reinterpreted_batch_ndims, int) or reinterpreted_batch_ndims < 0:
+            raise AssertionError(f"reinterpreted_batch_ndims must be an int >= 0, got {reinterpreted_batch_ndims!r}")
+        self.base_constraint = base_constraint
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return self.base_constraint.event_dim + self.reinterpreted_batch_ndims
+
+    def check(self, value: Tensor) -> Tensor:
+        result = self.base_constraint.check(value)
+        n = self.reinterpreted_batch_ndims
+        if result.dim() < n:
+            raise ValueError(f"Expected value.dim() >= {self.base_constraint.event_dim + n} but got {value.dim()}")
+        return result.reshape(result.shape[: result.dim() - n] + (-1,)).all(-1)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__[1:]}({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
+
+
+class _Boolean(Constraint):
+    is_discrete = True
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value == 0) | (value == 1)
+
+
+class _OneHot(Constraint):
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value: Tensor) -> Tensor:
+        return ((value == 0) | (value == 1)).all(-1) & value.sum(-1).eq(1)
+
+
+class _IntegerInterval(Constraint):
+    """The integers in [lower_bound, upper_bound]."""
+
+    is_discrete = True
+
+    def __init__(self, lower_bound: Any, upper_bound: Any) -> None:
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__[1:]}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _Real(Constraint):
+    """The extended real line: anything but NaN."""
+
+    def check(self, value: Tensor) -> Tensor:
+        return value == value
+
+
+class _GreaterThan(Constraint):
+    def __init__(self, lower_bound: Any) -> None:
+        self.lower_bound = lower_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return self.lower_bound < value
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__[1:]}(lower_bound={self.lower_bound})"
+
+
+class _GreaterThanEq(_GreaterThan):
+    def check(self, value: Tensor) -> Tensor:
+        return self.lower_bound <= value
+
+
+class _LessThan(Constraint):
+    def __init__(self, upper_bound: Any) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return value < self.upper_bound
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__[1:]}(upper_bound={self.upper_bound})"
+
+
+class _Interval(Constraint):
+    """The closed interval [lower_bound, upper_bound]."""
+
+    def __init__(self, lower_bound: Any, upper_bound: Any) -> None:
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (self.lower_bound <= value) & (value <= self.upper_bound)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__[1:]}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _Simplex(Constraint):
+    """Non-negative vectors (along the last dim) that sum to 1, to within 1e-6."""
+
+    event_dim = 1
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
+
+
+dependent = _Dependent()
+dependent_property = _DependentProperty
+independent = _IndependentConstraint
+boolean = _Boolean()
+one_hot = _OneHot()
+integer_interval = _IntegerInterval
+real = _Real()
+real_vector = independent(real, 1)
+positive = _GreaterThan(0.0)
+nonnegative = _GreaterThanEq(0.0)
+greater_than = _GreaterThan
+greater_than_eq = _GreaterThanEq
+less_than = _LessThan
+unit_interval = _Interval(0.0, 1.0)
+interval = _Interval
+simplex = _Simplex()

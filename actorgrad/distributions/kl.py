@@ -1,0 +1,178 @@
+"""`kl_divergence(p, q)`, KL(p || q) in closed form, looked up by the pair of types in a registry that
+`register_kl` extends; the pairs of same-family distributions here are registered below (PyTorch's formulas)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from collections.abc import Callable
+
+from actorgrad.distributions.continuous import Exponential, Laplace, Normal, Uniform
+from actorgrad.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
+from actorgrad.distributions.distribution import Distribution
+from actorgrad.distributions.gamma_family import Beta, Dirichlet, Gamma
+from actorgrad.distributions.independent import Independent
+from actorgrad.distributions.utils import sum_rightmost
+from actorgrad.ops.activations import softplus
+from actorgrad.ops.gamma import digamma, lgamma
+from actorgrad.ops.selection import where
+from actorgrad.tensor import Tensor
+
+__all__ = ["kl_divergence", "register_kl"]
+
+_KL_REGISTRY: dict[tuple[type, type], Callable] = {}  # what register_kl registered
+_KL_MEMOIZE: dict[tuple[type, type], Callable] = {}  # the function found for each pair of types looked up
+
+
+def register_kl(type_p: type, type_q: type) -> Callable[[Callable], Callable]:
+    """Decorate `fn(p, q)` as the KL divergence of distributions of types `type_p` and `type_q` (and of their
+    subclasses, where no more specific pair is registered)."""
+    for name, given in (("type_p", type_p), ("type_q", type_q)):
+        if not (isinstance(given, type) and issubclass(given, Distribution)):
+            raise TypeError(f"Expected {name} to be a Distribution subclass but got {given}")
+
+    def decorator(fn: Callable) -> Callable:
+        _KL_REGISTRY[type_p, type_q] = fn
+        _KL_MEMOIZE.clear()  # a new pair may be the closer match for pairs looked up before
+        return fn
+
+    return decorator
+
+
+@functools.total_ordering
+class _Match:
+    """A registered pair of types, ordered by how specifically it matches: lexicographically by subclassing."""
+
+    __slots__ = ("types",)
+
+    def __init__(self, *types: type) -> None:
+        self.types = types
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Match) and self.types == other.types
+
+    def __le__(self, other: _Match) -> bool:
+        for x, y in zip(self.types, other.types):
+            if not issubclass(x, y):
+                return False
+            if x is not y:
+                break
+        return True
+
+
+def _dispatch_kl(type_p: type, type_q: type) -> Callable:
+    """The most specific registered match, warning when ordering by p first and by q first disagree."""
+    matches = [(p, q) for p, q in _KL_REGISTRY if issubclass(type_p, p) and issubclass(type_q, q)]
+    if not matches:
+        return NotImplemented
+    left_p, left_q = min(_Match(*m) for m in matches).types
+    right_q, right_p = min(_Match(*reversed(m)) for m in matches).types
+    left, right = _KL_REGISTRY[left_p, left_q], _KL_REGISTRY[right_p, right_q]
+    if left is not right:
+        warnings.warn(f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). Please register_kl("
+                      f"{left_p.__name__}, {right_q.__name__})", RuntimeWarning, stacklevel=3)
+    return left
+
+
+def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
+    """KL(p || q), batched over the batch shape; NotImplementedError for a pair of types with no formula."""
+    try:
+        fn = _KL_MEMOIZE[type(p), type(q)]
+    except KeyError:
+        fn = _KL_MEMOIZE[type(p), type(q)] = _dispatch_kl(type(p), type(q))
+    if fn is NotImplemented:
+        raise NotImplementedError(
+            f"No KL(p || q) is implemented for p type {type(p).__name__} and q type {type(q).__name__}"
+        )
+    return fn(p, q)
+
+
+# -- the same family on both sides ---------------------------------------------------------------------------------
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor:
+    t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
+    t1 = where(p.probs == 0, 0.0, where(q.probs == 0, math.inf, t1))
+    t2 = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))
+    t2 = where(p.probs == 1, 0.0, where(q.probs == 1, math.inf, t2))
+    return t1 + t2
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p: Beta, q: Beta) -> Tensor:
+    sum_p = p.concentration1 + p.concentration0
+    sum_q = q.concentration1 + q.concentration0
+    t1 = lgamma(q.concentration1) + lgamma(q.concentration0) + lgamma(sum_p)
+    t2 = lgamma(p.concentration1) + lgamma(p.concentration0) + lgamma(sum_q)
+    t3 = (p.concentration1 - q.concentration1) * digamma(p.concentration1)
+    t4 = (p.concentration0 - q.concentration0) * digamma(p.concentration0)
+    t5 = (sum_q - sum_p) * digamma(sum_p)
+    return t1 - t2 + t3 + t4 + t5
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p: Categorical, q: Categorical) -> Tensor:
+    t = p.probs * (p.logits - q.logits)
+    t = where(p.probs == 0, 0.0, where(q.probs == 0, math.inf, t))
+    return t.sum(-1)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehotcategorical_onehotcategorical(p: OneHotCategorical, q: OneHotCategorical) -> Tensor:
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p: Dirichlet, q: Dirichlet) -> Tensor:
+    sum_p = p.concentration.sum(-1)
+    sum_q = q.concentration.sum(-1)
+    t1 = lgamma(sum_p) - lgamma(sum_q)
+    t2 = (lgamma(p.concentration) - lgamma(q.concentration)).sum(-1)
+    t3 = p.concentration - q.concentration
+    t4 = digamma(p.concentration) - digamma(sum_p).unsqueeze(-1)
+    return t1 - t2 + (t3 * t4).sum(-1)
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p: Exponential, q: Exponential) -> Tensor:
+    rate_ratio = q.rate / p.rate
+    return -rate_ratio.log() + rate_ratio - 1
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p: Gamma, q: Gamma) -> Tensor:
+    t1 = q.concentration * (p.rate / q.rate).log()
+    t2 = lgamma(q.concentration) - lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p: Laplace, q: Laplace) -> Tensor:
+    scale_ratio = p.scale / q.scale
+    loc_abs_diff = (p.loc - q.loc).abs()
+    t1 = -scale_ratio.log()
+    t2 = loc_abs_diff / q.scale
+    t3 = scale_ratio * (-loc_abs_diff / p.scale).exp()
+    return t1 + t2 + t3 - 1
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p: Normal, q: Normal) -> Tensor:
+    var_ratio = (p.scale / q.scale).pow(2)
+    t1 = ((p.loc - q.loc) / q.scale).pow(2)
+    return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p: Uniform, q: Uniform) -> Tensor:
+    result = ((q.high - q.low) / (p.high - p.low)).log()
+    return where((q.low > p.low) | (q.high < p.high), math.inf, result)
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p: Independent, q: Independent) -> Tensor:
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError
+    return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)

@@ -1,0 +1,83 @@
+"""Helpers the distributions share (PyTorch's torch.distributions.utils): parameters broadcast together, the two
+parameterizations of discrete distributions (probs and logits), and parameters derived on first use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from numbers import Real
+from typing import Any
+
+import numpy as np
+
+from actorgrad.grad_mode import enable_grad
+from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, tensor
+
+__all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits"]
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, Real)
+
+
+def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
+    """The values broadcast to one shape (as views); numbers become tensors of the first tensor's dtype and device,
+    or of the default dtype when all are numbers."""
+    if not all(isinstance(v, Tensor) or is_number(v) for v in values):
+        raise ValueError("Input arguments must all be instances of Number or actorgrad.Tensor.")
+    like = next((v for v in values if isinstance(v, Tensor)), None)
+    dtype, device = (_DEFAULT_FLOAT, None) if like is None else (like.dtype, like.device)
+    tensors = [v if isinstance(v, Tensor) else tensor(v, dtype=dtype, device=device) for v in values]
+    shape = np.broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(t if t.shape == shape else t.expand(shape) for t in tensors)
+
+
+def batch_shape_of(broadcast: Tensor, *given: Tensor | float) -> tuple[int, ...]:
+    """A batch of one when every parameter was given as a number, else the shape the parameters broadcast to."""
+    return () if all(is_number(p) for p in given) else broadcast.shape
+
+
+def sum_rightmost(value: Tensor, dim: int) -> Tensor:
+    """`value` summed over its `dim` rightmost dims."""
+    if dim == 0:
+        return value
+    return value.reshape(value.shape[:-dim] + (-1,)).sum(-1)
+
+
+def logits_to_probs(logits: Tensor, is_binary: bool = False) -> Tensor:
+    """Probabilities from log-odds (binary) or from unnormalized log-probabilities along the last dim."""
+    if is_binary:
+        return logits.sigmoid()
+    return logits.softmax(-1)
+
+
+def clamp_probs(probs: Tensor) -> Tensor:
+    """`probs` clamped into [eps, 1 - eps] of its dtype, so that their logs are finite."""
+    eps = float(np.finfo(probs.dtype).eps)
+    return probs.clamp(min=eps, max=1 - eps)
+
+
+def probs_to_logits(probs: Tensor, is_binary: bool = False) -> Tensor:
+    """Log-odds (binary) or log-probabilities of (clamped) probabilities."""
+    clamped = clamp_probs(probs)
+    if is_binary:
+        return clamped.log() - (-clamped).log1p()
+    return clamped.log()
+
+
+class lazy_property:  # noqa: N801 (PyTorch's name)
+    """A parameter derived from another on first use (logits from probs, or back), then stored on the instance.
+    It is computed with grad enabled, so that it keeps its link to the parameter whatever the mode at first use;
+    argument validation skips one not yet computed."""
+
+    def __init__(self, wrapped: Callable[[Any], Any]) -> None:
+        self.wrapped = wrapped
+        self.__doc__ = wrapped.__doc__
+        self.__name__ = wrapped.__name__
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        if instance is None:
+            return self
+        with enable_grad():
+            value = self.wrapped(instance)
+        setattr(instance, self.__name__, value)
+        return value

@@ -1,0 +1,350 @@
+"""`actorgrad.fft`: PyTorch's torch.fft, differentiable. Each transform reads PyTorch's arguments (n or s, dim, norm)
+with its checks and errors and builds a chain of `actorgrad.ops.spectral` steps, recorded as one node named as
+PyTorch names it (FftC2CBackward0, FftR2CBackward0, FftC2RBackward0); fftshift and ifftshift are rolls.
+
+Real inputs to the complex transforms are taken as complex, integer ones as the default float first, as in PyTorch:
+complex64 from float32, complex128 from float64.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from actorgrad.creation import dtype_or, leaf_on
+from actorgrad.ops.operands import SCALAR_NAMES, type_name
+from actorgrad.ops.public_names import check_tensor_arguments
+from actorgrad.ops.shape import roll
+from actorgrad.ops.spectral import BY_N, BY_ROOT_N, C2C, C2R, NO_SCALE, R2C, Complex, Conj, Resize, transform
+from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, float16, float64
+
+__all__ = [
+    "fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifft2", "ifftn", "ifftshift", "ihfft", "irfft",
+    "irfft2", "irfftn", "rfft", "rfft2", "rfftfreq", "rfftn",
+]
+
+_DTYPE_NAMES = {**SCALAR_NAMES, np.dtype(np.complex64): "ComplexFloat", np.dtype(np.complex128): "ComplexDouble"}
+
+
+# -- arguments ----------------------------------------------------------------------------------------------------
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def _int(op: str, name: str, value: Any) -> int:
+    if not _is_int(value):
+        raise TypeError(f"fft_{op}(): argument '{name}' must be int, not {type_name(value)}")
+    return int(value)
+
+
+def _ints(op: str, name: str, value: Any) -> tuple[int, ...] | None:
+    """A `tuple of ints` argument, as PyTorch reads one: None, an int, or a tuple or list of ints."""
+    if value is None or _is_int(value):
+        return value if value is None else (int(value),)
+    if not isinstance(value, tuple | list) or not all(_is_int(v) for v in value):
+        raise TypeError(f"fft_{op}(): argument '{name}' must be tuple of ints, not {type_name(value)}")
+    return tuple(int(v) for v in value)
+
+
+def _scale(op: str, norm: Any, forward: bool) -> int:
+    """PyTorch's normalization for `norm`: "backward" (the default) scales the inverse transform by 1/n, "forward"
+    the forward one, "ortho" both by 1/sqrt(n)."""
+    if norm is None or norm == "backward":
+        return NO_SCALE if forward else BY_N
+    if norm == "ortho":
+        return BY_ROOT_N
+    if norm == "forward":
+        return BY_N if forward else NO_SCALE
+    if not isinstance(norm, str):
+        raise TypeError(f"fft_{op}(): argument 'norm' must be str, not {type_name(norm)}")
+    raise RuntimeError(f'Invalid normalization mode: "{norm}"')
+
+
+def _dim(dim: int, ndim: int) -> int:
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+    return dim % ndim
+
+
+def _points(n: int) -> int:
+    if n < 1:
+        raise RuntimeError(f"Invalid number of data points ({n}) specified")
+    return n
+
+
+def _promoted(input: Tensor) -> Tensor:
+    """Integers and bools as the default float (a new tensor: they carry no gradient); half is refused."""
+    dtype = input._data.dtype
+    if dtype == float16:
+        raise RuntimeError("Unsupported dtype Half")
+    if dtype.kind in "biu":
+        return Tensor(input._data.astype(_DEFAULT_FLOAT), device=input._device)
+    return input
+
+
+def _real_only(op: str, x: Tensor, what: str) -> None:
+    if x._data.dtype.kind == "c":
+        raise RuntimeError(f"{op} expects a {what} input tensor, but got {_DTYPE_NAMES[x._data.dtype]}")
+
+
+def _resized(x: Tensor, dims: tuple[int, ...], sizes: tuple[int, ...]) -> tuple:
+    """The step that crops or zero-pads `dims` to `sizes`, if any differs."""
+    before = tuple(x.shape[d] for d in dims)
+    return () if before == tuple(sizes) else (Resize(dims, before, tuple(sizes)),)
+
+
+def _as_complex(x: Tensor) -> tuple:
+    return () if x._data.dtype.kind == "c" else (Complex(),)
+
+
+def _shape_and_dims(op: str, x: Tensor, s: Any, dim: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The signal sizes and dims of an n-dimensional transform, as PyTorch's canonicalize_fft_shape_and_dim_args
+    reads them: dims default to the last len(s) (or all); a size of -1 is the input's."""
+    s, dim = _ints(op, "s", s), _ints(op, "dim", dim)
+    ndim = x.ndim
+    dims = None if dim is None else tuple(_dim(d, ndim) for d in dim)
+    if dims is not None and len(set(dims)) != len(dims):
+        raise RuntimeError("FFT dims must be unique")
+    if s is not None:
+        if dims is not None and len(dims) != len(s):
+            raise RuntimeError("When given, dim and shape arguments must have the same length")
+        if len(s) > ndim:
+            raise RuntimeError(f"Got shape with {len(s)} values but input tensor only has {ndim} dimensions.")
+        dims = tuple(range(ndim - len(s), ndim)) if dims is None else dims
+        sizes = tuple(x.shape[d] if n == -1 else n for n, d in zip(s, dims))
+    else:
+        dims = tuple(range(ndim)) if dims is None else dims
+        sizes = tuple(x.shape[d] for d in dims)
+    for n in sizes:
+        _points(n)
+    return sizes, dims
+
+
+# -- one-dimensional transforms -----------------------------------------------------------------------------------
+def _one_dim(op: str, input: Tensor, n: Any, dim: Any, norm: Any, forward: bool) -> tuple[Tensor, int, int, int]:
+    """The promoted input, its dim, the signal length (the input's by default) and the scale."""
+    n = None if n is None else _int(op, "n", n)
+    dim = _int(op, "dim", dim)
+    x = _promoted(input)
+    d = _dim(dim, x.ndim)
+    size = _points(x.shape[d] if n is None else n)
+    return x, d, size, _scale(op, norm, forward)
+
+
+def _complex_1d(op: str, input: Tensor, n: Any, dim: Any, norm: Any, forward: bool) -> Tensor:
+    """fft and ifft: a complex transform; a real input's goes through a real one (its gradient is real)."""
+    x, d, size, scale = _one_dim(op, input, n, dim, norm, forward)
+    steps = _resized(x, (d,), (size,))
+    if x._data.dtype.kind == "c":
+        return transform(x, steps + (C2C((d,), scale, forward),))
+    return transform(x, steps + (R2C((d,), scale, False, size),) + (() if forward else (Conj(),)))
+
+
+def _onesided_1d(op: str, input: Tensor, n: Any, dim: Any, norm: Any, forward: bool) -> Tensor:
+    """rfft and ihfft: the n // 2 + 1 bins of a real signal's transform (ihfft's the inverse, conjugated)."""
+    _real_only(op, input, "real")
+    x, d, size, scale = _one_dim(op, input, n, dim, norm, forward)
+    steps = _resized(x, (d,), (size,)) + (R2C((d,), scale, True, size),)
+    return transform(x, steps if forward else steps + (Conj(),))
+
+
+def _hermitian_1d(op: str, input: Tensor, n: Any, dim: Any, norm: Any, forward: bool) -> Tensor:
+    """irfft and hfft: the real signal of length n (2 (m - 1) by default) whose one-sided spectrum is the input's
+    first n // 2 + 1 bins (hfft's the conjugated spectrum of the forward transform)."""
+    n = None if n is None else _int(op, "n", n)
+    dim = _int(op, "dim", dim)
+    x = _promoted(input)
+    d = _dim(dim, x.ndim)
+    size = _points(2 * (x.shape[d] - 1) if n is None else n)
+    scale = _scale(op, norm, forward)
+    steps = _as_complex(x) + (() if n is None else _resized(x, (d,), (size // 2 + 1,)))
+    return transform(x, steps + ((Conj(),) if forward else ()) + (C2R((d,), scale, size),))
+
+
+def fft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
+    """The discrete Fourier transform along `dim`, of the input cropped or zero-padded to `n`."""
+    return _complex_1d("fft", input, n, dim, norm, forward=True)
+
+
+def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
+    """The inverse discrete Fourier transform along `dim`, of the input cropped or zero-padded to `n`."""
+    return _complex_1d("ifft", input, n, dim, norm, forward=False)
+
+
+def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
+    """The first n // 2 + 1 bins of a real input's transform along `dim` (the others mirror them)."""
+    return _onesided_1d("rfft", input, n, dim, norm, forward=True)
+
+
+def irfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
+    """The inverse of rfft: a real signal of length n from its one-sided spectrum along `dim`."""
+    return _hermitian_1d("irfft", input, n, dim, norm, forward=False)
+
+
+def hfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
+    """The (real) transform of a Hermitian-symmetric signal given by its first half along `dim`."""
+    return _hermitian_1d("hfft", input, n, dim, norm, forward=True)
+
+
+def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
+    """The inverse of hfft: the first n // 2 + 1 bins of a real input's inverse transform along `dim`."""
+    return _onesided_1d("ihfft", input, n, dim, norm, forward=False)
+
+
+# -- n-dimensional transforms -------------------------------------------------------------------------------------
+def _complex_nd(op: str, input: Tensor, s: Any, dim: Any, norm: Any, forward: bool) -> Tensor:
+    x = _promoted(input)
+    sizes, dims = _shape_and_dims(op, x, s, dim)
+    scale = _scale(op, norm, forward)
+    return transform(x, _as_complex(x) + _resized(x, dims, sizes) + (C2C(dims, scale, forward),))
+
+
+def _rfftn(op: str, input: Tensor, s: Any, dim: Any, norm: Any) -> Tensor:
+    _real_only("rfftn", input, "real-valued")
+    x = _promoted(input)
+    sizes, dims = _shape_and_dims(op, x, s, dim)
+    if not dims:
+        raise RuntimeError("rfftn must transform at least one axis")
+    scale = _scale(op, norm, forward=True)
+    return transform(x, _resized(x, dims, sizes) + (R2C(dims, scale, True, sizes[-1]),))
+
+
+def _irfftn(op: str, input: Tensor, s: Any, dim: Any, norm: Any) -> Tensor:
+    """The last dim's output length is s[-1], or 2 (m - 1) when s is not given or its last is -1."""
+    x = _promoted(input)
+    sizes, dims = _shape_and_dims(op, x, s, dim)
+    if not dims:
+        raise RuntimeError("irfftn must transform at least one axis")
+    last = sizes[-1] if s is not None and _ints(op, "s", s)[-1] != -1 else 2 * (x.shape[dims[-1]] - 1)
+    _points(last)
+    scale = _scale(op, norm, forward=False)
+    steps = _as_complex(x) + _resized(x, dims, sizes[:-1] + (last // 2 + 1,))
+    return transform(x, steps + (C2R(dims, scale, last),))
+
+
+def fft2(
+    input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] = (-2, -1), norm: str | None = None
+) -> Tensor:
+    """fftn over two dims, the last two by default."""
+    return _complex_nd("fft2", input, s, dim, norm, forward=True)
+
+
+def ifft2(
+    input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] = (-2, -1), norm: str | None = None
+) -> Tensor:
+    """ifftn over two dims, the last two by default."""
+    return _complex_nd("ifft2", input, s, dim, norm, forward=False)
+
+
+def fftn(
+    input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] | None = None, norm: str | None = None
+) -> Tensor:
+    """The transform over `dim` (the last len(s) dims, or all), of the input cropped or zero-padded to `s`."""
+    return _complex_nd("fftn", input, s, dim, norm, forward=True)
+
+
+def ifftn(
+    input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] | None = None, norm: str | None = None
+) -> Tensor:
+    """The inverse transform over `dim` (the last len(s) dims, or all), of the input cropped or zero-padded to s."""
+    return _complex_nd("ifftn", input, s, dim, norm, forward=False)
+
+
+def rfft2(
+    input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] = (-2, -1), norm: str | None = None
+) -> Tensor:
+    """rfftn over two dims, the last two by default."""
+    return _rfftn("rfft2", input, s, dim, norm)
+
+
+def irfft2(
+    input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] = (-2, -1), norm: str | None = None
+) -> Tensor:
+    """irfftn over two dims, the last two by default."""
+    return _irfftn("irfft2", input, s, dim, norm)
+
+
+def rfftn(
+    input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] | None = None, norm: str | None = None
+) -> Tensor:
+    """The transform of a real input over `dim`, one-sided (s[-1] // 2 + 1 bins) along the last of them."""
+    return _rfftn("rfftn", input, s, dim, norm)
+
+
+def irfftn(
+    input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] | None = None, norm: str | None = None
+) -> Tensor:
+    """The inverse of rfftn: a real signal of shape `s` over `dim` from its one-sided spectrum."""
+    return _irfftn("irfftn", input, s, dim, norm)
+
+
+# -- frequencies and shifts ---------------------------------------------------------------------------------------
+def _frequencies(op: str, n: Any, bins: Any, d: float, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+    """`bins` (integer frequencies) times 1 / (n d), as PyTorch multiplies: 1 / (n d) rounded to the dtype, the
+    product in float32 (float64 for float64) rounded to the dtype."""
+    resolved = dtype_or(dtype, _DEFAULT_FLOAT)
+    if resolved.kind == "c":
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{_DTYPE_NAMES[resolved]}'")
+    if resolved.kind != "f":
+        raise RuntimeError(f"{op} requires a floating point or complex dtype")
+    compute = resolved if resolved == float64 else np.dtype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):  # d = 0 or n = 0: inf and NaN, as in PyTorch
+        step = np.float64(1.0) / np.float64(n * float(d))
+        data = (bins.astype(compute) * compute.type(resolved.type(step))).astype(resolved)
+    return leaf_on(data, requires_grad, device)
+
+
+def _count(op: str, n: Any) -> int:
+    if not _is_int(n):
+        raise TypeError(f"fft_{op}(): argument 'n' (position 1) must be int, not {type_name(n)}")
+    return int(n)
+
+
+def _bins(count: int) -> np.ndarray:
+    """0, 1, ..., count - 1, with PyTorch's error for a negative count."""
+    if count < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {count}: [{count}]")
+    return np.arange(count)
+
+
+def fftfreq(
+    n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """The sample frequencies of an n-point transform with sample spacing d: 0, 1, ..., -(n // 2), ..., -1
+    over n d."""
+    n = _count("fftfreq", n)
+    bins = _bins(n)
+    bins[(n + 1) // 2:] -= n
+    return _frequencies("fftfreq", n, bins, d, dtype, device, requires_grad)
+
+
+def rfftfreq(
+    n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """The sample frequencies of rfft's n // 2 + 1 bins: 0, 1, ..., n // 2 over n d."""
+    n = _count("rfftfreq", n)
+    half = n // 2 if n >= 0 else -(-n // 2)  # PyTorch's n / 2 rounds toward zero
+    return _frequencies("rfftfreq", n, _bins(half + 1), d, dtype, device, requires_grad)
+
+
+def _shifted(op: str, input: Tensor, dim: Any, forward: bool) -> Tensor:
+    dims = tuple(range(input.ndim)) if dim is None else tuple(_dim(d, input.ndim) for d in _ints(op, "dim", dim))
+    if not dims:
+        raise RuntimeError("`shifts` required")
+    return roll(input, tuple((input.shape[d] + (not forward)) // 2 for d in dims), dims)
+
+
+def fftshift(input: Tensor, dim: int | tuple[int, ...] | None = None) -> Tensor:
+    """The zero frequency moved to the middle of `dim` (all dims by default): a roll by n // 2."""
+    return _shifted("fftshift", input, dim, forward=True)
+
+
+def ifftshift(input: Tensor, dim: int | tuple[int, ...] | None = None) -> Tensor:
+    """The inverse of fftshift: a roll by (n + 1) // 2."""
+    return _shifted("ifftshift", input, dim, forward=False)
+
+
+check_tensor_arguments(globals(), __all__, "fft_")

@@ -1,0 +1,367 @@
+"""actorgrad.fft: PyTorch's torch.fft. Values against numpy.fft; gradients against finite differences of the real
+and imaginary parts (PyTorch's convention: dL/d(re z) + i dL/d(im z) for a real loss L), against gradcheck and
+gradgradcheck through real-to-real compositions, and against PyTorch's own, computed offline; node names; errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import actorgrad as ag
+from actorgrad.autograd import gradcheck, gradgradcheck
+
+F = ag.fft
+RNG = np.random.default_rng(7)
+NORMS = [None, "backward", "ortho", "forward"]
+
+
+def _signal(shape: tuple[int, ...], complex_: bool, dtype: Any = np.float64) -> np.ndarray:
+    x = RNG.standard_normal(shape)
+    if complex_:
+        x = x + 1j * RNG.standard_normal(shape)
+    return x.astype(np.result_type(dtype, np.complex64) if complex_ else dtype)
+
+
+def _numpy_reference(name: str, x: np.ndarray, kw: dict) -> np.ndarray:
+    """numpy.fft's answer for torch.fft's arguments (numpy's norms mean what PyTorch's do)."""
+    kernel = getattr(np.fft, name)
+    if "s" not in kw and name[-1] not in "2n":
+        return kernel(x, n=kw.get("n"), axis=kw.get("dim", -1), norm=kw.get("norm"))
+    s, dim = kw.get("s"), kw.get("dim", (-2, -1) if name.endswith("2") else None)
+    if dim is None and s is not None:
+        dim = tuple(range(x.ndim - len(s), x.ndim))
+    return kernel(x, s=s, axes=dim, norm=kw.get("norm"))
+
+
+ONE_DIM_CASES = [
+    (name, {"n": n, "dim": dim, "norm": norm}, complex_)
+    for name, complex_ in [("fft", False), ("fft", True), ("ifft", False), ("ifft", True), ("rfft", False),
+                           ("ihfft", False), ("irfft", True), ("irfft", False), ("hfft", True), ("hfft", False)]
+    for n, dim in [(None, -1), (None, 0), (3, -1), (8, -1), (7, 0), (1, 1)]
+    for norm in NORMS
+]
+MANY_DIM_CASES = [
+    (name, kw | {"norm": norm}, complex_)
+    for name, complex_ in [("fftn", True), ("fftn", False), ("ifftn", True), ("ifftn", False), ("rfftn", False),
+                           ("irfftn", True), ("irfftn", False), ("fft2", True), ("ifft2", False), ("rfft2", False),
+                           ("irfft2", True)]
+    for kw in [{}, {"s": (3, 6)}, {"s": (5,)}, {"dim": (0, 2)}, {"dim": (2, 0)}, {"s": (2, 4, 7), "dim": (1, 2, 0)},
+               {"dim": (1,)}]
+    if not name.endswith("2") or len(kw.get("s", kw.get("dim", (-2, -1)))) == 2  # fft2 and its kin take two dims
+    for norm in NORMS
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(("name", "kw", "complex_"), ONE_DIM_CASES + MANY_DIM_CASES)
+def test_the_transforms_give_numpys_values_and_pytorchs_dtypes(name, kw, complex_, dtype):
+    data = _signal((4, 5, 3) if name[-1] in "2n" else (4, 6), complex_, dtype)
+    out = getattr(F, name)(ag.tensor(data), **kw)
+    expected = _numpy_reference(name, data.astype(np.result_type(data, np.float64)), kw)
+    wide = np.result_type(data.dtype, np.complex64) if expected.dtype.kind == "c" else np.dtype(dtype)
+    assert out.dtype == wide and out.shape == expected.shape
+    tolerance = 1e-12 if dtype == np.float64 else 2e-5
+    np.testing.assert_allclose(out.numpy(), expected, rtol=tolerance, atol=tolerance * np.abs(expected).max())
+
+
+def test_integer_inputs_are_taken_as_the_default_float():
+    out = F.fft(ag.tensor([1, 2, 3, 4]))
+    assert out.dtype == np.complex64
+    np.testing.assert_allclose(out.numpy(), np.fft.fft([1.0, 2.0, 3.0, 4.0]), rtol=1e-6)
+    assert F.irfft(ag.tensor([True, False, True])).dtype == ag.float32
+
+
+def test_a_size_of_minus_one_in_s_is_the_inputs():
+    x = ag.tensor(_signal((3, 4), True))
+    np.testing.assert_array_equal(F.fftn(x, s=(-1, 6)).numpy(), F.fftn(x, s=(3, 6)).numpy())
+    assert F.irfftn(x, s=(2, -1)).shape == (2, 6)
+
+
+def test_fftn_over_no_dims_is_the_input_as_complex():
+    x = ag.tensor(_signal((3, 4), False), requires_grad=True)
+    out = F.fftn(x, dim=())
+    np.testing.assert_array_equal(out.detach().numpy(), x.detach().numpy().astype(np.complex128))
+    assert out.grad_fn.name() == "FftC2CBackward0"
+    assert F.fftn(ag.tensor(2.0)).shape == ()
+
+
+# -- gradients ----------------------------------------------------------------------------------------------------
+def _loss_weights(shape: tuple[int, ...], complex_: bool) -> np.ndarray:
+    """The output gradient w of the real loss sum(re(w) re(out) + im(w) im(out))."""
+    return _signal(shape, complex_)
+
+
+def _numerical_gradient(f: Callable[[np.ndarray], float], x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """dL/d(re x) + i dL/d(im x) (only the first for a real x), by central differences."""
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        for step in (1, 1j) if np.iscomplexobj(x) else (1,):
+            up, down = x.copy(), x.copy()
+            up[i] += eps * step
+            down[i] -= eps * step
+            grad[i] += step * (f(up) - f(down)) / (2 * eps)
+    return grad
+
+
+GRADIENT_CASES = [
+    ("fft", {"n": 7, "norm": "ortho"}, True), ("fft", {"n": 3, "dim": 0}, False), ("fft", {}, False),
+    ("ifft", {"n": 6}, True), ("ifft", {"norm": "forward"}, False), ("ifft", {"n": 2, "dim": 0}, False),
+    ("rfft", {}, False), ("rfft", {"n": 8, "norm": "forward"}, False), ("rfft", {"n": 3, "dim": 0}, False),
+    ("irfft", {}, True), ("irfft", {"n": 7, "norm": "ortho"}, True), ("irfft", {"n": 4, "dim": 0}, True),
+    ("irfft", {"n": 9}, False), ("hfft", {}, True), ("hfft", {"n": 5, "norm": "forward"}, True),
+    ("hfft", {"n": 6, "dim": 0}, False), ("ihfft", {}, False), ("ihfft", {"n": 7, "norm": "ortho"}, False),
+    ("fft2", {"s": (2, 7)}, True), ("fft2", {}, False), ("ifft2", {"norm": "ortho"}, True),
+    ("ifft2", {"s": (4, 3)}, False), ("rfft2", {"s": (5, 4)}, False), ("rfft2", {"norm": "forward"}, False),
+    ("irfft2", {}, True), ("irfft2", {"s": (2, 5)}, True), ("irfft2", {"s": (3, 4), "norm": "ortho"}, False),
+    ("fftn", {"dim": (1, 0), "norm": "forward"}, True), ("fftn", {"s": (5,)}, False),
+    ("ifftn", {"s": (2, 6)}, True), ("ifftn", {"dim": (0,)}, False), ("rfftn", {"dim": (1, 0)}, False),
+    ("rfftn", {"s": (3, 3), "norm": "ortho"}, False), ("irfftn", {"s": (4, 3), "dim": (1, 0)}, True),
+    ("irfftn", {"s": (5,)}, True), ("irfftn", {"dim": (0,), "norm": "forward"}, False),
+]
+
+
+@pytest.mark.parametrize(("name", "kw", "complex_"), GRADIENT_CASES)
+def test_the_gradient_is_that_of_a_real_loss_by_its_real_and_imaginary_parts(name, kw, complex_):
+    data = _signal((3, 5), complex_)
+    x = ag.tensor(data, requires_grad=True)
+    out = getattr(F, name)(x, **kw)
+    w = _loss_weights(out.shape, out.dtype.kind == "c")
+    out.backward(ag.tensor(w))
+
+    def loss(values: np.ndarray) -> float:
+        with ag.no_grad():
+            y = getattr(F, name)(ag.tensor(values), **kw).numpy()
+        return float(np.sum(w.real * y.real + w.imag * y.imag))
+
+    assert x.grad.dtype == x.dtype and len(out.grad_fn.next_functions) == 1
+    assert isinstance(out.grad_fn.next_functions[0][0], ag.AccumulateGrad)  # one node per transform
+    np.testing.assert_allclose(x.grad.numpy(), _numerical_gradient(loss, data), rtol=1e-7, atol=1e-8)
+
+
+def test_float32_gradients_stay_float32():
+    for data in (_signal((4,), False, np.float32), _signal((4,), True, np.float32)):
+        x = ag.tensor(data, requires_grad=True)
+        out = F.irfft(F.fft(x), n=6)
+        out.sum().backward()
+        assert out.dtype == ag.float32 and x.grad.dtype == x.dtype
+
+
+# Real functions of real inputs through every transform: gradcheck (forward mode too), and gradgradcheck (the
+# recorded backward).
+COMPOSITIONS = {
+    "fft of a real input": lambda x: F.irfft(F.fft(x, n=7, norm="ortho"), n=6),
+    "fft of a complex input": lambda x: F.irfft(F.fft(F.rfft(x), n=4, dim=0, norm="forward")),
+    "ifft": lambda x: F.hfft(F.ifft(F.ifft(x, n=4, dim=0)), n=7),
+    "rfft and irfft": lambda x: F.irfft(F.rfft(x, n=8), n=5, norm="forward"),
+    "irfft of a real input": lambda x: F.irfft(x, n=9, dim=0),
+    "hfft and ihfft": lambda x: F.hfft(F.ihfft(x, n=6, norm="ortho"), n=5),
+    "hfft of a real input": lambda x: F.hfft(x, norm="forward"),
+    "fft2 and ifft2": lambda x: F.irfft2(F.ifft2(F.fft2(x, s=(4, 6)), norm="ortho")),
+    "rfft2 and irfft2": lambda x: F.irfft2(F.rfft2(x, s=(2, 7)), s=(3, 4)),
+    "fftn and ifftn": lambda x: F.irfftn(F.ifftn(F.fftn(x, dim=(1, 0)), s=(2,), dim=(0,)), s=(4,)),
+    "rfftn and irfftn": lambda x: F.irfftn(F.rfftn(x, dim=(1, 0), norm="ortho"), s=(5, 3), dim=(1, 0)),
+    "fftshift and ifftshift": lambda x: F.irfft(F.ifftshift(F.fftshift(F.rfft(x), dim=1)), n=5) + F.fftshift(x),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPOSITIONS))
+def test_real_compositions_pass_gradcheck_and_gradgradcheck(name):
+    x = ag.tensor(RNG.standard_normal((3, 5)), requires_grad=True)
+    assert gradcheck(COMPOSITIONS[name], (x,), check_forward_ad=True)
+    assert gradgradcheck(COMPOSITIONS[name], (x,))
+
+
+X = np.round(np.sin(np.arange(10) * 1.7 + 0.3), 3).reshape(2, 5)
+Z = X + 1j * np.round(np.cos(np.arange(10) * 0.9), 3).reshape(2, 5)
+
+
+def _reference_weights(shape: tuple[int, ...], complex_: bool) -> np.ndarray:
+    size = int(np.prod(shape))
+    w = np.round(np.cos(np.arange(size) * 1.3), 3).reshape(shape)
+    return w + 1j * np.round(np.sin(np.arange(size) * 0.4 + 1), 3).reshape(shape) if complex_ else w
+
+
+# torch.fft's gradients of X or Z for the output gradient _reference_weights(out.shape), by torch 2.13 (CPU).
+TORCH_GRADIENTS = [  # (function, input, keywords, the gradient's real and imaginary parts)
+    ("fft", "Z", {"n": 6, "dim": 1, "norm": "ortho"}, [0.461320568224, 0.577440639807, -0.1993418455,
+     0.0383753393036, 0.0736013720376, -0.0253113940088, -0.62738548086, 0.416378195959, 0.35191002638,
+     0.468704097767], [1.74117895883, -0.780663698527, 0.357001555654, 0.162074571314, -0.0785762215573,
+     -1.82323686521, -0.404582735261, 0.387276300371, 0.119208500815, -0.0949705243985]),
+    ("fft", "X", {"n": 4}, [-0.316, 1.68, 0.602, 2.034, 0, 0.552, -0.338, 0.494, 1.168, 0], None),
+    ("ifft", "Z", {"n": 3, "dim": 0}, [0.961333333333, 0.053, -0.933, -0.552333333333, 0.637666666667,
+     0.336875981388, 0.256245044586, -0.00443524478544, -0.314598014529, -0.461343059114], [0.00766666666667,
+     -0.0146666666667, -0.0343333333333, -0.049, -0.0553333333333, 0.396459407245, 0.437479504261, 0.490887610475,
+     0.483636950708, 0.328390586587]),
+    ("ifft", "X", {"norm": "forward"}, [0.153, 3.05172826798, 0.0331854916647, -0.202406311576, 1.96449255193, 0.17,
+     3.26944044918, 0.129274247392, -0.243747396518, 1.56003269994], None),
+    ("rfft", "X", {"n": 7}, [-0.316, -0.0589862423091, 1.35408224051, -0.0669526220204, 0.840274122279, 0.552,
+     2.32513204758, -1.11514354361, 0.168701126278, -0.501957704778], None),
+    ("irfft", "Z", {"n": 7, "norm": "ortho"}, [0.447509936043, 1.06207012541, 0.499077622461, 0.637093627151, 0,
+     -0.559387420054, -1.60460929196, 0.0267614874038, -0.370937018284, 0], [0, 1.61767188358, -1.46475674889,
+     -0.273084865316, 0, 0, -1.44784850168, 1.31110295844, 0.245254456762, 0]),
+    ("irfft", "Z", {}, [0.0295, -0.0320058800165, 0.568, 0.297505880016, 0.137, 0.1325, 0.457560749906, -0.8145,
+     -0.241060749906, -0.0955], [0, 0.314017027305, -0.7295, -0.141482972695, 0, 0, -0.0383566017178, 0.089,
+     0.0171433982822, 0]),
+    ("irfft", "X", {"n": 4, "dim": 0}, [0.92, -0.053, -0.94825, -0.4545, 0.70525, 0.0465, 0.2145, 0.0685, -0.178,
+     -0.1635], None),
+    ("hfft", "Z", {"n": 6, "norm": "forward"}, [0.188333333333, 0.847333333333, -0.0513333333333, 0.0156666666667,
+     0, -0.0103333333333, -0.440666666667, 0.361333333333, 0.143666666667, 0], [0, -0.587742574035, 0.17782388291,
+     0, 0, 0, -0.650673753377, 0.196876441794, 0, 0]),
+    ("ihfft", "X", {"n": 6}, [-0.0526666666667, 0.664090627669, 0.0964210465736, 0.100333333333, 0.0932456200931,
+     0.092, 0.296484513094, -0.108447985783, 0.0823333333333, -0.223052014217], None),
+    ("fft2", "Z", {"s": (3, 4)}, [1.068, 0.095, 0.956, 1.513, 0, -3.94122804262, 0.913654273188, -0.263490196009,
+     2.66689092363, 0], [-0.201, 4.454, 0.689, -3.002, 0, 5.27001288694, -0.14978290796, 0.237560105999,
+     2.28623457861, 0]),
+    ("ifft2", "X", {"norm": "ortho"}, [0.102141568423, 1.99892906204, 0.0513742803496, -0.141086190411,
+     1.11455274667, -0.00537587202229, -0.0688466366976, -0.030385932563, 0.0130731989361, 0.127901435439], None),
+    ("rfft2", "X", {"s": (2, 6)}, [0.236, 2.56954915542, -0.778838364744, 1.096, -0.0721616352559, -0.868,
+     -1.38663668745, 1.89778580586, 0.108, 1.22921419414], None),
+    ("irfft2", "Z", {"s": (3, 5)}, [0.0333333333333, 0.950568391904, -0.022568391904, 0, 0, -0.00136666666667,
+     -0.02972163307, -0.00431615084781, 0, 0], [0, 0.31192051836, -0.00735082787841, 0, 0, 0.000404145188433,
+     -0.126192395496, 0.00594764597889, 0, 0]),
+    ("fftn", "Z", {"dim": (1, 0), "norm": "forward"}, [0.0323, 0.352452525187, -0.0446153708094, 0.0162459739057,
+     0.632116871716, -0.0017, 0.0404459851991, 0.00413410849424, -0.00960887557274, -0.0217712181206], [0.1531,
+     -0.0243037546394, 0.0895794013352, 0.084625358412, 0.187998994892, 0.6717, -0.0568856573129, -0.052941489717,
+     -0.0503297598624, -0.161543093108]),
+    ("ifftn", "Z", {"s": (4,), "dim": (0,)}, [0.92, -0.053, -0.94825, -0.4545, 0.70525, -0.10575, -0.1815, -0.3685,
+     -0.54225, -0.51375], [0.17, 0.21375, 0.224, 0.1985, 0.142, 0.40475, 0.33325, 0.34825, 0.32275, 0.116]),
+    ("rfftn", "X", {"s": (3, 5), "norm": "ortho"}, [-0.0839146391678, -0.0952898927239, 0.0185388745681,
+     0.169034928786, 0.415076907723, -0.51591015001, -0.485217692639, 0.363312329839, -0.262670019109,
+     1.4356659514], None),
+    ("irfftn", "Z", {"s": (3, 4), "dim": (1, 0)}, [0.089, 0.0775, 0.0775, 0, 0, 0.310833333333, 0.308703676961,
+     -0.146537010295, 0, 0], [0, -0.093675081176, 0.093675081176, 0, 0, 0.112166666667, 0.0693226024803,
+     0.505510730853, 0, 0]),
+]
+
+
+@pytest.mark.parametrize(("name", "which", "kw", "real", "imag"), TORCH_GRADIENTS)
+def test_the_gradients_are_pytorchs(name, which, kw, real, imag):
+    x = ag.tensor({"X": X, "Z": Z}[which], requires_grad=True)
+    out = getattr(F, name)(x, **kw)
+    out.backward(ag.tensor(_reference_weights(out.shape, out.dtype.kind == "c")))
+    expected = np.array(real) if imag is None else np.array(real) + 1j * np.array(imag)
+    np.testing.assert_allclose(x.grad.numpy().ravel(), expected, rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize(("call", "node"), [
+    (lambda x, z: F.fft(z), "FftC2CBackward0"),
+    (lambda x, z: F.fft(x), "FftR2CBackward0"),
+    (lambda x, z: F.ifft(x), "FftR2CBackward0"),
+    (lambda x, z: F.rfft(x), "FftR2CBackward0"),
+    (lambda x, z: F.ihfft(x), "FftR2CBackward0"),
+    (lambda x, z: F.irfft(z), "FftC2RBackward0"),
+    (lambda x, z: F.hfft(x), "FftC2RBackward0"),
+    (lambda x, z: F.fftn(x), "FftC2CBackward0"),
+    (lambda x, z: F.ifft2(z), "FftC2CBackward0"),
+    (lambda x, z: F.rfftn(x), "FftR2CBackward0"),
+    (lambda x, z: F.irfft2(z), "FftC2RBackward0"),
+    (lambda x, z: F.fftshift(z), "RollBackward0"),
+])
+def test_each_transform_records_one_node_named_as_pytorchs(call, node):
+    x, z = ag.tensor(X, requires_grad=True), ag.tensor(Z, requires_grad=True)
+    out = call(x, z)
+    assert out.grad_fn.name() == node
+    assert isinstance(out.grad_fn.next_functions[0][0], ag.AccumulateGrad)
+
+
+X2 = ag.tensor(X)
+Z2 = ag.tensor(Z)
+
+
+@pytest.mark.parametrize(("call", "error", "text"), [
+    (lambda: F.fft(X2, norm="bad"), RuntimeError, 'Invalid normalization mode: "bad"'),
+    (lambda: F.irfftn(Z2, norm="Ortho"), RuntimeError, 'Invalid normalization mode: "Ortho"'),
+    (lambda: F.fft(X2, norm=1), TypeError, "fft_fft(): argument 'norm' must be str, not int"),
+    (lambda: F.fft(X2, n=0), RuntimeError, "Invalid number of data points (0) specified"),
+    (lambda: F.rfft(X2, n=-1), RuntimeError, "Invalid number of data points (-1) specified"),
+    (lambda: F.irfft(Z2[:, :1]), RuntimeError, "Invalid number of data points (0) specified"),
+    (lambda: F.fftn(X2, s=(0, 3)), RuntimeError, "Invalid number of data points (0) specified"),
+    (lambda: F.fft(X2, n=2.0), TypeError, "fft_fft(): argument 'n' must be int, not float"),
+    (lambda: F.fft(X2, dim=(0,)), TypeError, "fft_fft(): argument 'dim' must be int, not tuple"),
+    (lambda: F.fftn(X2, s=[2.0]), TypeError, "fft_fftn(): argument 's' must be tuple of ints, not list"),
+    (lambda: F.fft([1.0]), TypeError, "fft_fft(): argument 'input' (position 1) must be Tensor, not list"),
+    (lambda: F.fft(X2, dim=2), IndexError, "Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
+    (lambda: F.fft(ag.tensor(1.0)), IndexError, "Dimension specified as -1 but tensor has no dimensions"),
+    (lambda: F.fft2(X2[0]), IndexError, "Dimension out of range (expected to be in range of [-1, 0], but got -2)"),
+    (lambda: F.fftn(X2, dim=(1, -1)), RuntimeError, "FFT dims must be unique"),
+    (lambda: F.fftn(X2, s=(2,), dim=(0, 1)), RuntimeError,
+     "When given, dim and shape arguments must have the same length"),
+    (lambda: F.fftn(X2, s=(2, 3, 4)), RuntimeError, "Got shape with 3 values but input tensor only has 2 dimensions."),
+    (lambda: F.rfft(Z2), RuntimeError, "rfft expects a real input tensor, but got ComplexDouble"),
+    (lambda: F.ihfft(ag.tensor(Z.astype(np.complex64))), RuntimeError,
+     "ihfft expects a real input tensor, but got ComplexFloat"),
+    (lambda: F.rfft2(Z2), RuntimeError, "rfftn expects a real-valued input tensor, but got ComplexDouble"),
+    (lambda: F.rfftn(X2, dim=()), RuntimeError, "rfftn must transform at least one axis"),
+    (lambda: F.irfft2(Z2, dim=()), RuntimeError, "irfftn must transform at least one axis"),
+    (lambda: F.fft(ag.ones(3, dtype=ag.float16)), RuntimeError, "Unsupported dtype Half"),
+    (lambda: F.fftshift(X2, dim=()), RuntimeError, "`shifts` required"),
+    (lambda: F.fftshift(X2, dim=1.0), TypeError, "fft_fftshift(): argument 'dim' must be tuple of ints, not float"),
+    (lambda: F.fftfreq(5.0), TypeError, "fft_fftfreq(): argument 'n' (position 1) must be int, not float"),
+    (lambda: F.fftfreq(-1), RuntimeError, "Trying to create tensor with negative dimension -1: [-1]"),
+    (lambda: F.rfftfreq(5, dtype=ag.int64), RuntimeError, "rfftfreq requires a floating point or complex dtype"),
+])
+def test_bad_arguments_get_pytorchs_errors(call, error, text):
+    with pytest.raises(error) as caught:
+        call()
+    assert str(caught.value) == text
+
+
+# -- frequencies and shifts ---------------------------------------------------------------------------------------
+def test_fftfreq_and_rfftfreq_give_pytorchs_values():
+    np.testing.assert_allclose(F.fftfreq(5, 0.1).numpy(), [0, 2, 4, -4, -2], rtol=1e-7)
+    np.testing.assert_allclose(F.rfftfreq(6, 2.0, dtype=ag.float64).numpy(), [0, 1 / 12, 1 / 6, 1 / 4], rtol=1e-15)
+    np.testing.assert_allclose(F.fftfreq(6, 2.0, dtype=ag.float64).numpy(),
+                               [0, 1 / 12, 1 / 6, -1 / 4, -1 / 6, -1 / 12], rtol=1e-15)
+    # PyTorch rounds 1 / (n d) to the dtype before multiplying: float16's values at 15 and 23 of 64 show it
+    halves = F.fftfreq(64, 0.37, dtype=ag.float16).numpy()
+    assert halves.dtype == np.float16 and halves[15] == np.float16(0.634) and halves[23] == np.float16(0.9717)
+    assert F.fftfreq(4).dtype == ag.float32 and F.rfftfreq(0).shape == (1,) and F.rfftfreq(-3).shape == (0,)
+    made = F.fftfreq(4, requires_grad=True)
+    assert made.requires_grad and made.grad_fn is None
+
+
+@pytest.mark.parametrize("dim", [None, 0, 1, (1, 0), (-1,)])
+@pytest.mark.parametrize("complex_", [False, True])
+def test_fftshift_and_ifftshift_are_numpys_and_undo_each_other(dim, complex_):
+    data = _signal((4, 5), complex_)
+    x = ag.tensor(data)
+    shifted = F.fftshift(x, dim)
+    np.testing.assert_array_equal(shifted.numpy(), np.fft.fftshift(data, dim))
+    np.testing.assert_array_equal(F.ifftshift(x, dim).numpy(), np.fft.ifftshift(data, dim))
+    np.testing.assert_array_equal(F.ifftshift(shifted, dim).numpy(), data)
+
+
+# -- the CUDA path ------------------------------------------------------------------------------------------------
+DEVICE_CASES = {
+    "fft": (lambda x: F.irfft(F.fft(x, n=7, norm="ortho"), n=5), True),
+    "ifft": (lambda x: F.hfft(F.ifft(x, dim=0), n=4), True),
+    "rfft and irfft": (lambda x: F.irfft(F.rfft(x, n=8), n=6, norm="forward"), False),
+    "hfft and ihfft": (lambda x: F.hfft(F.ihfft(x), n=6), False),
+    "fftn and irfftn": (lambda x: F.irfftn(F.ifftn(F.fftn(x, s=(4, 5)), dim=(0,)), s=(3, 6)), True),
+    "rfft2, fft2 and irfft2": (lambda x: F.irfft2(F.fft2(F.rfft2(x, norm="ortho")), s=(2, 6)), False),
+    "shifts and frequencies": (
+        lambda x: F.irfft(F.ifftshift(F.fftshift(F.rfft(x)), dim=1)) * F.rfftfreq(10, device=x.device)[:6], False),
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(DEVICE_CASES))
+def test_the_transforms_give_the_cpus_values_and_gradients_on_cuda(name):
+    pytest.importorskip("cupy")
+    cuda = ag.device("cuda:0")
+    f, complex_ = DEVICE_CASES[name]
+    data = _signal((3, 6), complex_)
+    results = []
+    for device in (None, cuda):
+        x = ag.tensor(data, device=device, requires_grad=True)
+        y = f(x)
+        (y * y).sum().backward()
+        assert y.device == x.device and x.grad.device == x.device and x.grad.dtype == x.dtype
+        results.append((y.detach().cpu().numpy(), x.grad.cpu().numpy()))
+    for got, expected in zip(results[1], results[0], strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    x = ag.tensor(data.real, device=cuda, requires_grad=True)
+    assert gradgradcheck(lambda x: F.irfft(F.fft(x, n=5), n=4), (x,))
