@@ -122,6 +122,33 @@ def test_embedding_looks_up_rows_and_accumulates_their_gradients():
     np.testing.assert_allclose(layer.weight.grad.numpy(), expected, rtol=1e-12)
 
 
+def test_embedding_max_norm_scales_the_rows_it_reads_in_place_first():
+    weight = np.arange(12.0).reshape(4, 3)
+    layer = nn.Embedding.from_pretrained(ag.tensor(weight), max_norm=2.0)
+    out = layer(ag.tensor([0, 3, 3]))
+    norms = np.linalg.norm(weight, axis=1)
+    scaled = weight * np.where(norms > 2.0, 2.0 / (norms + 1e-7), 1.0)[:, None]  # PyTorch's embedding_renorm_
+    np.testing.assert_allclose(out.numpy(), scaled[[0, 3, 3]], rtol=1e-12)
+    np.testing.assert_allclose(layer.weight.numpy()[[0, 3]], scaled[[0, 3]], rtol=1e-12)
+    np.testing.assert_array_equal(layer.weight.numpy()[[1, 2]], weight[[1, 2]])  # rows not read stay
+    assert not layer.weight.requires_grad  # from_pretrained freezes by default
+    unit = nn.Embedding(5, 4, max_norm=1.0, norm_type=1.0, dtype=ag.float64)
+    assert np.all(np.abs(unit(ag.tensor([1, 4])).detach().numpy()).sum(axis=1) <= 1.0 + 1e-9)
+
+
+def test_embedding_takes_pytorchs_arguments_and_repr():
+    layer = nn.Embedding(10, 3, 2, 1.0, 1.0, True, True)
+    assert repr(layer) == (
+        "Embedding(10, 3, padding_idx=2, max_norm=1.0, norm_type=1.0, scale_grad_by_freq=True, sparse=True)"
+    )
+    with pytest.raises(NotImplementedError, match="sparse are not supported"):
+        layer(ag.tensor([1]))
+    with pytest.raises(AssertionError, match="Shape of weight does not match num_embeddings and embedding_dim"):
+        nn.Embedding(3, 2, _weight=ag.ones(2, 2))
+    with pytest.raises(AssertionError, match="Embeddings parameter is expected to be 2-dimensional"):
+        nn.Embedding.from_pretrained(ag.ones(3))
+
+
 # -- LayerNorm ---------------------------------------------------------------------------------------------------
 def layer_norm_reference(x, shape, eps):
     axes = tuple(range(x.ndim - len(shape), x.ndim))

@@ -254,18 +254,24 @@ class ConvTranspose3d(_ConvTransposeNd):
 
 
 class Embedding(Module):
-    """A lookup table of `num_embeddings` vectors; the row at `padding_idx` starts at zero and gets no gradient."""
+    """A lookup table of `num_embeddings` vectors; the row at `padding_idx` starts at zero and gets no gradient.
+    With max_norm, each lookup first scales the rows it reads down to that norm, in place (as PyTorch's)."""
 
     def __init__(
         self,
         num_embeddings: int,
         embedding_dim: int,
         padding_idx: int | None = None,
-        dtype: Any = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+        _weight: Tensor | None = None,
+        _freeze: bool = False,
         device: Any = None,
+        dtype: Any = None,
     ) -> None:
         super().__init__()
-        factory = {"dtype": dtype, "device": device}
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise AssertionError("Padding_idx must be within num_embeddings")
@@ -273,8 +279,18 @@ class Embedding(Module):
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = padding_idx
-        self.weight = Parameter(empty(num_embeddings, embedding_dim, **factory))
-        self.reset_parameters()
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.sparse = sparse
+        if _weight is None:
+            self.weight = Parameter(empty(num_embeddings, embedding_dim, dtype=dtype, device=device),
+                                    requires_grad=not _freeze)
+            self.reset_parameters()
+        else:
+            if list(_weight.shape) != [num_embeddings, embedding_dim]:
+                raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
@@ -283,11 +299,28 @@ class Embedding(Module):
             bump_version(self.weight)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self) -> str:
         text = f"{self.num_embeddings}, {self.embedding_dim}"
-        return text if self.padding_idx is None else f"{text}, padding_idx={self.padding_idx}"
+        for name, default in (("padding_idx", None), ("max_norm", None), ("norm_type", 2),
+                              ("scale_grad_by_freq", False), ("sparse", False)):
+            value = getattr(self, name)
+            if value != default:
+                text += f", {name}={value!r}"
+        return text
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, padding_idx: int | None = None,
+                        max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> Embedding:
+        """An Embedding over `embeddings` (2-D, shared, not copied), trained only when not `freeze`."""
+        if embeddings.ndim != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
+                   scale_grad_by_freq=scale_grad_by_freq, sparse=sparse, _weight=embeddings, _freeze=freeze)
 
 
 class LayerNorm(Module):

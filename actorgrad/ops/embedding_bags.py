@@ -14,13 +14,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from actorgrad.grad_mode import no_grad
-from actorgrad.ops.embeddings import embedding
+from actorgrad.ops.embeddings import embedding, renorm_rows_
 from actorgrad.ops.indexing import _host, gather, index_select
 from actorgrad.ops.record import same_device
 from actorgrad.ops.scatter import index_add
 from actorgrad.ops.selection import where
-from actorgrad.tensor import Tensor, bump_version
+from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn
 
 MODES = ("sum", "mean", "max")
@@ -179,28 +178,3 @@ def _maxima(weight: Tensor, plan: BagPlan) -> Tensor:
     if counts.all():
         return maxima
     return where(_on(weight, counts[:, None] > 0), maxima, 0.0)
-
-
-def renorm_rows_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
-    """PyTorch's embedding_renorm_: each row the input names whose norm_type-norm is above max_norm is scaled by
-    max_norm / (norm + 1e-7), in place, outside autograd (the weight's version moves on)."""
-    indices = _host(input._data)
-    if indices.dtype.kind not in "iu":
-        raise RuntimeError("Expected tensor for argument #2 'indices' to have one of the following scalar types: Long, "
-                           f"Int; but got {input.type()} instead (while checking arguments for embedding_renorm_)")
-    count, width = weight.shape
-    rows = np.unique(indices)
-    outside = (rows < -count) | (rows >= count)
-    if outside.any():
-        raise IndexError(f"select(): index {rows[np.argmax(outside)]} out of range for tensor of size [{count}, "
-                         f"{width}] at dimension 0")
-    rows = weight._device.asarray(np.unique(np.where(rows < 0, rows + count, rows)))
-    with no_grad():
-        norms = _host(Tensor(weight._data[rows], device=weight._device).norm(norm_type, dim=1)._data)
-    over = norms.astype(np.float64) > max_norm
-    if over.any():
-        scales = max_norm / (norms[over].astype(np.float64) + 1e-7)
-        picked = rows[weight._device.asarray(over)]
-        weight._data[picked] *= weight._device.asarray(scales.astype(weight.dtype)[:, None])
-    bump_version(weight)
-

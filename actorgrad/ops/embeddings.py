@@ -8,8 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.grad_mode import no_grad
+from actorgrad.ops.indexing import _host
 from actorgrad.ops.record import Rule, record, same_device
-from actorgrad.tensor import Tensor
+from actorgrad.tensor import Tensor, bump_version
 
 __all__: list[str] = []  # its name at the top level is aten_forms's
 
@@ -28,9 +30,10 @@ ROWS = Rule("EmbeddingBackward0", EMBEDDING.grads[1])
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
-    """max_norm, scale_grad_by_freq and sparse gradients are not supported by actorgrad."""
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not supported by actorgrad")
+    """With max_norm, the rows the input names are first scaled down in place to that norm, as in PyTorch.
+    scale_grad_by_freq and sparse gradients are not supported by actorgrad."""
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported by actorgrad")
     same_device(weight, input)  # as PyTorch, even for zero-dim cpu indices
     idx, w = input._data, weight._data
     if idx.dtype.kind not in "iu":
@@ -43,9 +46,35 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         if not -count <= padding_idx < count:
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx %= count
+    if max_norm is not None:
+        renorm_rows_(weight, input, max_norm, norm_type)
     if idx.size and (idx.min() < 0 or idx.max() >= count):
         raise IndexError("index out of range in self")
     return record(EMBEDDING, w[idx], (input, weight), indices=idx, num_weights=count, padding_idx=padding_idx)
+
+
+def renorm_rows_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
+    """PyTorch's embedding_renorm_: each row the input names whose norm_type-norm is above max_norm is scaled by
+    max_norm / (norm + 1e-7), in place, outside autograd (the weight's version moves on)."""
+    indices = _host(input._data)
+    if indices.dtype.kind not in "iu":
+        raise RuntimeError("Expected tensor for argument #2 'indices' to have one of the following scalar types: Long, "
+                           f"Int; but got {input.type()} instead (while checking arguments for embedding_renorm_)")
+    count, width = weight.shape
+    rows = np.unique(indices)
+    outside = (rows < -count) | (rows >= count)
+    if outside.any():
+        raise IndexError(f"select(): index {rows[np.argmax(outside)]} out of range for tensor of size [{count}, "
+                         f"{width}] at dimension 0")
+    rows = weight._device.asarray(np.unique(np.where(rows < 0, rows + count, rows)))
+    with no_grad():
+        norms = _host(Tensor(weight._data[rows], device=weight._device).norm(norm_type, dim=1)._data)
+    over = norms.astype(np.float64) > max_norm
+    if over.any():
+        scales = max_norm / (norms[over].astype(np.float64) + 1e-7)
+        picked = rows[weight._device.asarray(over)]
+        weight._data[picked] *= weight._device.asarray(scales.astype(weight.dtype)[:, None])
+    bump_version(weight)
 
 
 def recorded_embedding_backward(g: Tensor, indices: np.ndarray, num_weights: int, padding_idx: int | None) -> Tensor:
