@@ -20,8 +20,8 @@ from actorgrad.tensor import COPY_CONSTRUCT, Tensor, bool_, copied_leaf, int64
 from actorgrad.user_warnings import warn
 
 __all__ = [
-    "diff", "div", "divide", "empty_like", "moveaxis", "movedim", "multiply", "narrow", "ravel", "select", "subtract",
-    "swapaxes", "swapdims", "take_along_dim", "tile", "true_divide", "unflatten",
+    "diff", "div", "divide", "empty_like", "moveaxis", "movedim", "multiply", "narrow", "narrow_copy", "ravel",
+    "select", "subtract", "swapaxes", "swapdims", "take_along_dim", "tile", "true_divide", "unflatten",
 ]
 
 # PyTorch's div.Tensor_mode, taken whenever rounding_mode is passed, even as None: a true division then records
@@ -135,6 +135,11 @@ def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
     if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return getitem(input, (slice(None),) * d + (slice(start, start + length),))
+
+
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """narrow, copied out of the input (no view)."""
+    return narrow(input, dim, start, length).clone()
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:
@@ -327,6 +332,7 @@ def _adjoint(input: Tensor, name: str, batched: bool) -> Tensor:
 METHODS: dict[str, Any] = {
     "expand_as": expand_as, "view_as": view_as, "reshape_as": reshape_as, "ravel": ravel, "swapaxes": swapaxes,
     "swapdims": swapdims, "movedim": movedim, "moveaxis": moveaxis, "unflatten": unflatten, "narrow": narrow,
+    "narrow_copy": narrow_copy,
     "select": select, "tile": lambda self, *dims: tile(self, dims), "take_along_dim": take_along_dim,
     "diff": diff, "div": divide, "divide": divide, "multiply": multiply, "subtract": subtract,
     "true_divide": true_divide, "new_zeros": _new("zeros"), "new_ones": _new("ones"),
