@@ -208,8 +208,9 @@ class ModuleList(Module):
     def __repr__(self) -> str:
         """Runs of identical modules are folded, as PyTorch prints them: `(0-2): 3 x Linear(...)`."""
         reprs = [repr(module) for module in self]
+        name = type(self).__name__  # a subclass prints its own name, as in PyTorch
         if not reprs:
-            return "ModuleList()"
+            return f"{name}()"
         lines = []
         start = 0
         for end in range(1, len(reprs) + 1):
@@ -217,7 +218,7 @@ class ModuleList(Module):
                 label = f"({start}): " if end - start == 1 else f"({start}-{end - 1}): {end - start} x "
                 lines.append(indent(label + reprs[start], 2))
                 start = end
-        return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
+        return f"{name}(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(KeyedContainer, Module):
