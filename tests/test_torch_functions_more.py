@@ -1,6 +1,6 @@
 """More of PyTorch's top-level functions: trapezoid, trapz, cumulative_trapezoid, vander, tril/triu_indices,
-combinations, broadcast_shapes/tensors, block_diag, addr, addbmm, chain_matmul and matrix_power. Expected values
-are torch 2.13's, written in; gradients are checked by finite differences."""
+combinations, broadcast_shapes/tensors, block_diag, addr, addbmm, chain_matmul, matrix_power, gradient and renorm.
+Expected values are torch 2.13's, written in; gradients are checked by finite differences."""
 
 from __future__ import annotations
 
@@ -242,6 +242,139 @@ def test_matrix_power_is_linalgs_at_the_top_level_and_as_a_method():
         ag.matrix_power(ag.ones(2), 2)
 
 
+# -- gradient -------------------------------------------------------------------------------------------------------
+G = [[1.0, 3.0, 2.0, 5.0], [0.5, -1.0, 4.0, 2.0], [2.0, 0.0, 1.0, -3.0]]
+ROWS, COLS = [0.0, 0.5, 2.0], [-1.0, 0.0, 0.5, 2.0]
+
+
+def assert_gradients(got, expected):
+    assert len(got) == len(expected)
+    for tensor, values in zip(got, expected, strict=True):
+        np.testing.assert_allclose(tensor.tolist(), values, rtol=1e-12, atol=1e-14)
+
+
+def test_gradient_with_uniform_steps_matches_torch():
+    g = ag.tensor(G)
+    assert [t.tolist() for t in ag.gradient(g)] == [
+        [[-0.5, -4.0, 2.0, -3.0], [0.5, -1.5, -0.5, -4.0], [1.5, 1.0, -3.0, -5.0]],
+        [[2.0, 0.5, 1.0, 3.0], [-1.5, 1.75, 1.5, -2.0], [-2.0, -0.5, -1.5, -4.0]]]
+    assert [t.tolist() for t in ag.gradient(g, spacing=[0.5, 2.0], edge_order=2)] == [
+        [[-3.0, -13.0, 9.0, -4.0], [1.0, -3.0, -1.0, -8.0], [5.0, 7.0, -11.0, -12.0]],
+        [[1.75, 0.25, 0.5, 2.5], [-2.375, 0.875, 0.75, -2.75], [-1.75, -0.25, -0.75, -3.25]]]
+    assert [t.tolist() for t in ag.gradient(g, spacing=4, dim=[1, -2])] == [  # in the order the dims are named
+        [[0.5, 0.125, 0.25, 0.75], [-0.375, 0.4375, 0.375, -0.5], [-0.5, -0.125, -0.375, -1.0]],
+        [[-0.125, -1.0, 0.5, -0.75], [0.125, -0.375, -0.125, -1.0], [0.375, 0.25, -0.75, -1.25]]]
+    ints = ag.gradient(ag.tensor([1, 2, 4, 7]))
+    assert ints[0].dtype == ag.float32 and ints[0].tolist() == [1.0, 1.5, 2.5, 3.0]
+    assert ag.gradient(ag.tensor(1.0)) == () and ag.gradient(g, dim=[]) == ()
+
+
+def test_gradient_of_a_quadratic_is_exact_at_second_order_along_one_dim():
+    t = ag.arange(24.0, dtype=ag.float64).reshape(2, 3, 4) * 0.5
+    (slope,) = ag.gradient(t * t, spacing=0.5, dim=2, edge_order=2)
+    assert slope.shape == (2, 3, 4) and slope.tolist() == (2 * t).tolist()
+
+
+def test_gradient_at_coordinates_matches_torch():
+    g, rows, cols = ag.tensor(G, dtype=ag.float64), ag.tensor(ROWS, dtype=ag.float64), ag.tensor(COLS, dtype=ag.float64)
+    assert_gradients(ag.gradient(g, spacing=[rows, cols]), [
+        [[-1.0, -8.0, 4.0, -6.0], [-0.5, -35 / 6, 2.5, -16 / 3], [1.0, 2 / 3, -2.0, -10 / 3]],
+        [[2.0, -2 / 3, -1.0, 2.0], [-1.5, 37 / 6, 43 / 6, -4 / 3], [-2.0, 2 / 3, 5 / 6, -8 / 3]]])
+    by_cols = [[14 / 3, -2 / 3, -1.0, 5.0], [-55 / 6, 37 / 6, 43 / 6, -59 / 6], [-14 / 3, 2 / 3, 5 / 6, -37 / 6]]
+    assert_gradients(ag.gradient(g, spacing=[rows, cols], edge_order=2), [
+        [[-1.5, -61 / 6, 5.5, -20 / 3], [-0.5, -35 / 6, 2.5, -16 / 3], [2.5, 43 / 6, -6.5, -4 / 3]], by_cols])
+    assert_gradients(ag.gradient(g, spacing=[cols], dim=1, edge_order=2), [by_cols])
+    assert ag.gradient(ag.ones(3, 4), spacing=[rows], dim=0)[0].dtype == ag.float64  # promoted by the coordinates
+
+
+def test_gradient_is_differentiable_in_its_input_and_coordinates():
+    assert gradcheck(lambda t: ag.gradient(t), (f64(G),))
+    assert gradcheck(lambda t: ag.gradient(t, spacing=[0.5, 2.0], edge_order=2), (f64(G),))
+    assert gradcheck(lambda t, r, c: ag.gradient(t, spacing=[r, c]), (f64(G), f64(ROWS), f64(COLS)))
+    assert gradcheck(lambda t, c: ag.gradient(t, spacing=[c], dim=-1, edge_order=2), (f64(G), f64(COLS)))
+
+
+@pytest.mark.parametrize(("call", "error", "text"), [
+    (lambda: ag.gradient(ag.ones(3, 3), edge_order=3), RuntimeError,
+     "torch.gradient only supports edge_order=1 and edge_order=2."),
+    (lambda: ag.gradient(ag.ones(1, 3)), RuntimeError,
+     "torch.gradient expected each dimension size to be at least edge_order\\+1"),
+    (lambda: ag.gradient(ag.ones(3, 2), edge_order=2), RuntimeError,
+     "torch.gradient expected each dimension size to be at least edge_order\\+1"),
+    (lambda: ag.gradient(ag.tensor([1, 2, 3], dtype=ag.uint8)), RuntimeError,
+     "torch.gradient does not support uint8 input."),
+    (lambda: ag.gradient(ag.ones(3, 3), spacing=[1.0]), RuntimeError,
+     "torch.gradient expected spacing to be unspecified, a scalar, or a list of length equal to 'self.dim\\(\\) = 2', "
+     "since dim argument was not given, but got a list of length 1"),
+    (lambda: ag.gradient(ag.ones(3, 3), spacing=[1.0, 2.0], dim=0), RuntimeError,
+     "torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim arguments to have the same "
+     "length, but got a spacing argument of length 2 and a dim argument of length 1."),
+    (lambda: ag.gradient(ag.ones(3, 3), spacing=[ag.ones(1, 3)], dim=0), RuntimeError,
+     "torch.gradient expected each element of spacing to have one dimension, but got an element with 2 dimensions!"),
+    (lambda: ag.gradient(ag.ones(3, 3), spacing=[ag.ones(3), 2.0]), TypeError,
+     "expected Tensor as element 1 in argument 1, but got float"),
+    (lambda: ag.gradient(ag.ones(3, 3), dim=[0, 0]), RuntimeError, "appears multiple times in the list of dims"),
+    (lambda: ag.gradient(ag.ones(3, 3), dim=2), IndexError, "Dimension out of range"),
+    (lambda: ag.gradient(ag.tensor(1.0), dim=0), IndexError, "Dimension specified as 0 but tensor has no dimensions"),
+    (lambda: ag.gradient([1.0, 2.0]), TypeError, "argument 'input' \\(position 1\\) must be Tensor, not list"),
+])
+def test_gradient_refuses_what_torch_refuses(call, error, text):
+    with pytest.raises(error, match=text):
+        call()
+
+
+# -- renorm ---------------------------------------------------------------------------------------------------------
+M = [[1.0, 3.0, 2.0, 5.0], [0.5, -1.0, 0.4, 0.2], [2.0, 0.0, 1.0, -3.0]]
+
+
+def test_renorm_scales_only_the_slices_over_maxnorm_as_torch_does():
+    m = ag.tensor(M)
+    assert ag.renorm(m, 2, 0, 1.5).tolist() == [
+        [0.2401922345161438, 0.7205767035484314, 0.4803844690322876, 1.2009611129760742],
+        [0.5, -1.0, 0.4000000059604645, 0.20000000298023224],  # its norm is under 1.5: unchanged
+        [0.8017836809158325, 0.0, 0.40089184045791626, -1.2026755809783936]]
+    assert m.renorm(1, 1, 3.0).tolist() == [
+        [0.8571428656578064, 2.25, 1.764705777168274, 1.8292683362960815],
+        [0.4285714328289032, -0.75, 0.3529411554336548, 0.0731707364320755],
+        [1.7142857313156128, 0.0, 0.882352888584137, -1.097561001777649]]
+    assert ag.renorm(m, math.inf, 0, 2.0).tolist() == [
+        [0.4000000059604645, 1.2000000476837158, 0.800000011920929, 2.0], [0.5, -1.0, 0.4000000059604645,
+         0.20000000298023224], [1.3333333730697632, 0.0, 0.6666666865348816, -2.0]]
+    np.testing.assert_allclose(ag.renorm(ag.arange(12.0).reshape(2, 3, 2) - 4, 3, 1, 2.0).tolist(), [
+        [[-1.595755934715271, -1.1968169212341309], [-0.6862856149673462, -0.3431428074836731],
+         [0.0, 0.24264274537563324]],
+        [[0.7978779673576355, 1.1968169212341309], [1.3725712299346924, 1.7157139778137207],
+         [1.455856442451477, 1.6984992027282715]]], rtol=1e-6)
+    assert ag.renorm(ag.ones(2, 0), math.inf, 0, 1.0).shape == (2, 0)
+
+
+def test_renorm_is_differentiable_through_the_norm():
+    m = f64([[1.0, 3.0, 2.0], [0.5, -1.0, 0.4], [2.0, 0.5, 1.0]])
+    for p in (1, 2, 3, math.inf):
+        assert gradcheck(lambda t, p=p: ag.renorm(t, p, 0, 1.2), (m,))
+    assert gradcheck(lambda t: t.renorm(2, 1, 2.5), (m,))
+    out = ag.renorm(m, 2, 0, 1.2)
+    (out * ag.tensor([[0.3, -1.0, 2.0], [1.5, 0.7, -0.2], [1.0, 2.0, 3.0]], dtype=ag.float64)).sum().backward()
+    np.testing.assert_allclose(m.grad.tolist()[0], [0.06643350772435365, -0.4100550921015528, 0.5818658898615806],
+                               rtol=1e-12)  # torch's
+    assert m.grad.tolist()[1] == [1.5, 0.7, -0.2]  # a slice under maxnorm passes the gradient through
+
+
+@pytest.mark.parametrize(("call", "error", "text"), [
+    (lambda: ag.renorm(ag.ones(2, 3), 0, 0, 1.0), RuntimeError, "renorm: non-positive-norm not supported"),
+    (lambda: ag.renorm(ag.ones(2, 3), -1, 0, 1.0), RuntimeError, "renorm: non-positive-norm not supported"),
+    (lambda: ag.renorm(ag.ones(2, 3), 2, 0, -1.0), RuntimeError, "renorm: expected maxnorm to be >= 0 but got -1"),
+    (lambda: ag.renorm(ag.ones(3), 2, 0, 1.0), RuntimeError,
+     "renorm: input needs at least 2 dimensions, got 1 dimensions"),
+    (lambda: ag.renorm(ag.ones(2, 3), 2, 2, 1.0), IndexError, "Dimension out of range"),
+    (lambda: ag.renorm(ag.ones(2, 3, dtype=ag.int64), 2, 0, 1.0), RuntimeError,
+     "linalg.vector_norm: Expected a floating point or complex tensor as input. Got Long"),
+])
+def test_renorm_refuses_what_torch_refuses(call, error, text):
+    with pytest.raises(error, match=text):
+        call()
+
+
 # -- the CUDA path -------------------------------------------------------------------------------------------------
 DEVICE_CASES = {
     "trapezoid": lambda y: ag.trapezoid(y, dx=0.5),
@@ -252,6 +385,9 @@ DEVICE_CASES = {
     "addr": lambda y: ag.addr(y, y[:, 0], y[0], beta=0.5),
     "addbmm": lambda y: ag.addbmm(y[:, :2], y.reshape(2, 2, 2), y.reshape(2, 2, 2)),
     "triangle": lambda y: y[tuple(ag.tril_indices(2, 4, device=y.device))],
+    "gradient": lambda y: ag.cat(ag.gradient(y, spacing=0.5) + ag.gradient(
+        y, spacing=[y.detach()[0].abs().cumsum(0)], dim=1, edge_order=2), 1),
+    "renorm": lambda y: ag.renorm(y, 2, 0, 5.0),
 }
 
 

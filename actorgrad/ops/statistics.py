@@ -1,4 +1,5 @@
-"""Spread and size of a tensor: var, std and the vector norms, with their gradient rules."""
+"""Spread and size of a tensor: var, std and the vector norms, with their gradient rules, and renorm, which
+caps the norms of a tensor's slices."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.ops.linalg_decompositions import check_floating
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size, kept, one_dim, reduced_dims
+from actorgrad.ops.selection import where
+from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn
 
-__all__ = ["norm", "std", "var"]
+__all__ = ["norm", "renorm", "std", "var"]
 
 
 def _var_grad(ops: Any, g: Any, self: Any, dims: tuple, kept_shape: tuple, count: int, scale: float | None) -> Any:
@@ -159,4 +163,24 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) 
     return record(P_NORM, data, (input,), p=p, **params)
 
 
-METHODS = {"var": var, "std": std, "norm": norm}
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    """The input with each slice along `dim` whose p-norm exceeds maxnorm scaled by maxnorm / (norm + 1e-7), as
+    in PyTorch; composed of norm, where and a product, so the gradient flows through the norm."""
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {float(maxnorm):g}")
+    if input.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
+    d = single_dim(dim, input.ndim, "renorm")
+    if input.dtype.kind != "f":
+        check_floating("linalg.vector_norm", input._data)
+    if input.numel() == 0:  # nothing to scale, and an inf norm over an empty dim would refuse
+        return input.clone()
+    norms = norm(input, p, tuple(i for i in range(input.ndim) if i != d), keepdim=True)
+    # maxnorm as a tensor: a true division, as PyTorch's kernel does (a number over a tensor multiplies by the
+    # reciprocal, an ulp away)
+    return input * where(norms > maxnorm, norms.new_full(norms.shape, maxnorm) / (norms + 1e-7), 1.0)
+
+
+METHODS = {"var": var, "std": std, "norm": norm, "renorm": renorm}
