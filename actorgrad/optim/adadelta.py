@@ -7,7 +7,7 @@ from typing import Any
 
 from actorgrad.devices import Device
 from actorgrad.optim.adaptive import CountingOptimizer, counter, decay_square_, next_step, zeros_state
-from actorgrad.optim.optimizer import check_non_negative, check_tensor_lr, number
+from actorgrad.optim.optimizer import check_non_negative, check_tensor_lr, followed_gradient, number
 from actorgrad.tensor import Tensor
 
 
@@ -48,10 +48,7 @@ class Adadelta(CountingOptimizer):
             state["square_avg"] = zeros_state(param, device)
             state["acc_delta"] = zeros_state(param, device)
         next_step(state)
-        if group["maximize"]:
-            grad = -grad
-        if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * param
+        grad = followed_gradient(group, param, grad)
         square_avg, acc_delta = state["square_avg"]._data, state["acc_delta"]._data
         decay_square_(square_avg, grad, rho)
         std = device.xp.sqrt(square_avg + eps)

@@ -7,7 +7,7 @@ from typing import Any
 
 from actorgrad.devices import Device
 from actorgrad.optim.adaptive import CountingOptimizer, counter, next_step
-from actorgrad.optim.optimizer import check_non_negative, check_tensor_lr, number
+from actorgrad.optim.optimizer import check_non_negative, check_tensor_lr, followed_gradient, number
 from actorgrad.tensor import Tensor
 
 
@@ -56,10 +56,7 @@ class Adagrad(CountingOptimizer):
         if not state:
             state.update(self._fresh_state(param, device))
         step = next_step(state)
-        if group["maximize"]:
-            grad = -grad
-        if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * param
+        grad = followed_gradient(group, param, grad)
         decayed_lr = number(group["lr"]) / (1 + (step - 1) * group["lr_decay"])
         state_sum = state["sum"]._data
         state_sum += grad * grad

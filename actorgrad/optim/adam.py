@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices import Device
-from actorgrad.optim.optimizer import Optimizer, check_adam_arguments, number
+from actorgrad.optim.optimizer import Optimizer, check_adam_arguments, followed_gradient, number
 from actorgrad.tensor import Tensor
 
 
@@ -53,7 +53,7 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, group: dict, param: Any, grad: Any, state: dict, device: Device) -> None:
-        lr, weight_decay = number(group["lr"]), group["weight_decay"]
+        lr = number(group["lr"])
         beta1, beta2 = map(number, group["betas"])
         if not state:
             state["step"] = Tensor(np.zeros((), np.float32))
@@ -63,12 +63,7 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = Tensor(device.xp.zeros_like(param), device=device)
         state["step"]._data += 1
         step = state["step"].item()
-        if group["maximize"]:
-            grad = -grad
-        if weight_decay and group["decoupled_weight_decay"]:
-            param *= 1 - lr * weight_decay
-        elif weight_decay:
-            grad = grad + weight_decay * param
+        grad = followed_gradient(group, param, grad)
         exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
         exp_avg += (1 - beta1) * (grad - exp_avg)
         exp_avg_sq *= beta2

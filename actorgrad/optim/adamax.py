@@ -7,7 +7,7 @@ from typing import Any
 
 from actorgrad.devices import Device
 from actorgrad.optim.adaptive import CountingOptimizer, counter, lerp_, next_step, zeros_state
-from actorgrad.optim.optimizer import check_adam_arguments, number
+from actorgrad.optim.optimizer import check_adam_arguments, followed_gradient, number
 from actorgrad.tensor import Tensor
 
 
@@ -43,10 +43,7 @@ class Adamax(CountingOptimizer):
             state["exp_avg"] = zeros_state(param, device)
             state["exp_inf"] = zeros_state(param, device)
         step = next_step(state)
-        if group["maximize"]:
-            grad = -grad
-        if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * param
+        grad = followed_gradient(group, param, grad)
         exp_avg, exp_inf = state["exp_avg"]._data, state["exp_inf"]._data
         lerp_(exp_avg, grad, 1 - beta1)
         exp_inf *= beta2

@@ -14,7 +14,7 @@ from actorgrad.optim.adaptive import (
     next_step,
     zeros_state,
 )
-from actorgrad.optim.optimizer import check_adam_arguments, check_non_negative, number
+from actorgrad.optim.optimizer import check_adam_arguments, check_non_negative, followed_gradient, number
 from actorgrad.tensor import Tensor
 
 
@@ -53,21 +53,16 @@ class NAdam(CountingOptimizer):
         super().__init__(params, defaults)
 
     def _update(self, group: dict, param: Any, grad: Any, state: dict, device: Device) -> None:
-        lr, weight_decay, momentum_decay = number(group["lr"]), group["weight_decay"], group["momentum_decay"]
+        lr, momentum_decay = number(group["lr"]), group["momentum_decay"]
         beta1, beta2 = map(number, group["betas"])
         if not state:
             state["step"] = counter()
             state["mu_product"] = counter(1.0)
             state["exp_avg"] = zeros_state(param, device)
             state["exp_avg_sq"] = zeros_state(param, device)
-        if group["maximize"]:
-            grad = -grad
         step = next_step(state)
         bias_correction2 = 1 - beta2**step
-        if weight_decay != 0 and group["decoupled_weight_decay"]:
-            param *= 1 - lr * weight_decay
-        elif weight_decay != 0:
-            grad = grad + weight_decay * param
+        grad = followed_gradient(group, param, grad)
         mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
         mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
         state["mu_product"]._data *= mu

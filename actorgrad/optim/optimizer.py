@@ -199,6 +199,19 @@ def check_betas(betas: tuple[float | Tensor, float | Tensor]) -> None:
             raise ValueError(f"Invalid beta parameter at index {i}: {number(betas[i])}")
 
 
+def followed_gradient(group: dict, param: Any, grad: Any) -> Any:
+    """The gradient an update follows, as PyTorch's optimizers take it: negated for `maximize`, with the weight
+    decay added to it (L2), or, for `decoupled_weight_decay`, applied to the parameter now (p *= 1 - lr * decay)."""
+    if group["maximize"]:
+        grad = -grad
+    decay = group["weight_decay"]
+    if decay and group.get("decoupled_weight_decay"):
+        param *= 1 - number(group["lr"]) * decay
+    elif decay:
+        grad = grad + decay * param
+    return grad
+
+
 def check_adam_arguments(lr: float | Tensor, eps: float, betas: tuple, weight_decay: float) -> None:
     """The checks Adam and its variants (Adamax, NAdam, RAdam) make first, in PyTorch's order."""
     check_tensor_lr(lr)

@@ -14,7 +14,7 @@ from actorgrad.optim.adaptive import (
     next_step,
     zeros_state,
 )
-from actorgrad.optim.optimizer import check_adam_arguments, number
+from actorgrad.optim.optimizer import check_adam_arguments, followed_gradient, number
 from actorgrad.tensor import Tensor
 
 
@@ -49,19 +49,14 @@ class RAdam(CountingOptimizer):
         super().__init__(params, defaults)
 
     def _update(self, group: dict, param: Any, grad: Any, state: dict, device: Device) -> None:
-        lr, weight_decay = number(group["lr"]), group["weight_decay"]
+        lr = number(group["lr"])
         beta1, beta2 = map(number, group["betas"])
         if not state:
             state["step"] = counter()
             state["exp_avg"] = zeros_state(param, device)
             state["exp_avg_sq"] = zeros_state(param, device)
-        if group["maximize"]:
-            grad = -grad
         step = next_step(state)
-        if weight_decay != 0 and group["decoupled_weight_decay"]:
-            param *= 1 - lr * weight_decay
-        elif weight_decay != 0:
-            grad = grad + weight_decay * param
+        grad = followed_gradient(group, param, grad)
         exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
         lerp_(exp_avg, grad, 1 - beta1)
         decay_square_(exp_avg_sq, grad, beta2)

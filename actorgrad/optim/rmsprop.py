@@ -7,7 +7,7 @@ from typing import Any
 
 from actorgrad.devices import Device
 from actorgrad.optim.adaptive import CountingOptimizer, counter, decay_square_, lerp_, next_step, zeros_state
-from actorgrad.optim.optimizer import check_non_negative, check_tensor_lr, number
+from actorgrad.optim.optimizer import check_non_negative, check_tensor_lr, followed_gradient, number
 from actorgrad.tensor import Tensor
 
 
@@ -46,7 +46,7 @@ class RMSprop(CountingOptimizer):
         super().__init__(params, defaults)
 
     def _update(self, group: dict, param: Any, grad: Any, state: dict, device: Device) -> None:
-        alpha, momentum, weight_decay = group["alpha"], group["momentum"], group["weight_decay"]
+        alpha, momentum = group["alpha"], group["momentum"]
         if not state:
             state["step"] = counter()
             state["square_avg"] = zeros_state(param, device)
@@ -55,10 +55,7 @@ class RMSprop(CountingOptimizer):
             if group["centered"]:
                 state["grad_avg"] = zeros_state(param, device)
         next_step(state)
-        if group["maximize"]:
-            grad = -grad
-        if weight_decay != 0:
-            grad = grad + weight_decay * param
+        grad = followed_gradient(group, param, grad)
         square_avg = state["square_avg"]._data
         decay_square_(square_avg, grad, alpha)
         if group["centered"]:
