@@ -7,8 +7,9 @@ conditions): alone, with the collector off, beside a torch process timed between
 imported into this process (its objects make each garbage collection walk more). Prints the median, best and
 worst round of each, the host's own time of a step (issued without waiting for the GPU: far below the step's
 time when the GPU bounds it), the full collections each caused and the GPU's SM clock after it (a GPU that has
-not yet raised its clock takes longer over the same kernels). Run `python benchmarks/gpu_w3_conditions.py` on the
-GPU machine after `gpu_check.py`'s install.
+not yet raised its clock takes longer over the same kernels), beside its anatomy: steps issued in a row, the GPU's
+own span of a step (CUDA events) and the cost of synchronizing an idle device. Run
+`python benchmarks/gpu_w3_conditions.py` on the GPU machine after `gpu_check.py`'s install.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import gpu_check as check  # noqa: E402
 
 import actorgrad as ag  # noqa: E402
 
-ROUNDS = 15
+ROUNDS = 9
 
 
 def sm_clock() -> str:
@@ -49,32 +50,49 @@ async def main() -> None:
             leaf.grad = None
         await ag.backward(check.mlp(x, y, leaves, lambda v: v.log_softmax(1)))
 
-    async def host_time() -> float:
-        """The host's time to issue 5 steps, per step (the GPU's queue holds far more than 5 steps' kernels)."""
+    async def anatomy() -> tuple[float, float, float, float]:
+        """(the host's time to issue 5 steps, per step (the GPU's queue holds far more than 5 steps' kernels);
+        the same until the GPU has finished them, per step; the GPU's span of one step by CUDA events, from its
+        first kernel's start to its last's end; a synchronize of the idle device)."""
+        import cupy
+
         check.synchronize_cuda()
         start = time.perf_counter()
         for _ in range(5):
             await step()
-        return (time.perf_counter() - start) / 5
+        issued = time.perf_counter()
+        check.synchronize_cuda()
+        done = time.perf_counter()
+        first, last = cupy.cuda.Event(), cupy.cuda.Event()
+        first.record()
+        await step()
+        last.record()
+        last.synchronize()
+        idle = time.perf_counter()
+        check.synchronize_cuda()
+        synced = time.perf_counter()
+        return ((issued - start) / 5, (done - start) / 5, cupy.cuda.get_elapsed_time(first, last) / 1e3,
+                synced - idle)
 
     async def condition(label: str, torch: check.TorchElsewhere | None = None, collector: bool = True) -> None:
         full_collections = gc.get_stats()[2]["collections"]
-        times, hosts, torch_times = [], [], []
+        times, parts, torch_times = [], [], []
         if not collector:
             gc.disable()
         try:
             for _ in range(ROUNDS):
                 times.append(await check.median_time(step, check.synchronize_cuda))
-                hosts.append(await host_time())
+                parts.append(await anatomy())
                 if torch is not None:
                     torch_times.append(await torch.round())
         finally:
             gc.enable()
+        host, through, span, idle = (statistics.median(p[i] for p in parts) * 1e3 for i in range(4))
         beside = f", torch {statistics.median(torch_times) * 1e3:.2f} ms" if torch_times else ""
         print(f"{label:32s} {statistics.median(times) * 1e3:.2f} ms (best {min(times) * 1e3:.2f}, worst "
-              f"{max(times) * 1e3:.2f}), host {statistics.median(hosts) * 1e3:.2f}{beside}; full collections "
-              f"{gc.get_stats()[2]['collections'] - full_collections}; SM clock {sm_clock()}; at "
-              f"{time.perf_counter() - started:.0f} s", flush=True)
+              f"{max(times) * 1e3:.2f}), host {host:.2f}, 5 in a row {through:.2f}, GPU span {span:.2f}, idle sync "
+              f"{idle * 1e3:.0f} us{beside}; full collections {gc.get_stats()[2]['collections'] - full_collections}; "
+              f"SM clock {sm_clock()}; at {time.perf_counter() - started:.0f} s", flush=True)
 
     started = time.perf_counter()
     torch = check.TorchElsewhere(4096)

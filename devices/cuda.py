@@ -14,6 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from actorgrad.devices.array_ops import ArrayOps
+from actorgrad.devices.cublas import row_sums_of
+from actorgrad.devices.cuda_rows import RowKernels
 from actorgrad.devices.device import Device
 
 FUSED_DTYPES = "fd"  # dtype.char of float32 and float64 (dtype.name is a Python property, slow on this path)
@@ -102,6 +104,8 @@ class CudaArrayOps(ArrayOps):
 
     def __init__(self, cupy: Any) -> None:
         super().__init__(cupy)
+        self.row_sums = row_sums_of(cupy)
+        self.rows = RowKernels(cupy)
         self._relu_grad = cupy.ElementwiseKernel("T g, T r", "T y", "y = r != 0 ? g : (T)0", "actorgrad_relu_grad")
         self._exp_sum = cupy.ReductionKernel(
             "T x, T m", "T s", "exp(x - m)", "a + b", "s = a", "0", "actorgrad_exp_sum"
@@ -117,6 +121,13 @@ class CudaArrayOps(ArrayOps):
     def _fusable(first: Any, *others: Any) -> bool:
         """Arrays the fused kernels take: float32 or float64, all of one dtype (else the generic path)."""
         return first.dtype.char in FUSED_DTYPES and all(other.dtype == first.dtype for other in others)
+
+    def sum_to(self, g: Any, shape: tuple[int, ...]) -> Any:
+        if g.ndim == 2 and len(shape) == 1 and shape[0] == g.shape[1] and self.row_sums is not None:
+            out = self.row_sums(g)
+            if out is not None:
+                return out
+        return super().sum_to(g, shape)
 
     def broadcast_to(self, g: Any, shape: tuple[int, ...]) -> Any:
         """Always a view: numpy fills small copies as cheaper, but on a GPU the fill is a launch."""
@@ -154,6 +165,8 @@ class CudaArrayOps(ArrayOps):
     def log_softmax(self, x: Any, dims: tuple[int, ...]) -> Any:
         if not self._fusable(x) or not all(x.shape[d] for d in dims):
             return super().log_softmax(x, dims)
+        if self.rows.applies(x, dims):
+            return self.rows.log_softmax(x)
         shift = x.max(axis=dims, keepdims=True)
         total = self._exp_sum(x, self.xp.broadcast_to(shift, x.shape), axis=dims, keepdims=True)
         return self._shift_log(x, shift, total)
@@ -161,6 +174,8 @@ class CudaArrayOps(ArrayOps):
     def log_softmax_grad(self, g: Any, result: Any, dims: tuple[int, ...]) -> Any:
         if not self._fusable(g, result):
             return super().log_softmax_grad(g, result, dims)
+        if self.rows.applies(g, dims) and result.flags.c_contiguous:
+            return self.rows.log_softmax_grad(g, result)
         return self._log_softmax_grad(g, result, g.sum(axis=dims, keepdims=True))
 
 

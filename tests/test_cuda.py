@@ -130,6 +130,31 @@ def test_the_fused_cuda_helpers_match_the_generic_ones(dtype, dims):
         np.testing.assert_allclose(got.get(), expected, rtol=rtol, atol=1e-6, err_msg=name)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3, 1), (5, 10), (3, 7, 33), (2, 4096), (2, 4097)])
+def test_log_softmax_over_rows_matches_the_generic_helpers(dtype, shape):
+    """The last dim by a kernel of one warp per row (rows up to 4096 long; longer ones by CuPy's reductions):
+    infinities and NaN as on the cpu, a row of -inf all NaN."""
+    rng = np.random.default_rng(6)
+    x, g = rng.normal(size=(2, *shape)).astype(dtype) * 3
+    rows = x.reshape(-1, shape[-1])
+    rows[0, 0] = -np.inf
+    rows[1, -1] = np.inf
+    rows[2 % len(rows)] = -np.inf
+    if len(rows) > 3:
+        rows[3, 0] = np.nan
+    host, gpu = ag.device("cpu").ops, ag.device("cuda:0").ops
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    result = host.log_softmax(x, (x.ndim - 1,))
+    with np.errstate(invalid="ignore"):
+        expected_grad = host.log_softmax_grad(g, result, (x.ndim - 1,))
+    got = gpu.log_softmax(cupy.asarray(x), (x.ndim - 1,))
+    got_grad = gpu.log_softmax_grad(cupy.asarray(g), cupy.asarray(result), (x.ndim - 1,))
+    assert got.dtype == dtype and got_grad.dtype == dtype
+    np.testing.assert_allclose(got.get(), result, rtol=rtol, atol=1e-6)
+    np.testing.assert_allclose(got_grad.get(), expected_grad, rtol=rtol, atol=1e-6)
+
+
 @pytest.mark.parametrize("make, args", [
     (lambda: cupy.ElementwiseKernel("T g, T r", "T y", "y = r != 0 ? g : (T)zero", "actorgrad_relu_grad"), 2),
     (lambda: cupy.ElementwiseKernel("T g, T r,", "T y", "y = g", "actorgrad_relu_grad"), 2),

@@ -475,6 +475,30 @@ _KERNELS = {
     "actorgrad_log_softmax_grad": lambda g, r, s: g - _np.exp(r) * s,
 }
 _REDUCTIONS = {"actorgrad_exp_sum": lambda x, m, axis, keepdims: _np.exp(x - m).sum(axis=axis, keepdims=keepdims)}
+# actorgrad's raw kernels (devices/cuda_rows.py), by name: each gets the number of threads launched, then its
+# arguments as numpy values; it writes only the rows those threads cover (a warp, 32 threads, per row), so a launch
+# too small leaves rows unwritten.
+def _rows_covered(threads: int, rows: int) -> int:
+    return min(int(rows), threads // 32)
+
+
+def _log_softmax_rows(threads: int, x: Any, y: Any, rows: Any, cols: Any) -> None:
+    done = _rows_covered(threads, rows)
+    row_major = x.reshape(rows, cols)[:done]
+    shift = row_major.max(axis=1, keepdims=True)
+    y.reshape(rows, cols)[:done] = row_major - shift - _np.log(_np.exp(row_major - shift).sum(axis=1, keepdims=True))
+
+
+def _log_softmax_grad_rows(threads: int, g: Any, r: Any, y: Any, rows: Any, cols: Any) -> None:
+    done = _rows_covered(threads, rows)
+    grads = g.reshape(rows, cols)[:done]
+    y.reshape(rows, cols)[:done] = grads - _np.exp(r.reshape(rows, cols)[:done]) * grads.sum(axis=1, keepdims=True)
+
+
+_RAW_KERNELS = {"actorgrad_log_softmax_rows": _log_softmax_rows,
+                "actorgrad_log_softmax_grad_rows": _log_softmax_grad_rows}
+_C_SCALARS = {"float": _np.float32, "double": _np.float64, "int": _np.int32, "long long": _np.int64}
+
 # What a kernel's C source may name besides its parameters and type placeholders: CUDA math functions the fused
 # kernels use (float and double overloads) and C words. Anything else would fail NVRTC's compile on a GPU.
 _CUDA_WORDS = {"exp", "log", "log1p", "expm1", "sqrt", "fabs", "fmax", "fmin", "tanh", "isnan", "isinf", "true",
@@ -566,3 +590,37 @@ class ReductionKernel:
         _reject_host_arrays("ReductionKernel", args)
         _bind_types(self._name, self._in + self._out, args)
         return _wrap(self._run(*_unwrap(args), axis=axis, keepdims=keepdims))
+
+
+class RawKernel:
+    """A kernel in CUDA C: its source must define `name` as an `extern "C" __global__` function; a call passes
+    device arrays for its pointer parameters (of the element type the source names) and numpy scalars of each
+    scalar parameter's exact C type (a Python int would be passed as a C long long, whatever the parameter)."""
+
+    def __init__(self, code: str, name: str, options: tuple = (), backend: str = "nvrtc",
+                 translate_cucomplex: bool = False, *, enable_cooperative_groups: bool = False,
+                 jitify: bool = False) -> None:
+        _check_kernel_name(name)
+        found = re.search(r'extern "C" __global__ void ' + name + r"\(([^)]*)\)", code)
+        if found is None:
+            raise Exception(f'the source defines no extern "C" __global__ function {name}')
+        types = dict((alias, c) for c, alias in re.findall(r"typedef (\w+) (\w+);", code))
+        self._params = []
+        for param in found.group(1).split(","):
+            kind = " ".join(param.replace("const ", "").split()[:-1])
+            pointer = kind.endswith("*")
+            c_type = types.get(kind.rstrip("* "), kind.rstrip("* "))
+            self._params.append((pointer, _np.dtype(_C_SCALARS[c_type])))
+        self._name, self._run = name, _RAW_KERNELS[name]
+
+    def __call__(self, grid: tuple, block: tuple, args: tuple, *, shared_mem: int = 0) -> None:
+        if len(args) != len(self._params):
+            raise TypeError(f"{self._name} takes {len(self._params)} arguments, got {len(args)}")
+        _reject_host_arrays("RawKernel", args)
+        for i, ((pointer, dtype), arg) in enumerate(zip(self._params, args)):
+            if pointer and not (isinstance(arg, ndarray) and arg.dtype == dtype):
+                raise TypeError(f"{self._name}: argument {i} must be a device array of {dtype}, got {arg!r}")
+            if not pointer and not (isinstance(arg, _np.generic) and arg.dtype == dtype):
+                raise TypeError(f"{self._name}: argument {i} must be a numpy {dtype} scalar, got {arg!r}")
+        threads = int(_np.prod(grid)) * int(_np.prod(block))
+        self._run(threads, *_unwrap(tuple(args)))
