@@ -15,6 +15,7 @@ Run `python benchmarks/gpu_costs.py [PROFILE_FILE]` on the GPU machine after `gp
 from __future__ import annotations
 
 import cProfile
+import io
 import pstats
 import statistics
 import sys
@@ -158,14 +159,14 @@ async def w3_cuda(profile_file: str | None) -> None:
         await step()
     check.synchronize_cuda()
     profile.disable()
-    out = open(profile_file, "w") if profile_file else sys.stdout  # noqa: SIM115 - closed below unless stdout
-    try:
-        stats = pstats.Stats(profile, stream=out)
-        stats.sort_stats("tottime").print_stats(50)
-        stats.sort_stats("cumulative").print_stats(40)
-    finally:
-        if out is not sys.stdout:
-            out.close()
+    report = io.StringIO()
+    stats = pstats.Stats(profile, stream=report)
+    stats.sort_stats("tottime").print_stats(50)
+    stats.sort_stats("cumulative").print_stats(40)
+    if profile_file:
+        Path(profile_file).write_text(report.getvalue())
+    else:
+        print(report.getvalue())
 
 
 async def main(profile_file: str | None) -> None:

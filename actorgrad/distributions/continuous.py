@@ -20,8 +20,8 @@ __all__ = ["Exponential", "Laplace", "Normal", "Uniform"]
 HALF_LOG_2PI = math.log(math.sqrt(2 * math.pi))
 
 
-class Normal(Distribution):
-    """The normal (Gaussian) distribution of mean `loc` and standard deviation `scale`."""
+class _LocationScale(Distribution):
+    """A distribution on the real line given by a location `loc` (its mean and mode) and a positive `scale`."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
@@ -31,9 +31,9 @@ class Normal(Distribution):
         self.loc, self.scale = broadcast_all(loc, scale)
         super().__init__(batch_shape_of(self.loc, loc, scale), validate_args=validate_args)
 
-    def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Normal:
+    def _expanded_to(self, cls: type, batch_shape: Sequence[int], _instance: Distribution | None) -> Distribution:
         shape = tuple(batch_shape)
-        return self._expanded(Normal, shape, _instance, loc=self.loc.expand(shape), scale=self.scale.expand(shape))
+        return self._expanded(cls, shape, _instance, loc=self.loc.expand(shape), scale=self.scale.expand(shape))
 
     @property
     def mean(self) -> Tensor:
@@ -42,6 +42,13 @@ class Normal(Distribution):
     @property
     def mode(self) -> Tensor:
         return self.loc
+
+
+class Normal(_LocationScale):
+    """The normal (Gaussian) distribution of mean `loc` and standard deviation `scale`."""
+
+    def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Normal:
+        return self._expanded_to(Normal, batch_shape, _instance)
 
     @property
     def stddev(self) -> Tensor:
@@ -183,28 +190,11 @@ class Exponential(Distribution):
         return 1.0 - self.rate.log()
 
 
-class Laplace(Distribution):
+class Laplace(_LocationScale):
     """The Laplace (double exponential) distribution of location `loc` and scale `scale`."""
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc: Tensor | float, scale: Tensor | float, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(batch_shape_of(self.loc, loc, scale), validate_args=validate_args)
-
     def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Laplace:
-        shape = tuple(batch_shape)
-        return self._expanded(Laplace, shape, _instance, loc=self.loc.expand(shape), scale=self.scale.expand(shape))
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
+        return self._expanded_to(Laplace, batch_shape, _instance)
 
     @property
     def variance(self) -> Tensor:
