@@ -64,7 +64,7 @@ class RowKernels:
     @staticmethod
     def applies(x: Any, dims: tuple[int, ...]) -> bool:
         """Over the last dim only, of a C-contiguous non-empty array with rows of at most LONGEST_ROW."""
-        return dims == (x.ndim - 1,) and x.flags.c_contiguous and 0 < x.shape[-1] <= LONGEST_ROW and x.size > 0
+        return dims == (x.ndim - 1,) and x.flags.c_contiguous and x.shape[-1] <= LONGEST_ROW and x.size > 0
 
     def launch(self, name: str, arrays: tuple, out: Any) -> Any:
         cols = out.shape[-1]
