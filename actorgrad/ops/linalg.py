@@ -46,10 +46,20 @@ def _matmul_rule(name: str) -> Rule:
     )
 
 
+def _mm_grad_self(ops: Any, g: Any, other: Any) -> Any:
+    return g @ ops.swapaxes(other, 0, 1)
+
+
+def _mm_grad_other(ops: Any, g: Any, self: Any) -> Any:
+    return ops.swapaxes(self, 0, 1) @ g
+
+
+# Two matrices, the common case, need no promoted shapes: a node that saves fewer values costs less to record.
+MM = Rule("MmBackward0", (("other",), _mm_grad_self), (("self",), _mm_grad_other), cost=_cost, multithreaded=True)
 RULES = {
     (1, 1): _matmul_rule("DotBackward0"),
     (2, 1): _matmul_rule("MvBackward0"),
-    (2, 2): _matmul_rule("MmBackward0"),
+    (2, 2): MM,
     (3, 3): _matmul_rule("BmmBackward0"),
 }
 MATMUL = _matmul_rule("MatmulBackward0")
@@ -98,6 +108,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         common_device((input, other))
     data = a @ b  # the array's own matmul (numpy's would reach CuPy's only through __array_ufunc__)
     rule = RULES.get((a.ndim, b.ndim), MATMUL)
+    if rule is MM:
+        return record(MM, data, (input, other), inner=a2[-1])
     if rule.name == "BmmBackward0" and a.shape[0] != b.shape[0]:
         rule = MATMUL
     out2 = (*batch, a2[-2], b2[-1])

@@ -114,10 +114,12 @@ _RAW_ARRAYS = (_RawArrays(), 0)
 def _holds_array(values: list, array_types: tuple) -> bool:
     """Is one of `values` an array, or a tuple holding one (an advanced index)?"""
     for value in values:
-        if isinstance(value, array_types) or (
-            value.__class__ is tuple and any(isinstance(v, array_types) for v in value)
-        ):
+        if isinstance(value, array_types):
             return True
+        if value.__class__ is tuple:  # a loop, not any() over a generator: most are shapes, on every op's path
+            for v in value:
+                if isinstance(v, array_types):
+                    return True
     return False
 MODIFIED = (
     "one of the variables needed for gradient computation has been modified by an inplace operation: "
@@ -154,19 +156,6 @@ class FormulaNode(Node):
     """
 
     __slots__ = ("_rule", "saved", "versions", "stamp", "stream")
-
-    def __init__(
-        self, rule: Rule, edges: tuple, metadata: tuple, saved: tuple, cost: float, versions: tuple = (),
-        device: Device = cpu,
-    ) -> None:
-        Node.__init__(self, edges, metadata, device, None, cost)  # not super(): a proxy object per op cost more
-        self.multithreaded = rule.multithreaded
-        self._rule = rule
-        self.saved: tuple | None = saved
-        # Each saved Tensor or SavedOutput followed by its version when saved, checked at backward (flat: no pair
-        # object per value for the garbage collector to walk while the graph lives).
-        self.versions = versions
-        self.stamp = last_change[0] if versions else None  # None: nothing saved to check
 
     def name(self) -> str:
         return self._rule.name
@@ -260,7 +249,14 @@ def record(
 
     The output and its node are on the inputs' device (they must share one), or on `on_device` for an op that
     moves its input (a copy to another device)."""
-    device = common_device(inputs) if on_device is None else on_device
+    if on_device is None:
+        device = inputs[0]._device
+        for t in inputs:
+            if t._device is not device:  # rare: a zero-dim cpu tensor beside another device's, or a mistake
+                device = common_device(inputs)
+                break
+    else:
+        device = on_device
     if device is cpu:
         if data.__class__ is not np.ndarray:
             data = np.asarray(data)
@@ -333,7 +329,15 @@ def record(
     metadata = _output_metadata.get((shape, dtype, device))
     if metadata is None:
         metadata = _remember_metadata(shape, dtype, device)
-    node = out._grad_fn = FormulaNode(rule, tuple(edges), metadata, tuple(saved), cost, tuple(versions), device)
+    # Node's fields by Node's __init__, a FormulaNode's own here: one call frame per op, not two.
+    node = out._grad_fn = FormulaNode(tuple(edges), metadata, device, None, cost)
+    node._rule = rule
+    node.multithreaded = rule.multithreaded
+    node.saved = tuple(saved)
+    # Each saved Tensor or SavedOutput followed by its version when saved, checked at backward (flat: no pair
+    # object per value for the garbage collector to walk while the graph lives).
+    node.versions = versions = tuple(versions)
+    node.stamp = last_change[0] if versions else None  # None: nothing saved to check
     if device.streams is not None:  # its backward kernel queues on the stream its forward ran on
         node.stream = device.current_stream()
     hooks = _saved_tensors_hooks.get()
