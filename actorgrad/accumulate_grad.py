@@ -10,7 +10,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from actorgrad.node import MAX_SEQUENCE_NR, InputMetadata, Node
+from actorgrad.node import MAX_SEQUENCE_NR, Node, metadata_kinds, remember_metadata
 from actorgrad.tensor import Tensor
 
 
@@ -18,11 +18,13 @@ class AccumulateGrad(Node):
     __slots__ = ("variable",)
 
     def __init__(self, variable: Tensor) -> None:
+        # One per leaf and graph (a training step makes one per parameter): not super(), shared metadata.
         data = variable._data
-        super().__init__(
-            (), (InputMetadata(data.shape, data.dtype, variable.device),), variable.device, MAX_SEQUENCE_NR
-        )
-        self.topological_nr = 0
+        device = variable._device
+        metadata = metadata_kinds.get((data.shape, data.dtype, device))
+        if metadata is None:
+            metadata = remember_metadata(data.shape, data.dtype, device)
+        Node.__init__(self, (), metadata, device, MAX_SEQUENCE_NR)
         self.variable = variable
 
     def apply(self, grads: list, task: Any) -> tuple:

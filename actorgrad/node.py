@@ -36,6 +36,20 @@ class InputMetadata(NamedTuple):
     device: Device
 
 
+# (shape, dtype, device) -> a node's metadata for one slot of that kind: ops make outputs of a few kinds again and
+# again, and building the named tuple cost more than finding it (it is immutable, so nodes can share it).
+metadata_kinds: dict = {}
+_METADATA_KINDS_KEPT = 4096
+
+
+def remember_metadata(shape: tuple, dtype: Any, device: Device) -> tuple[InputMetadata]:
+    """The one-slot metadata of that kind, made and kept (callers look in `metadata_kinds` first)."""
+    if len(metadata_kinds) >= _METADATA_KINDS_KEPT:
+        metadata_kinds.clear()
+    metadata = metadata_kinds[shape, dtype, device] = (InputMetadata(shape, dtype, device),)
+    return metadata
+
+
 class Node:
     """One backward function of the graph; subclasses say how to turn output gradients into input gradients.
 

@@ -19,6 +19,7 @@ from actorgrad.ops.operands import (
     fitted_number,
     floating,
     kernel_operands,
+    number_array,
     result_type,
 )
 from actorgrad.ops.record import Rule, common_device, record
@@ -227,7 +228,11 @@ def _binary(name: str, a: Any, b: Any, rule: Rule | None = None) -> Tensor:
     x = a._data if a.__class__ is Tensor else None
     y = b._data if b.__class__ is Tensor else None
     if x is None or y is None or x.dtype != y.dtype or x.dtype.kind != "f":  # else nothing to promote
-        a, b, x, y = _promoted(name, a, b)
+        if y is None and x is not None and x.dtype.kind == "f" and b.__class__ in (float, int):
+            b = Tensor(number_array(b, x.dtype))  # a number never outranks a float tensor: nothing else to check
+            y = b._data
+        else:
+            a, b, x, y = _promoted(name, a, b)
     if x.__class__ is not y.__class__:  # a GPU array beside a zero-dim host array: pass that as a scalar
         common_device((a, b))  # tensors on two devices get PyTorch's error before a kernel mixes them
         x, y = kernel_operands(x, y)

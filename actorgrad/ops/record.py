@@ -17,7 +17,7 @@ import numpy as np
 from actorgrad.accumulate_grad import grad_accumulator
 from actorgrad.devices import Device, cpu
 from actorgrad.grad_mode import _grad_enabled, _inference_mode
-from actorgrad.node import InputMetadata, Node
+from actorgrad.node import Node, metadata_kinds, remember_metadata
 from actorgrad.ops.operands import as_operand, result_type
 from actorgrad.saved_tensors import SavedOutput, _saved_tensors_hooks, pack_saved
 from actorgrad.tensor import Tensor, array_storage, last_change, version_counter
@@ -229,19 +229,6 @@ def same_device(first: Tensor, *others: Tensor | None) -> None:
             raise RuntimeError(MIXED_DEVICES.format(first._device, t._device))
 
 
-# (shape, dtype, device) -> a node's metadata for an output of that kind: ops make outputs of a few kinds again and
-# again, and building the named tuple cost more than finding it (it is immutable, so nodes can share it).
-_output_metadata: dict = {}
-_METADATA_KINDS_KEPT = 4096
-
-
-def _remember_metadata(shape: tuple, dtype: Any, device: Device) -> tuple:
-    if len(_output_metadata) >= _METADATA_KINDS_KEPT:
-        _output_metadata.clear()
-    metadata = _output_metadata[shape, dtype, device] = (InputMetadata(shape, dtype, device),)
-    return metadata
-
-
 def record(
     rule: Rule, data: Any, inputs: tuple[Tensor, ...], *, on_device: Device | None = None, **params: Any
 ) -> Tensor:
@@ -326,9 +313,9 @@ def record(
         if not versions and _holds_array(raw, (np.ndarray, device.xp.ndarray)):  # raw arrays only: indices, a mask
             versions += _RAW_ARRAYS
         saved.append((i, formula, tuple(raw), tuple(values), reduce, cast))
-    metadata = _output_metadata.get((shape, dtype, device))
+    metadata = metadata_kinds.get((shape, dtype, device))
     if metadata is None:
-        metadata = _remember_metadata(shape, dtype, device)
+        metadata = remember_metadata(shape, dtype, device)
     # Node's fields by Node's __init__, a FormulaNode's own here: one call frame per op, not two.
     node = out._grad_fn = FormulaNode(tuple(edges), metadata, device, None, cost)
     node._rule = rule
