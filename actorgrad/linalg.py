@@ -1,6 +1,7 @@
 """`actorgrad.linalg`: PyTorch's torch.linalg names for the norms, inverses, determinants, solves, the Cholesky,
-SVD, symmetric eigen and QR decompositions, the pseudo-inverse, rank and matrix powers (the rules live in
-`actorgrad.ops.linalg_decompositions`, `actorgrad.ops.linalg_spectral` and `actorgrad.ops.statistics`)."""
+SVD, symmetric eigen and QR decompositions, the pseudo-inverse, rank, matrix powers and the matrix exponential (the
+rules live in `actorgrad.ops.linalg_decompositions`, `actorgrad.ops.linalg_spectral`, `actorgrad.ops.matrix_functions`
+and `actorgrad.ops.statistics`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from actorgrad.ops.linalg_decompositions import (
 from actorgrad.ops.linalg_decompositions import linalg_det as det
 from actorgrad.ops.linalg_decompositions import linalg_slogdet as slogdet
 from actorgrad.ops.linalg_spectral import eigh, eigvalsh, matrix_rank, pinv, qr, svd, svdvals
+from actorgrad.ops.matrix_functions import linalg_matrix_exp as matrix_exp
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.ops.record import Rule, record
@@ -29,8 +31,8 @@ from actorgrad.ops.statistics import norm as _pnorm
 from actorgrad.tensor import Tensor
 
 __all__ = [
-    "LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm", "matrix_power",
-    "matrix_rank", "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
+    "LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matmul", "matrix_exp", "matrix_norm",
+    "matrix_power", "matrix_rank", "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
 ]
 
 

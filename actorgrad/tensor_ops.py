@@ -19,6 +19,7 @@ from actorgrad.ops.casts import to_device
 from actorgrad.ops.gamma import digamma, erfinv, polygamma
 from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, scatter_add, take_index
 from actorgrad.ops.joining import cat
+from actorgrad.ops.matrix_functions import linalg_matrix_exp
 from actorgrad.ops.reductions import log_softmax, prod_over_dims
 from actorgrad.ops.rounding import trunc
 from actorgrad.ops.scans import cumprod
@@ -282,6 +283,10 @@ class TensorOps:
     @staticmethod
     def eye(n: int, like: Tensor) -> Tensor:
         return Tensor(like._device.xp.eye(n, dtype=like._data.dtype), device=like._device)
+
+    @staticmethod
+    def matrix_exp(x: Tensor) -> Tensor:
+        return linalg_matrix_exp(x)
 
     @staticmethod
     def concatenate(xs: tuple, dim: int) -> Tensor:

@@ -14,6 +14,7 @@ import numpy as np
 
 from actorgrad.devices import convolution, gamma
 from actorgrad.devices.erf import erf as erf_kernel
+from actorgrad.devices.matrix_exp import matrix_exp as matrix_exp_kernel
 
 # Measured here: np.broadcast_to costs about 2.5 µs (more when cold), filling a fresh array of 1280 elements
 # about 0.5 µs; up to this many elements the copy wins.
@@ -353,6 +354,10 @@ class ArrayOps:
 
     def eye(self, n: int, like: Any) -> Any:
         return self.xp.eye(n, dtype=like.dtype)
+
+    def matrix_exp(self, x: Any) -> Any:
+        """The exponential of each matrix of a batch."""
+        return matrix_exp_kernel(self.xp, x)
 
     def concatenate(self, xs: tuple, dim: int) -> Any:
         return self.xp.concatenate(xs, axis=dim)

@@ -34,6 +34,7 @@ FUNCTIONS = {
     "unpooling": "max_unpool1d max_unpool2d max_unpool3d",
     "lp_pooling": "lp_pool1d lp_pool2d lp_pool3d",
     "channel_shuffle": "channel_shuffle",
+    "ctc": "ctc_loss",
 }
 PADS = [f"{kind}Pad{n}d" for kind in ("Zero", "Constant", "Reflection", "Replication", "Circular") for n in (1, 2, 3)]
 MODULES = {
@@ -51,7 +52,7 @@ MODULES = {
     "resampling": "Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle Unfold Fold",
     "loss": "MarginRankingLoss HingeEmbeddingLoss SoftMarginLoss CosineEmbeddingLoss TripletMarginLoss "
             "TripletMarginWithDistanceLoss PoissonNLLLoss GaussianNLLLoss MultiLabelSoftMarginLoss MultiMarginLoss "
-            "MultiLabelMarginLoss",
+            "MultiLabelMarginLoss CTCLoss",
     "bilinear": "Bilinear",
     "embedding_bag": "EmbeddingBag",
     "channel_shuffle": "ChannelShuffle",

@@ -53,6 +53,7 @@ from actorgrad.ops.composite_losses import (
     triplet_margin_with_distance_loss,
 )
 from actorgrad.ops.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
+from actorgrad.ops.ctc import ctc_loss
 from actorgrad.ops.dim_activations import glu, log_softmax, prelu, softmax, softmin
 from actorgrad.ops.distances import cosine_similarity, pairwise_distance
 from actorgrad.ops.embedding_bags import embedding_bag
@@ -102,7 +103,7 @@ __all__ = [
     "triplet_margin_loss", "triplet_margin_with_distance_loss", "poisson_nll_loss", "gaussian_nll_loss",
     "multilabel_soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
     "bilinear", "embedding_bag", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
-    "channel_shuffle",
+    "channel_shuffle", "ctc_loss",
     "binary_cross_entropy", "group_norm", "huber_loss", "kl_div", "normalize", "smooth_l1_loss",
     "celu", "elu", "glu", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "one_hot", "prelu",
     "relu6", "selu", "softmin", "softsign", "tanhshrink", "threshold",

@@ -37,6 +37,7 @@ FAMILY_NAMES = (
     "linalg_spectral",
     "index_sets",
     "matrix_products",
+    "matrix_functions",
     "log_scans",
     "losses",
     "nan_reductions",

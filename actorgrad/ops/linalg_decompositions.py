@@ -133,13 +133,19 @@ CHOLESKY = Rule("LinalgCholeskyExBackward0", (("result",), _cholesky_grad))
 
 def check_square(op: str, input: Tensor, name: str = "A") -> Any:
     """The input's array, after PyTorch's checks for a batch of square floating-point matrices."""
+    x = square_matrices(op, input, name)
+    check_floating(op, x)
+    return x
+
+
+def square_matrices(op: str, input: Tensor, name: str = "A") -> Any:
+    """The input's array, after PyTorch's checks for a batch of square matrices (any dtype)."""
     x = input._data
     if x.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
     if x.shape[-1] != x.shape[-2]:
         raise RuntimeError(f"{op}: {name} must be batches of square matrices, but they are {x.shape[-2]} by "
                            f"{x.shape[-1]} matrices")
-    check_floating(op, x)
     return x
 
 
