@@ -1,6 +1,7 @@
 """`actorgrad.fft`: PyTorch's torch.fft, differentiable. Each transform reads PyTorch's arguments (n or s, dim, norm)
 with its checks and errors and builds a chain of `actorgrad.ops.spectral` steps, recorded as one node named as
-PyTorch names it (FftC2CBackward0, FftR2CBackward0, FftC2RBackward0); fftshift and ifftshift are rolls.
+PyTorch names it (FftC2CBackward0, FftR2CBackward0, FftC2RBackward0: for the chain's last transform, PyTorch's last
+op); fftshift and ifftshift are rolls.
 
 Real inputs to the complex transforms are taken as complex, integer ones as the default float first, as in PyTorch:
 complex64 from float32, complex128 from float64.
@@ -20,8 +21,8 @@ from actorgrad.ops.spectral import BY_N, BY_ROOT_N, C2C, C2R, NO_SCALE, R2C, Com
 from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, float16, float64
 
 __all__ = [
-    "fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifft2", "ifftn", "ifftshift", "ihfft", "irfft",
-    "irfft2", "irfftn", "rfft", "rfft2", "rfftfreq", "rfftn",
+    "fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "hfft2", "hfftn", "ifft", "ifft2", "ifftn", "ifftshift",
+    "ihfft", "ihfft2", "ihfftn", "irfft", "irfft2", "irfftn", "rfft", "rfft2", "rfftfreq", "rfftn",
 ]
 
 _DTYPE_NAMES = {**SCALAR_NAMES, np.dtype(np.complex64): "ComplexFloat", np.dtype(np.complex128): "ComplexDouble"}
@@ -202,27 +203,40 @@ def _complex_nd(op: str, input: Tensor, s: Any, dim: Any, norm: Any, forward: bo
     return transform(x, _as_complex(x) + _resized(x, dims, sizes) + (C2C(dims, scale, forward),))
 
 
-def _rfftn(op: str, input: Tensor, s: Any, dim: Any, norm: Any) -> Tensor:
-    _real_only("rfftn", input, "real-valued")
-    x = _promoted(input)
-    sizes, dims = _shape_and_dims(op, x, s, dim)
+def _onesided_nd(op: str, input: Tensor, s: Any, dim: Any, norm: Any, forward: bool) -> Tensor:
+    """rfftn and ihfftn: a real input's transform over `dim`, one-sided (s[-1] // 2 + 1 bins) along the last of
+    them. ihfftn's is the inverse, conjugated, in PyTorch's order: the last dim's one-sided transform, conj, then
+    the other dims' (whose node it is named for)."""
+    name = "rfftn" if forward else "ihfftn"
+    if forward:
+        _real_only(name, input, "real-valued")
+    sizes, dims = _shape_and_dims(op, input, s, dim)
     if not dims:
-        raise RuntimeError("rfftn must transform at least one axis")
-    scale = _scale(op, norm, forward=True)
-    return transform(x, _resized(x, dims, sizes) + (R2C(dims, scale, True, sizes[-1]),))
+        raise RuntimeError(f"{name} must transform at least one axis")
+    x = _promoted(input)
+    scale = _scale(op, norm, forward)
+    if x._data.dtype.kind == "c":
+        raise RuntimeError(f"Only supports floating-point dtypes, but found: {_DTYPE_NAMES[x._data.dtype]}")
+    steps = _resized(x, dims, sizes)
+    if forward:
+        return transform(x, steps + (R2C(dims, scale, True, sizes[-1]),))
+    others = (C2C(dims[:-1], scale, False),) if len(dims) > 1 else ()
+    return transform(x, steps + (R2C(dims[-1:], scale, True, sizes[-1]), Conj()) + others)
 
 
-def _irfftn(op: str, input: Tensor, s: Any, dim: Any, norm: Any) -> Tensor:
-    """The last dim's output length is s[-1], or 2 (m - 1) when s is not given or its last is -1."""
-    x = _promoted(input)
-    sizes, dims = _shape_and_dims(op, x, s, dim)
+def _hermitian_nd(op: str, input: Tensor, s: Any, dim: Any, norm: Any, forward: bool) -> Tensor:
+    """irfftn and hfftn: the real signal over `dim` whose spectrum, one-sided along the last of them, is the input
+    (hfftn's the conjugated spectrum of the forward transform). The last dim's output length is s[-1], or 2 (m - 1)
+    when s is not given or its last is -1."""
+    sizes, dims = _shape_and_dims(op, input, s, dim)
     if not dims:
-        raise RuntimeError("irfftn must transform at least one axis")
-    last = sizes[-1] if s is not None and _ints(op, "s", s)[-1] != -1 else 2 * (x.shape[dims[-1]] - 1)
+        raise RuntimeError(f"{'hfftn' if forward else 'irfftn'} must transform at least one axis")
+    last = sizes[-1] if s is not None and _ints(op, "s", s)[-1] != -1 else 2 * (input.shape[dims[-1]] - 1)
     _points(last)
-    scale = _scale(op, norm, forward=False)
+    x = _promoted(input)
+    scale = _scale(op, norm, forward)
     steps = _as_complex(x) + _resized(x, dims, sizes[:-1] + (last // 2 + 1,))
-    return transform(x, steps + (C2R(dims, scale, last),))
+    return transform(x, steps + ((Conj(),) if forward else ()) + (C2R(dims, scale, last),))
 
 
 def fft2(
@@ -257,28 +271,58 @@ def rfft2(
     input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] = (-2, -1), norm: str | None = None
 ) -> Tensor:
     """rfftn over two dims, the last two by default."""
-    return _rfftn("rfft2", input, s, dim, norm)
+    return _onesided_nd("rfft2", input, s, dim, norm, forward=True)
 
 
 def irfft2(
     input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] = (-2, -1), norm: str | None = None
 ) -> Tensor:
     """irfftn over two dims, the last two by default."""
-    return _irfftn("irfft2", input, s, dim, norm)
+    return _hermitian_nd("irfft2", input, s, dim, norm, forward=False)
 
 
 def rfftn(
     input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] | None = None, norm: str | None = None
 ) -> Tensor:
     """The transform of a real input over `dim`, one-sided (s[-1] // 2 + 1 bins) along the last of them."""
-    return _rfftn("rfftn", input, s, dim, norm)
+    return _onesided_nd("rfftn", input, s, dim, norm, forward=True)
 
 
 def irfftn(
     input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] | None = None, norm: str | None = None
 ) -> Tensor:
     """The inverse of rfftn: a real signal of shape `s` over `dim` from its one-sided spectrum."""
-    return _irfftn("irfftn", input, s, dim, norm)
+    return _hermitian_nd("irfftn", input, s, dim, norm, forward=False)
+
+
+def hfft2(
+    input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] = (-2, -1), norm: str | None = None
+) -> Tensor:
+    """hfftn over two dims, the last two by default."""
+    return _hermitian_nd("hfft2", input, s, dim, norm, forward=True)
+
+
+def ihfft2(
+    input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] = (-2, -1), norm: str | None = None
+) -> Tensor:
+    """ihfftn over two dims, the last two by default."""
+    return _onesided_nd("ihfft2", input, s, dim, norm, forward=False)
+
+
+def hfftn(
+    input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] | None = None, norm: str | None = None
+) -> Tensor:
+    """The (real) transform over `dim` of a Hermitian-symmetric signal given by its first half along the last of
+    them: a real output of shape `s`, s[-1] being 2 (m - 1) by default."""
+    return _hermitian_nd("hfftn", input, s, dim, norm, forward=True)
+
+
+def ihfftn(
+    input: Tensor, s: tuple[int, ...] | None = None, dim: tuple[int, ...] | None = None, norm: str | None = None
+) -> Tensor:
+    """The inverse of hfftn: a real input's inverse transform over `dim`, one-sided (s[-1] // 2 + 1 bins) along
+    the last of them."""
+    return _onesided_nd("ihfftn", input, s, dim, norm, forward=False)
 
 
 # -- frequencies and shifts ---------------------------------------------------------------------------------------

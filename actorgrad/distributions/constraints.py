@@ -7,12 +7,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from actorgrad.ops.indexing import _host, on_device
 from actorgrad.tensor import Tensor
 
 __all__ = [
-    "Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq", "independent",
-    "integer_interval", "interval", "is_dependent", "less_than", "nonnegative", "one_hot", "positive", "real",
-    "real_vector", "simplex", "unit_interval",
+    "Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq",
+    "half_open_interval", "independent", "integer_interval", "interval", "is_dependent", "less_than",
+    "lower_cholesky", "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer", "one_hot", "positive",
+    "positive_definite", "positive_integer", "real", "real_vector", "simplex", "square", "symmetric",
+    "unit_interval",
 ]
 
 
@@ -197,6 +202,94 @@ class _Simplex(Constraint):
         return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
 
 
+class _IntegerGreaterThan(Constraint):
+    """The integers from lower_bound up."""
+
+    is_discrete = True
+
+    def __init__(self, lower_bound: Any) -> None:
+        self.lower_bound = lower_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value % 1 == 0) & (value >= self.lower_bound)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__[1:]}(lower_bound={self.lower_bound})"
+
+
+class _HalfOpenInterval(_Interval):
+    """The half-open interval [lower_bound, upper_bound)."""
+
+    def check(self, value: Tensor) -> Tensor:
+        return (self.lower_bound <= value) & (value < self.upper_bound)
+
+
+class _Multinomial(Constraint):
+    """Vectors of non-negative counts (along the last dim) that add up to at most upper_bound."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound: Any) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value >= 0).all(-1) & (value.sum(-1) <= self.upper_bound)
+
+
+class _LowerTriangular(Constraint):
+    """Matrices (the last two dims) with zeros above the diagonal."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value.tril() == value).flatten(-2).all(-1)
+
+
+class _LowerCholesky(_LowerTriangular):
+    """Lower-triangular matrices with a positive diagonal: the Cholesky factors."""
+
+    def check(self, value: Tensor) -> Tensor:
+        return super().check(value) & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+
+
+class _Square(Constraint):
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        return value.new_full(value.shape[:-2], value.shape[-2] == value.shape[-1], dtype=bool)
+
+
+class _Symmetric(_Square):
+    """Square matrices equal to their transpose, to within 1e-6."""
+
+    def check(self, value: Tensor) -> Tensor:
+        square = super().check(value)
+        if not bool(square.all()):
+            return square
+        return value.isclose(value.mT, atol=1e-6).all(-2).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
+    """Symmetric matrices whose Cholesky factorization succeeds."""
+
+    def check(self, value: Tensor) -> Tensor:
+        symmetric = super().check(value)
+        if not bool(symmetric.all()):
+            return symmetric
+        matrices = _host(value._data).reshape((-1,) + value.shape[-2:])
+        factorizable = np.array([_has_cholesky(m) for m in matrices], dtype=bool).reshape(value.shape[:-2])
+        return Tensor(on_device(value, factorizable), device=value._device)
+
+
+def _has_cholesky(matrix: np.ndarray) -> bool:
+    try:
+        np.linalg.cholesky(matrix)
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
+
 dependent = _Dependent()
 dependent_property = _DependentProperty
 independent = _IndependentConstraint
@@ -213,3 +306,12 @@ less_than = _LessThan
 unit_interval = _Interval(0.0, 1.0)
 interval = _Interval
 simplex = _Simplex()
+nonnegative_integer = _IntegerGreaterThan(0)
+positive_integer = _IntegerGreaterThan(1)
+half_open_interval = _HalfOpenInterval
+multinomial = _Multinomial
+lower_triangular = _LowerTriangular()
+lower_cholesky = _LowerCholesky()
+square = _Square()
+symmetric = _Symmetric()
+positive_definite = _PositiveDefinite()

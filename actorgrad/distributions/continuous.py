@@ -1,5 +1,5 @@
-"""Normal, Uniform, Exponential and Laplace: the location-scale distributions on the real line (and Exponential
-on [0, inf)), each reparameterizable as a transform of uniform or standard normal noise."""
+"""Normal, Uniform, Exponential, Laplace and Cauchy: the location-scale distributions on the real line (and
+Exponential on [0, inf)), each reparameterizable as a transform of uniform or standard normal noise."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from actorgrad.creation import empty, zeros_like
+from actorgrad.creation import empty, full, zeros_like
 from actorgrad.distributions import constraints
 from actorgrad.distributions.distribution import Distribution
 from actorgrad.distributions.utils import batch_shape_of, broadcast_all
 from actorgrad.random_tensors import rand, randn
 from actorgrad.tensor import Tensor
 
-__all__ = ["Exponential", "Laplace", "Normal", "Uniform"]
+__all__ = ["Cauchy", "Exponential", "Laplace", "Normal", "Uniform"]
 
 HALF_LOG_2PI = math.log(math.sqrt(2 * math.pi))
 
@@ -228,3 +228,39 @@ class Laplace(_LocationScale):
 
     def entropy(self) -> Tensor:
         return 1 + (2 * self.scale).log()
+
+
+class Cauchy(_LocationScale):
+    """The Cauchy (Lorentz) distribution of median `loc` and half width at half maximum `scale`: it has no mean
+    (nan) and an infinite variance."""
+
+    def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Cauchy:
+        return self._expanded_to(Cauchy, batch_shape, _instance)
+
+    @property
+    def mean(self) -> Tensor:
+        return full(self._extended_shape(), math.nan, dtype=self.loc.dtype, device=self.loc.device)
+
+    @property
+    def variance(self) -> Tensor:
+        return full(self._extended_shape(), math.inf, dtype=self.loc.dtype, device=self.loc.device)
+
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        eps = empty(self._extended_shape(sample_shape), dtype=self.loc.dtype, device=self.loc.device).cauchy_()
+        return self.loc + eps * self.scale
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return -math.log(math.pi) - self.scale.log() - ((value - self.loc) / self.scale).pow(2).log1p()
+
+    def cdf(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return ((value - self.loc) / self.scale).atan() / math.pi + 0.5
+
+    def icdf(self, value: Tensor) -> Tensor:
+        return (math.pi * (value - 0.5)).tan() * self.scale + self.loc
+
+    def entropy(self) -> Tensor:
+        return math.log(4 * math.pi) + self.scale.log()

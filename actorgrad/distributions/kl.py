@@ -8,11 +8,20 @@ import math
 import warnings
 from collections.abc import Callable
 
-from actorgrad.distributions.continuous import Exponential, Laplace, Normal, Uniform
+from actorgrad.distributions.continuous import Cauchy, Exponential, Laplace, Normal, Uniform
+from actorgrad.distributions.counts import Binomial, Geometric, Poisson
 from actorgrad.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from actorgrad.distributions.distribution import Distribution
 from actorgrad.distributions.gamma_family import Beta, Dirichlet, Gamma
 from actorgrad.distributions.independent import Independent
+from actorgrad.distributions.multivariate_normal import (
+    MultivariateNormal,
+    half_log_det,
+    mahalanobis,
+    solve_lower,
+)
+from actorgrad.distributions.transformed import TransformedDistribution
+from actorgrad.distributions.transformed_families import EULER_GAMMA, Gumbel, HalfNormal, Pareto
 from actorgrad.distributions.utils import sum_rightmost
 from actorgrad.ops.activations import softplus
 from actorgrad.ops.gamma import digamma, lgamma
@@ -176,3 +185,75 @@ def _kl_independent_independent(p: Independent, q: Independent) -> Tensor:
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
         raise NotImplementedError
     return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+# -- the transformed distributions and Cauchy ----------------------------------------------------------------------
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p: Cauchy, q: Cauchy) -> Tensor:
+    t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
+    return t1 - (4 * p.scale * q.scale).log()
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p: Gumbel, q: Gumbel) -> Tensor:
+    scale_ratio = p.scale / q.scale
+    q_loc, p_loc = q.loc / q.scale, p.loc / q.scale
+    t1 = -scale_ratio.log() - q_loc + p_loc
+    t2 = scale_ratio * EULER_GAMMA
+    t3 = (q_loc + (1 + scale_ratio).lgamma() - p_loc).exp()
+    return t1 + t2 + t3 - (1 + EULER_GAMMA)
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p: HalfNormal, q: HalfNormal) -> Tensor:
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p: Pareto, q: Pareto) -> Tensor:
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
+    return where(p.scale < q.scale, math.inf, result)  # q has no density below its scale
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p: TransformedDistribution, q: TransformedDistribution) -> Tensor:
+    """KL(f(X) || f(Y)) = KL(X || Y) for one invertible f (LogNormal pairs, Weibull pairs of equal parameters),
+    and for |x| of bases symmetric about 0 (HalfCauchy pairs); other transforms are not implemented."""
+    if p.transforms != q.transforms or p.event_shape != q.event_shape:
+        raise NotImplementedError
+    return kl_divergence(p.base_dist, q.base_dist)
+
+
+# -- the counting distributions and the multivariate normal --------------------------------------------------------
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p: Poisson, q: Poisson) -> Tensor:
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p: Geometric, q: Geometric) -> Tensor:
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
+    """Infinite where p has more trials than q (counts q cannot reach); q with more trials is not implemented."""
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is not implemented")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
+    return where(p.total_count > q.total_count, math.inf, kl)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_multivariatenormal_multivariatenormal(p: MultivariateNormal, q: MultivariateNormal) -> Tensor:
+    """log(det Sq / det Sp) / 2 + (tr(Sq^-1 Sp) + Mahalanobis(q.loc - p.loc under Sq) - n) / 2, the trace as the
+    squared Frobenius norm of Lq^-1 Lp."""
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
+                         "computed")
+    p_tril, q_tril = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    trace = solve_lower(q_tril, p_tril).pow(2).flatten(-2).sum(-1)
+    distance = mahalanobis(q_tril, q.loc - p.loc)
+    return half_log_det(q_tril) - half_log_det(p_tril) + 0.5 * (trace + distance - p.event_shape[0])

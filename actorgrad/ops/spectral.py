@@ -182,7 +182,7 @@ def _backward(ops: Any, g: Any, steps: tuple) -> Any:
     return apply(ops.xp, g, back)
 
 
-# A chain's node is named, as in PyTorch, for its transform.
+# A chain's node is named, as in PyTorch, for its last transform (PyTorch's grad_fn is its last op).
 RULES = {kind: Rule(name, (("steps",), _backward)) for kind, name in (
     (C2C, "FftC2CBackward0"), (R2C, "FftR2CBackward0"), (C2R, "FftC2RBackward0"),
 )}
@@ -190,5 +190,5 @@ RULES = {kind: Rule(name, (("steps",), _backward)) for kind, name in (
 
 def transform(input: Tensor, steps: tuple) -> Tensor:
     """`steps` applied to the input's array, recorded as one node."""
-    rule = next(RULES[type(step)] for step in steps if type(step) in RULES)
+    rule = next(RULES[type(step)] for step in reversed(steps) if type(step) in RULES)
     return record(rule, apply(input._device.xp, input._data, steps), (input,), steps=steps)
