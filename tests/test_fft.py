@@ -120,6 +120,11 @@ GRADIENT_CASES = [
     ("ifftn", {"s": (2, 6)}, True), ("ifftn", {"dim": (0,)}, False), ("rfftn", {"dim": (1, 0)}, False),
     ("rfftn", {"s": (3, 3), "norm": "ortho"}, False), ("irfftn", {"s": (4, 3), "dim": (1, 0)}, True),
     ("irfftn", {"s": (5,)}, True), ("irfftn", {"dim": (0,), "norm": "forward"}, False),
+    ("hfftn", {}, True), ("hfftn", {"s": (4, 5), "dim": (-1, 0), "norm": "ortho"}, True),
+    ("hfftn", {"s": (-1, 3)}, True), ("hfftn", {"dim": (-2,), "norm": "forward"}, False),
+    ("hfft2", {"s": (2, 7)}, True), ("hfft2", {"norm": "forward"}, False),
+    ("ihfftn", {}, False), ("ihfftn", {"s": (2, 6), "dim": (1, -2), "norm": "ortho"}, False),
+    ("ihfftn", {"s": (5,), "norm": "forward"}, False), ("ihfft2", {"s": (4, 3)}, False),
 ]
 
 
@@ -164,6 +169,10 @@ COMPOSITIONS = {
     "fftn and ifftn": lambda x: F.irfftn(F.ifftn(F.fftn(x, dim=(1, 0)), s=(2,), dim=(0,)), s=(4,)),
     "rfftn and irfftn": lambda x: F.irfftn(F.rfftn(x, dim=(1, 0), norm="ortho"), s=(5, 3), dim=(1, 0)),
     "fftshift and ifftshift": lambda x: F.irfft(F.ifftshift(F.fftshift(F.rfft(x), dim=1)), n=5) + F.fftshift(x),
+    "hfftn of a complex input": lambda x: F.hfftn(F.fft(x, dim=0), s=(4, 6), norm="ortho"),
+    "hfft2 of a real input": lambda x: F.hfft2(x, dim=(-1, 0), norm="forward"),
+    "ihfftn and hfftn": lambda x: F.hfftn(F.ihfftn(x, s=(2, 6), dim=(1, -2)), dim=(-1,)),
+    "ihfft2 and irfft2": lambda x: F.irfft2(F.ihfft2(x, norm="ortho"), s=(3, 4)),
 }
 
 
@@ -234,6 +243,15 @@ TORCH_GRADIENTS = [  # (function, input, keywords, the gradient's real and imagi
     ("irfftn", "Z", {"s": (3, 4), "dim": (1, 0)}, [0.089, 0.0775, 0.0775, 0, 0, 0.310833333333, 0.308703676961,
      -0.146537010295, 0, 0], [0, -0.093675081176, 0.093675081176, 0, 0, 0.112166666667, 0.0693226024803,
      0.505510730853, 0, 0]),
+    ("hfft2", "Z", {"s": (3, 6), "norm": "ortho"}, [-0.0162634559673, -0.690371920698, 0.56639253173,
+     0.225095658678, 0, 0.407647059354, 3.57277486308, -0.825193613645, -0.0793138106231, 0], [0, -1.02021247787,
+     0.3082274593, 0, 0, 0.219433456124, -0.180445744385, 0.55480942674, 0.176159137335, 0]),
+    ("hfftn", "X", {"dim": (1, 0)}, [0.323, 4.92284698452, -0.141846984519, -0.141846984519, 4.92284698452, -0.017,
+     0.0933738353925, -0.0273738353925, -0.0273738353925, 0.0933738353925], None),
+    ("ihfft2", "X", {"s": (3, 4)}, [-0.0270833333333, 0.138166666667, 0.00825, -0.01, 0, 0.296092618261,
+     0.187584108203, 0.0488631756826, 0.219943774396, 0], None),
+    ("ihfftn", "X", {"dim": (-1, 0), "norm": "forward"}, [0.323, 6.32116871716, 0.162459739057, -0.446153708094,
+     3.52452525187, -0.017, -0.217712181206, -0.0960887557274, 0.0413410849424, 0.404459851991], None),
 ]
 
 
@@ -344,6 +362,10 @@ DEVICE_CASES = {
     "rfft2, fft2 and irfft2": (lambda x: F.irfft2(F.fft2(F.rfft2(x, norm="ortho")), s=(2, 6)), False),
     "shifts and frequencies": (
         lambda x: F.irfft(F.ifftshift(F.fftshift(F.rfft(x)), dim=1)) * F.rfftfreq(10, device=x.device)[:6], False),
+    "hfftn": (lambda x: F.hfftn(x, s=(4, 7), dim=(-1, 0), norm="ortho"), True),
+    "hfft2 of a real input": (lambda x: F.hfft2(x, norm="forward"), False),
+    "ihfftn and hfftn": (lambda x: F.hfftn(F.ihfftn(x, s=(2, 6), dim=(1, -2)), dim=(-1,)), False),
+    "ihfft2 and hfft2": (lambda x: F.hfft2(F.ihfft2(x, norm="ortho"), s=(3, 5), norm="ortho"), False),
 }
 
 

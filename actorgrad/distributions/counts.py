@@ -11,15 +11,17 @@ import numpy as np
 
 from actorgrad.creation import arange, empty, zeros_like
 from actorgrad.distributions import constraints
-from actorgrad.distributions.discrete import BOTH_OR_NEITHER, Categorical, _enumeration, _expanded_parameters
+from actorgrad.distributions.discrete import (
+    Categorical,
+    OverCategories,
+    ProbsOrLogits,
+    _enumeration,
+)
 from actorgrad.distributions.distribution import Distribution
 from actorgrad.distributions.gamma_family import Gamma
 from actorgrad.distributions.utils import (
     batch_shape_of,
     broadcast_all,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
 )
 from actorgrad.grad_mode import no_grad
 from actorgrad.ops.activations import logsigmoid
@@ -41,45 +43,6 @@ def _counts_like(like: Tensor, counts: np.ndarray) -> Tensor:
 
 def _host_float64(t: Tensor, shape: tuple[int, ...]) -> np.ndarray:
     return np.broadcast_to(_host(t._data), shape).astype(np.float64)
-
-
-class _ProbsOrLogits(Distribution):
-    """A distribution over counts given by a success probability `probs` or its log-odds `logits` (not both),
-    the other derived on first use."""
-
-    def _set_probs_or_logits(self, probs: Tensor | float | None, logits: Tensor | float | None,
-                             total_count: Tensor | float | None = None) -> Tensor | float:
-        """Set the given parameter (and `total_count`, broadcast with it, in its dtype); returns the one given."""
-        if (probs is None) == (logits is None):
-            raise ValueError(BOTH_OR_NEITHER)
-        name, given = ("probs", probs) if probs is not None else ("logits", logits)
-        if total_count is None:
-            (param,) = broadcast_all(given)
-        else:
-            count, param = broadcast_all(total_count, given)
-            self.total_count = count.type_as(param)
-        setattr(self, name, param)
-        self._param = param
-        return given
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self) -> tuple[int, ...]:
-        return self._param.shape
-
-    def _expanded_counts(self, cls: type, batch_shape: Sequence[int], _instance: Distribution | None) -> Distribution:
-        shape = tuple(batch_shape)
-        parameters = _expanded_parameters(self, shape)
-        if "total_count" in self.__dict__:
-            parameters["total_count"] = self.total_count.expand(shape)
-        return self._expanded(cls, shape, _instance, **parameters)
 
 
 class Poisson(Distribution):
@@ -119,7 +82,7 @@ class Poisson(Distribution):
         return value.xlogy(rate) - rate - lgamma(value + 1)
 
 
-class Geometric(_ProbsOrLogits):
+class Geometric(ProbsOrLogits):
     """The number of failures before the first success of Bernoulli trials of success probability `probs`."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -139,7 +102,7 @@ class Geometric(_ProbsOrLogits):
             )
 
     def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Geometric:
-        return self._expanded_counts(Geometric, batch_shape, _instance)
+        return self._expanded_like(Geometric, batch_shape, _instance)
 
     @property
     def mean(self) -> Tensor:
@@ -172,7 +135,7 @@ class Geometric(_ProbsOrLogits):
         return binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none") / self.probs
 
 
-class Binomial(_ProbsOrLogits):
+class Binomial(ProbsOrLogits):
     """The number of successes in `total_count` Bernoulli trials of success probability `probs`."""
 
     arg_constraints = {
@@ -189,7 +152,7 @@ class Binomial(_ProbsOrLogits):
         super().__init__(self._param.shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Binomial:
-        return self._expanded_counts(Binomial, batch_shape, _instance)
+        return self._expanded_like(Binomial, batch_shape, _instance)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self) -> constraints.Constraint:
@@ -241,7 +204,7 @@ class Binomial(_ProbsOrLogits):
         return _enumeration(values, self._batch_shape, (), expand)
 
 
-class NegativeBinomial(_ProbsOrLogits):
+class NegativeBinomial(ProbsOrLogits):
     """The number of successes before `total_count` failures in Bernoulli trials of success probability `probs`
     (PyTorch's convention: the mean is total_count * probs / (1 - probs))."""
 
@@ -259,7 +222,7 @@ class NegativeBinomial(_ProbsOrLogits):
         super().__init__(self._param.shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> NegativeBinomial:
-        return self._expanded_counts(NegativeBinomial, batch_shape, _instance)
+        return self._expanded_like(NegativeBinomial, batch_shape, _instance)
 
     @property
     def mean(self) -> Tensor:
@@ -290,11 +253,9 @@ class NegativeBinomial(_ProbsOrLogits):
         return unnormalized - where(n + value == 0, 0.0, normalizer)
 
 
-class Multinomial(Distribution):
+class Multinomial(OverCategories):
     """The counts of each of K categories (the event, the last dim of `probs` or `logits`) in `total_count`
     independent Categorical draws."""
-
-    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
 
     def __init__(
         self, total_count: int = 1, probs: Tensor | None = None, logits: Tensor | None = None,
@@ -314,18 +275,6 @@ class Multinomial(Distribution):
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self) -> constraints.Constraint:
         return constraints.multinomial(self.total_count)
-
-    @property
-    def probs(self) -> Tensor:
-        return self._categorical.probs
-
-    @property
-    def logits(self) -> Tensor:
-        return self._categorical.logits
-
-    @property
-    def param_shape(self) -> tuple[int, ...]:
-        return self._categorical.param_shape
 
     @property
     def mean(self) -> Tensor:

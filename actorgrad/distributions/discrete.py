@@ -45,30 +45,24 @@ def _enumeration(values: Tensor, batch_shape: tuple[int, ...], event_shape: tupl
     return values.expand((n,) + batch_shape + event_shape) if expand else values
 
 
-class Bernoulli(Distribution):
-    """1 with probability `probs` (log-odds `logits`), else 0."""
+class ProbsOrLogits(Distribution):
+    """A distribution given by a success probability `probs` or its log-odds `logits` (not both), the other derived
+    on first use."""
 
-    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
-    support = constraints.boolean
-    has_enumerate_support = True
-
-    def __init__(
-        self, probs: Tensor | float | None = None, logits: Tensor | float | None = None,
-        validate_args: bool | None = None,
-    ) -> None:
+    def _set_probs_or_logits(self, probs: Tensor | float | None, logits: Tensor | float | None,
+                             total_count: Tensor | float | None = None) -> Tensor | float:
+        """Set the given parameter (and `total_count`, broadcast with it, in its dtype); returns the one given."""
         if (probs is None) == (logits is None):
             raise ValueError(BOTH_OR_NEITHER)
-        given = probs if probs is not None else logits
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
+        name, given = ("probs", probs) if probs is not None else ("logits", logits)
+        if total_count is None:
+            (param,) = broadcast_all(given)
         else:
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(batch_shape_of(self._param, given), validate_args=validate_args)
-
-    def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Bernoulli:
-        shape = tuple(batch_shape)
-        return self._expanded(Bernoulli, shape, _instance, **_expanded_parameters(self, shape))
+            count, param = broadcast_all(total_count, given)
+            self.total_count = count.type_as(param)
+        setattr(self, name, param)
+        self._param = param
+        return given
 
     @lazy_property
     def logits(self) -> Tensor:
@@ -81,6 +75,31 @@ class Bernoulli(Distribution):
     @property
     def param_shape(self) -> tuple[int, ...]:
         return self._param.shape
+
+    def _expanded_like(self, cls: type, batch_shape: Sequence[int], _instance: Distribution | None) -> Distribution:
+        shape = tuple(batch_shape)
+        parameters = _expanded_parameters(self, shape)
+        if "total_count" in self.__dict__:
+            parameters["total_count"] = self.total_count.expand(shape)
+        return self._expanded(cls, shape, _instance, **parameters)
+
+
+class Bernoulli(ProbsOrLogits):
+    """1 with probability `probs` (log-odds `logits`), else 0."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
+    has_enumerate_support = True
+
+    def __init__(
+        self, probs: Tensor | float | None = None, logits: Tensor | float | None = None,
+        validate_args: bool | None = None,
+    ) -> None:
+        given = self._set_probs_or_logits(probs, logits)
+        super().__init__(batch_shape_of(self._param, given), validate_args=validate_args)
+
+    def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Bernoulli:
+        return self._expanded_like(Bernoulli, batch_shape, _instance)
 
     @property
     def mean(self) -> Tensor:
@@ -192,22 +211,12 @@ class Categorical(Distribution):
         return _enumeration(values, self._batch_shape, (), expand)
 
 
-class OneHotCategorical(Distribution):
-    """Categorical's draws as one-hot vectors of length K (the event)."""
+class OverCategories(Distribution):
+    """A distribution over K categories (the event) whose parameters are those of the Categorical it holds in
+    `_categorical`: its probs, logits and their shape."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
-    support = constraints.one_hot
-    has_enumerate_support = True
-
-    def __init__(
-        self, probs: Tensor | None = None, logits: Tensor | None = None, validate_args: bool | None = None
-    ) -> None:
-        self._categorical = Categorical(probs, logits)
-        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:], validate_args)
-
-    def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> OneHotCategorical:
-        shape = tuple(batch_shape)
-        return self._expanded(OneHotCategorical, shape, _instance, _categorical=self._categorical.expand(shape))
+    _categorical: Categorical
 
     @property
     def _param(self) -> Tensor:
@@ -224,6 +233,23 @@ class OneHotCategorical(Distribution):
     @property
     def param_shape(self) -> tuple[int, ...]:
         return self._categorical.param_shape
+
+
+class OneHotCategorical(OverCategories):
+    """Categorical's draws as one-hot vectors of length K (the event)."""
+
+    support = constraints.one_hot
+    has_enumerate_support = True
+
+    def __init__(
+        self, probs: Tensor | None = None, logits: Tensor | None = None, validate_args: bool | None = None
+    ) -> None:
+        self._categorical = Categorical(probs, logits)
+        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:], validate_args)
+
+    def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> OneHotCategorical:
+        shape = tuple(batch_shape)
+        return self._expanded(OneHotCategorical, shape, _instance, _categorical=self._categorical.expand(shape))
 
     @property
     def mean(self) -> Tensor:
