@@ -1,10 +1,11 @@
-"""erf and erfc on float64 arrays, after W. J. Cody's rational approximations ("Rational Chebyshev
-approximations for the error function", Math. Comp. 23, 1969), good to about an ulp.
+"""erf, erfc and the scaled erfcx on float64 arrays, after W. J. Cody's rational approximations ("Rational
+Chebyshev approximations for the error function", Math. Comp. 23, 1969), good to about an ulp.
 
 numpy has no erf and scipy is not a dependency. Three ranges of |x|, each a ratio of two polynomials:
 near zero erf itself is a rational function of x**2; further out erfc is exp(-x**2) times a rational function of
 |x|, and in the tail exp(-x**2) / |x| times one of 1 / x**2. erf = 1 - erfc out there loses nothing, as erf is
-then at least 0.49. Each function takes the array module `xp`, so the same code serves numpy and cupy.
+then at least 0.49; erfcx(x) = exp(x**2) erfc(x) is the same forms without their exp(-x**2). Each function
+takes the array module `xp`, so the same code serves numpy and cupy.
 """
 
 from __future__ import annotations
@@ -92,3 +93,19 @@ def erfc(xp: Any, x: Any) -> Any:
     tail = _erfc_beyond(xp, y[beyond])
     out[beyond] = xp.where(x[beyond] < 0, 2 - tail, tail)
     return out
+
+
+def erfcx(xp: Any, x: Any) -> Any:
+    """exp(x**2) erfc(x) for x >= 0 (the scaled complementary error function) of an array, in float64, without
+    erfc's underflow: the same rational forms with their exp(-x**2) left out (beyond NEAR), so it keeps its relative
+    accuracy for any x (erfcx(x) ~ 1 / (x sqrt(pi)), 0 at inf); NaN stays NaN."""
+    x = xp.asarray(x, dtype=xp.float64)
+    near = x <= NEAR
+    mid = x <= TAIL
+    xn = xp.where(near, x, 0.0)
+    near_value = xp.exp(xn * xn) * (1 - _erf_near(xp, xn))
+    mid_value = _rational(xp, ERFC_MID_P, ERFC_MID_Q, xp.where(mid, x, TAIL))
+    xt = xp.where(mid, TAIL, x)
+    z = 1 / (xt * xt)
+    tail_value = (INV_SQRT_PI - z * _rational(xp, ERFC_TAIL_P, ERFC_TAIL_Q, z)) / xt
+    return xp.where(near, near_value, xp.where(mid, mid_value, tail_value))

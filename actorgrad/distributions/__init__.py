@@ -2,14 +2,22 @@
 reparameterized sampling, log densities, entropies, KL divergences), built from differentiable ops."""
 
 from actorgrad.distributions import constraints, transforms
+from actorgrad.distributions.circular import VonMises
+from actorgrad.distributions.constraint_registry import biject_to, transform_to
 from actorgrad.distributions.continuous import Cauchy, Exponential, Laplace, Normal, Uniform
+from actorgrad.distributions.continuous_bernoulli import ContinuousBernoulli
 from actorgrad.distributions.counts import Binomial, Geometric, Multinomial, NegativeBinomial, Poisson
 from actorgrad.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from actorgrad.distributions.distribution import Distribution
+from actorgrad.distributions.fisher_snedecor import FisherSnedecor
 from actorgrad.distributions.gamma_family import Beta, Dirichlet, Gamma
 from actorgrad.distributions.independent import Independent
 from actorgrad.distributions.kl import kl_divergence, register_kl
+from actorgrad.distributions.kumaraswamy import Kumaraswamy
+from actorgrad.distributions.low_rank_mvn import LowRankMultivariateNormal
+from actorgrad.distributions.mixture import MixtureSameFamily
 from actorgrad.distributions.multivariate_normal import MultivariateNormal
+from actorgrad.distributions.relaxed import RelaxedBernoulli, RelaxedOneHotCategorical
 from actorgrad.distributions.student_t import Chi2, StudentT
 from actorgrad.distributions.transformed import TransformedDistribution
 from actorgrad.distributions.transformed_families import (
@@ -21,6 +29,7 @@ from actorgrad.distributions.transformed_families import (
     Pareto,
     Weibull,
 )
+from actorgrad.distributions.transforms import *  # noqa: F403 (PyTorch exports every transform here)
 
 __all__ = [
     "Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Exponential", "Gamma", "Independent", "Laplace",
@@ -28,4 +37,8 @@ __all__ = [
     "Cauchy", "Gumbel", "HalfCauchy", "HalfNormal", "LogNormal", "LogisticNormal", "Pareto", "TransformedDistribution",
     "Weibull", "transforms",
     "Binomial", "Chi2", "Geometric", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Poisson", "StudentT",
+    "biject_to", "transform_to",
+    "ContinuousBernoulli", "FisherSnedecor", "Kumaraswamy", "LowRankMultivariateNormal", "MixtureSameFamily",
+    "RelaxedBernoulli", "RelaxedOneHotCategorical", "VonMises",
 ]
+__all__.extend(transforms.__all__)

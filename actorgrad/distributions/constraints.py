@@ -10,14 +10,18 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.indexing import _host, on_device
+from actorgrad.ops.joining import cat as _cat_tensors
+from actorgrad.ops.joining import stack as _stack_tensors
 from actorgrad.tensor import Tensor
 
 __all__ = [
-    "Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq",
+    "Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than",
+    "greater_than_eq", "positive_semidefinite", "stack",
     "half_open_interval", "independent", "integer_interval", "interval", "is_dependent", "less_than",
     "lower_cholesky", "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer", "one_hot", "positive",
     "positive_definite", "positive_integer", "real", "real_vector", "simplex", "square", "symmetric",
     "unit_interval",
+    "MixtureSameFamilyConstraint",
 ]
 
 
@@ -112,6 +116,34 @@ class _IndependentConstraint(Constraint):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__[1:]}({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """The support of a MixtureSameFamily: `base_constraint` (its components') checked against the value given a
+    singleton component dim, so that a value is valid when every component's support holds it."""
+
+    def __init__(self, base_constraint: Constraint) -> None:
+        if not isinstance(base_constraint, Constraint):
+            raise AssertionError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return self.base_constraint.event_dim
+
+    def check(self, value: Tensor) -> Tensor:
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        kept = value.dim() - self.event_dim
+        return result.reshape(result.shape[:kept] + (-1,)).all(-1)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.base_constraint!r})"
 
 
 class _Boolean(Constraint):
@@ -290,6 +322,119 @@ def _has_cholesky(matrix: np.ndarray) -> bool:
     return True
 
 
+class _PositiveSemidefinite(_Symmetric):
+    """Symmetric matrices with no negative eigenvalue."""
+
+    def check(self, value: Tensor) -> Tensor:
+        symmetric = super().check(value)
+        if not bool(symmetric.all()):
+            return symmetric
+        eigenvalues = np.linalg.eigvalsh(_host(value._data))
+        return Tensor(on_device(value, (eigenvalues >= 0).all(-1)), device=value._device)
+
+
+class _CorrCholesky(Constraint):
+    """Cholesky factors of correlation matrices: lower-triangular, a positive diagonal, rows of unit norm (to
+    within 10 eps times the number of columns)."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        tolerance = float(np.finfo(value.dtype).eps) * value.shape[-1] * 10
+        row_norm = (value.detach() ** 2).sum(-1).sqrt()
+        return lower_cholesky.check(value) & ((row_norm - 1.0).abs() <= tolerance).all(-1)
+
+
+def _check_dim_in_range(dim: int, value: Tensor) -> None:
+    if not -value.dim() <= dim < value.dim():
+        raise AssertionError(f"dim {dim} out of range for value with {value.dim()} dimensions")
+
+
+def _all_rightmost(result: Tensor, n: int) -> Tensor:
+    """`result` and-reduced over its `n` rightmost dims."""
+    return result.reshape(result.shape[: result.dim() - n] + (-1,)).all(-1) if n > 0 else result
+
+
+class _Cat(Constraint):
+    """`cseq[i]` on the i-th block of `lengths[i]` entries along `dim`, as `cat` would join the blocks.
+
+    `check` gives one answer per batch entry: each block's answer reduced over the event dims its constraint has
+    fewer than the largest, then joined by `cat` where `dim` is a batch dim, and-ed where it is an event dim.
+    (PyTorch's joins them by `cat` at `dim` as given: the same answer where the blocks' event dims are all 0, or
+    are equal and `dim` is a batch dim counted from the left; an error or a misplaced dim elsewhere.)"""
+
+    def __init__(self, cseq: list[Constraint], dim: int = 0, lengths: list[int] | None = None) -> None:
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
+        self.dim = dim
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value: Tensor) -> Tensor:
+        _check_dim_in_range(self.dim, value)
+        event_dim, checks, start = self.event_dim, [], 0
+        for constraint, length in zip(self.cseq, self.lengths):
+            check = constraint.check(value.narrow(self.dim, start, length))
+            checks.append(_all_rightmost(check, event_dim - constraint.event_dim))
+            start += length
+        dim = (self.dim - value.dim() if self.dim >= 0 else self.dim) + event_dim
+        if dim < 0:
+            return _cat_tensors(checks, dim)
+        result = checks[0]
+        for check in checks[1:]:
+            result = result & check
+        return result
+
+
+class _Stack(Constraint):
+    """`cseq[i]` on the i-th slice along `dim`, as `stack` would join the slices. Its event dims are the slices'
+    (the largest of `cseq`'s), plus `dim` when it is negative and falls among them or right of them. (PyTorch adds
+    `dim` when `dim + event_dim < 0`: the same for `dim >= 0` and `dim == -1 - event_dim`, the cases where its
+    `check` and StackTransform's log-Jacobian come out shaped by the batch.)
+
+    `check` gives one answer per batch entry: the slices' answers, each reduced to the same event dims, stacked at
+    `dim`, or and-ed where `dim` is in the event."""
+
+    def __init__(self, cseq: list[Constraint], dim: int = 0) -> None:
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if -dim - 1 <= self.dim < 0 else dim
+
+    def check(self, value: Tensor) -> Tensor:
+        _check_dim_in_range(self.dim, value)
+        slice_event_dim = max(c.event_dim for c in self.cseq)
+        checks = [
+            _all_rightmost(c.check(value.select(self.dim, i)), slice_event_dim - c.event_dim)
+            for i, c in zip(range(value.shape[self.dim]), self.cseq)
+        ]
+        if self.event_dim == slice_event_dim:
+            return _stack_tensors(checks, self.dim % value.dim())
+        result = checks[0]
+        for check in checks[1:]:
+            result = result & check
+        return result
+
+
 dependent = _Dependent()
 dependent_property = _DependentProperty
 independent = _IndependentConstraint
@@ -315,3 +460,7 @@ lower_cholesky = _LowerCholesky()
 square = _Square()
 symmetric = _Symmetric()
 positive_definite = _PositiveDefinite()
+positive_semidefinite = _PositiveSemidefinite()
+corr_cholesky = _CorrCholesky()
+cat = _Cat
+stack = _Stack

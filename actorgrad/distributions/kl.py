@@ -8,12 +8,20 @@ import math
 import warnings
 from collections.abc import Callable
 
+from actorgrad.creation import full_like
 from actorgrad.distributions.continuous import Cauchy, Exponential, Laplace, Normal, Uniform
+from actorgrad.distributions.continuous_bernoulli import ContinuousBernoulli
 from actorgrad.distributions.counts import Binomial, Geometric, Poisson
 from actorgrad.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from actorgrad.distributions.distribution import Distribution
 from actorgrad.distributions.gamma_family import Beta, Dirichlet, Gamma
 from actorgrad.distributions.independent import Independent
+from actorgrad.distributions.low_rank_mvn import (
+    LowRankMultivariateNormal,
+    lowrank_logdet,
+    lowrank_mahalanobis,
+    woodbury_factor,
+)
 from actorgrad.distributions.multivariate_normal import (
     MultivariateNormal,
     half_log_det,
@@ -25,6 +33,7 @@ from actorgrad.distributions.transformed_families import EULER_GAMMA, Gumbel, Ha
 from actorgrad.distributions.utils import sum_rightmost
 from actorgrad.ops.activations import softplus
 from actorgrad.ops.gamma import digamma, lgamma
+from actorgrad.ops.linalg import matmul
 from actorgrad.ops.selection import where
 from actorgrad.tensor import Tensor
 
@@ -257,3 +266,121 @@ def _kl_multivariatenormal_multivariatenormal(p: MultivariateNormal, q: Multivar
     trace = solve_lower(q_tril, p_tril).pow(2).flatten(-2).sum(-1)
     distance = mahalanobis(q_tril, q.loc - p.loc)
     return half_log_det(q_tril) - half_log_det(p_tril) + 0.5 * (trace + distance - p.event_shape[0])
+
+
+# -- the low-rank multivariate normal --------------------------------------------------------------------------------
+def _gram_trace(X: Tensor) -> Tensor:
+    """tr(X X^T): the squared Frobenius norm of each matrix."""
+    return X.pow(2).flatten(-2).sum(-1)
+
+
+def _check_same_event_shape(p: Distribution, q: Distribution, names: str) -> None:
+    if p.event_shape != q.event_shape:
+        raise ValueError(f"KL-divergence between two {names} with different event shapes cannot be computed")
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(
+    p: LowRankMultivariateNormal, q: LowRankMultivariateNormal
+) -> Tensor:
+    """The MultivariateNormal formula with Sq^-1 = Dq^-1 - A^T A (Woodbury): tr(Sq^-1 (Wp Wp^T + Dp)) expands into
+    four Frobenius norms, none n x n."""
+    _check_same_event_shape(p, q, "Low Rank Multivariate Normals")
+    p_W, p_D = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+    q_W, q_D = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag
+    A = woodbury_factor(q_W, q_D, q._capacitance_tril)
+    trace = ((p_D / q_D).sum(-1) + _gram_trace(p_W * q_D.rsqrt().unsqueeze(-1))
+             - _gram_trace(A * p_D.sqrt().unsqueeze(-2)) - _gram_trace(matmul(A, p_W)))
+    distance = lowrank_mahalanobis(q_W, q_D, q.loc - p.loc, q._capacitance_tril)
+    log_det_ratio = lowrank_logdet(q_D, q._capacitance_tril) - lowrank_logdet(p_D, p._capacitance_tril)
+    return 0.5 * (log_det_ratio + trace + distance - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_multivariatenormal_lowrankmultivariatenormal(p: MultivariateNormal, q: LowRankMultivariateNormal) -> Tensor:
+    _check_same_event_shape(p, q, "(Low Rank) Multivariate Normals")
+    p_tril = p._unbroadcasted_scale_tril
+    q_W, q_D = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag
+    A = woodbury_factor(q_W, q_D, q._capacitance_tril)
+    trace = _gram_trace(p_tril * q_D.rsqrt().unsqueeze(-1)) - _gram_trace(matmul(A, p_tril))
+    distance = lowrank_mahalanobis(q_W, q_D, q.loc - p.loc, q._capacitance_tril)
+    log_det_ratio = lowrank_logdet(q_D, q._capacitance_tril) - 2 * half_log_det(p_tril)
+    return 0.5 * (log_det_ratio + trace + distance - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrankmultivariatenormal_multivariatenormal(p: LowRankMultivariateNormal, q: MultivariateNormal) -> Tensor:
+    _check_same_event_shape(p, q, "(Low Rank) Multivariate Normals")
+    q_tril = q._unbroadcasted_scale_tril
+    p_W, p_D = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+    trace = _gram_trace(solve_lower(q_tril, p_W)) + _gram_trace(solve_lower(q_tril, p_D.sqrt().diag_embed()))
+    distance = mahalanobis(q_tril, q.loc - p.loc)
+    log_det_ratio = 2 * half_log_det(q_tril) - lowrank_logdet(p_D, p._capacitance_tril)
+    return 0.5 * (log_det_ratio + trace + distance - p.event_shape[0])
+
+
+# -- the continuous Bernoulli ------------------------------------------------------------------------------------
+# log q(x) = log C(l) + log(1 - l) + x logit(l) for q continuous Bernoulli, so E_p[log q] needs only p's mean.
+def _cross_entropy_to_continuous_bernoulli(p_mean: Tensor, q: ContinuousBernoulli) -> Tensor:
+    return -p_mean * q.logits - (-q.probs).log1p() - q._cont_bern_log_norm()
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p: ContinuousBernoulli, q: ContinuousBernoulli) -> Tensor:
+    return -p.entropy() + _cross_entropy_to_continuous_bernoulli(p.mean, q)
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p: Beta, q: ContinuousBernoulli) -> Tensor:
+    return -p.entropy() + _cross_entropy_to_continuous_bernoulli(p.mean, q)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p: Uniform, q: ContinuousBernoulli) -> Tensor:
+    """Infinite where p reaches outside [0, 1].
+
+    Deviation from PyTorch: PyTorch's is infinite also where p.low == 0 or p.high == 1."""
+    result = -p.entropy() + _cross_entropy_to_continuous_bernoulli(p.mean, q)
+    return where((p.low < 0) | (p.high > 1), math.inf, result)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p: ContinuousBernoulli, q: Exponential) -> Tensor:
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p: ContinuousBernoulli, q: Normal) -> Tensor:
+    """-H(p) + log(sqrt(2 pi) scale) + E_p[(x - loc)^2] / (2 scale^2)."""
+    squared_distance = p.variance + (p.mean - q.loc).pow(2)
+    return -p.entropy() + 0.5 * math.log(2 * math.pi) + q.scale.log() + squared_distance / (2 * q.scale.pow(2))
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p: ContinuousBernoulli, q: Uniform) -> Tensor:
+    """Infinite where q does not cover [0, 1].
+
+    Deviation from PyTorch: PyTorch's is infinite where q.low >= 0 or q.high <= 1 (so for q on [0, 1] itself)."""
+    result = -p.entropy() + (q.high - q.low).log()
+    return where((q.low > 0) | (q.high < 1), math.inf, result)
+
+
+def _infinite_like(value: Tensor) -> Tensor:
+    return full_like(value, math.inf)
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+def _kl_continuous_bernoulli_pareto(p: ContinuousBernoulli, q: Pareto) -> Tensor:
+    """p has mass below q's scale, where q has none."""
+    return _infinite_like(p.probs)
+
+
+@register_kl(Exponential, ContinuousBernoulli)
+@register_kl(Gamma, ContinuousBernoulli)
+@register_kl(Gumbel, ContinuousBernoulli)
+@register_kl(Laplace, ContinuousBernoulli)
+@register_kl(Normal, ContinuousBernoulli)
+@register_kl(Pareto, ContinuousBernoulli)
+def _kl_unbounded_continuous_bernoulli(p: Distribution, q: ContinuousBernoulli) -> Tensor:
+    """p has mass above 1, where q has none."""
+    return _infinite_like(p.mean)

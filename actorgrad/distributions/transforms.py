@@ -1,27 +1,45 @@
 """Transforms (PyTorch's torch.distributions.transforms): invertible maps y = f(x) with the log of their Jacobian's
 absolute determinant, which `TransformedDistribution` pushes a base distribution through. The base class and the
-chaining of transforms are in `transform_base`; every name is imported from here."""
+chaining of transforms are in `transform_base`, the transforms of other transforms (per event, per block) in
+`transforms_structural`, those onto sets of matrices in `transforms_matrix`; every name is imported from here."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from numbers import Real
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from actorgrad.creation import arange, full_like
 from actorgrad.distributions import constraints
 from actorgrad.distributions.transform_base import ComposeTransform, Transform, identity_transform
+from actorgrad.distributions.transforms_matrix import (
+    CorrCholeskyTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+)
+from actorgrad.distributions.transforms_structural import (
+    CatTransform,
+    IndependentTransform,
+    ReshapeTransform,
+    StackTransform,
+)
 from actorgrad.distributions.utils import broadcast_all, sum_rightmost
 from actorgrad.ops.activations import logsigmoid, softplus
 from actorgrad.ops.padding import pad
 from actorgrad.tensor import Tensor
 
+if TYPE_CHECKING:
+    from actorgrad.distributions.distribution import Distribution
+
 __all__ = [
-    "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "PowerTransform", "SigmoidTransform",
-    "SoftplusTransform", "StickBreakingTransform", "TanhTransform", "Transform", "identity_transform",
+    "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
+    "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform", "LowerCholeskyTransform",
+    "PositiveDefiniteTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+    "SoftplusTransform", "StackTransform", "StickBreakingTransform", "TanhTransform", "Transform",
+    "identity_transform",
 ]
 
 
@@ -274,3 +292,60 @@ class StickBreakingTransform(Transform):
         if len(shape) < 1:
             raise ValueError("Too few dimensions on input")
         return tuple(shape[:-1]) + (shape[-1] - 1,)
+
+
+class SoftmaxTransform(Transform):
+    """Real vectors onto the simplex of the same length by exp and normalizing: not a bijection (adding a constant
+    to x changes nothing), so there is no log-Jacobian; the inverse is log y, one of the preimages."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SoftmaxTransform)
+
+    def _call(self, x: Tensor) -> Tensor:
+        unnormalized = (x - x.max(-1, True)[0]).exp()
+        return unnormalized / unnormalized.sum(-1, True)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return y.log()
+
+    def forward_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape)
+
+    def inverse_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
+        return self.forward_shape(shape)
+
+
+class CumulativeDistributionTransform(Transform):
+    """y = the CDF of `distribution` at x, from its support onto the unit interval; the inverse is its icdf and
+    log |dy/dx| its log density."""
+
+    bijective = True
+    codomain = constraints.unit_interval
+    sign = +1
+
+    def __init__(self, distribution: Distribution, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return self.distribution.support
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)
+
+    def _call(self, x: Tensor) -> Tensor:
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return self.distribution.log_prob(x)

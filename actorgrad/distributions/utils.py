@@ -10,9 +10,13 @@ from typing import Any
 import numpy as np
 
 from actorgrad.grad_mode import enable_grad
+from actorgrad.ops.padding import pad
 from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, tensor
 
-__all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits"]
+__all__ = [
+    "broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits", "tril_matrix_to_vec",
+    "vec_to_tril_matrix",
+]
 
 
 def is_number(value: Any) -> bool:
@@ -81,3 +85,32 @@ class lazy_property:  # noqa: N801 (PyTorch's name)
             value = self.wrapped(instance)
         setattr(instance, self.__name__, value)
         return value
+
+
+def _tril_positions(n: int, diag: int) -> np.ndarray:
+    """The flat positions in an n x n matrix of the entries on or below diagonal `diag`, row by row."""
+    rows, cols = np.tril_indices(n, k=diag)
+    return rows * n + cols
+
+
+def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
+    """The entries of (a batch of) D x D matrices on or below diagonal `diag`, row by row, as vectors."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    return mat.flatten(-2)[..., tensor(_tril_positions(n, diag), device=mat.device)]
+
+
+def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
+    """The D x D matrices (zero above diagonal `diag`) whose entries on or below it are `vec`'s, row by row."""
+    m = vec.shape[-1]
+    # D is the positive root of D^2 + (1 + 2 diag) D - |diag| (diag + 1) - 2 m = 0
+    root = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * m + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if abs(round(root) - root) > float(np.finfo(vec.dtype).eps):
+        raise ValueError(f"The size of last dimension is {m} which cannot be expressed as the lower triangular part "
+                         "of a square D x D matrix.")
+    n = round(root)
+    source = np.full(n * n, m)  # position m of the padded vector holds the zero
+    source[_tril_positions(n, diag)] = np.arange(m)
+    padded = pad(vec, [0, 1])
+    return padded[..., tensor(source, device=vec.device)].reshape(vec.shape[:-1] + (n, n))

@@ -63,6 +63,7 @@ FAMILY_NAMES = (
     "sorting",
     "stacking",
     "special",
+    "special_functions",
     "statistics",
     "strided",
     "unary",

@@ -1,4 +1,4 @@
-"""Special functions (erf, erfc, xlogy, logaddexp, logaddexp2) and their gradient rules; erf's kernel is
+"""Special functions (erf, erfc, xlogy, xlog1py, logaddexp, logaddexp2) and their gradient rules; erf's kernel is
 `actorgrad.devices.erf`."""
 
 from __future__ import annotations
@@ -46,24 +46,43 @@ def erfc(input: Tensor) -> Tensor:
     return _apply(ERFC, erfc_kernel, input)
 
 
-# x's gradient is log(y), but 0 where x is 0 and y <= 0 (where log(y) is -inf or NaN), as PyTorch's formula.
-_X_GRAD = (("y", "masked"), lambda ops, g, y, masked: ops.where(masked, 0, g * ops.log(y)))
-_Y_GRAD = (("x", "y"), lambda ops, g, x, y: g * x / y)
-XLOGY = Rule("XlogyBackward0", _X_GRAD, _Y_GRAD, broadcasts=True)
-# x a number: only y has a gradient; y a number: only x, with y saved as its log.
-XLOGY_NUMBER_X = Rule("XlogyBackward1", _Y_GRAD)
-XLOGY_NUMBER_Y = Rule(
-    "XlogyBackward2", (("log_y", "masked"), lambda ops, g, log_y, masked: ops.where(masked, 0, g * log_y))
-)
+def invalid_combination(name: str, input: Any, other: Any) -> TypeError:
+    """PyTorch's error for a binary op given neither (Tensor, Tensor), (Number, Tensor) nor (Tensor, Number)."""
+    return TypeError(
+        f"{name}() received an invalid combination of arguments - got ({type(input).__name__}, "
+        f"{type(other).__name__}), but expected one of:\n * (Tensor input, Tensor other, *, Tensor out = None)\n"
+        " * (Number self, Tensor other, *, Tensor out = None)\n * (Tensor input, Number other, *, Tensor out = None)\n"
+    )
 
 
-def xlogy(input: Tensor | float, other: Tensor | float) -> Tensor:
-    """input * log(other), 0 where input is 0 (unless other is NaN); either operand may be a Python number."""
+def _log1p(ops: Any, y: Any) -> Any:
+    """log1p inside a formula: the op on Tensors (a backward that records), numpy's or CuPy's on arrays."""
+    return y.log1p() if isinstance(y, Tensor) else ops.xp.log1p(y)
+
+
+def _x_log_rules(name: str, log: Any, shift: float) -> tuple[Rule, Rule, Rule]:
+    """The rules of x * log(y + shift): x's gradient is log(y + shift), but 0 where x is 0 and y + shift <= 0
+    (where the log is -inf or NaN), as PyTorch's formula; y's is x / (y + shift). With x a number only y has a
+    gradient; with y a number only x, with y saved as its log."""
+    x_grad = (("y", "masked"), lambda ops, g, y, masked: ops.where(masked, 0, g * log(ops, y)))
+    y_grad = (("x", "y"), lambda ops, g, x, y: g * x / (y + shift if shift else y))
+    return (
+        Rule(f"{name}Backward0", x_grad, y_grad, broadcasts=True),
+        Rule(f"{name}Backward1", y_grad),
+        Rule(f"{name}Backward2", (("log_y", "masked"), lambda ops, g, log_y, masked: ops.where(masked, 0, g * log_y))),
+    )
+
+
+XLOGY = _x_log_rules("Xlogy", lambda ops, y: ops.log(y), 0)
+XLOG1PY = _x_log_rules("SpecialXlog1Py", _log1p, 1)
+
+
+def _x_log(name: str, rules: tuple[Rule, Rule, Rule], log: Any, pole: float, input: Any, other: Any) -> Tensor:
+    """input * log(other) (log1p for xlog1py), 0 where input is 0 unless other is NaN; either operand may be a
+    Python number. `pole`: where the log is -inf."""
     numbers = [not isinstance(v, Tensor) for v in (input, other)]
     if all(numbers) or any(not isinstance(v, Tensor | int | float) for v in (input, other)):
-        raise TypeError(f"xlogy() received an invalid combination of arguments - got ({type(input).__name__}, "
-                        f"{type(other).__name__}), but expected (Tensor, Tensor), (Number, Tensor) or "
-                        "(Tensor, Number)")
+        raise invalid_combination(name, input, other)
     dtype = floating(result_type(input, other))
     if numbers[0]:
         device, x, y = other._device, np.asarray(input, dtype)[()], data_as(other, dtype)
@@ -74,17 +93,27 @@ def xlogy(input: Tensor | float, other: Tensor | float) -> Tensor:
         x, y = kernel_operands(data_as(input, dtype), data_as(other, dtype))
     xp = device.xp
     with np.errstate(divide="ignore", invalid="ignore"):  # log of 0 or a negative: -inf or NaN, as in PyTorch
-        log_y = xp.log(y)
+        log_y = log(xp, y)
         try:
             data = xp.where((x == 0) & ~xp.isnan(y), 0, x * log_y).astype(dtype, copy=False)
         except ValueError:
-            raise broadcast_error("xlogy", x.shape, y.shape) from None
+            raise broadcast_error(name, x.shape, y.shape) from None
     if numbers[0]:
-        return record(XLOGY_NUMBER_X, data, (other,), x=float(input), y=other)
-    masked = Tensor(xp.asarray((x == 0) & (y <= 0)), device=device)
+        return record(rules[1], data, (other,), x=float(input), y=other)
+    masked = Tensor(xp.asarray((x == 0) & (y <= pole)), device=device)
     if numbers[1]:
-        return record(XLOGY_NUMBER_Y, data, (input,), log_y=float(log_y), masked=masked)
-    return record(XLOGY, data, (input, other), x=input, y=other, masked=masked)
+        return record(rules[2], data, (input,), log_y=float(log_y), masked=masked)
+    return record(rules[0], data, (input, other), x=input, y=other, masked=masked)
+
+
+def xlogy(input: Tensor | float, other: Tensor | float) -> Tensor:
+    """input * log(other), 0 where input is 0 (unless other is NaN); either operand may be a Python number."""
+    return _x_log("xlogy", XLOGY, lambda xp, y: xp.log(y), 0, input, other)
+
+
+def xlog1py(input: Tensor | float, other: Tensor | float) -> Tensor:
+    """input * log1p(other), 0 where input is 0 (unless other is NaN); either operand may be a Python number."""
+    return _x_log("special_xlog1py", XLOG1PY, lambda xp, y: xp.log1p(y), -1, input, other)
 
 
 def _share(ops: Any, g: Any, self: Any, other: Any, ln_base: float) -> Any:
