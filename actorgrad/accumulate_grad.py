@@ -10,7 +10,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from actorgrad.node import MAX_SEQUENCE_NR, Node, metadata_kinds, remember_metadata
+from actorgrad.node import MAX_SEQUENCE_NR, Node, metadata_of
 from actorgrad.tensor import Tensor
 
 
@@ -21,10 +21,7 @@ class AccumulateGrad(Node):
         # One per leaf and graph (a training step makes one per parameter): not super(), shared metadata.
         data = variable._data
         device = variable._device
-        metadata = metadata_kinds.get((data.shape, data.dtype, device))
-        if metadata is None:
-            metadata = remember_metadata(data.shape, data.dtype, device)
-        Node.__init__(self, (), metadata, device, MAX_SEQUENCE_NR)
+        Node.__init__(self, (), metadata_of(data.shape, data.dtype, device), device, MAX_SEQUENCE_NR)
         self.variable = variable
 
     def apply(self, grads: list, task: Any) -> tuple:

@@ -42,11 +42,14 @@ metadata_kinds: dict = {}
 _METADATA_KINDS_KEPT = 4096
 
 
-def remember_metadata(shape: tuple, dtype: Any, device: Device) -> tuple[InputMetadata]:
-    """The one-slot metadata of that kind, made and kept (callers look in `metadata_kinds` first)."""
-    if len(metadata_kinds) >= _METADATA_KINDS_KEPT:
-        metadata_kinds.clear()
-    metadata = metadata_kinds[shape, dtype, device] = (InputMetadata(shape, dtype, device),)
+def metadata_of(shape: tuple, dtype: Any, device: Device) -> tuple[InputMetadata]:
+    """The one-slot metadata of that kind, found or made and kept (`record` looks in `metadata_kinds` inline first:
+    a call per op costs more than the lookup)."""
+    metadata = metadata_kinds.get((shape, dtype, device))
+    if metadata is None:
+        if len(metadata_kinds) >= _METADATA_KINDS_KEPT:
+            metadata_kinds.clear()
+        metadata = metadata_kinds[shape, dtype, device] = (InputMetadata(shape, dtype, device),)
     return metadata
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from actorgrad.creation import eye
 from actorgrad.distributions import constraints
 from actorgrad.distributions.distribution import Distribution
-from actorgrad.distributions.multivariate_normal import mahalanobis, solve_lower
+from actorgrad.distributions.multivariate_normal import VectorNormal, mahalanobis, solve_lower
 from actorgrad.distributions.utils import lazy_property
 from actorgrad.ops.linalg import matmul
 from actorgrad.ops.linalg_decompositions import cholesky
@@ -53,7 +53,7 @@ def woodbury_factor(W: Tensor, D: Tensor, C_tril: Tensor) -> Tensor:
     return solve_lower(C_tril, W.mT / D.unsqueeze(-2))
 
 
-class LowRankMultivariateNormal(Distribution):
+class LowRankMultivariateNormal(VectorNormal):
     """The normal distribution over vectors of mean `loc` and covariance cov_factor @ cov_factor.T +
     diag(cov_diag): `cov_factor` of shape batch_shape + (n, m), `cov_diag` (positive) of shape batch_shape + (n,),
     the batch dims of all three broadcast together. Cheap for m much smaller than n."""
@@ -62,8 +62,6 @@ class LowRankMultivariateNormal(Distribution):
         "loc": constraints.real_vector, "cov_factor": constraints.independent(constraints.real, 2),
         "cov_diag": constraints.independent(constraints.positive, 1),
     }
-    support = constraints.real_vector
-    has_rsample = True
 
     def __init__(self, loc: Tensor, cov_factor: Tensor, cov_diag: Tensor, validate_args: bool | None = None) -> None:
         if loc.dim() < 1:
@@ -96,17 +94,6 @@ class LowRankMultivariateNormal(Distribution):
             _unbroadcasted_cov_factor=self._unbroadcasted_cov_factor,
             _unbroadcasted_cov_diag=self._unbroadcasted_cov_diag, _capacitance_tril=self._capacitance_tril,
         )
-
-    def _matrix_shape(self) -> tuple[int, ...]:
-        return self._batch_shape + self._event_shape * 2
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @lazy_property
     def variance(self) -> Tensor:

@@ -49,7 +49,26 @@ def precision_to_scale_tril(P: Tensor) -> Tensor:
     return solve_lower(inverse_scale, identity).tril()  # exactly lower: a general solve leaves rounding above
 
 
-class MultivariateNormal(Distribution):
+class VectorNormal(Distribution):
+    """A normal distribution over vectors (the event, of size n) centred at `loc`, its mean and mode; subclasses
+    say how its covariance is given."""
+
+    support = constraints.real_vector
+    has_rsample = True
+
+    def _matrix_shape(self) -> tuple[int, ...]:
+        return self._batch_shape + self._event_shape * 2
+
+    @property
+    def mean(self) -> Tensor:
+        return self.loc
+
+    @property
+    def mode(self) -> Tensor:
+        return self.loc
+
+
+class MultivariateNormal(VectorNormal):
     """The normal distribution over vectors of mean `loc`, given by exactly one of `covariance_matrix`,
     `precision_matrix` (its inverse) and `scale_tril` (its lower Cholesky factor, positive diagonal). The batch
     dims of `loc` and of the matrix broadcast together.
@@ -61,8 +80,6 @@ class MultivariateNormal(Distribution):
         "loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
         "precision_matrix": constraints.positive_definite, "scale_tril": constraints.lower_cholesky,
     }
-    support = constraints.real_vector
-    has_rsample = True
 
     def __init__(
         self, loc: Tensor, covariance_matrix: Tensor | None = None, precision_matrix: Tensor | None = None,
@@ -102,9 +119,6 @@ class MultivariateNormal(Distribution):
             _unbroadcasted_scale_tril=self._unbroadcasted_scale_tril, **matrices,
         )
 
-    def _matrix_shape(self) -> tuple[int, ...]:
-        return self._batch_shape + self._event_shape * 2
-
     @lazy_property
     def scale_tril(self) -> Tensor:
         return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
@@ -120,14 +134,6 @@ class MultivariateNormal(Distribution):
         identity = eye(L.shape[-1], dtype=L.dtype, device=L.device)
         inverse = solve_lower(L, identity)
         return matmul(inverse.mT, inverse).expand(self._matrix_shape())
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def variance(self) -> Tensor:

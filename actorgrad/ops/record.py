@@ -17,7 +17,7 @@ import numpy as np
 from actorgrad.accumulate_grad import grad_accumulator
 from actorgrad.devices import Device, cpu
 from actorgrad.grad_mode import _grad_enabled, _inference_mode
-from actorgrad.node import Node, metadata_kinds, remember_metadata
+from actorgrad.node import Node, metadata_kinds, metadata_of
 from actorgrad.ops.operands import as_operand, result_type
 from actorgrad.saved_tensors import SavedOutput, _saved_tensors_hooks, pack_saved
 from actorgrad.tensor import Tensor, array_storage, last_change, version_counter
@@ -315,7 +315,7 @@ def record(
         saved.append((i, formula, tuple(raw), tuple(values), reduce, cast))
     metadata = metadata_kinds.get((shape, dtype, device))
     if metadata is None:
-        metadata = remember_metadata(shape, dtype, device)
+        metadata = metadata_of(shape, dtype, device)
     # Node's fields by Node's __init__, a FormulaNode's own here: one call frame per op, not two.
     node = out._grad_fn = FormulaNode(tuple(edges), metadata, device, None, cost)
     node._rule = rule
