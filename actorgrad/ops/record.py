@@ -121,6 +121,8 @@ def _holds_array(values: list, array_types: tuple) -> bool:
                 if isinstance(v, array_types):
                     return True
     return False
+
+
 MODIFIED = (
     "one of the variables needed for gradient computation has been modified by an inplace operation: "
     "[actorgrad.{dtype} {shape}]{source} is at version {now}; expected version {saved} instead. Hint: the tensor "
@@ -331,8 +333,6 @@ def record(
     if hooks is not None:
         pack_saved(node, out, hooks)
     return out
-
-
 
 
 def share_if_view(out: Tensor, inputs: tuple[Tensor, ...]) -> None:
