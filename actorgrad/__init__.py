@@ -7,10 +7,11 @@ The entry points that run the engine are awaitable (`await actorgrad.backward(..
 
 import numpy as np
 
-from actorgrad import autograd, creation, distributions, fft, linalg, ops, random_tensors, special
+from actorgrad import autograd, creation, distributions, fft, linalg, ops, random_tensors, special, windows
 from actorgrad.accumulate_grad import AccumulateGrad
 from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from actorgrad.creation import *  # noqa: F403
+from actorgrad.default_dtype import get_default_dtype, set_default_dtype
 from actorgrad.devices import Device, device, stream
 from actorgrad.engine import backward, grad
 from actorgrad.grad_mode import (
@@ -23,10 +24,12 @@ from actorgrad.grad_mode import (
 )
 from actorgrad.node import Node
 from actorgrad.ops import *  # noqa: F403
+from actorgrad.ops.complex_parts import complex as complex  # not in __all__: keeps the builtin
 from actorgrad.random import Generator, initial_seed, manual_seed
 from actorgrad.random_tensors import *  # noqa: F403
 from actorgrad.scheduler import get_num_workers, profile, set_num_workers
 from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, int64, tensor
+from actorgrad.windows import *  # noqa: F403
 
 uint8, int8, int16 = np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.int16)
 # PyTorch's names; left out of __all__, so that `import *` keeps the builtins
@@ -35,12 +38,13 @@ bool, float, double, half, long, int = bool_, float32, float64, float16, int64, 
 __all__ = [
     "AccumulateGrad", "Device", "Generator", "Node", "Tensor", "autograd", "backward", "bool_", "device",
     "distributions",
-    "enable_grad", "fft", "float16", "float32", "float64", "functional", "get_num_workers", "grad", "initial_seed",
+    "enable_grad", "fft", "float16", "float32", "float64", "functional", "get_default_dtype", "get_num_workers",
+    "grad", "initial_seed", "set_default_dtype",
     "int8",
     "int16", "int32", "int64", "is_grad_enabled", "inference_mode", "is_anomaly_check_nan_enabled",
     "is_anomaly_enabled", "is_inference_mode_enabled", "linalg", "manual_seed", "nn", "no_grad", "ops", "optim",
     "profile", "set_grad_enabled", "set_num_workers", "special", "stream", "tensor", "uint8", "utils",
-    *ops.__all__, *creation.__all__, *random_tensors.__all__,
+    *ops.__all__, *creation.__all__, *random_tensors.__all__, *windows.__all__,
 ]
 
 # Last: nn and optim build on the whole package above.

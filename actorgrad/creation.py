@@ -1,7 +1,7 @@
 """Tensor creation: constant and range tensors and tensors from existing data, with PyTorch's signatures, default
 dtypes and errors (random tensors are in `actorgrad.random_tensors`).
 
-Floats default to float32; integer ranges give int64.
+Floats default to the default dtype (float32 unless `set_default_dtype` changed it); integer ranges give int64.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.default_dtype import default_float
 from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device
 from actorgrad.ops.operands import checked_int, fitted_number, not_implemented, type_name, wrapped_int
-from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, checked_numpy, copied_leaf, int64, new_leaf
+from actorgrad.tensor import Tensor, bool_, checked_numpy, copied_leaf, int64, new_leaf
 
 __all__ = [
     "arange", "as_tensor", "empty", "eye", "from_numpy", "full", "full_like", "linspace", "logspace", "ones",
@@ -114,21 +115,24 @@ def zeros(
     *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
     check_device(device)
-    return leaf_on(np.zeros(size_argument("zeros", args, size), dtype_or(dtype, _DEFAULT_FLOAT)), requires_grad, device)
+    shape = size_argument("zeros", args, size)
+    return leaf_on(np.zeros(shape, dtype_or(dtype, default_float())), requires_grad, device)
 
 
 def ones(
     *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
     check_device(device)
-    return leaf_on(np.ones(size_argument("ones", args, size), dtype_or(dtype, _DEFAULT_FLOAT)), requires_grad, device)
+    shape = size_argument("ones", args, size)
+    return leaf_on(np.ones(shape, dtype_or(dtype, default_float())), requires_grad, device)
 
 
 def empty(
     *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
     check_device(device)
-    return leaf_on(np.empty(size_argument("empty", args, size), dtype_or(dtype, _DEFAULT_FLOAT)), requires_grad, device)
+    shape = size_argument("empty", args, size)
+    return leaf_on(np.empty(shape, dtype_or(dtype, default_float())), requires_grad, device)
 
 
 def _fill_value(op: str, fill_value: Any) -> Any:
@@ -146,7 +150,7 @@ def _fill_dtype(fill_value: Any) -> np.dtype:
     """PyTorch 2.x infers full's dtype from the fill value: bool, int64 or the default float."""
     if isinstance(fill_value, bool | np.bool_):
         return bool_
-    return int64 if is_int(fill_value) else _DEFAULT_FLOAT
+    return int64 if is_int(fill_value) else default_float()
 
 
 def _fill(fill_value: Any, dtype: np.dtype) -> Any:
@@ -189,7 +193,7 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool 
             raise TypeError(f"eye(): argument '{name}' must be int, not {type(value).__name__}")
         if value < 0:
             raise RuntimeError(f"{name} must be greater or equal to 0, got {value}")
-    return leaf_on(np.eye(n, m, dtype=dtype_or(dtype, _DEFAULT_FLOAT)), requires_grad, device)
+    return leaf_on(np.eye(n, m, dtype=dtype_or(dtype, default_float())), requires_grad, device)
 
 
 # -- ranges ------------------------------------------------------------------------------------------------------
@@ -230,7 +234,7 @@ def arange(
         bounds = tuple(_range_number(v, name, i) for i, (v, name) in
                        enumerate(((start, "start"), (end, "end"), (step, "step")), 1))
     start, end, step = bounds
-    resolved = dtype_or(dtype, int64 if all(isinstance(v, int) for v in bounds) else _DEFAULT_FLOAT)
+    resolved = dtype_or(dtype, int64 if all(isinstance(v, int) for v in bounds) else default_float())
     if resolved == bool_:
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     # PyTorch checks the bounds as doubles, then computes in the dtype's accumulate type (int64 for integer dtypes,
@@ -277,7 +281,7 @@ def _space(
         raise TypeError(f"{op}(): argument 'steps' must be int, not {type(steps).__name__}")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    resolved = dtype_or(dtype, _DEFAULT_FLOAT)
+    resolved = dtype_or(dtype, default_float())
     if resolved == bool_:
         raise not_implemented(f"{op}_cpu", resolved)
     integral = resolved.kind in "iu"

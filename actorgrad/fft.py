@@ -14,11 +14,12 @@ from typing import Any
 import numpy as np
 
 from actorgrad.creation import dtype_or, leaf_on
+from actorgrad.default_dtype import default_float
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.ops.shape import roll
 from actorgrad.ops.spectral import BY_N, BY_ROOT_N, C2C, C2R, NO_SCALE, R2C, Complex, Conj, Resize, transform
-from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, float16, float64
+from actorgrad.tensor import Tensor, float16, float64
 
 __all__ = [
     "fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "hfft2", "hfftn", "ifft", "ifft2", "ifftn", "ifftshift",
@@ -82,7 +83,7 @@ def _promoted(input: Tensor) -> Tensor:
     if dtype == float16:
         raise RuntimeError("Unsupported dtype Half")
     if dtype.kind in "biu":
-        return Tensor(input._data.astype(_DEFAULT_FLOAT), device=input._device)
+        return Tensor(input._data.astype(default_float()), device=input._device)
     return input
 
 
@@ -329,7 +330,7 @@ def ihfftn(
 def _frequencies(op: str, n: Any, bins: Any, d: float, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
     """`bins` (integer frequencies) times 1 / (n d), as PyTorch multiplies: 1 / (n d) rounded to the dtype, the
     product in float32 (float64 for float64) rounded to the dtype."""
-    resolved = dtype_or(dtype, _DEFAULT_FLOAT)
+    resolved = dtype_or(dtype, default_float())
     if resolved.kind == "c":
         raise NotImplementedError(f"\"arange_cpu\" not implemented for '{_DTYPE_NAMES[resolved]}'")
     if resolved.kind != "f":

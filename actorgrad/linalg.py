@@ -1,7 +1,8 @@
-"""`actorgrad.linalg`: PyTorch's torch.linalg names for the norms, inverses, determinants, solves, the Cholesky,
-SVD, symmetric eigen and QR decompositions, the pseudo-inverse, rank, matrix powers and the matrix exponential (the
-rules live in `actorgrad.ops.linalg_decompositions`, `actorgrad.ops.linalg_spectral`, `actorgrad.ops.matrix_functions`
-and `actorgrad.ops.statistics`)."""
+"""`actorgrad.linalg`: PyTorch's torch.linalg names for the norms, inverses, determinants, solves (triangular,
+least-squares, from LU factors), the Cholesky, LU, SVD, symmetric eigen and QR decompositions, the pseudo-inverse,
+rank, condition numbers, matrix powers and the matrix exponential (the rules live in
+`actorgrad.ops.linalg_decompositions`, `linalg_spectral`, `linalg_triangular`, `linalg_lu`, `linalg_forms`,
+`linalg_composites`, `matrix_functions` and `statistics`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,17 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.linalg import matmul
+from actorgrad.ops.linalg_composites import (
+    cond,
+    cross,
+    diagonal,
+    householder_product,
+    multi_dot,
+    tensorinv,
+    tensorsolve,
+    vander,
+    vecdot,
+)
 from actorgrad.ops.linalg_decompositions import (
     LinAlgError,
     check_floating,
@@ -20,7 +32,10 @@ from actorgrad.ops.linalg_decompositions import (
 )
 from actorgrad.ops.linalg_decompositions import linalg_det as det
 from actorgrad.ops.linalg_decompositions import linalg_slogdet as slogdet
+from actorgrad.ops.linalg_forms import cholesky_ex, inv_ex, lstsq, solve_ex
+from actorgrad.ops.linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve
 from actorgrad.ops.linalg_spectral import eigh, eigvalsh, matrix_rank, pinv, qr, svd, svdvals
+from actorgrad.ops.linalg_triangular import solve_triangular
 from actorgrad.ops.matrix_functions import linalg_matrix_exp as matrix_exp
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.public_names import check_tensor_arguments
@@ -31,8 +46,10 @@ from actorgrad.ops.statistics import norm as _pnorm
 from actorgrad.tensor import Tensor
 
 __all__ = [
-    "LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matmul", "matrix_exp", "matrix_norm",
-    "matrix_power", "matrix_rank", "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
+    "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh",
+    "householder_product", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
+    "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",
+    "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm",
 ]
 
 

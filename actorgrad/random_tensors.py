@@ -19,13 +19,14 @@ from actorgrad.creation import (
     like_dtype,
     size_argument,
 )
+from actorgrad.default_dtype import default_float
 from actorgrad.ops.arithmetic import _no_derivative
 from actorgrad.ops.indexing import _host, on_device
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, not_implemented, type_name
 from actorgrad.ops.random_fills import P_IN
 from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.random import Generator, numpy_generator
-from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, float16, float32, int64
+from actorgrad.tensor import Tensor, bool_, float16, float32, int64
 
 __all__ = [
     "bernoulli", "multinomial", "normal", "poisson", "rand", "rand_like", "randint", "randint_like", "randn",
@@ -35,7 +36,7 @@ __all__ = [
 
 def _float_dtype(kernel: str, dtype: Any) -> np.dtype:
     """The dtype of a random float tensor, refused (as by PyTorch's `kernel`) unless floating."""
-    resolved = dtype_or(dtype, _DEFAULT_FLOAT)
+    resolved = dtype_or(dtype, default_float())
     if resolved.kind != "f":
         raise not_implemented(kernel, resolved)
     return resolved

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.default_dtype import default_float
 from actorgrad.devices import Device, cpu
 from actorgrad.grad_mode import INFERENCE, INFERENCE_INPLACE, _inference_mode
 
@@ -20,8 +21,6 @@ float64 = np.dtype(np.float64)
 int32 = np.dtype(np.int32)
 int64 = np.dtype(np.int64)
 bool_ = np.dtype(np.bool_)
-
-_DEFAULT_FLOAT = float32
 
 
 DETACH_VIEW = (
@@ -554,13 +553,13 @@ def _format_tensor(t: Tensor) -> str:
         summarize = data.size > _THRESHOLD
         element_text, width = _element_format(_edges(data) if summarize else data)
         text = _PREFIX + _format_values(data, element_text, width, len(_PREFIX), summarize)
-        shown_dtypes = (_DEFAULT_FLOAT, int64, bool_)
+        shown_dtypes = (default_float(), int64, bool_)
     else:
         # No values show the shape or whether it holds ints or bools, so those are named.
         text = _PREFIX + "[]"
         if data.ndim != 1:
             suffixes.append(f"size={data.shape}")
-        shown_dtypes = (_DEFAULT_FLOAT,)
+        shown_dtypes = (default_float(),)
     if data.dtype not in shown_dtypes:
         suffixes.append(f"dtype=actorgrad.{data.dtype}")
     if t._grad_fn is not None:
@@ -628,7 +627,7 @@ def as_array(data: Any, dtype: Any = None) -> Any:
     if wide is None or wide.dtype.kind not in "bif":  # big ints, tensors, numpy values: read as PyTorch reads
         wide, inferred = _nested_array(data)
     else:
-        inferred = _DEFAULT_FLOAT if wide.dtype == float64 else wide.dtype
+        inferred = default_float() if wide.dtype == float64 else wide.dtype
     target = inferred if dtype is None else np.dtype(dtype)
     if target.kind in "iu" and wide.dtype.kind in "iuf" and wide.size:
         # a number is stored checked, as PyTorch stores a Python number: an unsigned dtype takes a negative int
@@ -666,13 +665,13 @@ def _infer_dtype(data: Any) -> np.dtype:
             raise ValueError("Overflow when unpacking long long")
         return int64
     if isinstance(data, float):
-        return _DEFAULT_FLOAT
+        return default_float()
     if isinstance(data, str | bytes):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     if _is_sequence(data):
         from actorgrad.ops.operands import promote_types  # operands imports this module
 
-        found = _DEFAULT_FLOAT if not data else _infer_dtype(data[0])
+        found = default_float() if not data else _infer_dtype(data[0])
         for item in data[1:]:
             found = promote_types(found, _infer_dtype(item))
         return found

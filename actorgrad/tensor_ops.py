@@ -12,7 +12,15 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import reduced_axes
-from actorgrad.ops import contraction, conv, embeddings, linalg_decompositions, linalg_spectral, pooling
+from actorgrad.ops import (
+    contraction,
+    conv,
+    embeddings,
+    linalg_decompositions,
+    linalg_spectral,
+    linalg_triangular,
+    pooling,
+)
 from actorgrad.ops.activations import relu_backward
 from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.casts import to_device
@@ -259,6 +267,10 @@ class TensorOps:
     @staticmethod
     def solve(a: Tensor, b: Tensor) -> Tensor:
         return linalg_decompositions.solve_matrices(a, b)
+
+    @staticmethod
+    def solve_triangular(a: Tensor, b: Tensor, upper: bool, left: bool, unitriangular: bool) -> Tensor:
+        return linalg_triangular.solve_triangular(a, b, upper=upper, left=left, unitriangular=unitriangular)
 
     @staticmethod
     def tril(x: Tensor, diagonal: int) -> Tensor:

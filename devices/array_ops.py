@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.devices import convolution, gamma
+from actorgrad.devices import convolution, gamma, triangular
 from actorgrad.devices.erf import erf as erf_kernel
 from actorgrad.devices.matrix_exp import matrix_exp as matrix_exp_kernel
 
@@ -338,6 +338,10 @@ class ArrayOps:
     def tril(self, x: Any, diagonal: int) -> Any:
         """The lower triangle of each matrix of a batch, from `diagonal` down."""
         return self.xp.tril(x, diagonal)
+
+    def solve_triangular(self, a: Any, b: Any, upper: bool, left: bool, unitriangular: bool) -> Any:
+        """x with a x = b (x a = b when not `left`), reading only a's triangle, batch dims broadcast."""
+        return triangular.solve_triangular(self.xp, a, b, upper=upper, left=left, unitriangular=unitriangular)
 
     def det(self, x: Any) -> Any:
         return self.xp.linalg.det(x).astype(x.dtype, copy=False)

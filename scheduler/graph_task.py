@@ -21,7 +21,7 @@ from actorgrad.grad_mode import grad_mode_on
 from actorgrad.hooks import run_steps, run_steps_async
 from actorgrad.scheduler.input_buffer import InputBuffer
 from actorgrad.scheduler.streams import DeferredInputBuffer, carry_outputs
-from actorgrad.scheduler.workers import HEAVY_NODE_NS, blas_threads
+from actorgrad.scheduler.workers import HEAVY_NODE_NS, blas_threads, multithreading_enabled
 
 _task_ids = itertools.count(1)
 
@@ -173,6 +173,8 @@ class GraphTask:
         self.worker_devices = (
             heavy_devices | multithreaded_devices if self.multithreaded_on_workers else heavy_devices
         )
+        if not multithreading_enabled.get():
+            self.worker_devices = set()
         # Devices that queue kernels on streams (None: none, the pass runs as a CPU pass): their gradients carry
         # events until consumed, mailboxes sum on the consumer's side, and the pass ends by syncing the streams.
         self.streamed = (

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from contextvars import ContextVar
 
 from threadpoolctl import ThreadpoolController
 
@@ -31,6 +32,12 @@ def set_num_workers(n: int) -> None:
 
 def get_num_workers() -> int:
     return _num_workers
+
+
+# False inside `actorgrad.autograd.set_multithreading_enabled(False)`: a pass started there sends no kernel to a
+# worker thread (and a sync call runs it on the calling thread), whatever its nodes cost. A ContextVar, so it holds
+# for the thread (and the trio tasks) that set it, as PyTorch's flag holds for its thread.
+multithreading_enabled: ContextVar[bool] = ContextVar("multithreading_enabled", default=True)
 
 
 _blas_libraries: ThreadpoolController | None = None

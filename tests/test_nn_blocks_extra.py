@@ -15,6 +15,7 @@ import actorgrad as ag
 from actorgrad.autograd import gradcheck, gradgradcheck
 from actorgrad.nn import activation as A
 from actorgrad.nn import distance as D
+from actorgrad.nn import dropout as Do
 from actorgrad.nn import normalization as N
 from actorgrad.nn import padding_layers as P
 from actorgrad.ops.activations import hardshrink, rrelu, softshrink
@@ -212,8 +213,8 @@ def test_alpha_dropout_is_the_identity_in_eval_and_by_default():
 
 
 def test_dropout_modules_train_and_eval():
-    for cls, shape in ((A.Dropout1d, (2, 3, 4)), (A.Dropout2d, (2, 3, 2, 2)), (A.Dropout3d, (2, 3, 1, 2, 2)),
-                       (A.AlphaDropout, (2, 3))):
+    for cls, shape in ((Do.Dropout1d, (2, 3, 4)), (Do.Dropout2d, (2, 3, 2, 2)), (Do.Dropout3d, (2, 3, 1, 2, 2)),
+                       (Do.AlphaDropout, (2, 3))):
         m = cls(0.5)
         assert repr(m) == f"{cls.__name__}(p=0.5, inplace=False)"
         x = ag.ones(*shape)
@@ -222,7 +223,7 @@ def test_dropout_modules_train_and_eval():
         m.eval()
         assert m(x) is x
     with pytest.raises(ValueError, match="^dropout probability has to be between 0 and 1, but got 2$"):
-        A.Dropout2d(2)
+        Do.Dropout2d(2)
 
 
 # -- instance_norm and InstanceNorm1d/2d ----------------------------------------------------------------------------

@@ -13,14 +13,17 @@ from actorgrad.autograd.anomaly_mode import (
 )
 from actorgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from actorgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
+from actorgrad.autograd.multithreading import is_multithreading_enabled, set_multithreading_enabled
+from actorgrad.autograd.variable import Variable
 from actorgrad.engine import backward_sync as backward
 from actorgrad.engine import grad_sync as grad
 from actorgrad.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from actorgrad.node import GraphRoot, Node
 
 __all__ = [
-    "Function", "FunctionCtx", "GradcheckError", "GraphRoot", "Node", "backward", "detect_anomaly", "forward_ad",
-    "functional", "grad", "gradcheck", "gradgradcheck", "graph", "is_anomaly_check_nan_enabled",
-    "is_anomaly_enabled", "once_differentiable", "set_detect_anomaly", "enable_grad", "inference_mode", "no_grad",
+    "Function", "FunctionCtx", "GradcheckError", "GraphRoot", "Node", "Variable", "backward", "detect_anomaly",
+    "forward_ad", "functional", "grad", "gradcheck", "gradgradcheck", "graph", "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled", "is_multithreading_enabled", "once_differentiable", "set_detect_anomaly",
+    "set_multithreading_enabled", "enable_grad", "inference_mode", "no_grad",
     "set_grad_enabled",
 ]

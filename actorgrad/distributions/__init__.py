@@ -7,13 +7,22 @@ from actorgrad.distributions.constraint_registry import biject_to, transform_to
 from actorgrad.distributions.continuous import Cauchy, Exponential, Laplace, Normal, Uniform
 from actorgrad.distributions.continuous_bernoulli import ContinuousBernoulli
 from actorgrad.distributions.counts import Binomial, Geometric, Multinomial, NegativeBinomial, Poisson
-from actorgrad.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
+from actorgrad.distributions.discrete import (
+    Bernoulli,
+    Categorical,
+    OneHotCategorical,
+    OneHotCategoricalStraightThrough,
+)
 from actorgrad.distributions.distribution import Distribution
+from actorgrad.distributions.exp_family import ExponentialFamily
 from actorgrad.distributions.fisher_snedecor import FisherSnedecor
 from actorgrad.distributions.gamma_family import Beta, Dirichlet, Gamma
+from actorgrad.distributions.generalized_pareto import GeneralizedPareto
 from actorgrad.distributions.independent import Independent
+from actorgrad.distributions.inverse_gamma import InverseGamma
 from actorgrad.distributions.kl import kl_divergence, register_kl
 from actorgrad.distributions.kumaraswamy import Kumaraswamy
+from actorgrad.distributions.lkj_cholesky import LKJCholesky
 from actorgrad.distributions.low_rank_mvn import LowRankMultivariateNormal
 from actorgrad.distributions.mixture import MixtureSameFamily
 from actorgrad.distributions.multivariate_normal import MultivariateNormal
@@ -30,6 +39,7 @@ from actorgrad.distributions.transformed_families import (
     Weibull,
 )
 from actorgrad.distributions.transforms import *  # noqa: F403 (PyTorch exports every transform here)
+from actorgrad.distributions.wishart import Wishart
 
 __all__ = [
     "Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Exponential", "Gamma", "Independent", "Laplace",
@@ -40,5 +50,7 @@ __all__ = [
     "biject_to", "transform_to",
     "ContinuousBernoulli", "FisherSnedecor", "Kumaraswamy", "LowRankMultivariateNormal", "MixtureSameFamily",
     "RelaxedBernoulli", "RelaxedOneHotCategorical", "VonMises",
+    "ExponentialFamily", "GeneralizedPareto", "InverseGamma", "LKJCholesky", "OneHotCategoricalStraightThrough",
+    "Wishart",
 ]
 __all__.extend(transforms.__all__)

@@ -11,6 +11,7 @@ import numpy as np
 from actorgrad.creation import empty, full, zeros_like
 from actorgrad.distributions import constraints
 from actorgrad.distributions.distribution import Distribution
+from actorgrad.distributions.exp_family import ExponentialFamily
 from actorgrad.distributions.utils import batch_shape_of, broadcast_all
 from actorgrad.random_tensors import rand, randn
 from actorgrad.tensor import Tensor
@@ -44,8 +45,10 @@ class _LocationScale(Distribution):
         return self.loc
 
 
-class Normal(_LocationScale):
+class Normal(_LocationScale, ExponentialFamily):
     """The normal (Gaussian) distribution of mean `loc` and standard deviation `scale`."""
+
+    _mean_carrier_measure = 0
 
     def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Normal:
         return self._expanded_to(Normal, batch_shape, _instance)
@@ -77,6 +80,13 @@ class Normal(_LocationScale):
 
     def entropy(self) -> Tensor:
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, Tensor]:
+        return self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal()
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()
 
 
 class Uniform(Distribution):
@@ -138,12 +148,13 @@ class Uniform(Distribution):
         return (self.high - self.low).log()
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """The exponential distribution of rate `rate` (1 / its mean)."""
 
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(self, rate: Tensor | float, validate_args: bool | None = None) -> None:
         (self.rate,) = broadcast_all(rate)
@@ -188,6 +199,13 @@ class Exponential(Distribution):
 
     def entropy(self) -> Tensor:
         return 1.0 - self.rate.log()
+
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (-self.rate,)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return -(-x).log()
 
 
 class Laplace(_LocationScale):

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from actorgrad.distributions import constraints
 from actorgrad.distributions.discrete import ProbsOrLogits, _expanded_parameters
 from actorgrad.distributions.distribution import Distribution
+from actorgrad.distributions.exp_family import ExponentialFamily
 from actorgrad.distributions.utils import (
     batch_shape_of,
     broadcast_all,
@@ -27,7 +28,7 @@ from actorgrad.tensor import Tensor
 __all__ = ["ContinuousBernoulli"]
 
 
-class ContinuousBernoulli(ProbsOrLogits):
+class ContinuousBernoulli(ProbsOrLogits, ExponentialFamily):
     """The continuous Bernoulli distribution on [0, 1], given by `probs` in (0, 1) or `logits` (not both). Unlike
     Bernoulli's, `probs` is not the mean and `logits` not its log-odds: they name the shape parameter l and
     logit(l). Probabilities are clamped into [eps, 1 - eps] of their dtype.
@@ -38,6 +39,7 @@ class ContinuousBernoulli(ProbsOrLogits):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(
         self, probs: Tensor | float | None = None, logits: Tensor | float | None = None,
@@ -134,3 +136,16 @@ class ContinuousBernoulli(ProbsOrLogits):
     def entropy(self) -> Tensor:
         log_probs0, log_probs1 = (-self.probs).log1p(), self.probs.log()
         return self.mean * (log_probs0 - log_probs1) - self._cont_bern_log_norm() - log_probs0
+
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (self.logits,)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        """log((e^x - 1) / x) of the logits x; x/2 + x^2/24 - x^4/2880 inside the window, which is PyTorch's: the
+        logits within `lims` - 1/2 of 0 (not the probs within `lims`)."""
+        outside = (x <= self._lims[0] - 0.5) | (x > self._lims[1] - 0.5)
+        cut = where(outside, x, self._lims[0] - 0.5)
+        log_norm = cut.expm1().abs().log() - cut.abs().log()
+        taylor = 0.5 * x + x.pow(2) / 24.0 - x.pow(4) / 2880.0
+        return where(outside, log_norm, taylor)

@@ -18,6 +18,7 @@ from actorgrad.distributions.discrete import (
     _enumeration,
 )
 from actorgrad.distributions.distribution import Distribution
+from actorgrad.distributions.exp_family import ExponentialFamily
 from actorgrad.distributions.gamma_family import Gamma
 from actorgrad.distributions.utils import (
     batch_shape_of,
@@ -45,8 +46,9 @@ def _host_float64(t: Tensor, shape: tuple[int, ...]) -> np.ndarray:
     return np.broadcast_to(_host(t._data), shape).astype(np.float64)
 
 
-class Poisson(Distribution):
-    """The number of events of a Poisson process of rate `rate` in unit time."""
+class Poisson(ExponentialFamily):
+    """The number of events of a Poisson process of rate `rate` in unit time. Its entropy has no closed form: it
+    raises NotImplementedError (no mean carrier measure), as PyTorch's."""
 
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
@@ -80,6 +82,13 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return value.xlogy(rate) - rate - lgamma(value + 1)
+
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return x.exp()
 
 
 class Geometric(ProbsOrLogits):

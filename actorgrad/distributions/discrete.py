@@ -1,5 +1,6 @@
 """Bernoulli, Categorical and OneHotCategorical, each given by `probs` or by `logits` (not both); the other
-parameterization is derived on first use. None is reparameterizable: samples carry no gradient."""
+parameterization is derived on first use. None is reparameterizable (samples carry no gradient) but
+OneHotCategoricalStraightThrough, whose gradient is the straight-through estimate."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 from actorgrad.creation import arange, eye, full
 from actorgrad.distributions import constraints
 from actorgrad.distributions.distribution import Distribution
+from actorgrad.distributions.exp_family import ExponentialFamily
 from actorgrad.distributions.utils import (
     batch_shape_of,
     broadcast_all,
@@ -22,10 +24,11 @@ from actorgrad.grad_mode import no_grad
 from actorgrad.ops.activations import one_hot
 from actorgrad.ops.losses import binary_cross_entropy_with_logits
 from actorgrad.ops.selection import where
+from actorgrad.ops.unary import logit
 from actorgrad.random_tensors import bernoulli, multinomial
 from actorgrad.tensor import Tensor, int64
 
-__all__ = ["Bernoulli", "Categorical", "OneHotCategorical"]
+__all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 BOTH_OR_NEITHER = "Either `probs` or `logits` must be specified, but not both."
 
@@ -84,12 +87,13 @@ class ProbsOrLogits(Distribution):
         return self._expanded(cls, shape, _instance, **parameters)
 
 
-class Bernoulli(ProbsOrLogits):
+class Bernoulli(ProbsOrLogits, ExponentialFamily):
     """1 with probability `probs` (log-odds `logits`), else 0."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
+    _mean_carrier_measure = 0
 
     def __init__(
         self, probs: Tensor | float | None = None, logits: Tensor | float | None = None,
@@ -131,6 +135,13 @@ class Bernoulli(ProbsOrLogits):
     def enumerate_support(self, expand: bool = True) -> Tensor:
         values = arange(2, dtype=self._param.dtype, device=self._param.device)
         return _enumeration(values, self._batch_shape, (), expand)
+
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (logit(self.probs),)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return x.exp().log1p()
 
 
 class Categorical(Distribution):
@@ -279,3 +290,15 @@ class OneHotCategorical(OverCategories):
         n = self._event_shape[0]
         values = eye(n, dtype=self._param.dtype, device=self._param.device)
         return _enumeration(values, self._batch_shape, (n,), expand)
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical with reparameterized samples by the straight-through estimator (Bengio et al. 2013): the
+    one-hot draw in the forward pass, the gradient of `probs` in the backward one."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())

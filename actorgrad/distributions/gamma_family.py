@@ -8,8 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from actorgrad.creation import as_tensor
+from actorgrad.default_dtype import default_float
 from actorgrad.distributions import constraints
 from actorgrad.distributions.distribution import Distribution
+from actorgrad.distributions.exp_family import ExponentialFamily
 from actorgrad.distributions.gamma_sampling import sample_dirichlet, standard_gamma
 from actorgrad.distributions.utils import batch_shape_of, broadcast_all, is_number
 from actorgrad.ops.activations import one_hot
@@ -17,17 +19,19 @@ from actorgrad.ops.gamma import digamma, lgamma
 from actorgrad.ops.joining import stack
 from actorgrad.ops.selection import where
 from actorgrad.ops.special import xlogy
-from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, tensor
+from actorgrad.ops.special_functions import special_gammainc
+from actorgrad.tensor import Tensor, tensor
 
 __all__ = ["Beta", "Dirichlet", "Gamma"]
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """The gamma distribution of shape `concentration` and rate `rate` (1 / scale)."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(
         self, concentration: Tensor | float, rate: Tensor | float, validate_args: bool | None = None
@@ -68,12 +72,27 @@ class Gamma(Distribution):
             - lgamma(self.concentration)
         )
 
+    def cdf(self, value: Tensor) -> Tensor:
+        """The regularized lower incomplete gamma function P(concentration, rate * value): differentiable in rate
+        and value, not in concentration (as PyTorch's)."""
+        value = as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
+        if self._validate_args:
+            self._validate_sample(value)
+        return special_gammainc(self.concentration, self.rate * value)
+
     def entropy(self) -> Tensor:
         c = self.concentration
         return c - self.rate.log() + lgamma(c) + (1.0 - c) * digamma(c)
 
+    @property
+    def _natural_params(self) -> tuple[Tensor, Tensor]:
+        return self.concentration - 1, -self.rate
 
-class Dirichlet(Distribution):
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        return lgamma(x + 1) + (x + 1) * (-y.reciprocal()).log()
+
+
+class Dirichlet(ExponentialFamily):
     """The Dirichlet distribution over the simplex of the last dim of `concentration`."""
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
@@ -126,8 +145,15 @@ class Dirichlet(Distribution):
         total = c.sum(-1)
         return lgamma(c).sum(-1) - lgamma(total) - (k - total) * digamma(total) - ((c - 1.0) * digamma(c)).sum(-1)
 
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (self.concentration,)
 
-class Beta(Distribution):
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return lgamma(x).sum(-1) - lgamma(x.sum(-1))
+
+
+class Beta(ExponentialFamily):
     """The beta distribution on [0, 1] of concentrations `concentration1` (alpha) and `concentration0` (beta)."""
 
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
@@ -138,7 +164,7 @@ class Beta(Distribution):
         self, concentration1: Tensor | float, concentration0: Tensor | float, validate_args: bool | None = None
     ) -> None:
         if is_number(concentration1) and is_number(concentration0):
-            both = tensor([float(concentration1), float(concentration0)], dtype=_DEFAULT_FLOAT)
+            both = tensor([float(concentration1), float(concentration0)], dtype=default_float())
         else:
             both = stack(broadcast_all(concentration1, concentration0), -1)
         self._dirichlet = Dirichlet(both, validate_args=validate_args)
@@ -179,3 +205,10 @@ class Beta(Distribution):
 
     def entropy(self) -> Tensor:
         return self._dirichlet.entropy()
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, Tensor]:
+        return self.concentration1, self.concentration0
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        return lgamma(x) + lgamma(y) - lgamma(x + y)

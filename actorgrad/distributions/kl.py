@@ -1,12 +1,10 @@
-"""`kl_divergence(p, q)`, KL(p || q) in closed form, looked up by the pair of types in a registry that
-`register_kl` extends; the pairs of same-family distributions here are registered below (PyTorch's formulas)."""
+"""`kl_divergence(p, q)`, KL(p || q) in closed form: the pairs PyTorch registers among the distributions here, with
+its formulas, registered in `kl_registry`'s table (which `register_kl` extends), and the Bregman fallback for two
+distributions of one exponential family."""
 
 from __future__ import annotations
 
-import functools
 import math
-import warnings
-from collections.abc import Callable
 
 from actorgrad.creation import full_like
 from actorgrad.distributions.continuous import Cauchy, Exponential, Laplace, Normal, Uniform
@@ -14,8 +12,10 @@ from actorgrad.distributions.continuous_bernoulli import ContinuousBernoulli
 from actorgrad.distributions.counts import Binomial, Geometric, Poisson
 from actorgrad.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from actorgrad.distributions.distribution import Distribution
+from actorgrad.distributions.exp_family import ExponentialFamily, bregman_terms
 from actorgrad.distributions.gamma_family import Beta, Dirichlet, Gamma
 from actorgrad.distributions.independent import Independent
+from actorgrad.distributions.kl_registry import kl_divergence, register_kl
 from actorgrad.distributions.low_rank_mvn import (
     LowRankMultivariateNormal,
     lowrank_logdet,
@@ -39,74 +39,26 @@ from actorgrad.tensor import Tensor
 
 __all__ = ["kl_divergence", "register_kl"]
 
-_KL_REGISTRY: dict[tuple[type, type], Callable] = {}  # what register_kl registered
-_KL_MEMOIZE: dict[tuple[type, type], Callable] = {}  # the function found for each pair of types looked up
-
-
-def register_kl(type_p: type, type_q: type) -> Callable[[Callable], Callable]:
-    """Decorate `fn(p, q)` as the KL divergence of distributions of types `type_p` and `type_q` (and of their
-    subclasses, where no more specific pair is registered)."""
-    for name, given in (("type_p", type_p), ("type_q", type_q)):
-        if not (isinstance(given, type) and issubclass(given, Distribution)):
-            raise TypeError(f"Expected {name} to be a Distribution subclass but got {given}")
-
-    def decorator(fn: Callable) -> Callable:
-        _KL_REGISTRY[type_p, type_q] = fn
-        _KL_MEMOIZE.clear()  # a new pair may be the closer match for pairs looked up before
-        return fn
-
-    return decorator
-
-
-@functools.total_ordering
-class _Match:
-    """A registered pair of types, ordered by how specifically it matches: lexicographically by subclassing."""
-
-    __slots__ = ("types",)
-
-    def __init__(self, *types: type) -> None:
-        self.types = types
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Match) and self.types == other.types
-
-    def __le__(self, other: _Match) -> bool:
-        for x, y in zip(self.types, other.types):
-            if not issubclass(x, y):
-                return False
-            if x is not y:
-                break
-        return True
-
-
-def _dispatch_kl(type_p: type, type_q: type) -> Callable:
-    """The most specific registered match, warning when ordering by p first and by q first disagree."""
-    matches = [(p, q) for p, q in _KL_REGISTRY if issubclass(type_p, p) and issubclass(type_q, q)]
-    if not matches:
-        return NotImplemented
-    left_p, left_q = min(_Match(*m) for m in matches).types
-    right_q, right_p = min(_Match(*reversed(m)) for m in matches).types
-    left, right = _KL_REGISTRY[left_p, left_q], _KL_REGISTRY[right_p, right_q]
-    if left is not right:
-        warnings.warn(f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). Please register_kl("
-                      f"{left_p.__name__}, {right_q.__name__})", RuntimeWarning, stacklevel=3)
-    return left
-
-
-def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
-    """KL(p || q), batched over the batch shape; NotImplementedError for a pair of types with no formula."""
-    try:
-        fn = _KL_MEMOIZE[type(p), type(q)]
-    except KeyError:
-        fn = _KL_MEMOIZE[type(p), type(q)] = _dispatch_kl(type(p), type(q))
-    if fn is NotImplemented:
-        raise NotImplementedError(
-            f"No KL(p || q) is implemented for p type {type(p).__name__} and q type {type(q).__name__}"
-        )
-    return fn(p, q)
-
-
 # -- the same family on both sides ---------------------------------------------------------------------------------
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p: ExponentialFamily, q: ExponentialFamily) -> Tensor:
+    """The Bregman divergence of the log normalizer F: F(theta_q) - F(theta_p) - <theta_q - theta_p,
+    grad F(theta_p)>, for two distributions of the same family without a closed form registered. Differentiable
+    in q's parameters only (p's are taken detached, as PyTorch's).
+
+    Deviation from PyTorch: each inner product is summed over the dims right of the batch (PyTorch sums over as
+    many dims as the event has, which mixes the batch into the sum where a natural parameter has fewer event dims
+    than the distribution, as Wishart's df)."""
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential families cannot"
+                                  + " " * 29 + "be computed using Bregman divergences")  # PyTorch's spacing
+    log_normalizer, p_params, gradients = bregman_terms(p)
+    result = q._log_normalizer(*q._natural_params) - log_normalizer
+    for p_param, q_param, gradient in zip(p_params, q._natural_params, gradients):
+        result = result - sum_rightmost((q_param - p_param) * gradient, p_param.dim() - len(p.batch_shape))
+    return result
+
+
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor:
     t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))

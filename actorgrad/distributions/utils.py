@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.default_dtype import default_float
 from actorgrad.grad_mode import enable_grad
 from actorgrad.ops.padding import pad
-from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, tensor
+from actorgrad.tensor import Tensor, tensor
 
 __all__ = [
     "broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits", "tril_matrix_to_vec",
@@ -29,7 +30,7 @@ def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
     if not all(isinstance(v, Tensor) or is_number(v) for v in values):
         raise ValueError("Input arguments must all be instances of Number or actorgrad.Tensor.")
     like = next((v for v in values if isinstance(v, Tensor)), None)
-    dtype, device = (_DEFAULT_FLOAT, None) if like is None else (like.dtype, like.device)
+    dtype, device = (default_float(), None) if like is None else (like.dtype, like.device)
     tensors = [v if isinstance(v, Tensor) else tensor(v, dtype=dtype, device=device) for v in values]
     shape = np.broadcast_shapes(*(t.shape for t in tensors))
     return tuple(t if t.shape == shape else t.expand(shape) for t in tensors)

@@ -8,11 +8,6 @@ from actorgrad.nn.activation import (
     GELU,
     GLU,
     SELU,
-    AlphaDropout,
-    Dropout,
-    Dropout1d,
-    Dropout2d,
-    Dropout3d,
     Flatten,
     Hardshrink,
     Hardsigmoid,
@@ -40,11 +35,13 @@ from actorgrad.nn.activation import (
     Threshold,
     Unflatten,
 )
+from actorgrad.nn.adaptive import AdaptiveLogSoftmaxWithLoss
 from actorgrad.nn.attention import MultiheadAttention
 from actorgrad.nn.bilinear import Bilinear
 from actorgrad.nn.channel_shuffle import ChannelShuffle
 from actorgrad.nn.container import ModuleDict, ModuleList, Sequential
 from actorgrad.nn.distance import CosineSimilarity, PairwiseDistance
+from actorgrad.nn.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from actorgrad.nn.embedding_bag import EmbeddingBag
 from actorgrad.nn.layers import (
     Conv1d,
@@ -56,6 +53,23 @@ from actorgrad.nn.layers import (
     Embedding,
     LayerNorm,
     Linear,
+)
+from actorgrad.nn.lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LazyLinear,
+    UninitializedBuffer,
+    UninitializedParameter,
 )
 from actorgrad.nn.loss import (
     BCELoss,
@@ -109,7 +123,7 @@ from actorgrad.nn.padding_layers import (
     ZeroPad2d,
     ZeroPad3d,
 )
-from actorgrad.nn.parameter import Parameter
+from actorgrad.nn.parameter import Buffer, Parameter
 from actorgrad.nn.parameter_containers import ParameterDict, ParameterList
 from actorgrad.nn.pooling import (
     AdaptiveAvgPool1d,
@@ -121,6 +135,8 @@ from actorgrad.nn.pooling import (
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
     LPPool1d,
     LPPool2d,
     LPPool3d,
@@ -167,7 +183,11 @@ __all__ = [
     "TripletMarginWithDistanceLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss",
     "MultiMarginLoss", "MultiLabelMarginLoss",
     "Bilinear", "EmbeddingBag", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d",
-    "ChannelShuffle", "CTCLoss",
+    "ChannelShuffle", "CTCLoss", "FeatureAlphaDropout", "FractionalMaxPool2d", "FractionalMaxPool3d", "Buffer",
+    "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+    "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d", "LazyInstanceNorm3d", "UninitializedParameter", "UninitializedBuffer",
+    "AdaptiveLogSoftmaxWithLoss",
     "BCELoss", "GroupNorm", "HuberLoss", "KLDivLoss", "SmoothL1Loss",
     "CELU", "ELU", "GLU", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "PReLU", "ReLU6", "SELU",
     "Softmin", "Softsign", "Tanhshrink", "Threshold",

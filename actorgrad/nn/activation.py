@@ -1,4 +1,4 @@
-"""The activations (PReLU the only one with a parameter), the dropouts, and Identity, Flatten and Unflatten.
+"""The activations (PReLU the only one with a parameter), and Identity, Flatten and Unflatten.
 
 Each forward is the matching function of `actorgrad.nn.functional` (or a Tensor method); `inplace` is passed on.
 """
@@ -15,7 +15,6 @@ from actorgrad.nn import init
 from actorgrad.nn.module import Module
 from actorgrad.nn.parameter import Parameter
 from actorgrad.ops.activations import hardshrink, rrelu, softshrink
-from actorgrad.ops.regularization import alpha_dropout, dropout1d, dropout2d, dropout3d
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
 
@@ -324,51 +323,6 @@ class PReLU(Module):
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"
-
-
-class Dropout(Module):
-    """Zeroes each element with probability p while training and scales the rest by 1/(1-p); identity in eval."""
-
-    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
-        super().__init__()
-        if not 0 <= p <= 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p = p
-        self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.dropout(input, self.p, self.training, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}, inplace={self.inplace}"
-
-
-class Dropout1d(Dropout):
-    """Zeroes whole channels of an (N, C, L) or (C, L) input with probability p while training."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return dropout1d(input, self.p, self.training, self.inplace)
-
-
-class Dropout2d(Dropout):
-    """Zeroes whole channels of an (N, C, H, W) input with probability p while training."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return dropout2d(input, self.p, self.training, self.inplace)
-
-
-class Dropout3d(Dropout):
-    """Zeroes whole channels of an (N, C, D, H, W) or (C, D, H, W) input with probability p while training."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return dropout3d(input, self.p, self.training, self.inplace)
-
-
-class AlphaDropout(Dropout):
-    """alpha_dropout while training (never in place, as PyTorch's, whatever `inplace` says); identity in eval."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return alpha_dropout(input, self.p, self.training)
 
 
 class Flatten(Module):

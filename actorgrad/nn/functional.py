@@ -28,8 +28,11 @@ from actorgrad.ops.adaptive_pooling import (
     adaptive_avg_pool2d,
     adaptive_avg_pool3d,
     adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
     adaptive_max_pool2d,
+    adaptive_max_pool2d_with_indices,
     adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
 )
 from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.attention import multi_head_attention_forward, scaled_dot_product_attention
@@ -54,10 +57,27 @@ from actorgrad.ops.composite_losses import (
 )
 from actorgrad.ops.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from actorgrad.ops.ctc import ctc_loss
-from actorgrad.ops.dim_activations import glu, log_softmax, prelu, softmax, softmin
-from actorgrad.ops.distances import cosine_similarity, pairwise_distance
+from actorgrad.ops.dim_activations import glu, gumbel_softmax, log_softmax, prelu, softmax, softmin
+from actorgrad.ops.distances import cosine_similarity, pairwise_distance, pdist
 from actorgrad.ops.embedding_bags import embedding_bag
 from actorgrad.ops.embeddings import embedding
+from actorgrad.ops.fractional_pooling import (
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
+from actorgrad.ops.grid_sampling import affine_grid, grid_sample
+from actorgrad.ops.inplace_activations import (
+    celu_,
+    elu_,
+    hardtanh_,
+    leaky_relu_,
+    relu_,
+    rrelu_,
+    selu_,
+    threshold_,
+)
 from actorgrad.ops.linalg import linear
 from actorgrad.ops.losses import (
     binary_cross_entropy,
@@ -83,12 +103,31 @@ from actorgrad.ops.pooling import (
     avg_pool2d,
     avg_pool3d,
     max_pool1d,
+    max_pool1d_with_indices,
     max_pool2d,
+    max_pool2d_with_indices,
     max_pool3d,
+    max_pool3d_with_indices,
 )
 from actorgrad.ops.public_names import check_tensor_arguments
-from actorgrad.ops.regularization import alpha_dropout, dropout, dropout1d, dropout2d, dropout3d
-from actorgrad.ops.resampling import fold, interpolate, pixel_shuffle, pixel_unshuffle, unfold
+from actorgrad.ops.regularization import (
+    alpha_dropout,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
+from actorgrad.ops.resampling import (
+    fold,
+    interpolate,
+    pixel_shuffle,
+    pixel_unshuffle,
+    unfold,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)
 from actorgrad.ops.shape import pad
 from actorgrad.ops.unpooling import max_unpool1d, max_unpool2d, max_unpool3d
 
@@ -103,7 +142,12 @@ __all__ = [
     "triplet_margin_loss", "triplet_margin_with_distance_loss", "poisson_nll_loss", "gaussian_nll_loss",
     "multilabel_soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
     "bilinear", "embedding_bag", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
-    "channel_shuffle", "ctc_loss",
+    "channel_shuffle", "ctc_loss", "affine_grid", "grid_sample", "feature_alpha_dropout",
+    "fractional_max_pool2d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices", "max_pool1d_with_indices", "max_pool2d_with_indices",
+    "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d_with_indices", "pdist", "gumbel_softmax", "relu_", "elu_", "celu_", "selu_",
+    "leaky_relu_", "hardtanh_", "rrelu_", "threshold_", "upsample", "upsample_nearest", "upsample_bilinear",
     "binary_cross_entropy", "group_norm", "huber_loss", "kl_div", "normalize", "smooth_l1_loss",
     "celu", "elu", "glu", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "one_hot", "prelu",
     "relu6", "selu", "softmin", "softsign", "tanhshrink", "threshold",

@@ -6,8 +6,12 @@ Each function fills `tensor`'s array with values drawn from `generator` (the def
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -19,8 +23,8 @@ from actorgrad.random import Generator, numpy_generator
 from actorgrad.tensor import Tensor, bump_version
 
 __all__ = [
-    "calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_", "orthogonal_",
-    "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_",
+    "calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
+    "orthogonal_", "sparse_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_",
 ]
 
 _LINEAR_GAINS = (
@@ -28,9 +32,26 @@ _LINEAR_GAINS = (
 )
 
 
+# True inside `skipping_init()`: every function here then leaves its tensor as it is (nn.utils.skip_init).
+_skipping: ContextVar[bool] = ContextVar("skipping_init", default=False)
+
+
+@contextmanager
+def skipping_init() -> Iterator[None]:
+    """Within it, the initialisers leave tensors uninitialised: what `nn.utils.skip_init` builds modules in, since
+    actorgrad has no meta device to build them on."""
+    token = _skipping.set(True)
+    try:
+        yield
+    finally:
+        _skipping.reset(token)
+
+
 def _fill(tensor: Tensor, values: Any) -> Tensor:
     """Write `values` (a number, or an array drawn on the host) into the tensor's own array, on its device (a
     fresh array where the held one is read-only, which only a numpy array can be)."""
+    if _skipping.get():
+        return tensor
     if isinstance(values, np.ndarray) and tensor._device is not cpu:
         values = tensor._device.asarray(values)
     if is_writeable(tensor._data):
@@ -79,12 +100,16 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None) -> Tensor:
     """U(a, b): `tensor.uniform_(a, b)` without recording, as PyTorch's."""
+    if _skipping.get():
+        return tensor
     with no_grad():
         return random_fills.uniform_(tensor, a, b, generator=generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None) -> Tensor:
     """N(mean, std^2): `tensor.normal_(mean, std)` without recording, as PyTorch's."""
+    if _skipping.get():
+        return tensor
     with no_grad():
         return random_fills.normal_(tensor, mean, std, generator=generator)
 
@@ -125,6 +150,38 @@ def eye_(tensor: Tensor) -> Tensor:
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     return _fill(tensor, np.eye(*tensor.shape))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """The Dirac delta in a 3-, 4- or 5-D convolution weight: each group's first min(out, in) output channels copy
+    their input channel (a one at the kernel's centre), so the convolution passes as many channels through as it
+    can."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    if tensor.shape[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per_group = tensor.shape[0] // groups
+    centre = tuple(size // 2 for size in tensor.shape[2:])
+    values = np.zeros(tensor.shape)
+    for g in range(groups):
+        for d in range(min(out_per_group, tensor.shape[1])):
+            values[(g * out_per_group + d, d, *centre)] = 1
+    return _fill(tensor, values)
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Generator | None = None) -> Tensor:
+    """A 2-D tensor drawn from N(0, std^2) with ceil(sparsity * rows) random elements of each column set to zero
+    (Martens, 2010). Unlike PyTorch, which picks the zeros from the global generator, `generator` picks them too,
+    so a seeded generator repeats the whole tensor."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    draw = numpy_generator(generator)
+    values = draw.normal(0, std, (rows, cols))
+    zeros_per_column = math.ceil(sparsity * rows)
+    for col in range(cols):
+        values[draw.permutation(rows)[:zeros_per_column], col] = 0
+    return _fill(tensor, values)
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = None) -> Tensor:
@@ -193,3 +250,30 @@ def fan_in_bound(weight: Tensor) -> float:
     """1/sqrt(fan_in): the bound PyTorch's Linear and Conv layers draw their bias from (0 for an empty fan)."""
     fan_in, _ = _calculate_fan_in_and_fan_out(weight)
     return 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+
+
+def _deprecated(init: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The old name without the trailing underscore, kept as PyTorch keeps it: it warns, then does the same."""
+    old, new = init.__name__[:-1], init.__name__
+
+    @functools.wraps(init)
+    def deprecated_init(*args: Any, **kwargs: Any) -> Tensor:
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new}`.", FutureWarning, stacklevel=2)
+        return init(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old
+    deprecated_init.__doc__ = f"Deprecated: use `{new}`."
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

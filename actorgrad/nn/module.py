@@ -1,6 +1,6 @@
 """Module: the base class of layers and models; it registers parameters, buffers and submodules by attribute.
 
-Assigning a Parameter, a Module or (after `register_buffer`) a Tensor to an attribute files it in the
+Assigning a Parameter, a Module, a Buffer or (after `register_buffer`) a Tensor to an attribute files it in the
 module's `_parameters`, `_modules` or `_buffers`, which `parameters()`, `state_dict()`, `train()` and
 `zero_grad()` walk recursively with dotted names (`encoder.0.weight`), as PyTorch does. The state dicts live in
 module_state.py, the casts and moves (`to`, `cuda`, `double`, ...) in module_casts.py, the hooks' machinery in
@@ -20,7 +20,7 @@ from actorgrad.hooks import RemovableHandle
 from actorgrad.nn.module_casts import CastMethods
 from actorgrad.nn.module_hooks import HOOK_DICTS, ON_A_MODULE, add_hook, backward_hook_kind, call_with_hooks
 from actorgrad.nn.module_state import StateDictMethods
-from actorgrad.nn.parameter import Parameter
+from actorgrad.nn.parameter import Buffer, Parameter
 from actorgrad.tensor import Tensor, bump_version
 
 
@@ -189,6 +189,8 @@ class Module(StateDictMethods, CastMethods):
                     "(actorgrad.nn.Module or None expected)"
                 )
             self._modules[name] = None
+        elif isinstance(value, Buffer):
+            self.register_buffer(name, value, value.persistent)
         elif name in self.__dict__.get("_buffers", ()):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "

@@ -22,6 +22,11 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
     __str__ = __repr__
 
 
+def _is_placeholder(value: Any) -> bool:
+    """Is `value` a lazy module's parameter or buffer whose shape is not known yet (nn.lazy's placeholders)?"""
+    return hasattr(type(value), "materialize")
+
+
 def _as_array(value: Any) -> np.ndarray:
     return value._data if isinstance(value, Tensor) else np.asarray(value)
 
@@ -41,7 +46,7 @@ class StateDictMethods:
             if metadata is not None:
                 metadata[module_prefix[:-1]] = {"version": module._version}
             for key, value in module._own_state(module_prefix).items():
-                destination[key] = value if keep_vars else value.detach()
+                destination[key] = value if keep_vars or _is_placeholder(value) else value.detach()
         return destination
 
     # The version `state_dict()` records for each module in `_metadata`; a layer raises it when its saved
@@ -92,6 +97,8 @@ class StateDictMethods:
             if key not in state_dict:
                 continue
             array = _as_array(state_dict[key])
+            if _is_placeholder(current) and not _is_placeholder(state_dict[key]):
+                current.materialize(array.shape)  # a lazy module's parameter takes the checkpoint's shape
             if array.shape != current.shape:
                 errors.append(
                     f"size mismatch for {key}: copying a param with shape {array.shape} from checkpoint, "

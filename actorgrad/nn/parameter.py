@@ -1,10 +1,12 @@
-"""Parameter: the Tensor subclass a Module registers as a learnable weight when it is assigned as an attribute."""
+"""Parameter and Buffer: the Tensor subclasses a Module registers, when one is assigned as an attribute, as a learnable
+weight or as state (a buffer, kept in the state dict unless it is not persistent)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from actorgrad.tensor import Tensor
+from actorgrad.default_dtype import default_float
+from actorgrad.tensor import Tensor, version_counter
 
 
 class Parameter(Tensor):
@@ -17,7 +19,7 @@ class Parameter(Tensor):
 
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
         if data is None:
-            data = Tensor(np.empty(0, np.float32))
+            data = Tensor(np.empty(0, default_float()))
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): data must be a Tensor, got {type(data).__name__}")
         super().__init__(data._data, requires_grad=requires_grad, device=data._device)
@@ -30,3 +32,20 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
+
+
+class Buffer(Tensor):
+    """A tensor that a Module registers as a buffer when it is assigned as an attribute, `persistent` or not (in
+    `state_dict()` or not), as PyTorch's nn.Buffer. Its data is `data`'s, detached, requiring grad as `data` does."""
+
+    __slots__ = ("persistent",)
+
+    def __init__(self, data: Tensor | None = None, *, persistent: bool = True) -> None:
+        if data is None:
+            data = Tensor(np.empty(0, default_float()))
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Buffer(): data must be a Tensor, got {type(data).__name__}")
+        super().__init__(data._data, device=data._device)
+        self._vc = version_counter(data)  # as detach(): in-place changes of either show in both
+        self.requires_grad = data.requires_grad
+        self.persistent = persistent

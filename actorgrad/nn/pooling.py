@@ -1,5 +1,6 @@
-"""MaxPool1d/2d/3d, AvgPool1d/2d/3d, the adaptive poolings, MaxUnpool1d/2d/3d and LPPool1d/2d/3d: the settings
-of the matching function of `nn.functional` held as a layer; a pooling's stride defaults to the kernel size."""
+"""MaxPool1d/2d/3d, AvgPool1d/2d/3d, the adaptive and fractional poolings, MaxUnpool1d/2d/3d and LPPool1d/2d/3d:
+the settings of the matching function of `nn.functional` held as a layer; a pooling's stride defaults to the kernel
+size."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from actorgrad.nn import functional as F
 from actorgrad.nn.module import Module
-from actorgrad.ops import adaptive_pooling, lp_pooling, pooling, unpooling
+from actorgrad.ops import adaptive_pooling, fractional_pooling, lp_pooling, pooling, unpooling
 from actorgrad.tensor import Tensor
 
 
@@ -205,3 +206,39 @@ class LPPool2d(_LPPool):
 class LPPool3d(_LPPool):
     def forward(self, input: Tensor) -> Tensor:
         return lp_pooling.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class _FractionalMaxPool(Module):
+    """A kernel size and an output size or ratio (each an int or float for every dim, or one per dim); fixed
+    samples, if given, are a buffer (`_random_samples`), as PyTorch's."""
+
+    dims = 2
+
+    def __init__(self, kernel_size: Any, output_size: Any = None, output_ratio: Any = None,
+                 return_indices: bool = False, _random_samples: Tensor | None = None) -> None:
+        super().__init__()
+        self.kernel_size = unpooling.repeated(kernel_size, self.dims)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = None if output_size is None else unpooling.repeated(output_size, self.dims)
+        self.output_ratio = None if output_ratio is None else unpooling.repeated(output_ratio, self.dims)
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{type(self).__name__} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+
+class FractionalMaxPool2d(_FractionalMaxPool):
+    def forward(self, input: Tensor) -> Any:
+        return fractional_pooling.fractional_max_pool2d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                                        self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool3d(_FractionalMaxPool):
+    dims = 3
+
+    def forward(self, input: Tensor) -> Any:
+        return fractional_pooling.fractional_max_pool3d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                                        self.return_indices, _random_samples=self._random_samples)

@@ -15,9 +15,10 @@ from typing import Any
 from actorgrad.creation import full
 from actorgrad.nn import functional as F
 from actorgrad.nn import init
-from actorgrad.nn.activation import GELU, Dropout, ReLU
+from actorgrad.nn.activation import GELU, ReLU
 from actorgrad.nn.attention import MultiheadAttention
 from actorgrad.nn.container import ModuleList
+from actorgrad.nn.dropout import Dropout
 from actorgrad.nn.layers import LayerNorm, Linear
 from actorgrad.nn.module import Module
 from actorgrad.ops.attention import canonical_mask

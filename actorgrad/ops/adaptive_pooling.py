@@ -178,6 +178,24 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = 
     return (squeeze(out, -2), squeeze(index, -2)) if return_indices else squeeze(out, -2)
 
 
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False,
+                                     ) -> tuple[Tensor, Tensor]:
+    """adaptive_max_pool1d's output and indices, whatever return_indices says (PyTorch's name for that form)."""
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False,
+                                     ) -> tuple[Tensor, Tensor]:
+    """adaptive_max_pool2d's output and indices, whatever return_indices says."""
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False,
+                                     ) -> tuple[Tensor, Tensor]:
+    """adaptive_max_pool3d's output and indices, whatever return_indices says."""
+    return adaptive_max_pool3d(input, output_size, True)
+
+
 # The 2-d and 3-d forms and adaptive_max_pool1d live in nn.functional only (torch.adaptive_max_pool1d always
 # returns the indices too), as in PyTorch.
 __all__ = ["adaptive_avg_pool1d"]

@@ -1,6 +1,7 @@
 """The activations that are no function of one element alone: glu (of the two halves along a dim), prelu (a
 learned slope per channel, dim 1), and the functional faces of softmax, log_softmax and softmin (over a dim, or
-PyTorch's deprecated implicit choice of one). Also the check of the floating-only kernels all activations share.
+PyTorch's deprecated implicit choice of one), and gumbel_softmax (a softmax of Gumbel-perturbed logits). Also the
+check of the floating-only kernels all activations share.
 """
 
 from __future__ import annotations
@@ -162,3 +163,19 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
     if dim is None:
         dim = _implicit_dim("softmin", input._data.ndim)
     return reductions.softmax(-input, dim, dtype=dtype)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
+    """softmax((logits + g) / tau) over `dim`, g Gumbel(0, 1) noise drawn from actorgrad's generator: a relaxed
+    sample of the categorical distribution of `logits`. `hard` gives the one-hot of that sample's argmax, with the
+    soft sample's gradient (straight through)."""
+    from actorgrad.creation import zeros_like  # creation imports the ops package: at call time, not import time
+
+    if eps != 1e-10:
+        warn("`eps` parameter is deprecated and has no effect.")
+    gumbels = -zeros_like(logits).exponential_().log()
+    soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return soft
+    index = soft.max(dim, keepdim=True)[1]
+    return zeros_like(logits).scatter_(dim, index, 1.0) - soft.detach() + soft

@@ -1,6 +1,7 @@
 """cdist: the p-norm distances between the rows of two batches of row vectors, with its gradient rule for p=2
-(p=inf is spelled with Tensor ops for PyTorch's gradient at ties; other p go through the vector norm); and
-cosine_similarity and pairwise_distance, composed of Tensor ops as PyTorch's."""
+(p=inf is spelled with Tensor ops for PyTorch's gradient at ties; other p go through the vector norm); pdist, the
+distances between the rows of one matrix (its rule PyTorch's, on the rows' differences); and cosine_similarity and
+pairwise_distance, composed of Tensor ops as PyTorch's."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from actorgrad.ops.shape import single_dim
 from actorgrad.ops.statistics import norm
 from actorgrad.tensor import Tensor
 
-__all__ = ["cdist", "cosine_similarity", "pairwise_distance"]
+__all__ = ["cdist", "cosine_similarity", "pairwise_distance", "pdist"]
 
 
 def _ratio(ops: Any, g: Any, result: Any) -> Any:
@@ -115,5 +116,53 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     """The p-norm of x1 - x2 + eps over the last dim of the broadcast inputs."""
     return norm(x1 - x2 + eps, p, max(x1.ndim, x2.ndim) - 1, keepdim=keepdim)
 
+
+
+def _pdist_grad(ops: Any, g: Any, self: Any, result: Any, p: float) -> Any:
+    """PyTorch's _pdist_backward for each pair's difference d: g sign(d) |d|^(p-1) / dist^(p-1), 0 where the
+    distance is 0 (two equal rows) or, for p < 1, where a coordinate's difference is."""
+    column = (*result.shape, 1)
+    dist, g = ops.reshape(result, column), ops.reshape(g, column)
+    sign = ops.sign(self)
+    if p == 0:
+        return ops.zeros_like(self)
+    if p == 1:
+        return sign * g
+    if p == float("inf"):  # every coordinate that reaches the maximum gets the whole gradient
+        return ops.where(self * sign == dist, sign * g, 0)
+    # A zero distance has zero differences, whose terms the sign zeroes: dividing by 1 there instead is exact.
+    nonzero = ops.where(dist == 0, 1, dist)
+    if p == 2:
+        return self / nonzero * g
+    size = self * sign
+    size = ops.where(size == 0, 1, size)  # a zero difference has sign 0: its term is 0 whatever p
+    return sign * (size / nonzero) ** (p - 1) * g
+
+
+PDIST = Rule("PdistBackward0", (("self", "result", "p"), _pdist_grad))
+
+
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    """||input[i] - input[j]||_p for every pair of rows i < j, in row-major order of the pairs."""
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if input.dtype.kind != "f":
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    first, second = np.triu_indices(input.shape[0], 1)
+    difference = input.index_select(0, first) - input.index_select(0, second)
+    d = difference._data
+    xp = input._device.xp
+    size = xp.abs(d)
+    if p == 0:
+        data = (d != 0).sum(-1).astype(d.dtype)
+    elif p == float("inf"):
+        data = size.max(-1, initial=0)
+    elif p == 2:
+        data = xp.sqrt((d * d).sum(-1))
+    else:
+        data = (size ** p).sum(-1) ** (1 / p)
+    return record(PDIST, data.astype(d.dtype, copy=False), (difference,), p=float(p))
 
 METHODS: dict[str, Any] = {}

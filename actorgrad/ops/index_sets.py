@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.default_dtype import default_float
 from actorgrad.ops.indexing import getitem
 from actorgrad.ops.joining import cat
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, promote_types
 from actorgrad.ops.shape import broadcast_to, reshape, to_dtype
-from actorgrad.tensor import Tensor, float32, int64, tensor
+from actorgrad.tensor import Tensor, int64, tensor
 
 __all__ = ["block_diag", "broadcast_shapes", "broadcast_tensors", "combinations", "tril_indices", "triu_indices"]
 
@@ -88,7 +89,7 @@ def block_diag(*tensors: Tensor) -> Tensor:
             raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {k} has "
                                f"{t.ndim} dimensions")
     if not tensors:
-        return Tensor(np.zeros((1, 0), float32))
+        return Tensor(np.zeros((1, 0), default_float()))
     dtype = functools.reduce(promote_types, (t._data.dtype for t in tensors))
     blocks = [t if t.dtype == dtype else to_dtype(t, dtype) for t in tensors]
     blocks = [b if b.ndim == 2 else reshape(b, (1, -1)) for b in blocks]

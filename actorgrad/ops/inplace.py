@@ -67,6 +67,10 @@ CUSTOM_FUNCTION = (
     "cloning the output of the custom Function."
 )
 BASE_CHANGED = "its base or another view of its base has been modified inplace"
+STALE_DTYPE_VIEW = (
+    "a view of its base as another dtype (view_as_real, view_as_complex, real, imag), made without a history, is used "
+    "after an in-place change of its base that needs a gradient; make the view again after the change"
+)
 SHARED_MEMORY = (
     "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
     "Please clone() the tensor before performing the operation."
@@ -290,6 +294,11 @@ def _refresh_views(base: Tensor, old: Any) -> None:
     for view in list(views or ()):
         if view._base is base:
             if _invalidate(view, old):
+                continue
+            if view._data.dtype != base._data.dtype:  # made without a history by view_as_real or the like (see
+                # actorgrad.ops.complex_parts): its elements have no positions in the base to read a history from
+                read = record(INVALIDATED, np.empty_like(view._data), (view,), message=STALE_DTYPE_VIEW)
+                _move_history(view, read._grad_fn)
                 continue
             positions = _positions(view._data, base._data)
             read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=on_device(base, positions),

@@ -86,7 +86,8 @@ NAMES = (
     "xlogy", "lerp", "addcmul", "addcdiv", "clamp_min", "clamp_max", "addmm", "addmv", "baddbmm", "cumsum",
     "cumprod", "tril", "triu", "scatter_add", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
     "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "deg2rad", "rad2deg", "sinc", "hypot", "copysign",
-    "heaviside", "float_power", "ldexp", "divide", "multiply", "subtract", "true_divide",
+    "heaviside", "float_power", "ldexp", "divide", "multiply", "subtract", "true_divide", "gcd", "lcm",
+    "bitwise_left_shift", "bitwise_right_shift", "nextafter", "renorm", "addbmm", "addr",
 )
 # PyTorch's logical ops have no derivative and, in place, leave the tensor's history as it was (a leaf that requires
 # grad included), so their forms never record.

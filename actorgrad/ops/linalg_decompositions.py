@@ -265,8 +265,8 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     return solve_matrices(A, B, vector=b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1]))
 
 
-def solve_matrices(A: Tensor, B: Tensor, vector: bool = False) -> Tensor:
-    """solve with B a batch of matrices, or (`vector`) of vectors."""
+def solve_operands(A: Tensor, B: Tensor, vector: bool) -> tuple[Any, Any]:
+    """A's array and B's as a batch of matrices (a vector as a column), after PyTorch's checks for solve."""
     a = check_square("linalg.solve", A)
     b = B._data
     same_device(A, B)
@@ -278,6 +278,13 @@ def solve_matrices(A: Tensor, B: Tensor, vector: bool = False) -> Tensor:
         rows = matrix.shape[-2] if matrix.ndim > 1 else 1
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
                            f"({a.shape[-2]}x{a.shape[-1]} and {rows}x{matrix.shape[-1]})")
+    return a, matrix
+
+
+def solve_matrices(A: Tensor, B: Tensor, vector: bool = False) -> Tensor:
+    """solve with B a batch of matrices, or (`vector`) of vectors."""
+    a, matrix = solve_operands(A, B, vector)
+    b = B._data
     xp = A._device.xp
     try:
         with reporting(xp):

@@ -9,13 +9,14 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.default_dtype import default_float
 from actorgrad.ops.aliases import diff
 from actorgrad.ops.indexing import getitem
 from actorgrad.ops.joining import cat
 from actorgrad.ops.reductions import cumsum, normalize_dims, sum
 from actorgrad.ops.scans import cumprod
 from actorgrad.ops.shape import broadcast_to, flip, reshape, single_dim
-from actorgrad.tensor import Tensor, float32, int64
+from actorgrad.tensor import Tensor, int64
 
 __all__ = ["cumulative_trapezoid", "gradient", "trapezoid", "trapz", "vander"]
 
@@ -27,8 +28,8 @@ def _sample_dim(op: str, y: Tensor, dim: int) -> int:
 
 
 def _floating(y: Tensor) -> Tensor:
-    """y as PyTorch integrates it: integer and bool samples as float32."""
-    return y if y.dtype.kind == "f" else y.to(float32)
+    """y as PyTorch integrates it: integer and bool samples in the default float dtype."""
+    return y if y.dtype.kind == "f" else y.to(default_float())
 
 
 def _spacings(op: str, y: Tensor, x: Tensor, d: int) -> Tensor:

@@ -3,8 +3,8 @@
 PyTorch ranks operands in three groups, strongest first: tensors with dimensions, zero-dim tensors, Python
 numbers. Each group's dtypes promote among themselves; a weaker group decides the result only when it holds a
 higher category (bool < integer < floating) than the stronger ones. So a float32 tensor times a float64 zero-dim
-tensor stays float32, an int tensor times 2.5 gives the default float dtype (float32), and a float64 graph stays
-float64 whatever numbers it meets.
+tensor stays float32, an int tensor times 2.5 gives the default float dtype (float32 unless `set_default_dtype`
+changed it), and a float64 graph stays float64 whatever numbers it meets.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.default_dtype import default_float
 from actorgrad.devices import cpu
-from actorgrad.tensor import _DEFAULT_FLOAT, Tensor, bool_, int64
+from actorgrad.tensor import Tensor, bool_, int64
 
 __all__ = ["promote_types", "result_type"]
 
@@ -72,7 +73,7 @@ def _group_and_dtype(value: Any) -> tuple[int, np.dtype]:
     if isinstance(value, int):
         return NUMBER, int64
     if isinstance(value, float):
-        return NUMBER, _DEFAULT_FLOAT
+        return NUMBER, default_float()
     if isinstance(getattr(value, "dtype", None), np.dtype):  # an array: numpy's, or a device's (CuPy's)
         return (DIMENSIONED if value.ndim else ZERO_DIM), value.dtype
     raise TypeError(f"expected a Tensor or a Python number as an operand, got {type(value).__name__}")
@@ -104,7 +105,7 @@ def result_type(tensor1: Any, tensor2: Any) -> np.dtype:
 
 def floating(dtype: np.dtype) -> np.dtype:
     """The dtype a floating op (sqrt, exp, true division, ...) returns for inputs of `dtype`."""
-    return dtype if dtype.kind == "f" else _DEFAULT_FLOAT
+    return dtype if dtype.kind == "f" else default_float()
 
 
 # PyTorch's C++ names of the integer dtypes, for its error when a number does not fit one

@@ -28,7 +28,7 @@ from actorgrad.tensor import Tensor
 __all__ = ["max_pool2d", "max_pool3d", "max_pool1d", "avg_pool1d"]
 
 
-def _unpool(ops: Any, g: Any, index: Any, self_shape: tuple, slots: int) -> Any:
+def scatter_to_maxima(ops: Any, g: Any, index: Any, self_shape: tuple, slots: int) -> Any:
     """Each window's gradient to the element its index names. A window over padding alone can name one past the
     plane (PyTorch writes there out of bounds): that gradient lands in an extra slot, dropped."""
     size = math.prod(self_shape[index.ndim - 1:])  # the index is (*lead, windows), one plane or volume per row
@@ -39,10 +39,10 @@ def _unpool(ops: Any, g: Any, index: Any, self_shape: tuple, slots: int) -> Any:
 
 
 MAX_POOL_2D = Rule(
-    "MaxPool2DWithIndicesBackward0", (("index", "self_shape", "slots"), _unpool), cost=input_size
+    "MaxPool2DWithIndicesBackward0", (("index", "self_shape", "slots"), scatter_to_maxima), cost=input_size
 )
 MAX_POOL_3D = Rule(
-    "MaxPool3DWithIndicesBackward0", (("index", "self_shape", "slots"), _unpool), cost=input_size
+    "MaxPool3DWithIndicesBackward0", (("index", "self_shape", "slots"), scatter_to_maxima), cost=input_size
 )
 GATHER = Rule(
     "GatherBackward0", (("index", "size"), lambda ops, g, index, size: ops.scatter_add_last(g, index, size))
@@ -334,6 +334,24 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     if return_indices:
         return squeeze(pooled[0], -2), squeeze(pooled[1], -2)
     return squeeze(pooled, -2)
+
+
+def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                            ceil_mode: bool = False, return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """max_pool1d's output and indices, whatever return_indices says (PyTorch's name for that form)."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                            ceil_mode: bool = False, return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """max_pool2d's output and indices, whatever return_indices says."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                            ceil_mode: bool = False, return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """max_pool3d's output and indices, whatever return_indices says."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,

@@ -1,5 +1,5 @@
-"""dropout and its channel-wise (dropout1d/2d/3d) and self-normalising (alpha_dropout) forms: products with a
-random mask, drawn from actorgrad's generator so `manual_seed` repeats them."""
+"""dropout and its channel-wise (dropout1d/2d/3d) and self-normalising (alpha_dropout, feature_alpha_dropout)
+forms: products with a random mask, drawn from actorgrad's generator so `manual_seed` repeats them."""
 
 from __future__ import annotations
 
@@ -128,5 +128,14 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
     shifted back to the input's mean and variance."""
     return _masked(input, p, training, inplace, input.shape, alpha=True)
 
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """alpha_dropout of whole channels (dim 1): each (sample, channel) kept or set to selu's negative limit
+    together, then scaled and shifted back to the input's mean and variance."""
+    _check_p(p)
+    if not training or p == 0.0 or input._data.size == 0:  # the rank is checked only where a mask is drawn
+        return input
+    return _masked(input, p, training, inplace, _channel_shape(input), alpha=True)
 
 METHODS: dict[str, Any] = {}

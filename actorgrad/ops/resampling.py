@@ -1,5 +1,6 @@
-"""Resampling: interpolate (nearest, nearest-exact, linear, bilinear, trilinear, bicubic, area), pixel_shuffle and
-pixel_unshuffle, unfold (im2col) and fold (col2im).
+"""Resampling: interpolate (nearest, nearest-exact, linear, bilinear, trilinear, bicubic, area; and its deprecated
+names upsample, upsample_nearest, upsample_bilinear), pixel_shuffle and pixel_unshuffle, unfold (im2col) and fold
+(col2im).
 
 All are composites of differentiable ops, so their gradients (and gradients of those, for `create_graph`) come
 from the ops they are made of. interpolate is separable: along each resized dim, from the last, it gathers the
@@ -19,6 +20,7 @@ import numpy as np
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.padding import pad
 from actorgrad.tensor import Tensor
+from actorgrad.user_warnings import warn
 
 __all__ = ["fold", "interpolate", "pixel_shuffle", "pixel_unshuffle", "unfold"]
 
@@ -214,6 +216,23 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
             out = _resample_dim(out, 2 + d, *taps)
     return out if out is not input else input.clone()
 
+
+def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+             align_corners: bool | None = None) -> Tensor:
+    """interpolate's deprecated name, with PyTorch's warning; upsample_nearest and upsample_bilinear (corners
+    aligned) fix the mode."""
+    warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.")
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.")
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.")
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 # -- pixel_shuffle, pixel_unshuffle -------------------------------------------------------------------------
 def _check_factor(op: str, input: Tensor, factor: int, name: str) -> None:

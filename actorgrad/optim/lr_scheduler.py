@@ -21,8 +21,8 @@ from actorgrad.optim.optimizer import Optimizer
 
 __all__ = [
     "ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "CyclicLR", "ExponentialLR",
-    "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "OneCycleLR", "PolynomialLR", "ReduceLROnPlateau",
-    "SequentialLR", "StepLR",
+    "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "MultiplicativeLR", "OneCycleLR", "PolynomialLR",
+    "ReduceLROnPlateau", "SequentialLR", "StepLR",
 ]
 
 EPOCH_DEPRECATION_WARNING = (
@@ -453,3 +453,4 @@ class ReduceLROnPlateau(LRScheduler):
 # Defined beside this module (which they build on) to keep each module to one idea; importable from here as in PyTorch.
 from actorgrad.optim.combined_schedulers import ChainedScheduler, SequentialLR  # noqa: E402
 from actorgrad.optim.cyclic_schedulers import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR  # noqa: E402
+from actorgrad.optim.multiplicative_lr import MultiplicativeLR  # noqa: E402

@@ -155,17 +155,21 @@ class Optimizer:
 
 
 def _copy_state(state: dict, param: Tensor | None = None) -> dict:
-    """One parameter's state with each Tensor's array copied: on its own device, or, given the `param` it is
-    loaded for, on that parameter's device and in its dtype (as PyTorch loads optimizer state; a `step` count
-    keeps its own dtype and device there too)."""
+    """One parameter's state with each Tensor's array copied (in lists too, as LBFGS keeps its history): on its
+    own device, or, given the `param` it is loaded for, on that parameter's device and in its dtype (as PyTorch
+    loads optimizer state; a `step` count keeps its own dtype and device there too)."""
+    return {k: _copy_value(v, None if k == "step" else param) for k, v in state.items()}
+
+
+def _copy_value(value: Any, param: Tensor | None) -> Any:
+    if isinstance(value, list):
+        return [_copy_value(v, param) for v in value]
+    if not isinstance(value, Tensor):
+        return value
     if param is None:
-        return {k: Tensor(v._data.copy(), device=v._device) if isinstance(v, Tensor) else v for k, v in state.items()}
+        return Tensor(value._data.copy(), device=value._device)
     where = param._device
-    return {
-        k: Tensor(where.asarray(v._data).astype(param.dtype, copy=False), device=where)
-        if isinstance(v, Tensor) and k != "step" else _copy_state({k: v})[k]
-        for k, v in state.items()
-    }
+    return Tensor(where.asarray(value._data).astype(param.dtype), device=where)  # a copy: loading shares nothing
 
 
 def check_honoured_options(group: dict) -> None:

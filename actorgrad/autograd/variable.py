@@ -1,0 +1,25 @@
+"""`autograd.Variable`, PyTorch's deprecated name from before Variables and Tensors merged: every Tensor is one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actorgrad.creation import empty
+from actorgrad.tensor import Tensor
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return isinstance(instance, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """`Variable(t, requires_grad=False)` is a new leaf sharing `t`'s data (as `t.detach()`), requiring grad as
+    asked; `Variable()` is an empty tensor. Kept for old code: write the tensor itself instead."""
+
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = False) -> Tensor:  # type: ignore[misc]
+        if data is None:
+            data = empty(0)
+        elif not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        return data.detach().requires_grad_(requires_grad)

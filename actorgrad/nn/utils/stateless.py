@@ -1,0 +1,103 @@
+"""`nn.utils.stateless.functional_call`: run a module with some of its parameters and buffers replaced by given
+tensors for the one call, as PyTorch's (whose newer home, `torch.func`, actorgrad does not have)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from actorgrad.nn.module import Module
+from actorgrad.tensor import Tensor
+
+__all__ = ["functional_call"]
+
+_MISSING = object()
+
+
+def functional_call(module: Module, parameters_and_buffers: dict[str, Tensor], args: Any = None,
+                    kwargs: dict[str, Any] | None = None, *, tie_weights: bool = True, strict: bool = False) -> Any:
+    """`module(*args, **kwargs)` with each dotted name of `parameters_and_buffers` ('0.weight') standing for its
+    tensor, which gradients then reach. With `tie_weights`, a tensor given for one of several names of one shared
+    parameter stands for all of them; with `strict`, the names must be exactly the module's. The module is left
+    as it was, even if the call raises."""
+    if kwargs is None:
+        kwargs = {}
+    if args is None:
+        args = ()
+    elif not isinstance(args, tuple):
+        args = (args,)
+    with _reparametrized(module, parameters_and_buffers, tie_weights, strict):
+        return module(*args, **kwargs)
+
+
+def _named_tensors(module: Module) -> dict[str, Tensor]:
+    return {**dict(module.named_parameters(remove_duplicate=False)), **dict(module.named_buffers(
+        remove_duplicate=False))}
+
+
+def _untie(module: Module, given: dict[str, Tensor]) -> dict[str, Tensor]:
+    """`given`, with a tensor given for one name of a shared tensor given for all its names."""
+    names_of: dict[int, set[str]] = {}
+    for name, tensor in _named_tensors(module).items():
+        names_of.setdefault(id(tensor), set()).add(name)
+    tied = {name: names for names in names_of.values() if len(names) > 1 for name in names}
+    untied = dict(given)
+    for name in [n for n in given if n in tied]:
+        values = {id(given[n]) for n in tied[name] if n in given}
+        if len(values) > 1:
+            raise ValueError(
+                f"functional_call got multiple values for keys {sorted(tied[name])}, which are tied. Consider using "
+                "tie_weights=False"
+            )
+        untied.update(dict.fromkeys(tied[name], given[name]))
+    return untied
+
+
+def _check_keys(module: Module, names: dict[str, Tensor]) -> None:
+    valid = set(_named_tensors(module))
+    unexpected, missing = sorted(set(names) - valid), sorted(valid - set(names))
+    messages = []
+    if unexpected:
+        messages.append(f"Unexpected key(s): {', '.join(map(repr, unexpected))}.")
+    if missing:
+        messages.append(f"Missing key(s): {', '.join(map(repr, missing))}.")
+    if messages:
+        raise RuntimeError("Error(s) in reparametrizing for {}:\n\t{}".format(type(module).__name__,
+                                                                             "\n\t".join(messages)))
+
+
+def _swap(module: Module, dotted: str, value: Any) -> Any:
+    """Put `value` (or, for _MISSING, nothing) where `dotted` names a parameter, buffer or attribute; return what
+    was there."""
+    *path, name = dotted.split(".")
+    owner = module.get_submodule(".".join(path)) if path else module
+    for registry in (owner._parameters, owner._buffers):
+        if name in registry:
+            old = registry[name]
+            if value is _MISSING:
+                del registry[name]
+            else:
+                registry[name] = value
+            return old
+    old = owner.__dict__.get(name, _MISSING)
+    if value is _MISSING:
+        owner.__dict__.pop(name, None)
+    else:
+        object.__setattr__(owner, name, value)
+    return old
+
+
+@contextmanager
+def _reparametrized(module: Module, given: dict[str, Tensor], tie_weights: bool, strict: bool) -> Iterator[None]:
+    names = _untie(module, given) if tie_weights else given
+    if strict:
+        _check_keys(module, names)
+    originals: dict[str, Any] = {}
+    try:
+        for name, tensor in names.items():
+            originals[name] = _swap(module, name, tensor)
+        yield
+    finally:
+        for name, original in reversed(originals.items()):
+            _swap(module, name, original)

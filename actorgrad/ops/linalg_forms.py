@@ -1,0 +1,196 @@
+"""The `_ex` forms of linalg's inverse, solve and Cholesky factor (an `info` tensor in place of an error, unless
+`check_errors`) and the least-squares solve `linalg.lstsq`, with PyTorch's gradient rules.
+
+The `_ex` forms record the nodes of `inv`, `solve` and `cholesky` (PyTorch's are LinalgInvExBackward0,
+LinalgSolveExBackward0 and LinalgCholeskyExBackward0 for both). What a singular matrix gives (infinities from the
+LU factors) and what a matrix that is not positive-definite gives (the partial Cholesky factor) are LAPACK's, from
+the kernels of `actorgrad.devices.triangular`.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from actorgrad.devices.triangular import cholesky as cholesky_kernel
+from actorgrad.devices.triangular import lu_factor as lu_kernel
+from actorgrad.devices.triangular import permutation
+from actorgrad.grad_mode import _grad_enabled
+from actorgrad.ops import linalg_decompositions as decompositions
+from actorgrad.ops.linalg_decompositions import CHOLESKY, INV, SOLVE, LinAlgError, _mT, check_square, reporting
+from actorgrad.ops.linalg_lu import batch_prefix, first_failure, lu_solved
+from actorgrad.ops.linalg_spectral import _pinv_grad, pinv
+from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, require_tensors
+from actorgrad.ops.record import Rule, record, same_device
+from actorgrad.tensor import Tensor
+
+__all__: list[str] = []
+
+InvExResult = namedtuple("linalg_inv_ex", ["inverse", "info"])
+SolveExResult = namedtuple("linalg_solve_ex", ["result", "info"])
+CholeskyExResult = namedtuple("linalg_cholesky_ex", ["L", "info"])
+LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+
+
+def _info_tensor(info: Any, like: Tensor) -> Tensor:
+    return Tensor(like._device.xp.asarray(info), device=like._device)
+
+
+def _solved_from_lu(A: Tensor, lu: Any, pivots: Any, b: Any) -> Any:
+    """a^-1 b from a's LU factors: infinities and NaNs where a is singular, as LAPACK's getrs gives them."""
+    p = permutation(A._device.xp, pivots, lu.shape[-1], lu.dtype)
+    return lu_solved(A._device.ops, lu, p, b, True, False)
+
+
+def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvExResult:
+    """The inverse of each square matrix and info, the 1-based index of the first zero pivot of its LU factors (0
+    for an invertible matrix); a singular matrix gives infinities, or LinAlgError with `check_errors`."""
+    require_tensors("linalg_inv_ex", A=A)
+    x = check_square("linalg.inv", A)
+    xp = A._device.xp
+    lu, pivots, info = lu_kernel(xp, x)
+    index, order = first_failure(info)
+    if index < 0:
+        data = xp.linalg.inv(x)
+    elif check_errors:
+        raise LinAlgError(f"linalg.inv_ex: {batch_prefix(x, index)}The diagonal element {order} is zero, the "
+                          "inversion could not be completed because the input matrix is singular.")
+    else:
+        data = _solved_from_lu(A, lu, pivots, xp.broadcast_to(xp.eye(x.shape[-1], dtype=x.dtype), x.shape))
+    return InvExResult(record(INV, data, (A,)), _info_tensor(info, A))
+
+
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> SolveExResult:
+    """linalg.solve's X and info (as inv_ex's): a singular matrix gives infinities, or LinAlgError with
+    `check_errors`."""
+    require_tensors("linalg_solve_ex", A=A, B=B)
+    if not left:
+        result, info = solve_ex(A.mT, B.mT, check_errors=check_errors)
+        return SolveExResult(result.mT, info)
+    x = check_square("linalg.solve", A)
+    xp = A._device.xp
+    lu, pivots, info = lu_kernel(xp, x)
+    index, _ = first_failure(info)
+    if index < 0:
+        return SolveExResult(decompositions.solve(A, B), _info_tensor(info, A))
+    if check_errors:
+        raise LinAlgError(f"torch.linalg.solve_ex: {batch_prefix(x, index)}The solver failed because the input "
+                          "matrix is singular.")
+    b = B._data
+    vector = b.ndim == 1 or (b.ndim == x.ndim - 1 and b.shape == x.shape[:-1])
+    _, matrix = decompositions.solve_operands(A, B, vector)
+    data = _solved_from_lu(A, lu, pivots, matrix)
+    data = data[..., 0] if vector else data
+    out = record(SOLVE, data, (A, B), vector=vector, self_shape=x.shape, other_shape=b.shape)
+    return SolveExResult(out, _info_tensor(info, A))
+
+
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> CholeskyExResult:
+    """linalg.cholesky's factor and info, the order of the first leading minor that is not positive-definite (0
+    when there is none); such a matrix gives LAPACK's partial factor, or LinAlgError with `check_errors`."""
+    require_tensors("linalg_cholesky_ex", A=A)
+    x = check_square("linalg.cholesky", A)
+    xp = A._device.xp
+    lower = xp.tril(x)
+    try:
+        with reporting(xp):
+            factor = xp.linalg.cholesky(lower + xp.swapaxes(xp.tril(x, -1), -1, -2))
+        info = xp.zeros(x.shape[:-2], dtype=np.int32)
+    except np.linalg.LinAlgError:
+        factor, info = cholesky_kernel(xp, x)
+        index, order = first_failure(info)
+        if check_errors:
+            raise LinAlgError(f"linalg.cholesky_ex: {batch_prefix(x, index)}The factorization could not be completed "
+                              f"because the input is not positive-definite (the leading minor of order {order} is "
+                              "not positive-definite).") from None
+    out = record(CHOLESKY, factor, (A,))
+    return CholeskyExResult(out.mT if upper else out, _info_tensor(info, A))
+
+
+def _lstsq_a_grad(ops: Any, g: Any, self: Any, other: Any, pinv: Any, vector: bool, self_shape: tuple) -> Any:
+    """PyTorch's linalg_lstsq_backward: pinv's gradient rule at g B^T (X = pinv(A) B)."""
+    if vector:
+        g, other = ops.reshape(g, g.shape + (1,)), ops.reshape(other, other.shape + (1,))
+    return ops.sum_to(_pinv_grad(ops, g @ _mT(ops, other), self, pinv), self_shape)
+
+
+def _lstsq_b_grad(ops: Any, g: Any, pinv: Any, vector: bool, other_shape: tuple) -> Any:
+    if vector:
+        return ops.sum_to(ops.reshape(_mT(ops, pinv) @ ops.reshape(g, g.shape + (1,)), g.shape[:-1] + (
+            pinv.shape[-1],)), other_shape)
+    return ops.sum_to(_mT(ops, pinv) @ g, other_shape)
+
+
+# `pinv` is linalg.pinv(A) recorded with its own node: a recorded backward differentiates through it.
+LSTSQ = Rule(
+    "LinalgLstsqBackward0",
+    (("self", "other", "pinv", "vector", "self_shape"), _lstsq_a_grad),
+    (("pinv", "vector", "other_shape"), _lstsq_b_grad),
+)
+DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def _check_lstsq(a: Any, b: Any, driver: str | None) -> None:
+    if driver is not None and driver not in DRIVERS:
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+    if a.ndim < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if b.ndim < 1:
+        raise RuntimeError("torch.linalg.lstsq: other must have at least 1 dimension.")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got input's "
+                           f"dtype {SCALAR_NAMES[a.dtype]} and other's dtype {SCALAR_NAMES[b.dtype]}")
+    if a.dtype not in (np.float32, np.float64):
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    if not (a.ndim >= b.ndim and a.ndim - b.ndim <= 1):
+        raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
+                           "(input.dim() - other.dim()) <= 1")
+
+
+def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> LstsqResult:
+    """The least-squares solution X of A X = B of least norm, singular values of A at or below rcond times the
+    largest counting as zero (rcond defaults to eps * max(m, n)). The other fields are PyTorch's for `driver`
+    (default 'gelsy'): the residuals' squared norms (not for 'gelsy'; only for tall full-rank A), the rank (not for
+    'gels') and the singular values ('gelsd', 'gelss'), empty tensors otherwise. Only the solution is
+    differentiable, through the pseudo-inverse's gradient, as in PyTorch."""
+    require_tensors("linalg_lstsq", input=A, b=B)
+    a, b = A._data, B._data
+    _check_lstsq(a, b, driver)
+    driver = driver or "gelsy"
+    vector = b.ndim == a.ndim - 1
+    matrix = b[..., None] if vector else b
+    if matrix.shape[-2] != a.shape[-2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], matrix.shape[:-2])
+    except ValueError:
+        raise broadcast_error("linalg.lstsq", a.shape[:-2], matrix.shape[:-2]) from None
+    same_device(A, B)
+    device = A._device
+    xp = device.xp
+    m, n = a.shape[-2:]
+    u, s, vh = xp.linalg.svd(a, full_matrices=False)
+    cutoff = (np.finfo(a.dtype).eps * max(m, n) if rcond is None else rcond) * (
+        s[..., :1] if s.shape[-1] else xp.zeros(s.shape[:-1] + (1,), s.dtype))
+    kept = s > cutoff
+    inverse = xp.where(kept, 1 / xp.where(kept, s, 1), 0).astype(a.dtype, copy=False)
+    solution = (xp.swapaxes(vh, -1, -2) * inverse[..., None, :]) @ (xp.swapaxes(u, -1, -2) @ matrix)
+    rank = xp.broadcast_to(kept.sum(-1).astype(np.int64), batch)
+    empty = xp.empty((0,), a.dtype)
+    residuals = empty
+    if driver != "gelsy" and m > n and (driver == "gels" or bool((rank == n).all())):
+        residuals = ((matrix - a @ solution) ** 2).sum(-2)
+    needs_grad = (A.requires_grad or B.requires_grad) and _grad_enabled.get()
+    out = record(LSTSQ, solution[..., 0] if vector else solution, (A, B), vector=vector, self_shape=a.shape,
+                 other_shape=b.shape, pinv=pinv(A) if needs_grad else None)
+    singular_values = xp.broadcast_to(s, batch + s.shape[-1:]).copy() if driver in ("gelsd", "gelss") else empty
+    return LstsqResult(
+        out, Tensor(residuals, device=device),
+        Tensor(xp.empty((0,), np.int64) if driver == "gels" else rank.copy(), device=device),
+        Tensor(singular_values, device=device),
+    )
+
+
+METHODS: dict[str, Any] = {}

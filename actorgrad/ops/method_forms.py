@@ -1,0 +1,154 @@
+"""PyTorch's spellings of ops actorgrad already has: the top-level functions of in-place methods (`torch.exp_(x)` is
+`x.exp_()`), rsub, sum_to_size, fill_diagonal_, conj_physical_, scalar_tensor, asarray, and the Tensor methods of
+functions defined elsewhere (bernoulli, multinomial, prelu).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from actorgrad.devices import device as as_device
+from actorgrad.ops.arithmetic import SUB, SUB_ALPHA, _binary, _scaled, check_subtraction
+from actorgrad.ops.dim_activations import prelu
+from actorgrad.ops.operands import SCALAR_NAMES, type_name
+from actorgrad.ops.record import Rule
+from actorgrad.ops.reductions import sum as summed
+from actorgrad.tensor import Tensor, bump_version, checked_numpy, copied_leaf, new_leaf, refuse_inference_change
+
+# The in-place methods PyTorch also has as functions of the tensor (nn's, such as relu_, live in nn.functional).
+IN_PLACE_FUNCTIONS = (
+    "abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_",
+    "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_", "clamp_min_", "clip_", "conj_physical_",
+    "cos_", "cosh_", "deg2rad_", "detach_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fill_", "fix_", "floor_",
+    "frac_", "gcd_", "i0_", "lcm_", "ldexp_", "log10_", "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_",
+    "negative_", "rad2deg_", "reciprocal_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_",
+    "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_",
+)
+__all__ = ["asarray", "rsub", "scalar_tensor", *IN_PLACE_FUNCTIONS]
+
+# rsub(input, other) is other - alpha * input: sub's rules with its operands swapped, under PyTorch's names
+RSUB = {(number, alpha): Rule(f"RsubBackward{int(number)}", *(SUB_ALPHA if alpha else SUB).grads, broadcasts=True)
+        for number in (False, True) for alpha in (False, True)}
+
+
+def _in_place_function(name: str) -> Any:
+    def function(input: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return getattr(input, name)(*args, **kwargs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"`input.{name}(...)`."
+    return function
+
+
+globals().update({name: _in_place_function(name) for name in IN_PLACE_FUNCTIONS})
+
+
+def rsub(input: Tensor, other: Any, alpha: Any = 1) -> Tensor:
+    """other - alpha * input."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"rsub(): argument 'input' (position 1) must be Tensor, not {type_name(input)}")
+    check_subtraction(input, other)
+    rule = RSUB[not isinstance(other, Tensor), alpha != 1]
+    if alpha == 1:
+        return _binary("sub", other, input, rule)
+    return _scaled("sub", rule, other, input, alpha)
+
+
+def sum_to_size(self: Tensor, *size: Any) -> Tensor:
+    """The sum of this tensor down to `size`, a shape it expands to (the gradient of a broadcast)."""
+    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], tuple | list) else tuple(size)
+    here = self.shape
+    lead = len(here) - len(shape)
+    if lead < 0 or any(n != 1 and n != m for n, m in zip(shape, here[lead:])):
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(here)}}}.")
+    dims = tuple(range(lead)) + tuple(lead + d for d, n in enumerate(shape) if n == 1 and here[lead + d] != 1)
+    if not dims:
+        return self
+    return summed(self, dims, keepdim=True).reshape(shape)
+
+
+def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
+    """`fill_value` written on the main diagonal (all dims equal beyond 2-d); a tall matrix with `wrap` starts the
+    diagonal again every columns + 1 rows, as PyTorch's (and numpy's)."""
+    shape = self.shape
+    if len(shape) < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if len(shape) > 2 and len(set(shape)) > 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    mask = np.zeros(shape, np.bool_)
+    np.fill_diagonal(mask, True, wrap=wrap)
+    return self.masked_fill_(mask, fill_value)
+
+
+def _conj_physical_in_place(self: Tensor) -> Tensor:
+    """The conjugate written in place; a real tensor is its own (complex tensors: no gradient through this)."""
+    if self._data.dtype.kind != "c":
+        return self
+    if self.requires_grad:
+        raise RuntimeError("conj_physical_: actorgrad records no in-place op on a complex tensor that requires grad")
+    refuse_inference_change(self)
+    self._device.xp.conj(self._data, out=self._data)
+    bump_version(self)
+    return self
+
+
+def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A zero-dim tensor holding the number `s`, in the default float dtype unless `dtype` is given."""
+    from actorgrad.creation import full  # creation imports the ops package: at call time, not import time
+    from actorgrad.default_dtype import default_float
+
+    if isinstance(s, Tensor) and s.ndim == 0:
+        s = s.item()
+    if not isinstance(s, bool | int | float | np.number | np.bool_):
+        raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {type_name(s)}")
+    return full((), s, dtype=default_float() if dtype is None else dtype, device=device, requires_grad=requires_grad)
+
+
+def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | None = None,
+            requires_grad: bool | None = None) -> Tensor:
+    """`obj` as a tensor, sharing its memory where it can: a tensor comes back itself (converted, recorded, when
+    `dtype` or `device` differ; cloned with `copy=True`), a numpy array of the dtype shares its memory unless
+    `copy=True`; other data is copied as by `tensor()`. `copy=False` refuses a conversion. `requires_grad`
+    defaults to the tensor's own, as in PyTorch."""
+    target = None if dtype is None else np.dtype(dtype)
+    if isinstance(obj, Tensor):
+        where = obj._device if device is None else as_device(device)
+        converted = (target is not None and target != obj.dtype) or where is not obj._device
+        if converted and copy is False:
+            raise ValueError(f"can't alias tensor with dtype '{SCALAR_NAMES[obj.dtype]}' into dtype "
+                             f"'{SCALAR_NAMES[target if target is not None else obj.dtype]}'.")
+        out = obj.to(dtype=target, device=where) if converted else obj.clone() if copy else obj
+        if requires_grad is False and out.requires_grad:
+            return out.detach()
+        return out if not requires_grad or out.requires_grad else out.detach().requires_grad_()
+    if isinstance(obj, np.ndarray | np.generic) and (device is None or as_device(device).type == "cpu"):
+        array = checked_numpy(np.asarray(obj))
+        if target is not None and target != array.dtype:
+            if copy is False:
+                raise ValueError(f"can't alias tensor with dtype '{SCALAR_NAMES.get(array.dtype, array.dtype)}' into "
+                                 f"dtype '{SCALAR_NAMES[target]}'.")
+            array = array.astype(target)
+        elif copy:
+            array = array.copy()
+        return new_leaf(array, bool(requires_grad))
+    return copied_leaf(obj, target, device, bool(requires_grad))
+
+
+def _bernoulli(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    from actorgrad.random_tensors import bernoulli  # random_tensors imports creation: at call time
+
+    return bernoulli(self, *args, **kwargs)
+
+
+def _multinomial(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    from actorgrad.random_tensors import multinomial  # random_tensors imports creation: at call time
+
+    return multinomial(self, *args, **kwargs)
+
+
+METHODS: dict[str, Any] = {
+    "sum_to_size": sum_to_size, "fill_diagonal_": fill_diagonal_, "conj_physical_": _conj_physical_in_place,
+    "bernoulli": _bernoulli, "multinomial": _multinomial, "prelu": prelu,
+}

@@ -1,0 +1,53 @@
+"""The in-place view methods (squeeze_, unsqueeze_, transpose_, t_, swapaxes_, swapdims_): the tensor itself takes
+the shape and strides of its view, as PyTorch's.
+
+Its elements and memory stay what they were, so, as in PyTorch, its history gains the view op's node (a
+non-leaf's grad_fn becomes SqueezeBackward..., with the old one as its edge), its version goes up, and a leaf that
+requires grad (or a view of one) is refused while grad mode is on. Views made from it before keep their shapes and
+their histories (they read the same memory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from actorgrad.grad_mode import _grad_enabled
+from actorgrad.ops.inplace import _check_rebase, _move_history
+from actorgrad.ops.shape import squeeze, transpose, unsqueeze
+from actorgrad.tensor import Tensor, bump_version, refuse_inference_change
+
+__all__: list[str] = []
+
+
+def _in_place_view(name: str, view: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The method `name`: `view(self, ...)` made this tensor's own shape, strides and history."""
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        recorded = _grad_enabled.get() and self.requires_grad
+        if recorded:
+            _check_rebase(self)
+        refuse_inference_change(self)
+        out = view(self, *args, **kwargs)
+        if out is not self:
+            self._data = out._data
+            if recorded:
+                _move_history(self, out._grad_fn)
+        bump_version(self)
+        return self
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+def _t(self: Tensor) -> Tensor:
+    if self.ndim > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+    return self if self.ndim < 2 else transpose(self, 0, 1)
+
+
+METHODS: dict[str, Any] = {
+    "squeeze_": _in_place_view("squeeze_", squeeze), "unsqueeze_": _in_place_view("unsqueeze_", unsqueeze),
+    "transpose_": _in_place_view("transpose_", transpose), "swapaxes_": _in_place_view("swapaxes_", transpose),
+    "swapdims_": _in_place_view("swapdims_", transpose), "t_": _in_place_view("t_", _t),
+}
