@@ -53,9 +53,10 @@ __all__ = [
 ]
 
 
-def _in_dtype(op: str, x: Tensor, dtype: Any) -> Tensor:
-    """The input cast to `dtype` for a norm, with PyTorch's checks (a floating dtype, no narrowing)."""
-    if x._data.dtype.kind != "f":
+def _in_dtype(op: str, x: Tensor, dtype: Any, *, complex_ok: bool = False) -> Tensor:
+    """The input cast to `dtype` for a norm, with PyTorch's checks (a floating dtype, no narrowing); complex
+    inputs where the norm's gradient takes them."""
+    if x._data.dtype.kind != "f" and not (complex_ok and x._data.dtype.kind == "c" and dtype is None):
         check_floating(op, x._data)
     if dtype is None:
         return x
@@ -75,7 +76,7 @@ def vector_norm(
     require_tensors("linalg_vector_norm", input=x)
     if isinstance(ord, bool) or not isinstance(ord, int | float):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(ord).__name__}")
-    return _pnorm(_in_dtype("linalg.vector_norm", x, dtype), ord, dim, keepdim)
+    return _pnorm(_in_dtype("linalg.vector_norm", x, dtype, complex_ok=True), ord, dim, keepdim)
 
 
 def _matrix_dims(A: Tensor, dim: Any) -> tuple[int, int]:

@@ -24,6 +24,7 @@ from actorgrad.ops import (
 from actorgrad.ops.activations import relu_backward
 from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.casts import to_device
+from actorgrad.ops.complex_parts import conj_physical
 from actorgrad.ops.gamma import digamma, erfinv, polygamma
 from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, scatter_add, take_index
 from actorgrad.ops.joining import cat
@@ -34,7 +35,7 @@ from actorgrad.ops.scans import cumprod
 from actorgrad.ops.selection import where
 from actorgrad.ops.shape import broadcast_to, flip, pad, permute, roll, to_dtype, tril
 from actorgrad.ops.special import erf
-from actorgrad.ops.unary import cos, sign, sin
+from actorgrad.ops.unary import cos, sgn, sign, sin
 from actorgrad.saved_tensors import SavedOutput
 from actorgrad.tensor import Tensor
 
@@ -74,6 +75,10 @@ class TensorOps:
         return g.sum(dim, keepdim=keepdim)
 
     @staticmethod
+    def conj(x: Tensor) -> Tensor:
+        return conj_physical(x) if x._data.dtype.kind == "c" else x
+
+    @staticmethod
     def exp(x: Tensor) -> Tensor:
         return x.exp()
 
@@ -102,6 +107,8 @@ class TensorOps:
         if target.__class__ is tuple:  # (dtype, device): see ArrayOps.cast
             target, where = target
             g = TensorOps.to_device(g, where)
+        if g._data.dtype.kind == "c" and np.dtype(target).kind != "c":
+            g = g.real  # a real input of a complex op: the real part, as ArrayOps.cast
         return g if g.dtype == target else to_dtype(g, target)
 
     @staticmethod
@@ -163,7 +170,7 @@ class TensorOps:
 
     @staticmethod
     def sign(x: Tensor) -> Tensor:
-        return sign(x)
+        return sgn(x) if x._data.dtype.kind == "c" else sign(x)
 
     @staticmethod
     def trunc(x: Tensor) -> Tensor:
@@ -247,13 +254,13 @@ class TensorOps:
         where = x._device
         xp = where.xp
         if bool(xp.all(x._data != 0)):
-            return TensorOps.reverse_cumsum(g * result, dim) / x
+            return TensorOps.reverse_cumsum(g * TensorOps.conj(result), dim) / TensorOps.conj(x)
         n = x.shape[dim]
         eye = xp.eye(n, dtype=x.dtype)
         later = Tensor(xp.triu(xp.ones((n, n), dtype=x.dtype)), device=where)
         moved, gm = x.movedim(dim, -1), g.movedim(dim, -1)
         others = moved.unsqueeze(-2) * Tensor(1 - eye, device=where) + Tensor(eye, device=where)
-        grad = (cumprod(others, -1) * later * gm.unsqueeze(-2)).sum(-1)
+        grad = (TensorOps.conj(cumprod(others, -1)) * later * gm.unsqueeze(-2)).sum(-1)
         return grad.movedim(-1, dim)
 
     @staticmethod

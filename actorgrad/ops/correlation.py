@@ -151,8 +151,8 @@ def _cross_grad(ops: Any, a: Any, b: Any, dim: int) -> Any:
 
 CROSS = Rule(
     "LinalgCrossBackward0",
-    (("other", "dim"), lambda ops, g, other, dim: _cross_grad(ops, other, g, dim)),
-    (("self", "dim"), lambda ops, g, self, dim: _cross_grad(ops, g, self, dim)),
+    (("other", "dim"), lambda ops, g, other, dim: _cross_grad(ops, ops.conj(other), g, dim)),  # conj: complex inputs
+    (("self", "dim"), lambda ops, g, self, dim: _cross_grad(ops, g, ops.conj(self), dim)),
     broadcasts=True,
 )
 CROSS_DEFAULT_DIM = (

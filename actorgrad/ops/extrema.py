@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.ops.operands import not_implemented, refuse_complex
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import _amax_grad, input_size, kept, normalize_dims
 from actorgrad.ops.selection import maximum, minimum
@@ -75,6 +76,10 @@ def _extreme(op: str, rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, k
     x = input._data
     if isinstance(dim, Tensor):  # max(input, other): the elementwise form, as in PyTorch
         return (maximum if op == "max" else minimum)(input, dim)
+    if x.dtype.kind == "c":  # complex numbers have no order
+        if dim is None:
+            raise not_implemented(f"{op}_all", x.dtype)
+        raise RuntimeError(f"{op}(): does not support complex input")
     if dim is None:
         if x.size == 0:
             raise RuntimeError(
@@ -104,6 +109,8 @@ def min(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -
 
 def _arg(op: str, input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     x = input._data
+    if x.dtype.kind == "c":
+        raise RuntimeError(f"{op}(): does not support complex input")
     if dim is None:
         if x.size == 0:
             raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
@@ -125,6 +132,7 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> AminmaxResult:
     """The smallest and largest elements, over all elements or along `dim`, as the named tuple (min, max)."""
     x = input._data
+    refuse_complex(x.dtype, "aminmax_cpu")
     if dim is None:
         if x.size == 0:
             raise RuntimeError(

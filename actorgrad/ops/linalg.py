@@ -22,13 +22,15 @@ __all__ = ["bmm", "matmul", "mm", "outer"]
 MACS_PER_NS = 25
 
 
+# A complex operand's gradient takes the other's conjugate transpose (PyTorch's convention); ops.conj returns a
+# real array itself.
 def _grad_self(ops: Any, g: Any, other: Any, self_shape: tuple, a2: tuple, b2: tuple, out2: tuple) -> Any:
-    grad = ops.reshape(g, out2) @ ops.swapaxes(ops.reshape(other, b2), -1, -2)
+    grad = ops.reshape(g, out2) @ ops.swapaxes(ops.conj(ops.reshape(other, b2)), -1, -2)
     return ops.reshape(ops.sum_to(grad, a2), self_shape)
 
 
 def _grad_other(ops: Any, g: Any, self: Any, other_shape: tuple, a2: tuple, b2: tuple, out2: tuple) -> Any:
-    grad = ops.swapaxes(ops.reshape(self, a2), -1, -2) @ ops.reshape(g, out2)
+    grad = ops.swapaxes(ops.conj(ops.reshape(self, a2)), -1, -2) @ ops.reshape(g, out2)
     return ops.reshape(ops.sum_to(grad, b2), other_shape)
 
 
@@ -47,11 +49,11 @@ def _matmul_rule(name: str) -> Rule:
 
 
 def _mm_grad_self(ops: Any, g: Any, other: Any) -> Any:
-    return g @ ops.swapaxes(other, 0, 1)
+    return g @ ops.swapaxes(ops.conj(other), 0, 1)
 
 
 def _mm_grad_other(ops: Any, g: Any, self: Any) -> Any:
-    return ops.swapaxes(self, 0, 1) @ g
+    return ops.swapaxes(ops.conj(self), 0, 1) @ g
 
 
 # Two matrices, the common case, need no promoted shapes: a node that saves fewer values costs less to record.
@@ -120,10 +122,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
 
 def _linear_weight_grad(ops: Any, g: Any, self: Any) -> Any:
-    return ops.swapaxes(g, 0, 1) @ self
+    return ops.swapaxes(g, 0, 1) @ ops.conj(self)
 
 
-_LINEAR_GRADS = ((("other",), lambda ops, g, weight: g @ weight), (("self",), _linear_weight_grad))
+_LINEAR_GRADS = ((("other",), lambda ops, g, weight: g @ ops.conj(weight)), (("self",), _linear_weight_grad))
 LINEAR = {
     True: Rule(
         "AddmmBackward0",

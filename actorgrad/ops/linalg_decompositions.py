@@ -62,6 +62,11 @@ def _mT(ops: Any, x: Any) -> Any:
     return ops.swapaxes(x, -1, -2)
 
 
+def _mH(ops: Any, x: Any) -> Any:
+    """The conjugate transpose (the transpose of a real matrix)."""
+    return ops.conj(_mT(ops, x))
+
+
 def _as_matrices(ops: Any, g: Any) -> Any:
     """A batch of numbers (det's, logabsdet's gradient) as a batch of 1x1 matrices, to scale matrices with."""
     return ops.reshape(g, g.shape + (1, 1))
@@ -69,12 +74,13 @@ def _as_matrices(ops: Any, g: Any) -> Any:
 
 def _det_grad(ops: Any, g: Any, self: Any, result: Any) -> Any:
     """g times the cofactor matrix: det(A) A^-T, or where a determinant is zero (A^-1 does not exist) PyTorch's
-    SVD form for the whole batch, det(U) det(Vh) U diag(product of the other singular values) Vh."""
+    SVD form for the whole batch, det(U) det(Vh) U diag(product of the other singular values) Vh; conjugated
+    (det(A) and det(U) det(Vh), and A^-H) for complex matrices."""
     if not ops.any_zero(result):
-        return _as_matrices(ops, g * result) * _mT(ops, ops.inv(self))
+        return _as_matrices(ops, g * ops.conj(result)) * _mH(ops, ops.inv(self))
     u, s, vh = ops.svd(self)
     others = _products_of_others(ops, s)
-    scale = ops.reshape(g * ops.det(u) * ops.det(vh), g.shape + (1,))
+    scale = ops.reshape(g * ops.conj(ops.det(u) * ops.det(vh)), g.shape + (1,))
     return (u * ops.reshape(others * scale, s.shape[:-1] + (1,) + s.shape[-1:])) @ vh
 
 
@@ -112,7 +118,7 @@ def _solve_self_grad(ops: Any, g: Any, self: Any, result: Any, vector: bool, sel
     return ops.sum_to(grad, self_shape)
 
 
-INV = Rule("LinalgInvExBackward0", (("result",), lambda ops, g, result: -(_mT(ops, result) @ g @ _mT(ops, result))))
+INV = Rule("LinalgInvExBackward0", (("result",), lambda ops, g, result: -(_mH(ops, result) @ g @ _mH(ops, result))))
 DET = Rule("LinalgDetBackward0", (("self", "result"), _det_grad))
 
 
@@ -131,10 +137,12 @@ SOLVE = Rule(
 CHOLESKY = Rule("LinalgCholeskyExBackward0", (("result",), _cholesky_grad))
 
 
-def check_square(op: str, input: Tensor, name: str = "A") -> Any:
-    """The input's array, after PyTorch's checks for a batch of square floating-point matrices."""
+def check_square(op: str, input: Tensor, name: str = "A", *, complex_ok: bool = False) -> Any:
+    """The input's array, after PyTorch's checks for a batch of square floating-point (or, where the op's
+    gradient takes them, complex) matrices."""
     x = square_matrices(op, input, name)
-    check_floating(op, x)
+    if not (complex_ok and x.dtype.kind == "c"):
+        check_floating(op, x)
     return x
 
 
@@ -150,6 +158,9 @@ def square_matrices(op: str, input: Tensor, name: str = "A") -> Any:
 
 
 def check_floating(op: str, x: Any) -> None:
+    if x.dtype.kind == "c":
+        raise RuntimeError(f"{op}: actorgrad does not support complex input here yet (linalg.inv, linalg.det and "
+                           f"the vector norms do); got {SCALAR_NAMES[x.dtype]}")
     if x.dtype.kind != "f":
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {SCALAR_NAMES[x.dtype]}")
     if x.dtype == np.float16:
@@ -209,7 +220,7 @@ def _inverted(op: str, input: Tensor) -> Any:
 def inv(A: Tensor) -> Tensor:
     """The inverse of each square matrix."""
     require_tensors("linalg_inv", A=A)
-    check_square("linalg.inv", A)
+    check_square("linalg.inv", A, complex_ok=True)
     return record(INV, _inverted("linalg.inv", A), (A,))
 
 
@@ -222,7 +233,7 @@ def inverse(input: Tensor) -> Tensor:
 def linalg_det(A: Tensor) -> Tensor:
     """The determinant of each square matrix."""
     require_tensors("linalg_det", A=A)
-    x = check_square("linalg.det", A)
+    x = check_square("linalg.det", A, complex_ok=True)
     return record(DET, A._device.xp.linalg.det(x).astype(x.dtype, copy=False), (A,))
 
 

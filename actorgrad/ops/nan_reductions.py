@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.extrema import _extreme_all_grad, _select_grad
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES, not_implemented
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import MEAN, _spread, input_size, kept, one_dim, reduced_dims, sum
 from actorgrad.ops.shape import single_dim
@@ -89,8 +89,8 @@ def _median(op: str, all_rule: Rule, dim_rule: Rule, result: Any, input: Tensor,
             keepdim: bool) -> Any:
     x = input._data
     xp = input._device.xp
-    if x.dtype.kind == "b":
-        raise NotImplementedError(f"\"{'median_cpu' if dim is None else 'median_out'}\" not implemented for 'Bool'")
+    if x.dtype.kind in "bc":
+        raise not_implemented("median_cpu" if dim is None else "median_out", x.dtype)
     if dim is None:
         if x.size == 0:
             return record(all_rule, xp.full((), np.nan, x.dtype), (input,), dim=(), kept_shape=(), self_shape=x.shape)

@@ -28,8 +28,8 @@ def _sample_dim(op: str, y: Tensor, dim: int) -> int:
 
 
 def _floating(y: Tensor) -> Tensor:
-    """y as PyTorch integrates it: integer and bool samples in the default float dtype."""
-    return y if y.dtype.kind == "f" else y.to(default_float())
+    """y as PyTorch integrates it: integer and bool samples in the default float dtype (complex ones as they are)."""
+    return y if y.dtype.kind in "fc" else y.to(default_float())
 
 
 def _spacings(op: str, y: Tensor, x: Tensor, d: int) -> Tensor:

@@ -4,7 +4,9 @@ PyTorch ranks operands in three groups, strongest first: tensors with dimensions
 numbers. Each group's dtypes promote among themselves; a weaker group decides the result only when it holds a
 higher category (bool < integer < floating) than the stronger ones. So a float32 tensor times a float64 zero-dim
 tensor stays float32, an int tensor times 2.5 gives the default float dtype (float32 unless `set_default_dtype`
-changed it), and a float64 graph stays float64 whatever numbers it meets.
+changed it), and a float64 graph stays float64 whatever numbers it meets. Complex ranks above floating: a float
+tensor beside a complex number or zero-dim tensor becomes the complex dtype of its own precision (float64 with 1j:
+complex128), an integer tensor the default complex dtype (complex64 beside a float32 default).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from actorgrad.tensor import Tensor, bool_, int64
 
 __all__ = ["promote_types", "result_type"]
 
-BOOL, INTEGER, FLOATING = 0, 1, 2
+BOOL, INTEGER, FLOATING, COMPLEX = 0, 1, 2, 3
 _CATEGORY = {np.dtype(t): c for c, types in enumerate((
     ("bool",), ("uint8", "int8", "int16", "int32", "int64"), ("float16", "float32", "float64"),
+    ("complex64", "complex128"),
 )) for t in types}
 DIMENSIONED, ZERO_DIM, NUMBER = 0, 1, 2
 # PyTorch's names of scalar types, for its errors and legacy type names.
@@ -29,6 +32,7 @@ SCALAR_NAMES = {
     np.dtype(t): name for t, name in (
         (np.float64, "Double"), (np.float32, "Float"), (np.float16, "Half"), (np.int64, "Long"), (np.int32, "Int"),
         (np.int16, "Short"), (np.int8, "Char"), (np.uint8, "Byte"), (np.bool_, "Bool"),
+        (np.complex64, "ComplexFloat"), (np.complex128, "ComplexDouble"),
     )
 }
 
@@ -37,8 +41,19 @@ def category(dtype: np.dtype) -> int:
     try:
         return _CATEGORY[dtype]
     except KeyError:
-        raise TypeError(f"dtype {dtype} is not supported: actorgrad computes on bool, integer (uint8 and signed) "
-                        f"and float16/float32/float64 tensors") from None
+        raise TypeError(f"dtype {dtype} is not supported: actorgrad computes on bool, integer (uint8 and signed), "
+                        f"float16/float32/float64 and complex64/complex128 tensors") from None
+
+
+def complex_of(dtype: np.dtype) -> np.dtype:
+    """The complex dtype of a floating dtype's precision: complex64 for float32 (and float16, as actorgrad has no
+    complex32), complex128 for float64; complex dtypes are their own."""
+    return np.result_type(dtype, np.complex64)
+
+
+def default_complex() -> np.dtype:
+    """The dtype of a Python complex number: the complex dtype of the default float dtype, as in PyTorch."""
+    return complex_of(default_float())
 
 
 def promote_types(type1: Any, type2: Any) -> np.dtype:
@@ -49,6 +64,8 @@ def promote_types(type1: Any, type2: Any) -> np.dtype:
         return a
     ca, cb = category(a), category(b)
     if ca != cb:
+        if ca + cb == FLOATING + COMPLEX:  # float64 with complex64 is complex128
+            return np.promote_types(a, b)
         return a if ca > cb else b
     return np.promote_types(a, b)
 
@@ -57,9 +74,11 @@ def _combine(stronger: np.dtype | None, weaker: np.dtype | None) -> np.dtype | N
     """Merge a weaker group's dtype into a stronger one's (PyTorch's combine_categories)."""
     if stronger is None:
         return weaker
-    if weaker is None or category(stronger) == FLOATING:
+    if weaker is None or category(stronger) >= FLOATING:
+        if weaker is not None and weaker.kind == "c" and stronger.kind == "f":
+            return complex_of(stronger)  # the stronger's precision, the weaker's category
         return stronger
-    if stronger == bool_ or category(weaker) == FLOATING:
+    if stronger == bool_ or category(weaker) >= FLOATING:
         return promote_types(stronger, weaker)
     return stronger
 
@@ -74,6 +93,8 @@ def _group_and_dtype(value: Any) -> tuple[int, np.dtype]:
         return NUMBER, int64
     if isinstance(value, float):
         return NUMBER, default_float()
+    if isinstance(value, complex):
+        return NUMBER, default_complex()
     if isinstance(getattr(value, "dtype", None), np.dtype):  # an array: numpy's, or a device's (CuPy's)
         return (DIMENSIONED if value.ndim else ZERO_DIM), value.dtype
     raise TypeError(f"expected a Tensor or a Python number as an operand, got {type(value).__name__}")
@@ -103,9 +124,26 @@ def result_type(tensor1: Any, tensor2: Any) -> np.dtype:
     return common_dtype(tensor1, tensor2)
 
 
-def floating(dtype: np.dtype) -> np.dtype:
-    """The dtype a floating op (sqrt, exp, true division, ...) returns for inputs of `dtype`."""
-    return dtype if dtype.kind == "f" else default_float()
+def floating_or_complex(dtype: np.dtype) -> np.dtype:
+    """The dtype a floating op that also takes complex inputs (exp, sqrt, reciprocal, ...) returns."""
+    return dtype if dtype.kind in "fc" else default_float()
+
+
+def floating(dtype: np.dtype, op: str = "this op") -> np.dtype:
+    """The dtype a floating op (sqrt, exp, true division, ...) returns for inputs of `dtype`. A complex dtype is
+    refused: the ops that take complex tensors ask floating_or_complex instead, and for the others a cast to a
+    real dtype would drop the imaginary parts silently."""
+    if dtype.kind == "f":
+        return dtype
+    if dtype.kind == "c":
+        raise NotImplementedError(f"{op} does not support complex tensors in actorgrad (got {SCALAR_NAMES[dtype]})")
+    return default_float()
+
+
+def refuse_complex(dtype: np.dtype, kernel: str) -> None:
+    """PyTorch's error for an op with no kernel for complex numbers (they have no order)."""
+    if dtype.kind == "c":
+        raise not_implemented(kernel, dtype)
 
 
 # PyTorch's C++ names of the integer dtypes, for its error when a number does not fit one
@@ -169,7 +207,7 @@ def wrapped_int(value: int, dtype: np.dtype) -> int:
     return value - (1 << bits) if dtype.kind == "i" and value >> (bits - 1) else value
 
 
-def number_array(value: int | float, dtype: np.dtype) -> np.ndarray:
+def number_array(value: int | float | complex, dtype: np.dtype) -> np.ndarray:
     """A Python number as a zero-dim array of `dtype` the way PyTorch's ops meet one: cast like a C value, so
     `int8_tensor + 1000` adds 1000 wrapped to int8 (-24)."""
     if value.__class__ is int and dtype.kind in "iu":
@@ -199,7 +237,7 @@ def as_operand(value: Any, dtype: np.dtype, beside: Any = None, *, wrap: bool = 
     on the cpu."""
     if isinstance(value, Tensor):
         return value
-    if isinstance(value, int | float):
+    if isinstance(value, int | float | complex):
         if wrap and value.__class__ is int:
             return Tensor(number_array(value, dtype))
         return Tensor(np.asarray(value, dtype=dtype))

@@ -53,16 +53,16 @@ LERP_TENSOR = Rule(
 ADDCMUL = Rule(
     "AddcmulBackward0",
     ((), None),
-    (("tensor2", "value"), lambda ops, g, tensor2, value: g * tensor2 * value),
-    (("tensor1", "value"), lambda ops, g, tensor1, value: g * tensor1 * value),
+    (("tensor2", "value"), lambda ops, g, tensor2, value: g * ops.conj(tensor2 * value)),
+    (("tensor1", "value"), lambda ops, g, tensor1, value: g * ops.conj(tensor1 * value)),
     broadcasts=True,
 )
 ADDCDIV = Rule(
     "AddcdivBackward0",
     ((), None),
-    (("tensor2", "value"), lambda ops, g, tensor2, value: g * value / tensor2),
+    (("tensor2", "value"), lambda ops, g, tensor2, value: g * ops.conj(value / tensor2)),
     (("tensor1", "tensor2", "value"),
-     lambda ops, g, tensor1, tensor2, value: -g * value * tensor1 / (tensor2 * tensor2)),
+     lambda ops, g, tensor1, tensor2, value: -g * ops.conj(value * tensor1 / (tensor2 * tensor2))),
     broadcasts=True,
 )
 

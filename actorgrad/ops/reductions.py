@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import kept_max
-from actorgrad.ops.operands import SCALAR_NAMES, floating
+from actorgrad.ops.operands import SCALAR_NAMES, floating, refuse_complex
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
@@ -49,7 +49,7 @@ AMIN = Rule("AminBackward0", *AMAX.grads, cost=input_size)
 
 def _prod_grad(ops: Any, g: Any, self: Any, dims: tuple[int, ...], kept_shape: tuple) -> Any:
     # The product of the others, never result / self: exact where the input holds zeros.
-    return ops.reshape(g, kept_shape) * ops.prod_others(self, dims)
+    return ops.reshape(g, kept_shape) * ops.conj(ops.prod_others(self, dims))
 
 
 PROD = Rule("ProdBackward0", (("self", "dims", "kept_shape"), _prod_grad), cost=input_size)
@@ -152,6 +152,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
 
 def _extreme(rule: Rule, kernel: Any, op: str, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
     x = input._data
+    refuse_complex(x.dtype, "max_values_cpu" if op == "amax" else "min_values_cpu")
     dims = reduced_dims(dim, x.ndim, op) if x.ndim else one_dim(dim or 0, 0, op)
     if x.size == 0:
         if dim is None or (not isinstance(dim, int) and len(dim) == 0):
@@ -197,7 +198,7 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype:
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     x = input._data
-    x = x.astype(floating(x.dtype), copy=False)  # integers give the default float dtype, as in PyTorch
+    x = x.astype(floating(x.dtype, "logsumexp"), copy=False)  # integers give the default float dtype, as in PyTorch
     dims = reduced_dims(dim, x.ndim, "logsumexp") if x.ndim else one_dim(dim, 0, "logsumexp")
     kept_shape = kept(x.shape, dims)
     shift = kept_max(x, dims)

@@ -28,6 +28,10 @@ def _to_whole(op: str, rule: Rule, input: Tensor) -> Tensor:
     x = input._data
     if x.dtype == bool_:
         raise not_implemented(f"{op}_vml_cpu", x.dtype)
+    if x.dtype.kind == "c":
+        if op == "round":
+            raise not_implemented("round_vml_cpu", x.dtype)
+        raise NotImplementedError(f"{op} is not supported for complex inputs")
     data = x.copy() if x.dtype.kind != "f" else getattr(input._device.xp, "rint" if op == "round" else op)(x)
     return record(rule, data, (input,))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
+from actorgrad.ops.operands import refuse_complex
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
 from actorgrad.ops.shape import single_dim
@@ -54,6 +55,7 @@ def _running(op: str, rule: Rule, result: Any, input: Tensor, dim: int) -> Any:
     """The running extreme along `dim` and the index of the last element that set it; NaN is an extreme that
     stays, as in PyTorch."""
     x = input._data
+    refuse_complex(x.dtype, f"{op}_cpu")
     device = input._device
     xp = device.xp
     d = single_dim(dim, x.ndim, op)

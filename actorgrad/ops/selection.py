@@ -96,6 +96,8 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
         raise RuntimeError("clamp(): At least one of 'min' or 'max' must not be None")
     bounds = [b for b in (min, max) if b is not None]
     dtype = common_dtype(input, *bounds)
+    if dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
     x = data_as(input, dtype)
     if not any(isinstance(b, Tensor) for b in bounds):
         lo, hi = (None if b is None else fitted_number(b, dtype) for b in (min, max))
@@ -168,7 +170,10 @@ def clip(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
 
 def _pick(op: str, rule: Rule, kernel: Any, input: Tensor, other: Tensor) -> Tensor:
     require_tensors(op, input=input, other=other)
-    return _of_tensors(op, rule, kernel, input, other, result_type(input, other))
+    dtype = result_type(input, other)
+    if dtype.kind == "c":
+        raise RuntimeError(f"{op} not implemented for complex tensors.")
+    return _of_tensors(op, rule, kernel, input, other, dtype)
 
 
 def maximum(input: Tensor, other: Tensor) -> Tensor:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
+from actorgrad.ops.operands import not_implemented
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
 from actorgrad.ops.shape import single_dim
@@ -41,6 +42,10 @@ def _order(op: str, input: Tensor, dim: int, descending: bool) -> tuple[Any, Any
     equal elements still in their first-to-last order), and `dim` as a non-negative int."""
     x = input._data
     xp = input._device.xp
+    if x.dtype.kind == "c":  # PyTorch's texts, with their leading space
+        if op == "kthvalue":
+            raise not_implemented("kthvalue_cpu", x.dtype)
+        raise RuntimeError(f" {'topk' if op == 'topk' else 'Sort'} does not support complex dtypes on CPU")
     d = single_dim(dim, x.ndim, op)
     rows = x.reshape(x.shape or (1,))
     if not descending:

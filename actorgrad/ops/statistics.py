@@ -58,8 +58,10 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
     # dof <= 0 gives inf or nan, and an empty reduction nan whatever the correction, as in PyTorch
     with np.errstate(divide="ignore", invalid="ignore"):
         centered = x - x.mean(axis=dims, keepdims=True) if count else x  # empty: nothing to center (mean() warns)
+        if x.dtype.kind == "c":  # |x - mean|^2: a real variance, whose gradient is the same rule's
+            centered = input._device.xp.abs(centered)
         data = (centered * centered).sum(axis=dims, keepdims=keepdim) / np.float64(max(dof, 0) if count else 0)
-    data = data.astype(x.dtype, copy=False)
+    data = data.astype(centered.dtype, copy=False)
     # With dof <= 0 PyTorch's gradient over given dims still scales by 2 / dof (negative, or inf at 0); over all
     # dims (dim=None or a 0-d input) it is inf, or nan where x is its mean: see _var_grad.
     if dof > 0 or (dim is not None and x.ndim):
@@ -97,7 +99,8 @@ def _pnorm_grad(ops: Any, g: Any, self: Any, result: Any, p: float, kept_shape: 
     if p == 2:
         return g * ops.where(result == 0, 0, self / (result + zero_norm))
     sign = ops.sign(self)
-    magnitude = self * sign + ops.equal_mask(self, ops.zeros_like(self))  # |x|, 1 where x is 0: no 0 ** negative
+    # |x| (x conj(sgn x) for complex x), 1 where x is 0: no 0 ** negative
+    magnitude = self * ops.conj(sign) + ops.equal_mask(self, ops.zeros_like(self))
     if p < 1:
         return ops.where(self == 0, 0, sign * magnitude ** (p - 1)) * g * result ** (1 - p)
     scale = ops.where(result == 0, 0, g / (result + zero_norm) ** (p - 1))
@@ -107,7 +110,7 @@ def _pnorm_grad(ops: Any, g: Any, self: Any, result: Any, p: float, kept_shape: 
 def _inf_norm_grad(ops: Any, g: Any, self: Any, result: Any, dims: tuple, kept_shape: tuple) -> Any:
     # The elements of largest (smallest, for -inf) magnitude share the gradient evenly, as in PyTorch.
     sign = ops.sign(self)
-    mask = ops.equal_mask(self * sign, ops.reshape(result, kept_shape))
+    mask = ops.equal_mask(abs(self), ops.reshape(result, kept_shape))  # the forward's |x|, bit for bit
     return ops.reshape(g, kept_shape) * sign * mask / ops.sum(mask, dims, keepdim=True)
 
 
@@ -151,10 +154,10 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) 
         data = (np.amax if p > 0 else np.amin)(magnitude, axis=dims, keepdims=keepdim)
         return record(INF_NORM, data, (input,), **params)
     if p == 0:
-        data = np.count_nonzero(x, axis=dims, keepdims=keepdim).astype(x.dtype)
+        data = np.count_nonzero(x, axis=dims, keepdims=keepdim).astype(magnitude.dtype)  # real for complex x
         return record(ZERO_NORM, data, (input,))
     if p == 2:
-        data = np.sqrt(np.sum(x * x, axis=dims, keepdims=keepdim))
+        data = np.sqrt(np.sum(magnitude * magnitude, axis=dims, keepdims=keepdim))  # |x|^2: x * x for real x
     elif p == 1:
         data = np.sum(magnitude, axis=dims, keepdims=keepdim)
     else:

@@ -4,6 +4,7 @@ gradient rules."""
 
 from __future__ import annotations
 
+import builtins
 import math
 from typing import Any
 
@@ -49,42 +50,66 @@ def _sinc_grad(ops: Any, g: Any, self: Any) -> Any:
         return ops.where(pi_x_squared == 0, 0, g * (pi_x * ops.cos(pi_x) - ops.sin(pi_x)) / pi_x_squared)
 
 
-# Ops whose result is floating: an integer input gives the default float dtype, as in PyTorch.
+# Ops whose result is floating: an integer input gives the default float dtype, as in PyTorch. A complex input
+# keeps its dtype, and its gradient is g times the conjugate of the derivative (PyTorch's convention); `ops.conj`
+# returns a real value itself.
 FLOATING = {
-    "sqrt": (Rule("SqrtBackward0", (("result",), lambda ops, g, result: g / (2 * result))), "sqrt"),
+    "sqrt": (Rule("SqrtBackward0", (("result",), lambda ops, g, result: g / (2 * ops.conj(result)))), "sqrt"),
     "rsqrt": (
-        Rule("RsqrtBackward0", (("result",), lambda ops, g, result: -0.5 * g * (result * result * result))),
+        Rule("RsqrtBackward0", (("result",), lambda ops, g, result: -0.5 * g * ops.conj(result * result * result))),
         lambda xp, x: 1 / xp.sqrt(x),
     ),
-    "sin": (Rule("SinBackward0", (("self",), lambda ops, g, self: g * ops.cos(self))), "sin"),
-    "cos": (Rule("CosBackward0", (("self",), lambda ops, g, self: -g * ops.sin(self))), "cos"),
-    "tan": (Rule("TanBackward0", (("result",), lambda ops, g, result: g * (1 + result * result))), "tan"),
-    "asin": (Rule("AsinBackward0", (("self",), lambda ops, g, self: g / (1 - self * self) ** 0.5)), "arcsin"),
-    "acos": (Rule("AcosBackward0", (("self",), lambda ops, g, self: -g / (1 - self * self) ** 0.5)), "arccos"),
-    "atan": (Rule("AtanBackward0", (("self",), lambda ops, g, self: g / (1 + self * self))), "arctan"),
-    "asinh": (Rule("AsinhBackward0", (("self",), lambda ops, g, self: g / (self * self + 1) ** 0.5)), "arcsinh"),
-    "acosh": (Rule("AcoshBackward0", (("self",), lambda ops, g, self: g / (self * self - 1) ** 0.5)), "arccosh"),
-    "atanh": (Rule("AtanhBackward0", (("self",), lambda ops, g, self: g / (1 - self * self))), "arctanh"),
+    "sin": (Rule("SinBackward0", (("self",), lambda ops, g, self: g * ops.conj(ops.cos(self)))), "sin"),
+    "cos": (Rule("CosBackward0", (("self",), lambda ops, g, self: -g * ops.conj(ops.sin(self)))), "cos"),
+    "tan": (Rule("TanBackward0", (("result",), lambda ops, g, result: g * ops.conj(1 + result * result))), "tan"),
+    "asin": (Rule("AsinBackward0", (("self",), lambda ops, g, self: g / ops.conj((1 - self * self) ** 0.5))),
+             "arcsin"),
+    "acos": (Rule("AcosBackward0", (("self",), lambda ops, g, self: -g / ops.conj((1 - self * self) ** 0.5))),
+             "arccos"),
+    "atan": (Rule("AtanBackward0", (("self",), lambda ops, g, self: g / ops.conj(1 + self * self))), "arctan"),
+    "asinh": (Rule("AsinhBackward0", (("self",), lambda ops, g, self: g / ops.conj((self * self + 1) ** 0.5))),
+              "arcsinh"),
+    "acosh": (Rule("AcoshBackward0", (("self",), lambda ops, g, self: g / ops.conj((self * self - 1) ** 0.5))),
+              "arccosh"),
+    "atanh": (Rule("AtanhBackward0", (("self",), lambda ops, g, self: g / ops.conj(1 - self * self))), "arctanh"),
     "deg2rad": (Rule("Deg2RadBackward0", ((), lambda ops, g: g * RADIANS_PER_DEGREE)),
                 _times(RADIANS_PER_DEGREE)),
     "rad2deg": (Rule("Rad2DegBackward0", ((), lambda ops, g: g * DEGREES_PER_RADIAN)),
                 _times(DEGREES_PER_RADIAN)),
     "sinc": (Rule("SincBackward0", (("self",), _sinc_grad)), _sinc),
     # cosh and sinh from exp: the rule's helpers have no hyperbolic functions, and exp is differentiable again
-    "sinh": (Rule("SinhBackward0", (("self",), lambda ops, g, self: g * (ops.exp(self) + ops.exp(-self)) / 2)), "sinh"),
-    "cosh": (Rule("CoshBackward0", (("self",), lambda ops, g, self: g * (ops.exp(self) - ops.exp(-self)) / 2)), "cosh"),
-    "log1p": (Rule("Log1PBackward0", (("self",), lambda ops, g, self: g / (self + 1))), "log1p"),
-    "expm1": (Rule("Expm1Backward0", (("result",), lambda ops, g, result: g * (result + 1))), "expm1"),
-    "log2": (Rule("Log2Backward0", (("self",), lambda ops, g, self: g / (self * LN2))), "log2"),
-    "log10": (Rule("Log10Backward0", (("self",), lambda ops, g, self: g / (self * LN10))), "log10"),
-    "exp2": (Rule("Exp2Backward0", (("result",), lambda ops, g, result: g * result * LN2)), "exp2"),
+    "sinh": (Rule("SinhBackward0", (("self",), lambda ops, g, self: g * ops.conj(ops.exp(self) + ops.exp(-self)) / 2)),
+             "sinh"),
+    "cosh": (Rule("CoshBackward0", (("self",), lambda ops, g, self: g * ops.conj(ops.exp(self) - ops.exp(-self)) / 2)),
+             "cosh"),
+    "log1p": (Rule("Log1PBackward0", (("self",), lambda ops, g, self: g / ops.conj(self + 1))), "log1p"),
+    "expm1": (Rule("Expm1Backward0", (("result",), lambda ops, g, result: g * ops.conj(result + 1))), "expm1"),
+    "log2": (Rule("Log2Backward0", (("self",), lambda ops, g, self: g / ops.conj(self * LN2))), "log2"),
+    "log10": (Rule("Log10Backward0", (("self",), lambda ops, g, self: g / ops.conj(self * LN10))), "log10"),
+    "exp2": (Rule("Exp2Backward0", (("result",), lambda ops, g, result: g * ops.conj(result * LN2))), "exp2"),
+}
+# The ops of FLOATING that refuse complex inputs, and why: PyTorch's text, or actorgrad's where PyTorch has one.
+NOT_COMPLEX = {
+    "deg2rad": "deg2rad is not supported for complex tensors.",
+    "rad2deg": "rad2deg is not supported for complex tensors.",
+    "sinc": "sinc does not support complex tensors in actorgrad",
 }
 # abs' kink: the gradient at 0 is 0 (sign(0)), as in PyTorch.
 ABS = Rule("AbsBackward0", (("self",), lambda ops, g, self: g * ops.sign(self)))
 # sign is flat wherever it is differentiable; PyTorch still records a node, whose gradient is zeros.
 SIGN = Rule("SignBackward0", ((), lambda ops, g: ops.zeros_like(g)))
-# sgn is sign for real values (PyTorch's complex z / |z| is the other case); its own node name, as in PyTorch.
+# sgn is sign for real values; its own node name, as in PyTorch.
 SGN = Rule("SgnBackward0", ((), lambda ops, g: ops.zeros_like(g)))
+
+
+def _complex_sgn_grad(ops: Any, g: Any, self: Any, result: Any) -> Any:
+    """sgn(z) = z / |z| changes only across the direction of z: (g - sgn Re(g conj(sgn))) / |z|, 0 at z = 0
+    (PyTorch's sgn_backward)."""
+    magnitude = builtins.abs(self)
+    return ops.where(magnitude == 0, 0, (g - result * (g * ops.conj(result)).real) / magnitude)
+
+
+COMPLEX_SGN = Rule("SgnBackward0", (("self", "result"), _complex_sgn_grad))
 
 
 def _floating(name: str, input: Tensor) -> Tensor:
@@ -93,7 +118,11 @@ def _floating(name: str, input: Tensor) -> Tensor:
     rule, kernel = FLOATING[name]
     x = input._data
     xp = input._device.xp
-    x = x.astype(floating(x.dtype), copy=False)
+    if x.dtype.kind == "c":
+        if name in NOT_COMPLEX:
+            raise RuntimeError(NOT_COMPLEX[name])
+    else:
+        x = x.astype(floating(x.dtype), copy=False)
     return record(rule, getattr(xp, kernel)(x) if kernel.__class__ is str else kernel(xp, x), (input,))
 
 
@@ -237,12 +266,18 @@ def _sign(rule: Rule, input: Tensor) -> Tensor:
 
 def sign(input: Tensor) -> Tensor:
     """-1, 0 or 1; NaN gives 0, as in PyTorch."""
+    if input._data.dtype.kind == "c":
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                                  "torch.sgn instead.")
     return _sign(SIGN, input)
 
 
 def sgn(input: Tensor) -> Tensor:
-    """sign, for the real dtypes actorgrad has; recorded as SgnBackward0."""
-    return _sign(SGN, input)
+    """sign for real tensors; z / |z| (0 at 0) for complex ones. Recorded as SgnBackward0."""
+    x = input._data
+    if x.dtype.kind != "c":
+        return _sign(SGN, input)
+    return record(COMPLEX_SGN, input._device.ops.sign(x), (input,))
 
 
 def signbit(input: Tensor) -> Tensor:
@@ -279,7 +314,7 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
     1 - eps (np.clip would give 1 - eps everywhere)."""
     x = input._data
     xp = input._device.xp
-    x = x.astype(floating(x.dtype), copy=False)
+    x = x.astype(floating(x.dtype, "logit"), copy=False)
     if eps is None or eps < 0:
         outside, off_domain, p = (x < 0) | (x > 1), math.nan, x
     else:
