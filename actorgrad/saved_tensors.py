@@ -4,6 +4,8 @@ Inside `actorgrad.autograd.graph.saved_tensors_hooks(pack, unpack)`, each op rec
 saves (its inputs, its output, and the arrays among its keywords, as tensors) to `pack`, and keeps only what
 `pack` returns. Each time a backward needs the value, `unpack` gives it back, and the value takes the place
 in the graph of the tensor that was packed, so that a recorded backward (`create_graph`) still reaches it.
+As in PyTorch, a packed value is not checked for in-place changes at backward: what `pack` kept is the hooks'
+business (a copy may rightly outlive changes to the original).
 """
 
 from __future__ import annotations
@@ -22,6 +24,13 @@ from actorgrad.tensor import Tensor
 _saved_tensors_hooks: ContextVar[tuple[Callable, Callable] | None] = ContextVar(
     "actorgrad_saved_tensors_hooks", default=None
 )
+# Inside `disable_saved_tensors_hooks(message)`: the message that entering saved-tensor hooks raises.
+_saved_tensors_hooks_disabled: ContextVar[str | None] = ContextVar(
+    "actorgrad_saved_tensors_hooks_disabled", default=None
+)
+# (node, its output) whose saved values are being packed, for pack hooks that decide by op (selective
+# checkpointing).
+packing_node: ContextVar[tuple[Any, Any] | None] = ContextVar("actorgrad_packing_node", default=None)
 
 
 class SavedOutput:
@@ -37,6 +46,16 @@ class SavedOutput:
 
 
 INPUT, OUTPUT, ARRAY = "input", "output", "array"
+
+
+class _Unchecked:
+    """Stands in a node's saved versions once its values are packed: nothing to check, but the node still frees
+    them after a pass that keeps no graph, and refuses a second one."""
+
+    _vc = None
+
+
+_PACKED_VERSIONS = (_Unchecked(), 0)
 
 
 class Packed:
@@ -116,8 +135,15 @@ def pack_saved(node: Any, output: Tensor, hooks: tuple[Callable, Callable]) -> N
                 done[key] = value
         return done[key]
 
-    with no_grad():
-        saved = [(i, formula, tuple(map(packed, grads[i][0], values)), reduce, cast)
-                 for i, formula, _, values, reduce, cast in node.saved]
+    token = packing_node.set((node, output))
+    try:
+        with no_grad():
+            saved = [(i, formula, tuple(map(packed, grads[i][0], values)), reduce, cast)
+                     for i, formula, _, values, reduce, cast in node.saved]
+    finally:
+        packing_node.reset(token)
     node.saved = tuple((i, f, UnpackOnUse(values, True), UnpackOnUse(values, False), r, c)
                        for i, f, values, r, c in saved)
+    if node.versions:
+        node.versions = _PACKED_VERSIONS
+        node.stamp = None

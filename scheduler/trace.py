@@ -2,13 +2,15 @@
 
 `with actorgrad.profile() as prof:` records every node the engine runs inside the block, and each pass's span.
 The recording list is picked up once per pass; with profiling off the engine pays one `is not None` check per
-node. `prof.export_chrome_trace(path)` writes it for chrome://tracing and Perfetto.
+node. `prof.export_chrome_trace(path)` writes it for chrome://tracing and Perfetto. Labelled ranges that user
+code opens with `actorgrad.profiler.record_function(name)` are kept beside the nodes (the engine never looks
+at them), and `prof.key_averages()` sums both up by name.
 """
 
 from __future__ import annotations
 
 from contextvars import ContextVar
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class TraceEvent(NamedTuple):
@@ -48,26 +50,41 @@ class WaitEvent(NamedTuple):
     end_ns: int
 
 
+class RangeEvent(NamedTuple):
+    """A range labelled by `record_function`, on the host thread that opened it (`thread`: 1, 2 ... in order of
+    first appearance in the trace)."""
+
+    name: str
+    thread: int
+    start_ns: int
+    end_ns: int
+
+
 class TraceLog(list):
     """What the engine records: the node events (the list itself, as TraceEvent's fields in a plain tuple with the
-    device not yet a string), with the passes and event waits beside them."""
+    device not yet a string), with the passes and event waits beside them, and the user's labelled ranges."""
 
     def __init__(self) -> None:
         super().__init__()
         self.passes: list[PassEvent] = []
         self.waits: list[WaitEvent] = []
+        self.ranges: list[RangeEvent] = []
+        self.threads: dict[int, int] = {}  # threading.get_ident() -> the thread's number among the ranges'
 
 
 active_trace: ContextVar[TraceLog | None] = ContextVar("actorgrad_active_trace", default=None)
 
 
 class profile:
-    """Context manager that records the nodes the engine runs inside it; `events` lists them as TraceEvents."""
+    """Context manager that records the nodes the engine runs inside it; `events` lists them as TraceEvents.
+    With `enabled=False` it records nothing (PyTorch's switch, for code that profiles on a flag)."""
 
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
         self._log = TraceLog()
         self.passes = self._log.passes
         self.waits = self._log.waits
+        self.ranges = self._log.ranges
         self._token = None
 
     @property
@@ -75,11 +92,19 @@ class profile:
         return [TraceEvent(r[0], r[1], str(r[2]), *r[3:]) for r in self._log]
 
     def __enter__(self) -> profile:
-        self._token = active_trace.set(self._log)
+        if self.enabled:
+            self._token = active_trace.set(self._log)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        active_trace.reset(self._token)
+        if self.enabled:
+            active_trace.reset(self._token)
+
+    def key_averages(self) -> Any:
+        """The nodes and labelled ranges summed up by name: an EventList, whose `table()` prints them."""
+        from actorgrad.profiler.events import key_averages
+
+        return key_averages(self)
 
     def export_chrome_trace(self, path: str) -> None:
         """Write the trace as Chrome trace / Perfetto JSON: one track per device and worker."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +26,7 @@ from actorgrad.ops.inplace import CUSTOM_FUNCTION, CUSTOM_FUNCTION_VIEWS, MULTI_
 from actorgrad.ops.record import SECOND_BACKWARD, _modified_error, share_if_view
 from actorgrad.tensor import Tensor
 
-__all__ = ["BackwardCFunction", "Function", "FunctionCtx", "once_differentiable"]
+__all__ = ["BackwardCFunction", "Function", "FunctionCtx", "InplaceFunction", "once_differentiable"]
 
 DIRTY_VIEW = (
     "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot return more "
@@ -263,6 +264,29 @@ class Function:
         wrapped = tuple(_wrap_output(ctx, o, k, args) for k, o in enumerate(outputs))
         _note_views(ctx, wrapped)
         return wrapped if isinstance(result, tuple) else wrapped[0]
+
+
+LEGACY_CALL = (
+    "Legacy autograd function with non-static forward method is deprecated. Please use new-style autograd function "
+    "with static forward method. (Example: https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)"
+)
+
+
+class InplaceFunction(Function):
+    """PyTorch's legacy base for Functions that may work in place, kept for code that subclasses it: an
+    instance only carries the `inplace` flag (with PyTorch's deprecation warning); forward and backward stay
+    static and run through `apply`, where forward may take the flag as an argument."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        warnings.warn(
+            f"{type(self)} should not be instantiated. Methods on autograd functions are all static, so you should "
+            "invoke them on the class itself. Instantiating an autograd function will raise an error in a future "
+            "version of PyTorch.", DeprecationWarning, stacklevel=2,
+        )
+        self.inplace = inplace
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(LEGACY_CALL)
 
 
 def _alias_input(ctx: BackwardCFunction, output: Any, args: tuple) -> Any:

@@ -2,7 +2,9 @@
 
 `Node` (with `name()`, `next_functions`, `metadata`, `register_hook`, `register_prehook`), `GradientEdge` and
 `get_gradient_edge` (an edge can stand for a tensor among the `inputs` of `grad()`), `saved_tensors_hooks`
-(pack what ops save, unpack it when backward needs it) and `register_multi_grad_hook`.
+(pack what ops save, unpack it when backward needs it) and the hooks built on it (`save_on_cpu`,
+`allow_mutation_on_saved_tensors`), `disable_saved_tensors_hooks`, `increment_version` and
+`register_multi_grad_hook`.
 """
 
 from __future__ import annotations
@@ -10,16 +12,19 @@ from __future__ import annotations
 import inspect
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.hooks import MultiHandle, current_graph_task
 from actorgrad.node import Node
-from actorgrad.saved_tensors import _saved_tensors_hooks
-from actorgrad.tensor import Tensor
+from actorgrad.saved_tensors import _saved_tensors_hooks, _saved_tensors_hooks_disabled
+from actorgrad.tensor import Tensor, bump_version
 
-__all__ = ["GradientEdge", "Node", "get_gradient_edge", "register_multi_grad_hook", "saved_tensors_hooks"]
+__all__ = [
+    "GradientEdge", "Node", "allow_mutation_on_saved_tensors", "disable_saved_tensors_hooks", "get_gradient_edge",
+    "increment_version", "register_multi_grad_hook", "save_on_cpu", "saved_tensors_hooks",
+]
 
 
 class GradientEdge(NamedTuple):
@@ -49,10 +54,94 @@ class saved_tensors_hooks:
         self._tokens: list = []
 
     def __enter__(self) -> None:
+        refusal = _saved_tensors_hooks_disabled.get()
+        if refusal is not None:
+            raise RuntimeError(refusal)
         self._tokens.append(_saved_tensors_hooks.set(self.hooks))
 
     def __exit__(self, *exc_info: object) -> None:
         _saved_tensors_hooks.reset(self._tokens.pop())
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Inside, what ops save on another device is kept on the CPU, and copied back to its device when backward
+    needs it: device memory traded for copies. actorgrad's host copies are plain numpy arrays, so `pin_memory`
+    (and the `device_type` it pins for) changes nothing here; they are taken for PyTorch's signature."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        super().__init__(_to_cpu, _to_own_device)
+
+
+def _to_cpu(tensor: Tensor) -> tuple[Any, Tensor]:
+    return tensor._device, tensor.cpu()
+
+
+def _to_own_device(packed: tuple[Any, Tensor]) -> Tensor:
+    device, tensor = packed
+    return tensor.to(device)
+
+
+class disable_saved_tensors_hooks:
+    """Inside, `saved_tensors_hooks` (and the contexts built on it) raise RuntimeError(error_message): for a
+    feature that cannot work with packed saved values. Entering it while such hooks are in force raises too."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+        self._tokens: list = []
+
+    def __enter__(self) -> None:
+        if _saved_tensors_hooks.get() is not None:
+            raise RuntimeError(self.error_message)
+        self._tokens.append(_saved_tensors_hooks_disabled.set(self.error_message))
+
+    def __exit__(self, *exc_info: object) -> None:
+        _saved_tensors_hooks_disabled.reset(self._tokens.pop())
+
+
+OUTSIDE_MUTATION_CONTEXT = (
+    "Trying to backward outside of the 'allow_mutation_on_saved_tensors' contextin which the graph was originally "
+    "recorded."
+)
+
+
+class allow_mutation_on_saved_tensors(saved_tensors_hooks):
+    """Inside, a tensor an op saved may be changed in place before backward: backward uses the values it had
+    when saved (PyTorch refuses such a change otherwise). actorgrad has no hook before an in-place write, so each
+    saved tensor is copied when saved rather than on its first change: the same gradients, more memory. The
+    graph must be run backward before the block ends, as PyTorch requires."""
+
+    def __init__(self) -> None:
+        super().__init__(self._copy, self._original)
+        self._open = False
+
+    def _copy(self, tensor: Tensor) -> Tensor:
+        return tensor.clone()
+
+    def _original(self, copy: Tensor) -> Tensor:
+        if not self._open:
+            raise AssertionError(OUTSIDE_MUTATION_CONTEXT)
+        return copy
+
+    def __enter__(self) -> allow_mutation_on_saved_tensors:
+        super().__enter__()
+        self._open = True
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._open = False
+        super().__exit__(*exc_info)
+
+
+def increment_version(tensor: Tensor | Iterable[Tensor]) -> None:
+    """Count an in-place change of `tensor` (or of each tensor given) that autograd did not see, for example
+    one made through `.numpy()`, so that nodes which saved it refuse to run backward on the changed values."""
+    tensors = (tensor,) if isinstance(tensor, Tensor) else tensor
+    if not isinstance(tensors, Iterable):
+        raise RuntimeError("increment_version expect a Iterable[Tensor] as input")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise RuntimeError("increment_version expects each element of the iterable to be a tensor")
+        bump_version(t)
 
 
 _SKIP = object()

@@ -4,7 +4,8 @@ One process (pid) per device, one thread (tid) per track on it: 0 is the device'
 1..n its worker thread slots. Each executed node is a complete slice ("ph": "X"); each pass is a slice on the
 "passes" process, one track per graph task, so nested (reentrant) passes sit on their own rows; gradients that
 cross devices are flow arrows from the producer's slice to the consumer's; event waits are slices of category
-"wait" on the track that waited.
+"wait" on the track that waited. Ranges labelled by `record_function` are slices of category "user_annotation" on
+a "host threads" process, one track per thread.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ def track_name(worker: int) -> str:
 def chrome_trace(prof: Any) -> dict[str, Any]:
     """The trace as a Chrome trace JSON object (`traceEvents` plus `displayTimeUnit`)."""
     nodes, passes, waits = list(prof.events), list(prof.passes), list(prof.waits)
+    ranges = list(getattr(prof, "ranges", ()))
     starts = [e.start_ns for e in nodes] + [p.start_ns for p in passes] + [w.start_ns for w in waits]
+    starts += [r.start_ns for r in ranges]
     origin = min(starts, default=0)
     devices = sorted({e.device for e in nodes} | {w.device for w in waits})
     pids = {device: index for index, device in enumerate(devices, 1)}
@@ -50,6 +53,13 @@ def chrome_trace(prof: Any) -> dict[str, Any]:
         out.append({"ph": "X", "cat": "wait", "name": f"wait {w.what}", "pid": pids[w.device], "tid": w.worker,
                     "ts": _us(w.start_ns, origin), "dur": (w.end_ns - w.start_ns) / 1000,
                     "args": {"graph_task": w.graph_task}})
+    if ranges:
+        host = len(pids) + 1
+        out.append(_meta("process_name", host, 0, "host threads"))
+        for thread in sorted({r.thread for r in ranges}):
+            out.append(_meta("thread_name", host, thread, f"thread {thread}"))
+        out += [{"ph": "X", "cat": "user_annotation", "name": r.name, "pid": host, "tid": r.thread,
+                 "ts": _us(r.start_ns, origin), "dur": (r.end_ns - r.start_ns) / 1000} for r in ranges]
     out += _flows(nodes, pids, origin)
     return {"traceEvents": out, "displayTimeUnit": "ms"}
 

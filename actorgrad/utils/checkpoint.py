@@ -1,26 +1,44 @@
 """Activation checkpointing: run a segment without keeping its intermediates, and recompute it in backward.
 
-`checkpoint(fn, *args)` runs `fn` under no_grad, saving only its inputs (and the random generator's state). In
-backward, CheckpointFunction runs `fn` again on detached copies of the inputs, with grad mode on and the saved
-random state (so dropout draws the same mask), and backpropagates through the recomputed segment in a pass
-nested in the running one (PyTorch's reentrant checkpoint). Parameters the segment uses get their gradients
-staged into the outer pass's commit; the inputs' gradients are handed back as the Function's own.
+`checkpoint(fn, *args, use_reentrant=True)` runs `fn` under no_grad, saving only its inputs (and the random
+generator's state). In backward, CheckpointFunction runs `fn` again on detached copies of the inputs, with grad
+mode on and the saved random state (so dropout draws the same mask), and backpropagates through the recomputed
+segment in a pass nested in the running one (PyTorch's reentrant checkpoint). Parameters the segment uses get
+their gradients staged into the outer pass's commit; the inputs' gradients are handed back as the Function's own.
+`use_reentrant=False` records the segment as usual but drops what its ops save, for a rerun when backward first
+needs it (checkpoint_hooks.py), with selective checkpointing (selective_checkpoint.py) through `context_fn`.
+
+`get_device_states` / `set_device_states` are not here: actorgrad draws random numbers for every device from the
+one default generator, whose state `preserve_rng_state` already saves and restores.
 """
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from actorgrad.autograd.function import Function
 from actorgrad.engine import backward_collecting
 from actorgrad.grad_mode import enable_grad, is_grad_enabled
+from actorgrad.nn.container import Sequential
 from actorgrad.random import default_generator
 from actorgrad.scheduler.graph_task import enclosing_task
 from actorgrad.tensor import Tensor
+from actorgrad.utils.checkpoint_hooks import checkpoint_without_reentrant, detach_variable
+from actorgrad.utils.selective_checkpoint import (
+    CheckpointError,
+    CheckpointPolicy,
+    SelectiveCheckpointContext,
+    create_selective_checkpoint_contexts,
+)
 
-__all__ = ["checkpoint"]
+__all__ = [
+    "CheckpointError", "CheckpointPolicy", "SelectiveCheckpointContext", "checkpoint", "checkpoint_sequential",
+    "create_selective_checkpoint_contexts", "detach_variable", "noop_context_fn", "set_checkpoint_debug_enabled",
+    "set_checkpoint_early_stop",
+]
 
 
 class CheckpointFunction(Function):
@@ -41,10 +59,7 @@ class CheckpointFunction(Function):
                 "`inputs` parameter to .backward(). To resolve this error, you can either set use_reentrant=False, or "
                 "call .backward() without passing the `inputs` argument."
             )
-        inputs = [
-            arg if t is None else Tensor(t._data, requires_grad=t.requires_grad, device=t._device)
-            for t, arg in zip(ctx.saved_tensors, ctx.args)
-        ]
+        inputs = detach_variable(tuple(arg if t is None else t for t, arg in zip(ctx.saved_tensors, ctx.args)))
         with _random_state(ctx.rng_state), enable_grad():
             outputs = ctx.run_function(*inputs)
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
@@ -80,43 +95,122 @@ class _random_state:
             default_generator.set_state(self.current)
 
 
+def noop_context_fn() -> tuple[contextlib.nullcontext, contextlib.nullcontext]:
+    """The default `context_fn`: no context around the forward or the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+_early_stop: bool = True
+_debug: bool | None = None
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool) -> Iterator[None]:
+    """Whether non-reentrant checkpoints made inside stop their rerun once it has every value backward needs
+    (default True; their `early_stop` argument is overridden while this is entered)."""
+    global _early_stop
+    previous, _early_stop = _early_stop, enable
+    try:
+        yield
+    finally:
+        _early_stop = previous
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled: bool | None) -> Iterator[None]:
+    """Override `debug` for the checkpoints made inside (None: leave it to each checkpoint): in debug mode a
+    CheckpointError lists the ops that saved values in the forward and in the rerun."""
+    global _debug
+    previous, _debug = _debug, enabled
+    try:
+        yield
+    finally:
+        _debug = previous
+
+
 USE_REENTRANT_OMITTED = (
     "actorgrad.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting in PyTorch 2.9, "
     "calling checkpoint without use_reentrant will raise an exception. use_reentrant=False is recommended, but if "
     "you need to preserve the current default behavior, you can pass use_reentrant=True. Refer to docs for more "
     "details on the differences between the two variants."
 )
+DETERMINISM_CHECKS = ["default", "none"]
 
 
 def checkpoint(
     function: Callable,
     *args: Any,
     use_reentrant: bool | None = None,
-    context_fn: Callable | None = None,
+    context_fn: Callable = noop_context_fn,
     determinism_check: str = "default",
     debug: bool = False,
     early_stop: bool = True,
     preserve_rng_state: bool = True,
     **kwargs: Any,
 ) -> Any:
-    """`function(*args)`, keeping none of its intermediates for backward: they are recomputed there.
+    """`function(*args, **kwargs)`, keeping none of its intermediates for backward: they are recomputed there.
 
-    Only PyTorch's reentrant variant exists here, so, as there, `determinism_check` and `early_stop` have no
-    effect and `context_fn` and `debug` are refused. Errors and warnings are PyTorch's, naming this module."""
+    With use_reentrant=True, as in PyTorch, `determinism_check` and `early_stop` have no effect, `context_fn`
+    and `debug` are refused, and so are keyword arguments for `function`. Errors and warnings are PyTorch's,
+    naming this module."""
     if use_reentrant is None:
         warnings.warn(USE_REENTRANT_OMITTED, stacklevel=2)
         use_reentrant = True
-    if kwargs and use_reentrant:
-        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
     if not use_reentrant:
-        raise NotImplementedError(
-            "checkpoint(use_reentrant=False) is not supported: actorgrad checkpoints by recomputing in a nested "
-            "(reentrant) backward; pass use_reentrant=True"
+        if determinism_check not in DETERMINISM_CHECKS:
+            raise ValueError(
+                f"determinism_check should be one of {DETERMINISM_CHECKS}, but got {determinism_check}"
+            )
+        return checkpoint_without_reentrant(
+            function, args, kwargs, context_fn=context_fn, determinism_check=determinism_check,
+            debug=debug if _debug is None else _debug, early_stop=early_stop and _early_stop,
+            preserve_rng_state=preserve_rng_state,
         )
-    if context_fn is not None or debug is not False:
+    if kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+    if context_fn is not noop_context_fn or debug is not False:
         raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
     if is_grad_enabled() and not any(isinstance(a, Tensor) and a.requires_grad for a in args):
         warnings.warn(  # PyTorch's reentrant checkpoint has the same limit, and warns the same way
             "None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2
         )
     return CheckpointFunction.apply(function, preserve_rng_state, *args)
+
+
+USE_REENTRANT_OMITTED_SEQUENTIAL = (
+    "actorgrad.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be passed explicitly. In "
+    "version 2.9 we will raise an exception if use_reentrant is not passed. use_reentrant=False is recommended, but "
+    "if you need to preserve the current default behavior, you can pass use_reentrant=True. Refer to docs for more "
+    "details on the differences between the two variants."
+)
+
+
+def checkpoint_sequential(
+    functions: Sequence[Callable], segments: int, input: Tensor, use_reentrant: bool | None = None, **kwargs: Any
+) -> Tensor:
+    """Run `functions` (a Sequential or a list of modules or functions) one after another on `input`, in
+    `segments` chunks of len(functions) // segments each: every chunk but the last (which takes the remainder)
+    is checkpointed, keeping only its input. `preserve_rng_state=False` may be passed."""
+    if use_reentrant is None:
+        warnings.warn(USE_REENTRANT_OMITTED_SEQUENTIAL, stacklevel=2)
+        use_reentrant = True
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+    if isinstance(functions, Sequential):
+        functions = list(functions.children())
+
+    def run(start: int, end: int) -> Callable:
+        def chunk(x: Tensor) -> Tensor:
+            for f in functions[start:end]:
+                x = f(x)
+            return x
+
+        return chunk
+
+    size = len(functions) // segments
+    end = 0
+    for start in range(0, size * (segments - 1), size):
+        end = start + size
+        input = checkpoint(run(start, end), input, use_reentrant=use_reentrant, preserve_rng_state=preserve)
+    return run(end, len(functions))(input)

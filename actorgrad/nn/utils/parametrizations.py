@@ -1,17 +1,26 @@
-"""`actorgrad.nn.utils.parametrizations`: weight normalization and spectral normalization as parametrizations
-(see parametrize.py), as torch.nn.utils.parametrizations."""
+"""`actorgrad.nn.utils.parametrizations`: weight normalization, spectral normalization and orthogonal weights as
+parametrizations (see parametrize.py), as torch.nn.utils.parametrizations."""
 
 from __future__ import annotations
 
+import enum
+
+import numpy as np
+
+from actorgrad import linalg
+from actorgrad.creation import eye, zeros_like
 from actorgrad.grad_mode import no_grad
 from actorgrad.nn import functional as F
 from actorgrad.nn.layers import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from actorgrad.nn.module import Module
 from actorgrad.nn.utils import parametrize
 from actorgrad.ops.contraction import mv, vdot
+from actorgrad.ops.joining import cat
+from actorgrad.ops.legacy_linalg import geqrf
+from actorgrad.random_tensors import randn
 from actorgrad.tensor import Tensor
 
-__all__ = ["spectral_norm", "weight_norm"]
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
 
 def _check_dim(dim: int, ndim: int) -> int:
@@ -113,4 +122,125 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
     if dim is None:
         dim = 1 if isinstance(module, (ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)) else 0
     parametrize.register_parametrization(module, name, _SpectralNorm(weight, n_power_iterations, dim, eps))
+    return module
+
+
+class _OrthMaps(enum.Enum):
+    matrix_exp = enum.auto()
+    cayley = enum.auto()
+    householder = enum.auto()
+
+
+def _is_orthogonal(Q: Tensor) -> bool:
+    n, k = Q.shape[-2:]
+    return bool((Q.mH @ Q).allclose(eye(k, dtype=Q.dtype, device=Q.device), atol=10.0 * n * np.finfo(Q.dtype).eps))
+
+
+def _make_orthogonal(A: Tensor) -> Tensor:
+    """The Q of a tall `A`'s QR decomposition, its columns signed so that R's diagonal is non-negative (a
+    unique Q)."""
+    X, tau = geqrf(A)
+    return linalg.householder_product(X, tau) * X.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
+
+
+class _Orthogonal(Module):
+    """An orthogonal (unitary) matrix, or one with orthonormal columns (rows, for a wide one), from an
+    unconstrained one: the exponential or the Cayley transform of the skew-symmetric matrix its lower triangle
+    makes, or the product of the Householder reflections below its diagonal. With `use_trivialization`, the
+    result multiplies `base`, an orthogonal matrix that assignments set, so assigning costs no inverse map."""
+
+    def __init__(self, weight: Tensor, orthogonal_map: _OrthMaps, *, use_trivialization: bool = True) -> None:
+        super().__init__()
+        if weight.is_complex() and orthogonal_map == _OrthMaps.householder:
+            raise ValueError("The householder parametrization does not support complex tensors.")
+        self.shape = weight.shape
+        self.orthogonal_map = orthogonal_map
+        if use_trivialization:
+            self.register_buffer("base", None)
+
+    def forward(self, X: Tensor) -> Tensor:
+        n, k = X.shape[-2:]
+        transposed = n < k
+        if transposed:
+            X = X.mT
+            n, k = k, n
+        if self.orthogonal_map == _OrthMaps.householder:
+            A = X.tril(diagonal=-1)  # the reflectors below a unit diagonal
+            tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
+            # X's diagonal, 1s and -1s, signs the columns; it takes no gradient
+            Q = linalg.householder_product(A, tau) * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
+        else:
+            X = X.tril()  # n k - k (k - 1) / 2 parameters
+            if n != k:
+                X = cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
+            A = X - X.mH  # skew-symmetric (skew-Hermitian)
+            if self.orthogonal_map == _OrthMaps.matrix_exp:
+                Q = linalg.matrix_exp(A)
+            else:  # the Cayley retraction (I + A/2)(I - A/2)^-1
+                identity = eye(n, dtype=A.dtype, device=A.device)
+                Q = linalg.solve(identity - 0.5 * A, identity + 0.5 * A)
+            if n != k:
+                Q = Q[..., :k]
+        if hasattr(self, "base"):
+            Q = self.base @ Q
+        return Q.mT if transposed else Q
+
+    def right_inverse(self, Q: Tensor) -> Tensor:
+        if Q.shape != self.shape:
+            raise ValueError(f"Expected a matrix or batch of matrices of shape {self.shape}. "
+                             f"Got a tensor of shape {Q.shape}.")
+        with no_grad():
+            return self._inverse(Q)
+
+    def _inverse(self, Q: Tensor) -> Tensor:
+        """Without trivialization: Householder reflectors whose product is Q's QR factor (the other maps have no
+        known inverse). With it: `base` becomes Q (completed to a square orthogonal matrix, made orthogonal if
+        it is not), and the parameter is what the map sends to the identity."""
+        original = Q
+        n, k = Q.shape[-2:]
+        transposed = n < k
+        if transposed:
+            Q = Q.mT
+            n, k = k, n
+        if not hasattr(self, "base"):
+            if self.orthogonal_map != _OrthMaps.householder:
+                raise NotImplementedError("It is not possible to assign to the matrix exponential or the Cayley "
+                                          "parametrizations when use_trivialization=False.")
+            A, tau = geqrf(Q)
+            # R's diagonal signs Q's columns: kept on X's diagonal; LAPACK skips a reflection with tau exactly 0
+            signs = A.diagonal(dim1=-2, dim2=-1).sign()
+            signs = signs.where(tau != 0.0, -signs)
+            A = A.clone()
+            A.diagonal(dim1=-2, dim2=-1).copy_(signs)
+            return A.mT if transposed else A
+        if n == k:
+            Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
+        else:
+            Q = _make_orthogonal(cat([Q, randn(*Q.shape[:-2], n, n - k, dtype=Q.dtype, device=Q.device)], dim=-1))
+        self.base = Q
+        minus_identity = zeros_like(original)  # the map sends it to the identity
+        minus_identity.diagonal(dim1=-2, dim2=-1).fill_(-1.0)
+        return minus_identity
+
+
+def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None = None, *,
+               use_trivialization: bool = True) -> Module:
+    """Keep `module.<name>` orthogonal (unitary; for a non-square weight, with orthonormal columns or rows), as
+    a map of an unconstrained parameter: 'matrix_exp' (default for square or complex weights), 'cayley', or
+    'householder' (the default otherwise). `use_trivialization` (default) lets the parameter be assigned freely
+    (the dynamic trivialization of https://arxiv.org/abs/1909.09501)."""
+    weight = getattr(module, name, None)
+    if not isinstance(weight, Tensor):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if weight.ndim < 2:
+        raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of {weight.ndim} dimensions.")
+    if orthogonal_map is None:
+        square = weight.shape[-2] == weight.shape[-1]
+        orthogonal_map = "matrix_exp" if square or weight.is_complex() else "householder"
+    orth_enum = getattr(_OrthMaps, orthogonal_map, None)
+    if orth_enum is None:
+        raise ValueError('orthogonal_map has to be one of "matrix_exp", "cayley", "householder". '
+                         f"Got: {orthogonal_map}")
+    orth = _Orthogonal(weight, orth_enum, use_trivialization=use_trivialization)
+    parametrize.register_parametrization(module, name, orth, unsafe=True)
     return module
