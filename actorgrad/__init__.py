@@ -7,10 +7,23 @@ The entry points that run the engine are awaitable (`await actorgrad.backward(..
 
 import numpy as np
 
-from actorgrad import autograd, creation, distributions, fft, linalg, ops, random_tensors, special, windows
+from actorgrad import (
+    autograd,
+    creation,
+    distributions,
+    fft,
+    interop,
+    linalg,
+    ops,
+    random_tensors,
+    settings,
+    special,
+    windows,
+)
 from actorgrad.accumulate_grad import AccumulateGrad
 from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from actorgrad.creation import *  # noqa: F403
+from actorgrad.default_device import get_default_device, set_default_device
 from actorgrad.default_dtype import get_default_dtype, set_default_dtype
 from actorgrad.devices import Device, device, stream
 from actorgrad.engine import backward, grad
@@ -22,30 +35,44 @@ from actorgrad.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from actorgrad.interop import *  # noqa: F403
+from actorgrad.interop import range as range  # not in __all__: keeps the builtin
 from actorgrad.node import Node
 from actorgrad.ops import *  # noqa: F403
 from actorgrad.ops.complex_parts import complex as complex  # not in __all__: keeps the builtin
-from actorgrad.random import Generator, initial_seed, manual_seed
+from actorgrad.ops.storage_methods import strided
+from actorgrad.print_options import set_printoptions
+from actorgrad.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from actorgrad.random_tensors import *  # noqa: F403
 from actorgrad.scheduler import get_num_workers, profile, set_num_workers
+from actorgrad.serialization import load, save
+from actorgrad.settings import *  # noqa: F403
 from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, int64, tensor
 from actorgrad.windows import *  # noqa: F403
 
 uint8, int8, int16 = np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.int16)
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+cfloat, cdouble = complex64, complex128
 # PyTorch's names; left out of __all__, so that `import *` keeps the builtins
 bool, float, double, half, long, int = bool_, float32, float64, float16, int64, int32
 
 __all__ = [
-    "AccumulateGrad", "Device", "Generator", "Node", "Tensor", "autograd", "backward", "bool_", "device",
-    "distributions",
-    "enable_grad", "fft", "float16", "float32", "float64", "functional", "get_default_dtype", "get_num_workers",
+    "AccumulateGrad", "Device", "Generator", "Node", "Tensor", "autograd", "backward", "bool_", "complex128",
+    "complex64", "device", "distributions",
+    "enable_grad", "fft", "float16", "float32", "float64", "func", "functional", "get_default_dtype",
+    "get_num_workers",
     "grad", "initial_seed", "set_default_dtype",
     "int8",
     "int16", "int32", "int64", "is_grad_enabled", "inference_mode", "is_anomaly_check_nan_enabled",
     "is_anomaly_enabled", "is_inference_mode_enabled", "linalg", "manual_seed", "nn", "no_grad", "ops", "optim",
     "profile", "set_grad_enabled", "set_num_workers", "special", "stream", "tensor", "uint8", "utils",
     *ops.__all__, *creation.__all__, *random_tensors.__all__, *windows.__all__,
+    "get_default_device", "get_rng_state", "load", "save", "seed", "set_default_device", "set_printoptions",
+    "set_rng_state", "strided", *interop.__all__, *settings.__all__,
 ]
 
 # Last: nn and optim build on the whole package above.
-from actorgrad import functional, nn, optim, utils  # noqa: E402
+from actorgrad import func, functional, functional_aliases, nn, optim, utils  # noqa: E402
+from actorgrad.functional_aliases import *  # noqa: E402, F403  (torch.kl_div ...: built on nn.functional)
+
+__all__ += functional_aliases.__all__

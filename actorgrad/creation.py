@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.default_device import default_device
 from actorgrad.default_dtype import default_float
 from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device
@@ -106,7 +107,7 @@ def dtype_or(dtype: Any, default: np.dtype) -> np.dtype:
 
 def leaf_on(data: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:
     """The leaf holding `data` (made on the host) on `device`; in inference mode, an inference tensor."""
-    where = cpu if device is None else as_device(device)
+    where = default_device() if device is None else as_device(device)
     return new_leaf(data if where is cpu else where.asarray(data), requires_grad, where)
 
 
@@ -375,7 +376,7 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     copied as by `tensor()`."""
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device)
-    on_cpu = device is None or as_device(device) is cpu
+    on_cpu = (default_device() if device is None else as_device(device)) is cpu
     if isinstance(data, np.ndarray) and on_cpu and (dtype is None or np.dtype(dtype) == data.dtype):
         return new_leaf(checked_numpy(data))
     return copied_leaf(data, dtype, device)

@@ -12,6 +12,7 @@ import numpy as np
 
 # PyTorch's default seed for a fresh generator.
 DEFAULT_SEED = 67280421310721
+STATE_BYTES = 45  # the length of a generator's state tensor: see Generator.get_state
 
 
 class Generator:
@@ -43,12 +44,35 @@ class Generator:
     def initial_seed(self) -> int:
         return self._initial_seed
 
-    def get_state(self) -> dict:
-        """The generator's state (numpy's bit-generator state), for `set_state`."""
-        return self.numpy.bit_generator.state
+    def get_state(self) -> Any:
+        """The generator's state as a uint8 tensor, as PyTorch's (our own layout: PCG64's state and increment, its
+        buffered half-word and the initial seed, STATE_BYTES in all), for `set_state`."""
+        from actorgrad.tensor import Tensor
 
-    def set_state(self, state: dict) -> Generator:
-        self.numpy.bit_generator.state = state
+        bits = self.numpy.bit_generator.state
+        packed = (bits["state"]["state"].to_bytes(16, "little") + bits["state"]["inc"].to_bytes(16, "little")
+                  + bytes([bits["has_uint32"]]) + bits["uinteger"].to_bytes(4, "little")
+                  + self._initial_seed.to_bytes(8, "little"))
+        return Tensor(np.frombuffer(packed, np.uint8).copy())
+
+    def set_state(self, new_state: Any) -> Generator:
+        """Restore a state `get_state` returned."""
+        from actorgrad.tensor import Tensor
+
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+        if new_state.dtype != np.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        if new_state.numel() != STATE_BYTES:
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {STATE_BYTES} but found the input RNG "
+                               f"state size to be {new_state.numel()}")
+        packed = bytes(np.asarray(new_state.detach().cpu().numpy(), np.uint8).ravel())
+        self.numpy.bit_generator.state = {
+            "bit_generator": "PCG64",
+            "state": {"state": int.from_bytes(packed[:16], "little"), "inc": int.from_bytes(packed[16:32], "little")},
+            "has_uint32": packed[32], "uinteger": int.from_bytes(packed[33:37], "little"),
+        }
+        self._initial_seed = int.from_bytes(packed[37:45], "little")
         return self
 
 
@@ -62,6 +86,21 @@ def manual_seed(seed: int) -> Generator:
 
 def initial_seed() -> int:
     return default_generator.initial_seed()
+
+
+def seed() -> int:
+    """Reseed the default generator from the operating system's entropy; returns the seed."""
+    return default_generator.seed()
+
+
+def get_rng_state() -> Any:
+    """The default generator's state, a uint8 tensor for `set_rng_state`."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state: Any) -> None:
+    """Restore the default generator to a state `get_rng_state` returned."""
+    default_generator.set_state(new_state)
 
 
 def numpy_generator(generator: Generator | None) -> np.random.Generator:

@@ -11,9 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.default_device import default_device
 from actorgrad.default_dtype import default_float
 from actorgrad.devices import Device, cpu
 from actorgrad.grad_mode import INFERENCE, INFERENCE_INPLACE, _inference_mode
+from actorgrad.print_options import PRINT_OPTIONS
 
 float16 = np.dtype(np.float16)
 float32 = np.dtype(np.float32)
@@ -486,17 +488,17 @@ def bump_version(t: Tensor) -> None:
     last_change[0] = next(_stamps)
 
 
-# Torch's print options: tensors over _THRESHOLD elements show only _EDGE items at each end of every axis, and
-# rows wrap at _LINEWIDTH characters.
-_THRESHOLD, _EDGE, _LINEWIDTH = 1000, 3, 80
+# Torch's print options (`set_printoptions`): tensors over `threshold` elements show only `edgeitems` items at
+# each end of every axis, and rows wrap at `linewidth` characters.
 _PREFIX = "tensor("
 
 
 def _edges(data: np.ndarray) -> np.ndarray:
     """The elements a summarized tensor shows, so the shared width is measured on what is printed."""
+    edge = PRINT_OPTIONS.edgeitems
     for axis, n in enumerate(data.shape):
-        if n > 2 * _EDGE:
-            data = np.take(data, [*range(_EDGE), *range(n - _EDGE, n)], axis=axis)
+        if n > 2 * edge:
+            data = np.take(data, [*range(edge), *range(n - edge, n)], axis=axis)
     return data
 
 
@@ -508,7 +510,8 @@ def _whole(v: float) -> str:
 def _element_format(data: np.ndarray) -> tuple[Any, int]:
     """One format for every element and the width they are right-aligned to, chosen as torch does: floats print
     as `1.` when all finite nonzero values are whole, `%.4e` when their magnitudes span over 1000x or leave
-    [1e-4, 1e8], else `%.4f`; the width ignores zeros and non-finite values."""
+    [1e-4, 1e8], else `%.4f` (the precision and a forced sci_mode from the print options); the width ignores zeros
+    and non-finite values."""
     if data.dtype.kind != "f":
         return str, max(len(str(v)) for v in data.ravel().tolist())
     values = data[np.isfinite(data) & (data != 0)].astype(np.float64)
@@ -516,12 +519,15 @@ def _element_format(data: np.ndarray) -> tuple[Any, int]:
         return _whole, 1
     magnitudes = np.abs(values)
     low, high = magnitudes.min(), magnitudes.max()
-    if high / low > 1000 or high > 1e8 or low < 1e-4:
-        text = "{:.4e}".format
+    precision, sci_mode = PRINT_OPTIONS.precision, PRINT_OPTIONS.sci_mode
+    if sci_mode is None:
+        sci_mode = high / low > 1000 or high > 1e8 or low < 1e-4
+    if sci_mode:
+        text = f"{{:.{precision}e}}".format
     elif np.all(values == np.ceil(values)):
         text = _whole
     else:
-        text = "{:.4f}".format
+        text = f"{{:.{precision}f}}".format
     return text, max(len(text(v)) for v in values.tolist())
 
 
@@ -529,17 +535,18 @@ def _format_values(data: np.ndarray, text: Any, width: int, indent: int, summari
     """`data` nested in brackets; `indent` is the column its opening bracket sits in."""
     if data.ndim == 0:
         return text(data.item()).rjust(width)
-    cut = summarize and len(data) > 2 * _EDGE
+    edge = PRINT_OPTIONS.edgeitems
+    cut = summarize and len(data) > 2 * edge
     if data.ndim == 1:
         items = [text(v).rjust(width) for v in data.tolist()]
         if cut:
-            items[_EDGE:-_EDGE] = [" ..."]
-        per_line = max(1, (_LINEWIDTH - indent) // (width + 2))
+            items[edge:-edge] = [" ..."]
+        per_line = max(1, (PRINT_OPTIONS.linewidth - indent) // (width + 2))
         lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
     rows = [_format_values(row, text, width, indent + 1, summarize) for row in data]
     if cut:
-        rows[_EDGE:-_EDGE] = ["..."]
+        rows[edge:-edge] = ["..."]
     return "[" + ("," + "\n" * (data.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
 
 
@@ -550,7 +557,7 @@ def _format_tensor(t: Tensor) -> str:
         suffixes.append(f"device='{t._device}'")
         data = cpu.asarray(data)
     if data.size:
-        summarize = data.size > _THRESHOLD
+        summarize = data.size > PRINT_OPTIONS.threshold
         element_text, width = _element_format(_edges(data) if summarize else data)
         text = _PREFIX + _format_values(data, element_text, width, len(_PREFIX), summarize)
         shown_dtypes = (default_float(), int64, bool_)
@@ -570,7 +577,7 @@ def _format_tensor(t: Tensor) -> str:
     # A suffix that would run past the line width starts a new line, indented under the first value.
     line = len(text) - text.rfind("\n") + 1
     for suffix in suffixes:
-        if line + len(suffix) + 2 > _LINEWIDTH:
+        if line + len(suffix) + 2 > PRINT_OPTIONS.linewidth:
             text += ",\n" + " " * len(_PREFIX) + suffix
             line = len(_PREFIX) + len(suffix)
         else:
@@ -676,7 +683,7 @@ def _infer_dtype(data: Any) -> np.dtype:
             found = promote_types(found, _infer_dtype(item))
         return found
     if isinstance(data, complex):
-        raise TypeError("tensor(): complex numbers are not supported: actorgrad has no complex dtypes")
+        return np.result_type(default_float(), np.complex64)  # the default complex dtype, as PyTorch's
     raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
 
 
@@ -752,7 +759,9 @@ def copied_leaf(data: Any, dtype: Any = None, device: Any = None, requires_grad:
     array = as_array(data, dtype)
     here = data._device if isinstance(data, Tensor) else cpu
     if device is None:
-        return new_leaf(array, requires_grad, here)
+        if here is not cpu or default_device() is cpu:
+            return new_leaf(array, requires_grad, here)
+        device = default_device()
     from actorgrad.devices import device as as_device
 
     where = as_device(device)

@@ -128,6 +128,12 @@ class ndarray:  # noqa: N801 - CuPy's name
     def data(self) -> Any:
         return _Pointer(self._a.__array_interface__["data"][0])
 
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self._a.__dlpack__()  # the host array's capsule: `from_dlpack` below is its only reader
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return _DLPACK_CUDA, 0
+
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(
             "Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a NumPy array "
@@ -409,6 +415,29 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'cupy' has no attribute '{name}'")
     setattr(sys.modules[__name__], name, value)
     return value
+
+
+_DLPACK_CUDA = 2  # DLPack's kDLCUDA
+
+
+class _HostCapsule:
+    """Hands numpy's from_dlpack a stand-in array's (host) capsule under the host device it really lives on."""
+
+    def __init__(self, x: Any) -> None:
+        self.x = x
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self.x.__dlpack__()
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return 1, 0  # kDLCPU
+
+
+def from_dlpack(x: Any, *, device: Any = None, copy: Any = None) -> ndarray:
+    """CuPy's: a view of a CUDA array of another library, sharing its memory; a host array is refused."""
+    if x.__dlpack_device__()[0] != _DLPACK_CUDA:
+        raise RuntimeError("CuPy can only import CUDA arrays through DLPack here")
+    return _wrap(_np.from_dlpack(_HostCapsule(x)))
 
 
 def asnumpy(a: Any, stream: Any = None, order: str = "C", out: Any = None, blocking: bool = True) -> _np.ndarray:

@@ -1,0 +1,131 @@
+"""Top-level utilities PyTorch users reach for that are not ops: typename, can_cast, empty_strided, frombuffer,
+from_dlpack / to_dlpack (numpy's and CuPy's DLPack support underneath) and the deprecated inclusive `range`."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from actorgrad.creation import check_device, dtype_or, leaf_on
+from actorgrad.default_dtype import default_float
+from actorgrad.devices import cpu
+from actorgrad.devices import device as as_device
+from actorgrad.tensor import Tensor, new_leaf
+from actorgrad.user_warnings import warn
+
+# `range` is left out, so that `from actorgrad import *` keeps the builtin (as bool, float ...).
+__all__ = ["can_cast", "empty_strided", "from_dlpack", "frombuffer", "to_dlpack", "typename"]
+
+_DLPACK_CUDA = 2
+
+
+def typename(obj: Any) -> str:
+    """A tensor's type name ('actorgrad.FloatTensor'), else the object's (or its class's) dotted name."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    named = obj if hasattr(obj, "__qualname__") or hasattr(obj, "__name__") else type(obj)
+    module = getattr(named, "__module__", "") or ""
+    name = getattr(named, "__qualname__", None) or named.__name__
+    return name if module in ("", "builtins") else f"{module}.{name}"
+
+
+def _kind_rank(dtype: np.dtype) -> int:
+    return {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}[dtype.kind]
+
+
+def can_cast(from_: Any, to: Any) -> bool:
+    """Whether PyTorch's type promotion allows a result of `from_` to be written to `to`: never to a lower
+    category (complex > floating > integral > bool), any size within one."""
+    return _kind_rank(np.dtype(to)) >= _kind_rank(np.dtype(from_))
+
+
+def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+                  pin_memory: bool = False) -> Tensor:
+    """An uninitialized tensor of `size` whose elements sit `stride` elements apart (overlaps allowed)."""
+    check_device(device)
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of strides "
+                           f"({len(stride)})")
+    resolved = dtype_or(dtype, default_float())
+    extent = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    where = as_device(device) if device is not None else None
+    xp = np if where is None or where is cpu else where.xp
+    storage = xp.empty(extent, resolved)
+    strides = tuple(s * resolved.itemsize for s in stride)
+    data = xp.lib.stride_tricks.as_strided(storage, size, strides)
+    if where is not None:
+        return new_leaf(data, requires_grad, where)
+    return leaf_on(data, requires_grad)
+
+
+def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0, requires_grad: bool = False) -> Tensor:
+    """A 1-d tensor sharing the memory of an object with the buffer protocol (bytes, bytearray, memoryview)."""
+    resolved = np.dtype(dtype)
+    length = memoryview(buffer).nbytes
+    if offset < 0 or offset > length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than buffer length "
+                         f"({length} bytes) minus 1")
+    if count < 0 and (length - offset) % resolved.itemsize:
+        raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} bytes) must be a multiple "
+                         f"of element size ({resolved.itemsize})")
+    if count == 0 or (count < 0 and length == offset):
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    data = np.frombuffer(buffer, resolved, count, offset)
+    if not data.flags.writeable:
+        warn("The given buffer is not writable, and actorgrad does not support non-writable tensors: writing to "
+             "this tensor will fail. You may want to copy the buffer to protect its data or make it writable before "
+             "converting it to a tensor.")
+    return new_leaf(data, requires_grad)
+
+
+class _Capsule:
+    """A bare DLPack capsule (as `to_dlpack` returns) given the protocol methods, for numpy's from_dlpack."""
+
+    def __init__(self, capsule: Any) -> None:
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self.capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
+
+
+def from_dlpack(ext_tensor: Any) -> Tensor:
+    """A tensor sharing the memory of any object with the DLPack protocol (a numpy or CuPy array, another
+    library's tensor), or of a cpu capsule from `to_dlpack`; a CUDA one lands on its CUDA device."""
+    if isinstance(ext_tensor, Tensor):
+        return ext_tensor
+    if not hasattr(ext_tensor, "__dlpack__"):
+        ext_tensor = _Capsule(ext_tensor)
+    kind, index = ext_tensor.__dlpack_device__()
+    if kind == _DLPACK_CUDA:
+        where = as_device(f"cuda:{index}")
+        return new_leaf(where.xp.from_dlpack(ext_tensor), False, where)
+    return new_leaf(np.from_dlpack(ext_tensor))
+
+
+def to_dlpack(tensor: Tensor) -> Any:
+    """A DLPack capsule of the tensor's memory (shared, not copied)."""
+    return tensor._data.__dlpack__()
+
+
+def range(start: Any, end: Any, step: Any = 1, *, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    """start, start + step, ... up to and including end (deprecated in PyTorch for arange, which excludes end)."""
+    warn("torch.range is deprecated and will be removed in a future release because its behavior is inconsistent "
+         "with Python's range builtin. Instead, use torch.arange, which produces values in [start, end).")
+    check_device(device)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    count = math.floor((end - start) / step) + 1
+    resolved = dtype_or(dtype, default_float())
+    values = start + step * np.arange(count, dtype=np.float64 if resolved.kind in "fc" else np.int64)
+    return leaf_on(values.astype(resolved), requires_grad, device)
+
+

@@ -1,0 +1,156 @@
+"""PyTorch's Tensor methods about storage and legacy construction: resize_ / resize_as_, the elementwise Python
+callbacks apply_ / map_ / map2_ (cpu only, never recorded, as PyTorch's), the legacy constructor `Tensor.new`,
+data_ptr, the trivial cpu answers about shared and pinned memory (is_shared, share_memory_, is_pinned, pin_memory,
+layout, name), the DLPack protocol methods, and the top-level fill, unsafe_chunk, unsafe_split and is_inference."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from actorgrad.ops.joining import chunk, split
+from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.tensor import Tensor, bump_version, copied_leaf
+
+__all__ = ["fill", "is_inference", "unsafe_chunk", "unsafe_split"]
+
+
+class Layout:
+    """A tensor's memory layout; actorgrad has one, `strided`, as PyTorch's dense tensors."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"actorgrad.{self.name}"
+
+
+strided = Layout("strided")
+
+
+def fill(input: Tensor, value: Any) -> Tensor:
+    """A copy of `input` with every element `value` (a number or a 0-d tensor, which gets the gradient's sum)."""
+    out = input.clone()
+    out.fill_(value)
+    return out
+
+
+def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """chunk (PyTorch's unsafe form skips its view checks, which actorgrad's views do not need)."""
+    return chunk(input, chunks, dim)
+
+
+def unsafe_split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """split (see unsafe_chunk)."""
+    return split(input, split_size_or_sections, dim)
+
+
+def is_inference(input: Tensor) -> bool:
+    return input.is_inference()
+
+
+def _shape_of(sizes: tuple) -> tuple[int, ...]:
+    return tuple(int(s) for s in (sizes[0] if len(sizes) == 1 and isinstance(sizes[0], Sequence) else sizes))
+
+
+def resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
+    """Give the tensor the shape `sizes`, keeping its leading elements (in row-major order); new ones are
+    uninitialized. Refused for a tensor that requires grad, as in PyTorch."""
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    shape = _shape_of(sizes)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
+    data = self._data
+    size = int(np.prod(shape, dtype=np.int64))
+    if size == data.size:
+        resized = data.reshape(shape)
+    else:
+        xp = self._device.xp
+        resized = xp.empty(shape, data.dtype)
+        kept = min(size, data.size)
+        resized.reshape(-1)[:kept] = data.reshape(-1)[:kept]
+    self._data = resized
+    bump_version(self)
+    return self
+
+
+def resize_as_(self: Tensor, the_template: Tensor, *, memory_format: Any = None) -> Tensor:
+    return resize_(self, the_template.shape)
+
+
+def _host_callback(self: Tensor, op: str, fn: Callable, others: tuple[Tensor, ...]) -> Tensor:
+    """self[i] = fn(self[i], *(other[i] for other in others)), element by element on the cpu."""
+    if self._device.xp is not np:
+        raise TypeError(f"{op} is only implemented on CPU tensors")
+    if self.requires_grad:
+        raise RuntimeError(f"Can't call {op}() on Variable that requires grad. Use var.detach().{op}() instead.")
+    arrays = [np.broadcast_to(o._data, self.shape) for o in others]
+    values = np.frompyfunc(fn, 1 + len(others), 1)(self._data, *arrays)
+    self._data[...] = np.asarray(values, dtype=object).astype(self._data.dtype)
+    bump_version(self)
+    return self
+
+
+def apply_(self: Tensor, callable: Callable) -> Tensor:
+    """Replace each element x by callable(x) (slow: a Python call per element; cpu only)."""
+    return _host_callback(self, "apply_", callable, ())
+
+
+def map_(self: Tensor, tensor: Tensor, callable: Callable) -> Tensor:
+    """Replace each element x by callable(x, y), y the element of `tensor` (broadcast to self) at its place."""
+    return _host_callback(self, "map_", callable, (tensor,))
+
+
+def map2_(self: Tensor, x: Tensor, y: Tensor, callable: Callable) -> Tensor:
+    return _host_callback(self, "map2_", callable, (x, y))
+
+
+def new(self: Tensor, *args: Any, device: Any = None) -> Tensor:
+    """PyTorch's legacy constructor: new() is empty, new(2, 3) or new(size) uninitialized of that shape,
+    new(sequence) a copy of the data, new(tensor) that tensor (which must have self's dtype); all with self's
+    dtype and device."""
+    where = self.device if device is None else device
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        other = args[0]
+        if other.dtype != self.dtype:
+            raise TypeError(f"expected {SCALAR_NAMES[self.dtype]} (got {SCALAR_NAMES[other.dtype]})")
+        return other.detach()
+    if not args:
+        return self.new_empty((0,), device=where)
+    if all(isinstance(a, int | np.integer) and not isinstance(a, bool) for a in args):
+        return self.new_empty(tuple(int(a) for a in args), device=where)
+    if len(args) == 1 and type(args[0]).__name__ == "Size":
+        return self.new_empty(tuple(args[0]), device=where)
+    if len(args) == 1:
+        return copied_leaf(args[0], self.dtype, where)
+    raise TypeError(f"new() received an invalid combination of arguments: {args!r}")
+
+
+def data_ptr(self: Tensor) -> int:
+    """The address of the tensor's first element."""
+    data = self._data
+    return data.ctypes.data if isinstance(data, np.ndarray) else int(data.data.ptr)
+
+
+def _same(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    return self
+
+
+def _to_dlpack(self: Tensor, **kwargs: Any) -> Any:
+    return self._data.__dlpack__(**kwargs)
+
+
+METHODS: dict[str, Any] = {
+    "resize_": resize_, "resize_as_": resize_as_, "apply_": apply_, "map_": map_, "map2_": map2_, "new": new,
+    "data_ptr": data_ptr, "unsafe_chunk": unsafe_chunk, "unsafe_split": unsafe_split,
+    "is_shared": lambda self: False, "is_pinned": lambda self, device=None: False,
+    # On the cpu every tensor is already usable by other processes' copies and by the host: nothing to move.
+    "share_memory_": _same, "pin_memory": _same,
+    "layout": property(lambda self: strided), "name": property(lambda self: None),
+    "__dlpack__": _to_dlpack, "__dlpack_device__": lambda self: self._data.__dlpack_device__(),
+}

@@ -1,0 +1,96 @@
+"""PyTorch's process settings for threads and determinism, mapped onto what actorgrad has.
+
+Threads. PyTorch's intra-op threads split one kernel over the cores; actorgrad's kernels are numpy's, whose only
+multi-threaded part is BLAS, so `set_num_threads` sets the BLAS thread count (threadpoolctl) and
+`get_num_threads` reads it back. PyTorch's inter-op threads run independent ops at once; actorgrad's worker
+threads run independent backward kernels at once, so `set_num_interop_threads` is `set_num_workers`. While
+kernels overlap on workers, the scheduler holds BLAS at cores // workers threads and then restores the count set
+here (`scheduler/workers.py`).
+
+Determinism. actorgrad's CPU kernels are deterministic, and a backward pass sums each gradient's messages in the
+senders' order, so its results are bitwise the same however many workers run it. The flags are kept, and read
+back, as PyTorch's, for code that sets or checks them; no op changes behaviour under them (CuPy's scatter-adds use
+atomics and are not covered).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actorgrad.scheduler import get_num_workers, set_num_workers
+from actorgrad.scheduler.workers import _blas, blas_threads
+
+__all__ = [
+    "are_deterministic_algorithms_enabled", "get_deterministic_debug_mode", "get_num_interop_threads",
+    "get_num_threads", "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
+    "set_num_interop_threads", "set_num_threads", "use_deterministic_algorithms",
+]
+
+
+def _positive_int(op: str, n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise RuntimeError(f"{op} expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError(f"{op} expects a positive integer")
+    return n
+
+
+def get_num_threads() -> int:
+    """How many threads a BLAS kernel runs on."""
+    return blas_threads()
+
+
+def set_num_threads(n: int) -> None:
+    """Run BLAS kernels on `n` threads (process-wide, as PyTorch's intra-op setting)."""
+    _blas().limit(limits=_positive_int("set_num_threads", n))
+
+
+def get_num_interop_threads() -> int:
+    """How many backward kernels may run at once (actorgrad's worker count)."""
+    return get_num_workers()
+
+
+def set_num_interop_threads(n: int) -> None:
+    """Let `n` backward kernels run at once: `set_num_workers(n)`."""
+    set_num_workers(_positive_int("set_num_interop_threads", n))
+
+
+_deterministic = [False, False]  # enabled, warn_only
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """Record PyTorch's determinism flag (actorgrad's CPU results are deterministic either way)."""
+    if not isinstance(mode, bool):
+        raise TypeError(f"_set_deterministic_algorithms(): argument 'mode' (position 1) must be bool, not "
+                        f"{type(mode).__name__}")
+    _deterministic[:] = [mode, mode and bool(warn_only)]
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    return _deterministic[0]
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    return _deterministic[1]
+
+
+_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def set_deterministic_debug_mode(debug_mode: str | int) -> None:
+    """0 / 'default': off; 1 / 'warn': on, warn only; 2 / 'error': on."""
+    if isinstance(debug_mode, str):
+        if debug_mode not in _DEBUG_MODES:
+            raise RuntimeError(f"invalid value of debug_mode, expected one of `default`, `warn`, `error`, but got "
+                               f"{debug_mode}")
+        debug_mode = _DEBUG_MODES[debug_mode]
+    elif not isinstance(debug_mode, int) or isinstance(debug_mode, bool):
+        raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode)}")
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got {debug_mode}")
+    use_deterministic_algorithms(debug_mode != 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode() -> int:
+    enabled, warn_only = _deterministic
+    return 0 if not enabled else 1 if warn_only else 2
