@@ -284,3 +284,26 @@ def interleaved_stream_blocks():
             nursery.start_soon(task_b)
 
     return run
+
+
+def _central_jacobian(fn, arrays: list, wrt: int, eps: float = 1e-6) -> np.ndarray:
+    def value(shifted):
+        args = [ag.tensor(a) for a in arrays]
+        args[wrt] = ag.tensor(shifted)
+        with ag.no_grad():
+            return fn(*args).numpy()
+
+    x = arrays[wrt]
+    columns = []
+    for k in range(x.size):
+        step = np.zeros(x.size).reshape(x.shape)
+        step.flat[k] = eps
+        columns.append((value(x + step) - value(x - step)) / (2 * eps))
+    return np.stack([c.ravel() for c in columns], axis=1).reshape(columns[0].shape + x.shape)
+
+
+@pytest.fixture
+def central_jacobian():
+    """`central_jacobian(fn, arrays, wrt)`: d fn(*arrays) / d arrays[wrt] by central differences in float64,
+    shaped out.shape + input.shape."""
+    return _central_jacobian
