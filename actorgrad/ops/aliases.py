@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops import arithmetic
-from actorgrad.ops.arithmetic import DIV, FLOOR_QUOTIENT, _binary, check_unsigned_number, mul, sub
+from actorgrad.ops.arithmetic import DIV, FLOOR_QUOTIENT, _binary, mul, sub
 from actorgrad.ops.indexing import gather, getitem
 from actorgrad.ops.joining import cat
+from actorgrad.ops.operand_checks import check_unsigned_number
 from actorgrad.ops.operands import SCALAR_NAMES, as_operand, broadcast_error, data_as, kernel_operands, result_type
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.shape import _shape_arg, broadcast_to, permute, repeat, reshape, single_dim, transpose, view

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices import cpu
+from actorgrad.devices.floor_division import python_division
+from actorgrad.ops.operand_checks import check_subtraction, check_unsigned_number
 from actorgrad.ops.operands import (
     as_operand,
     broadcast_error,
@@ -88,7 +90,7 @@ def _floor_quotient(ops: Any, self: Any, other: Any) -> Any:
     """floor(self / other) in remainder's rule: arrays, or tensors recorded with zero gradients."""
     if isinstance(self, Tensor):
         return _binary("floor_divide", self, other, FLOOR_QUOTIENT)
-    return self // other if ops.xp is np else _python_division(ops.xp, False, self, other)
+    return self // other if ops.xp is np else python_division(ops.xp, False, self, other)
 
 
 def _no_derivative(op: str) -> Rule:
@@ -154,17 +156,6 @@ def _number_base_grad(ops: Any, g: Any, self: Any, result: Any, base: float | co
 RPOW_SCALAR = Rule("PowBackward2", (("self", "result", "base"), _number_base_grad))
 RSUB_SCALAR = Rule("RsubBackward1", ((), lambda ops, g: -g))
 RECIPROCAL = Rule("ReciprocalBackward0", (("result",), lambda ops, g, result: -g * ops.conj(result * result)))
-BOOL_SUBTRACTION = (
-    "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use "
-    "the `~` or `logical_not()` operator instead."
-)
-TWO_BOOL_SUBTRACTION = (
-    "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator "
-    "instead."
-)
-UNSIGNED_PROMOTION = (
-    "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote Bool and UInt64"
-)
 NEGATIVE_INTEGER_POWER = "Integers to negative integer powers are not allowed."
 
 UNARY = {  # each kernel takes the device's ArrayOps, for its array module
@@ -185,24 +176,6 @@ UNARY = {  # each kernel takes the device's ArrayOps, for its array module
         lambda ops, x: ops.xp.maximum(x, 0),
     ),
 }
-
-
-def _is_bool(value: Any) -> bool:
-    return value.__class__ is bool or (isinstance(value, Tensor) and value._data.dtype == bool_)
-
-
-def check_subtraction(a: Any, b: Any) -> None:
-    """PyTorch refuses a bool operand of `-`, tensor or Python bool, whatever the other's dtype."""
-    if _is_bool(a) or _is_bool(b):
-        raise RuntimeError(TWO_BOOL_SUBTRACTION if _is_bool(a) and _is_bool(b) else BOOL_SUBTRACTION)
-
-
-def check_unsigned_number(a: Any, b: Any) -> None:
-    """PyTorch takes an int in [2**63, 2**64) as a uint64 number, which a bool tensor cannot promote with. (Beside
-    any other tensor it does not decide the dtype, so it wraps: actorgrad needs no uint64.)"""
-    number, tensor = (a, b) if a.__class__ is int else (b, a)
-    if number.__class__ is int and 1 << 63 <= number < 1 << 64 and _is_bool(tensor):  # past it: OverflowError
-        raise RuntimeError(UNSIGNED_PROMOTION)
 
 
 def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
@@ -227,24 +200,6 @@ def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
     return a, b, data_as(a, dtype), data_as(b, dtype)
 
 
-def _python_division(xp: Any, want_remainder: bool, x: Any, y: Any) -> Any:
-    """Float floor division or remainder from fmod, as PyTorch (c10 div_floor_floating) and numpy (npy_divmod)
-    compute them: CuPy's kernels take floor(x / y) and x - floor(x / y) * y (cupy/_core/_routines_math.pyx,
-    _floor_divide and _remainder; include/cupy/carray.cuh, _floor_divide), so 1.0 // 0.1 is 10 there, not 9,
-    -5.0 // inf is -0.0, not -1, and 5.0 % inf is NaN, not 5."""
-    x, y = xp.asarray(x), xp.asarray(y)  # a scalar keeps its dtype, as beside a device array
-    mod = xp.fmod(x, y)
-    other_sign = (mod != 0) & ((y < 0) != (mod < 0))
-    if want_remainder:
-        return xp.where(other_sign, mod + y, mod)
-    div = (x - mod) / y
-    div = xp.where(other_sign, div - 1, div)
-    floor = xp.floor(div)
-    floor = xp.where(div - floor > 0.5, floor + 1, floor)  # (x - mod) / y is an integer, up to rounding
-    floor = xp.where(div != 0, floor, xp.copysign(xp.zeros_like(div), x / y))
-    return xp.where(y == 0, x / y, floor)
-
-
 def _binary(name: str, a: Any, b: Any, rule: Rule | None = None) -> Tensor:
     """`name`'s kernel on a and b, recorded with the op's rule from `_BINARY` unless `rule` is given."""
     own_rule, kernel = _BINARY[name]
@@ -261,7 +216,7 @@ def _binary(name: str, a: Any, b: Any, rule: Rule | None = None) -> Tensor:
         x, y = kernel_operands(x, y)
     where = a._device if a._device is not cpu else b._device
     if where is not cpu and name in ("floor_divide", "remainder") and x.dtype.kind == "f":
-        kernel = partial(_python_division, where.xp, name == "remainder")
+        kernel = partial(python_division, where.xp, name == "remainder")
     elif where is not cpu:  # the device's own ufunc: numpy's would reach it only through __array_ufunc__
         kernel = getattr(where.xp, kernel.__name__)
     try:

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices import device as as_device
-from actorgrad.ops.arithmetic import SUB, SUB_ALPHA, _binary, _scaled, check_subtraction
+from actorgrad.ops.arithmetic import SUB, SUB_ALPHA, _binary, _scaled
 from actorgrad.ops.dim_activations import prelu
+from actorgrad.ops.operand_checks import check_subtraction
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.ops.record import Rule
 from actorgrad.ops.reductions import sum as summed
