@@ -24,6 +24,7 @@ FAMILY_NAMES = (
     "contraction",
     "correlation",
     "conv",
+    "diagonals",
     "distances",
     "embeddings",
     "extrema",

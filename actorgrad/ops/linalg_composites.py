@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops import linalg_decompositions as decompositions
-from actorgrad.ops.contraction import diagonal as _diagonal
 from actorgrad.ops.correlation import cross as _cross
+from actorgrad.ops.diagonals import diagonal as _diagonal
 from actorgrad.ops.joining import cat
 from actorgrad.ops.linalg import matmul
 from actorgrad.ops.linalg_forms import inv_ex

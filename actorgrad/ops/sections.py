@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from actorgrad.ops.contraction import _diagonal_index
+from actorgrad.ops.diagonals import _diagonal_index
 from actorgrad.ops.indexing import INDEX_RULES, _host, on_device, take_index
 from actorgrad.ops.joining import split
 from actorgrad.ops.operands import SCALAR_NAMES
