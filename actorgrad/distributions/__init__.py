@@ -1,7 +1,7 @@
 """`actorgrad.distributions`: probability distributions with PyTorch's torch.distributions interface (sampling,
 reparameterized sampling, log densities, entropies, KL divergences), built from differentiable ops."""
 
-from actorgrad.distributions import constraints, transforms
+from actorgrad.distributions import constraints, kl_cross, transforms  # noqa: F401 (kl_cross registers its pairs)
 from actorgrad.distributions.circular import VonMises
 from actorgrad.distributions.constraint_registry import biject_to, transform_to
 from actorgrad.distributions.continuous import Cauchy, Exponential, Laplace, Normal, Uniform

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.distributions.constraint_base import Constraint
-from actorgrad.distributions.constraints_joined import cat, stack
+from actorgrad.distributions.constraints_joined import _Cat, _Stack, cat, stack  # noqa: F401 (PyTorch's names)
 from actorgrad.ops.indexing import _host, on_device
 from actorgrad.tensor import Tensor
 
@@ -234,6 +234,21 @@ class _IntegerGreaterThan(Constraint):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__[1:]}(lower_bound={self.lower_bound})"
+
+
+class _IntegerLessThan(Constraint):
+    """The integers up to upper_bound (a class PyTorch defines without a public instance)."""
+
+    is_discrete = True
+
+    def __init__(self, upper_bound: Any) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value % 1 == 0) & (value <= self.upper_bound)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__[1:]}(upper_bound={self.upper_bound})"
 
 
 class _HalfOpenInterval(_Interval):

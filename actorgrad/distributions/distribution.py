@@ -106,6 +106,11 @@ class Distribution:
         with no_grad():
             return self.rsample(sample_shape)
 
+    def sample_n(self, n: int) -> Tensor:
+        """`sample((n,))`, under the old name PyTorch still keeps (with its FutureWarning)."""
+        warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.", FutureWarning, stacklevel=2)
+        return self.sample((n,))
+
     def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         """A reparameterized sample: differentiable with respect to the parameters."""
         raise NotImplementedError

@@ -3,7 +3,7 @@ parameterizations of discrete distributions (probs and logits), and parameters d
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from numbers import Real
 from typing import Any
 
@@ -12,12 +12,15 @@ import numpy as np
 from actorgrad.default_dtype import default_float
 from actorgrad.grad_mode import enable_grad
 from actorgrad.ops.padding import pad
+from actorgrad.random_tensors import randn
 from actorgrad.tensor import Tensor, tensor
 
 __all__ = [
     "broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits", "tril_matrix_to_vec",
     "vec_to_tril_matrix",
 ]
+
+euler_constant = 0.57721566490153286060  # the Euler-Mascheroni constant, under PyTorch's name
 
 
 def is_number(value: Any) -> bool:
@@ -36,6 +39,12 @@ def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
     return tuple(t if t.shape == shape else t.expand(shape) for t in tensors)
 
 
+def is_tensor_like(value: Any) -> bool:
+    """Whether `value` is a Tensor (PyTorch's also counts objects with `__torch_function__`, which has no meaning
+    here)."""
+    return isinstance(value, Tensor)
+
+
 def batch_shape_of(broadcast: Tensor, *given: Tensor | float) -> tuple[int, ...]:
     """A batch of one when every parameter was given as a number, else the shape the parameters broadcast to."""
     return () if all(is_number(p) for p in given) else broadcast.shape
@@ -46,6 +55,14 @@ def sum_rightmost(value: Tensor, dim: int) -> Tensor:
     if dim == 0:
         return value
     return value.reshape(value.shape[:-dim] + (-1,)).sum(-1)
+
+
+_sum_rightmost = sum_rightmost  # PyTorch's private name, which code written for it imports
+
+
+def _standard_normal(shape: Sequence[int], dtype: Any, device: Any) -> Tensor:
+    """Standard normal noise of `shape` (PyTorch's private helper, imported by code written for it)."""
+    return randn(tuple(shape), dtype=dtype, device=device)
 
 
 def logits_to_probs(logits: Tensor, is_binary: bool = False) -> Tensor:
