@@ -1,8 +1,8 @@
 """`actorgrad.linalg`: PyTorch's torch.linalg names for the norms, inverses, determinants, solves (triangular,
-least-squares, from LU factors), the Cholesky, LU, SVD, symmetric eigen and QR decompositions, the pseudo-inverse,
-rank, condition numbers, matrix powers and the matrix exponential (the rules live in
+least-squares, from LU factors), the Cholesky, LU, SVD, eigen (general and symmetric) and QR decompositions, the
+pseudo-inverse, rank, condition numbers, matrix powers and the matrix exponential (the rules live in
 `actorgrad.ops.linalg_decompositions`, `linalg_spectral`, `linalg_triangular`, `linalg_lu`, `linalg_forms`,
-`linalg_composites`, `matrix_functions` and `statistics`)."""
+`linalg_composites`, `linalg_eig`, `matrix_functions` and `statistics`)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from actorgrad.ops.linalg_decompositions import (
 )
 from actorgrad.ops.linalg_decompositions import linalg_det as det
 from actorgrad.ops.linalg_decompositions import linalg_slogdet as slogdet
+from actorgrad.ops.linalg_eig import eig, eigvals
 from actorgrad.ops.linalg_forms import cholesky_ex, inv_ex, lstsq, solve_ex
 from actorgrad.ops.linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve
 from actorgrad.ops.linalg_spectral import eigh, eigvalsh, matrix_rank, pinv, qr, svd, svdvals
@@ -46,7 +47,7 @@ from actorgrad.ops.statistics import norm as _pnorm
 from actorgrad.tensor import Tensor
 
 __all__ = [
-    "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh",
+    "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh",
     "householder_product", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
     "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",
     "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm",

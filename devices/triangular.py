@@ -48,8 +48,12 @@ def lu_factor(xp: ModuleType, a: Any) -> tuple[Any, Any, Any]:
     pivots = xp.empty((count, k), dtype=np.int32)
     info = xp.zeros((count,), dtype=np.int32)
     rows = xp.arange(count)
+    complex_input = a.dtype.kind == "c"
     for j in range(k):
-        p = xp.argmax(xp.abs(lu[:, j:, j]), axis=-1) + j
+        column = lu[:, j:, j]
+        # LAPACK's izamax picks a complex pivot by |Re| + |Im|, not by its modulus
+        size = xp.abs(column.real) + xp.abs(column.imag) if complex_input else xp.abs(column)
+        p = xp.argmax(size, axis=-1) + j
         pivots[:, j] = p + 1
         swapped = lu[rows, p]  # advanced indexing copies: both rows are read before either is written
         lu[rows, p] = lu[:, j]

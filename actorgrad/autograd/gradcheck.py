@@ -5,11 +5,16 @@ element) and once numerically (two forwards per input element), and compares the
 gradcheck on the function that returns the first gradients taken with `create_graph=True`, so it checks the
 recorded backward, that is the second derivatives. Use float64 inputs, small shapes, and points away from kinks.
 Inputs may be on any device, as in PyTorch: they are perturbed there, and the Jacobians compared on the host.
+
+Complex inputs and outputs are checked as PyTorch checks them: a complex output is checked twice, through its real
+part and through its imaginary part, so every Jacobian the backward is compared on has real outputs; a complex input's
+numerical column is then ds/dx + i ds/dy (perturbing the real and the imaginary part in turn), which is the gradient
+PyTorch's convention gives a real s. Forward mode instead takes the real and the imaginary parts of the complex inputs
+as real inputs in turn.
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,6 +26,7 @@ from actorgrad.autograd.functional_arguments import onehot
 from actorgrad.creation import zeros_like
 from actorgrad.devices import cpu
 from actorgrad.engine import grad_sync
+from actorgrad.ops.complex_parts import imag, real
 from actorgrad.tensor import Tensor, float64
 
 
@@ -47,7 +53,8 @@ def _outputs_requiring_grad(func: Callable, args: tuple) -> list[Tensor]:
 
 
 def _numerical_jacobians(func: Callable, inputs: tuple, wrt: list[int], eps: float) -> dict:
-    """(output j, input i) -> d out_j / d in_i as an (out_j.size, in_i.size) matrix, by central differences.
+    """(output j, input i) -> d out_j / d in_i as an (out_j.size, in_i.size) matrix, by central differences; for
+    a complex input the column is ds/dx + i ds/dy, perturbing the element's real and imaginary parts in turn.
     `func` runs with grad mode on and the inputs requiring grad as given, as it may take gradients itself.
     The inputs are perturbed on their own device; the matrices are on the host."""
     arrays = [x._data.copy() if isinstance(x, Tensor) else x for x in inputs]
@@ -55,25 +62,37 @@ def _numerical_jacobians(func: Callable, inputs: tuple, wrt: list[int], eps: flo
     def evaluate() -> dict[int, np.ndarray]:
         args = [Tensor(a, requires_grad=x.requires_grad, device=x._device) if isinstance(x, Tensor) else a
                 for a, x in zip(arrays, inputs)]
-        return {j: cpu.asarray(o._data).astype(np.float64).ravel()
-                for j, o in _differentiable_outputs(_as_tuple(func(*args)))}
+        return {j: _host(o).ravel() for j, o in _differentiable_outputs(_as_tuple(func(*args)))}
 
-    sizes = {j: out.size for j, out in evaluate().items()}
+    def difference(a: Any, idx: tuple, step: Any) -> dict[int, np.ndarray]:
+        orig = a[idx].copy()  # CuPy's a[idx] is a 0-dim view, which the writes below would change
+        a[idx] = orig + step
+        hi = evaluate()
+        a[idx] = orig - step
+        lo = evaluate()
+        a[idx] = orig
+        return {j: (hi[j] - lo[j]) / (2 * eps) for j in hi}
+
+    first = evaluate()
     jacobians: dict = {}
     for i in wrt:
         a = arrays[i]
-        for j, size in sizes.items():
-            jacobians[j, i] = np.zeros((size, a.size))
+        is_complex = a.dtype.kind == "c"
+        for j, out in first.items():
+            jacobians[j, i] = np.zeros((out.size, a.size), np.complex128 if is_complex else out.dtype)
         for k, idx in enumerate(np.ndindex(a.shape)):  # C order, as the analytical rows are raveled
-            orig = a[idx].copy()  # CuPy's a[idx] is a 0-dim view, which the writes below would change
-            a[idx] = orig + eps
-            hi = evaluate()
-            a[idx] = orig - eps
-            lo = evaluate()
-            a[idx] = orig
-            for j in sizes:
-                jacobians[j, i][:, k] = (hi[j] - lo[j]) / (2 * eps)
+            columns = difference(a, idx, eps)
+            if is_complex:
+                along_imag = difference(a, idx, eps * 1j)
+                columns = {j: column + 1j * along_imag[j] for j, column in columns.items()}
+            for j, column in columns.items():
+                jacobians[j, i][:, k] = column
     return jacobians
+
+
+def _host(t: Tensor) -> np.ndarray:
+    """A tensor's values on the host in double precision (complex128 for a complex tensor)."""
+    return cpu.asarray(t._data).astype(np.complex128 if t.dtype.kind == "c" else np.float64)
 
 
 def _analytical_jacobians(func: Callable, inputs: tuple, wrt: list[int], check_grad_dtypes: bool) -> tuple[dict, dict]:
@@ -87,7 +106,7 @@ def _analytical_jacobians(func: Callable, inputs: tuple, wrt: list[int], check_g
         if not out.requires_grad:
             continue
         shapes[j] = out.shape
-        rows = {i: np.zeros((out._data.size, inputs[i]._data.size)) for i in wrt}
+        rows = {i: np.zeros((out._data.size, inputs[i]._data.size), _host(inputs[i]).dtype) for i in wrt}
         jacobians.update({(j, i): rows[i] for i in wrt})
         for r in range(out._data.size):
             grads = grad_sync(out, targets, onehot(out, r), retain_graph=True, allow_unused=True)
@@ -103,9 +122,9 @@ def _analytical_jacobians(func: Callable, inputs: tuple, wrt: list[int], check_g
 
 
 def _forward_jacobians(func: Callable, inputs: tuple, wrt: list[int], outputs: dict) -> dict:
-    """(output j, input i) -> the same matrices from forward-mode AD, for the outputs in `outputs` (j -> shape):
-    column k is output j's tangent for the one-hot tangent at element k of input i."""
-    jacobians = {(j, i): np.zeros((math.prod(shape), inputs[i]._data.size)) for j, shape in outputs.items()
+    """(output j, input i) -> the same matrices from forward-mode AD, for the outputs in `outputs` (j -> output):
+    column k is output j's tangent for the one-hot tangent at element k of input i (a real input's)."""
+    jacobians = {(j, i): np.zeros((o._data.size, inputs[i]._data.size), _host(o).dtype) for j, o in outputs.items()
                  for i in wrt}
     for i in wrt:
         x = inputs[i]
@@ -137,7 +156,7 @@ def _worst_mismatch(analytical: np.ndarray, numerical: np.ndarray, j: int, outpu
     r, k = np.unravel_index(np.argmax(excess), excess.shape)
     out_index = tuple(int(v) for v in np.unravel_index(r, output_shape))
     in_index = tuple(int(v) for v in np.unravel_index(k, input_shape))
-    n, a = float(numerical[r, k]), float(analytical[r, k])
+    n, a = numerical[r, k].item(), analytical[r, k].item()
     return (
         f"worst mismatch: output {j} element {out_index}, input {i} element {in_index}: numerical {n!r}, "
         f"analytical {a!r} (difference {abs(a - n)!r}, allowed {atol + rtol * abs(n)!r})"
@@ -145,14 +164,19 @@ def _worst_mismatch(analytical: np.ndarray, numerical: np.ndarray, j: int, outpu
 
 
 def _check_jacobians(kind: str, found: dict, numerical: dict, shapes: dict, inputs: tuple, atol: float,
-                     rtol: float) -> None:
+                     rtol: float, complex_part: tuple[str, str, list[int]] | None = None) -> None:
+    """Raise for the first pair whose Jacobians differ; `complex_part` (part, "inputs" or "outputs", indices)
+    names the part of the complex inputs or outputs being checked, as PyTorch's message does."""
     for (j, i), a in found.items():
         n = numerical[j, i]
         if not np.allclose(a, n, rtol=rtol, atol=atol):
             worst = _worst_mismatch(a, n, j, shapes[j], i, inputs[i].shape, atol, rtol)
+            prefix = ""
+            if complex_part is not None and (i if complex_part[1] == "inputs" else j) in complex_part[2]:
+                prefix = f"While considering the {complex_part[0]} part of complex {complex_part[1]} only, "
             raise GradcheckError(
-                f"Jacobian {kind}mismatch for output {j} with respect to input {i},\n{worst}\nnumerical:{n}\n"
-                f"analytical:{a}\n"
+                f"{prefix}Jacobian {kind}mismatch for output {j} with respect to input {i},\n{worst}\n"
+                f"numerical:{n}\nanalytical:{a}\n"
             )
 
 
@@ -222,7 +246,7 @@ def _gradcheck(func: Callable, inputs: tuple, eps: float, atol: float, rtol: flo
                check_grad_dtypes: bool, check_forward_ad: bool, check_backward_ad: bool) -> bool:
     wrt = _requiring_grad(inputs)
     for i in wrt:
-        if inputs[i].dtype != float64:
+        if inputs[i].dtype not in (float64, np.complex128):
             warnings.warn(
                 f"Input #{i} requires gradient and is not a double precision floating point or complex. This check "
                 f"will likely fail if all the inputs are not of double precision floating point or complex. ",
@@ -233,24 +257,65 @@ def _gradcheck(func: Callable, inputs: tuple, eps: float, atol: float, rtol: flo
             "gradcheck expects at least one input tensor to require gradient, but none of them have "
             "requires_grad=True."
         )
-    numerical = _numerical_jacobians(func, inputs, wrt, eps)
-    outputs = {j: o.shape for j, o in _differentiable_outputs(_as_tuple(func(*inputs))) if o.requires_grad}
+    outputs = {j: o for j, o in _differentiable_outputs(_as_tuple(func(*inputs))) if o.requires_grad}
     if not outputs:
-        if any(np.any(n != 0) for n in numerical.values()):
+        if any(np.any(n != 0) for n in _numerical_jacobians(func, inputs, wrt, eps).values()):
             raise GradcheckError("Numerical gradient for function expected to be zero")
         return True
     if check_forward_ad:
-        forward = _forward_jacobians(func, inputs, wrt, outputs)
-        _check_jacobians("computed with forward mode ", forward, numerical, outputs, inputs, atol, rtol)
-    if not check_backward_ad:
-        return True
-    analytical, _ = _analytical_jacobians(func, inputs, wrt, check_grad_dtypes)
+        complex_inputs = [i for i in wrt if inputs[i].dtype.kind == "c"]
+        if not complex_inputs:
+            _check_forward(func, inputs, wrt, eps, atol, rtol, None)
+        for part in ("imaginary", "real") if complex_inputs else ():
+            parts, part_of_inputs = _parts_of_inputs(func, inputs, complex_inputs, part)
+            _check_forward(part_of_inputs, parts, wrt, eps, atol, rtol, (part, "inputs", complex_inputs))
+    if check_backward_ad:
+        complex_outputs = [j for j, o in outputs.items() if o.dtype.kind == "c"]
+        if not complex_outputs:
+            _check_backward(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_grad_dtypes, None)
+        for part, take in (("imaginary", imag), ("real", real)) if complex_outputs else ():
+            def part_of_outputs(*args: Any, take: Callable = take) -> tuple:
+                return tuple(take(o) if isinstance(o, Tensor) and o.dtype.kind == "c" else o
+                             for o in _as_tuple(func(*args)))
+
+            _check_backward(part_of_outputs, inputs, wrt, eps, atol, rtol, nondet_tol, check_grad_dtypes,
+                            (part, "outputs", complex_outputs))
+    return True
+
+
+def _parts_of_inputs(func: Callable, inputs: tuple, complex_inputs: list[int], part: str) -> tuple[tuple, Callable]:
+    """PyTorch's _real_and_imag_input: the real (or imaginary) parts of the complex inputs as real inputs, and the
+    function of them that rebuilds each complex input with its other part held at its value."""
+    take = np.real if part == "real" else np.imag
+    parts = tuple(Tensor(take(x._data).copy(), requires_grad=x.requires_grad, device=x._device)
+                  if i in complex_inputs else x for i, x in enumerate(inputs))
+    held = {i: inputs[i].detach() for i in complex_inputs}
+
+    def rebuilt(*args: Any) -> Any:
+        return func(*(((a + imag(held[i]) * 1j) if part == "real" else (real(held[i]) + a * 1j))
+                      if i in held else a for i, a in enumerate(args)))
+
+    return parts, rebuilt
+
+
+def _check_forward(func: Callable, inputs: tuple, wrt: list[int], eps: float, atol: float, rtol: float,
+                   complex_part: tuple | None) -> None:
+    numerical = _numerical_jacobians(func, inputs, wrt, eps)
+    outputs = {j: o for j, o in _differentiable_outputs(_as_tuple(func(*inputs))) if o.requires_grad}
+    forward = _forward_jacobians(func, inputs, wrt, outputs)
+    _check_jacobians("computed with forward mode ", forward, numerical, {j: o.shape for j, o in outputs.items()},
+                     inputs, atol, rtol, complex_part)
+
+
+def _check_backward(func: Callable, inputs: tuple, wrt: list[int], eps: float, atol: float, rtol: float,
+                    nondet_tol: float, check_grad_dtypes: bool, complex_part: tuple | None) -> None:
+    numerical = _numerical_jacobians(func, inputs, wrt, eps)
+    analytical, shapes = _analytical_jacobians(func, inputs, wrt, check_grad_dtypes)
     again, _ = _analytical_jacobians(func, inputs, wrt, check_grad_dtypes)
     if any(a.size and np.abs(a - again[key]).max() > nondet_tol for key, a in analytical.items()):
         raise GradcheckError(FAILED_NONDET.format(nondet_tol))
-    _check_jacobians("", analytical, numerical, outputs, inputs, atol, rtol)
+    _check_jacobians("", analytical, numerical, shapes, inputs, atol, rtol, complex_part)
     _check_backward_mul_by_grad_output(func, inputs, wrt)
-    return True
 
 
 def gradgradcheck(
@@ -306,9 +371,12 @@ def gradgradcheck(
 
 
 def _random_like(out: Tensor, rng: np.random.Generator, non_contiguous: bool) -> Tensor:
-    """A random output gradient that requires grad; with `non_contiguous`, a strided view (every other element of
-    a wider array), as PyTorch's `make_tensor(noncontiguous=True)` gives."""
-    values = rng.standard_normal(out.shape).astype(out.dtype)
+    """A random output gradient (complex for a complex output) that requires grad; with `non_contiguous`, a strided
+    view (every other element of a wider array), as PyTorch's `make_tensor(noncontiguous=True)` gives."""
+    values = rng.standard_normal(out.shape)
+    if out.dtype.kind == "c":
+        values = values + 1j * rng.standard_normal(out.shape)
+    values = values.astype(out.dtype)
     if non_contiguous and values.size > 1:
         values = np.repeat(values[..., None], 2, axis=-1)[..., 0]
     return Tensor(out.device.asarray(values), requires_grad=True, device=out.device)

@@ -316,8 +316,8 @@ def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None, 
 
 
 def _adjoint(input: Tensor, name: str, batched: bool) -> Tensor:
-    """`.H` (a matrix) or `.mH` (a batch of matrices): the transpose, as the conjugate of real values is
-    themselves; a 0-d tensor is itself, deprecated as in PyTorch."""
+    """`.H` (a matrix) or `.mH` (a batch of matrices): the conjugate transpose (the transpose of real values); a
+    0-d tensor is itself, deprecated as in PyTorch."""
     ndim = input.ndim
     if ndim == 0:
         warn(f"Tensor.{name} is deprecated on 0-D tensors. Consider using x.conj().")
@@ -327,7 +327,8 @@ def _adjoint(input: Tensor, name: str, batched: bool) -> Tensor:
     if not batched and ndim != 2:
         hint = " For batches of matrices, consider using tensor.mH" if ndim > 2 else ""
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {ndim}-D tensor.{hint}")
-    return transpose(input, -2, -1)
+    transposed = transpose(input, -2, -1)
+    return transposed.conj() if input._data.dtype.kind == "c" else transposed
 
 
 METHODS: dict[str, Any] = {

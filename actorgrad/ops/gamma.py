@@ -11,7 +11,7 @@ import numpy as np
 
 from actorgrad.devices import gamma as kernels
 from actorgrad.ops.inplace import write_in_place
-from actorgrad.ops.operands import SCALAR_NAMES, floating, require_tensors
+from actorgrad.ops.operands import SCALAR_NAMES, floating, refuse_complex, require_tensors
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
@@ -73,10 +73,12 @@ def _order(n: Any, name: str) -> int:
     return n
 
 
-def _apply(rule: Rule, kernel: Any, input: Tensor, **params: Any) -> Tensor:
+def _apply(rule: Rule, kernel: Any, input: Tensor, kernel_name: str, **params: Any) -> Tensor:
     """The kernel in float64 whatever the input's dtype, rounded to the op's floating dtype (an integer or bool
-    input gives the default float dtype)."""
+    input gives the default float dtype); a complex input gets PyTorch's error for its kernel `kernel_name` before
+    anything is computed."""
     x = input._data
+    refuse_complex(x.dtype, kernel_name)
     with np.errstate(over="ignore"):  # lgamma beyond float32's range rounds to inf, silently as in PyTorch
         data = kernel(input._device.xp, x).astype(floating(x.dtype), copy=False)
     return record(rule, data, (input,), **params)
@@ -84,21 +86,22 @@ def _apply(rule: Rule, kernel: Any, input: Tensor, **params: Any) -> Tensor:
 
 def _lgamma(input: Tensor, name: str) -> Tensor:
     require_tensors(name, input=input)
-    return _apply(LGAMMA, kernels.lgamma, input)
+    return _apply(LGAMMA, kernels.lgamma, input, "lgamma_vml_cpu")
 
 
 def _digamma(input: Tensor, name: str) -> Tensor:
     require_tensors(name, input=input)
-    return _apply(DIGAMMA, kernels.digamma, input)
+    return _apply(DIGAMMA, kernels.digamma, input, "digamma")
 
 
 def _erfinv(input: Tensor, name: str) -> Tensor:
     require_tensors(name, input=input)
-    return _apply(ERFINV, kernels.erfinv, input)
+    return _apply(ERFINV, kernels.erfinv, input, "erfinv_vml_cpu")
 
 
 def _polygamma(rule: Rule, n: int, input: Tensor) -> Tensor:
-    return _apply(rule, lambda xp, x: kernels.polygamma(xp, n, x), input, n=n)
+    kernel_name = ("digamma", "trigamma")[n] if n < 2 else "polygamma"
+    return _apply(rule, lambda xp, x: kernels.polygamma(xp, n, x), input, kernel_name, n=n)
 
 
 def _mvlgamma_order(input: Tensor, p: Any, name: str, position: int) -> int:
@@ -111,7 +114,7 @@ def _mvlgamma_order(input: Tensor, p: Any, name: str, position: int) -> int:
 
 
 def _mvlgamma(input: Tensor, p: int) -> Tensor:
-    return _apply(MVLGAMMA, lambda xp, x: kernels.mvlgamma(xp, x, p), input, p=p)
+    return _apply(MVLGAMMA, lambda xp, x: kernels.mvlgamma(xp, x, p), input, "arange_cpu", p=p)  # PyTorch's name
 
 
 def lgamma(input: Tensor) -> Tensor:

@@ -100,21 +100,23 @@ def _products_of_others(ops: Any, s: Any) -> Any:
 
 
 def _cholesky_grad(ops: Any, g: Any, result: Any) -> Any:
-    """PyTorch's cholesky_backward: with P = tril(L^T gL), gA = L^-T (P + tril(P, -1)^T) / 2 L^-1 (symmetric)."""
-    p = ops.tril(_mT(ops, result) @ g, 0)
+    """PyTorch's cholesky_backward: with X = L^H gL and Phi(X) its lower triangle with the diagonal halved,
+    gA = L^-H (Phi + Phi^H) / 2 L^-1 (Hermitian); Phi = (tril(X) + tril(X, -1)) / 2."""
+    x = _mH(ops, result) @ g
+    phi = ops.tril(x, 0) + ops.tril(x, -1)
     inverse = ops.inv(result)
-    return _mT(ops, inverse) @ ((p + _mT(ops, ops.tril(p, -1))) * 0.5) @ inverse
+    return _mH(ops, inverse) @ ((phi + _mH(ops, phi)) * 0.25) @ inverse
 
 
 def _solve_other_grad(ops: Any, g: Any, self: Any, vector: bool, other_shape: tuple) -> Any:
-    grad = ops.solve(_mT(ops, self), ops.reshape(g, g.shape + (1,)) if vector else g)
+    grad = ops.solve(_mH(ops, self), ops.reshape(g, g.shape + (1,)) if vector else g)
     return ops.sum_to(ops.reshape(grad, grad.shape[:-1]) if vector else grad, other_shape)
 
 
 def _solve_self_grad(ops: Any, g: Any, self: Any, result: Any, vector: bool, self_shape: tuple) -> Any:
     if vector:
         g, result = ops.reshape(g, g.shape + (1,)), ops.reshape(result, result.shape + (1,))
-    grad = -(ops.solve(_mT(ops, self), g) @ _mT(ops, result))
+    grad = -(ops.solve(_mH(ops, self), g) @ _mH(ops, result))
     return ops.sum_to(grad, self_shape)
 
 
@@ -122,13 +124,18 @@ INV = Rule("LinalgInvExBackward0", (("result",), lambda ops, g, result: -(_mH(op
 DET = Rule("LinalgDetBackward0", (("self", "result"), _det_grad))
 
 
-def _slogdet_grad(ops: Any, g: tuple, self: Any) -> Any:
-    """logabsdet's gradient g A^-T; a real sign is piecewise constant, so its gradient adds nothing."""
-    logabsdet = g[1]
-    return None if logabsdet is None else _as_matrices(ops, logabsdet) * _mT(ops, ops.inv(self))
+def _slogdet_grad(ops: Any, g: tuple, self: Any, result: Any) -> Any:
+    """PyTorch's slogdet_backward: (g_logabsdet - i Im(conj(g_sign) sign)) A^-H. A real sign is piecewise
+    constant, so its gradient adds nothing; a complex one turns with the phase of det(A)."""
+    g_sign, scale = g
+    if self.dtype.kind == "c" and g_sign is not None:
+        turn = ops.conj(g_sign) * result  # result: the sign, output 0
+        turn = (turn - ops.conj(turn)) * 0.5  # i Im(conj(g_sign) sign)
+        scale = -turn if scale is None else scale - turn
+    return None if scale is None else _as_matrices(ops, scale) * _mH(ops, ops.inv(self))
 
 
-SLOGDET = Rule("LinalgSlogdetBackward0", (("self",), _slogdet_grad))
+SLOGDET = Rule("LinalgSlogdetBackward0", (("self", "result"), _slogdet_grad))
 SOLVE = Rule(
     "LinalgSolveExBackward0",
     (("self", "result", "vector", "self_shape"), _solve_self_grad),
@@ -159,8 +166,8 @@ def square_matrices(op: str, input: Tensor, name: str = "A") -> Any:
 
 def check_floating(op: str, x: Any) -> None:
     if x.dtype.kind == "c":
-        raise RuntimeError(f"{op}: actorgrad does not support complex input here yet (linalg.inv, linalg.det and "
-                           f"the vector norms do); got {SCALAR_NAMES[x.dtype]}")
+        raise RuntimeError(f"{op}: actorgrad does not support complex input here yet (linalg.inv, det, slogdet, "
+                           f"solve, the decompositions, pinv and matrix_exp do); got {SCALAR_NAMES[x.dtype]}")
     if x.dtype.kind != "f":
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {SCALAR_NAMES[x.dtype]}")
     if x.dtype == np.float16:
@@ -246,9 +253,9 @@ def det(input: Tensor) -> Tensor:
 def linalg_slogdet(A: Tensor) -> SlogdetResult:
     """The sign and the log of the absolute value of each determinant: (0, -inf) for a singular matrix."""
     require_tensors("linalg_slogdet", A=A)
-    x = check_square("linalg.slogdet", A)
+    x = check_square("linalg.slogdet", A, complex_ok=True)
     sign, logabsdet = A._device.xp.linalg.slogdet(x)
-    outputs = (sign.astype(x.dtype, copy=False), logabsdet.astype(x.dtype, copy=False))
+    outputs = (sign.astype(x.dtype, copy=False), logabsdet.astype(x.real.dtype, copy=False))
     return SlogdetResult(*record_outputs(SLOGDET, outputs, (A,)))
 
 
@@ -278,7 +285,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
 
 def solve_operands(A: Tensor, B: Tensor, vector: bool) -> tuple[Any, Any]:
     """A's array and B's as a batch of matrices (a vector as a column), after PyTorch's checks for solve."""
-    a = check_square("linalg.solve", A)
+    a = check_square("linalg.solve", A, complex_ok=True)
     b = B._data
     same_device(A, B)
     if b.dtype != a.dtype:
@@ -314,19 +321,19 @@ def solved(xp: Any, a: Any, b: Any) -> Any:
 
 
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
-    """The lower-triangular L with A = L L^T (only A's lower triangle is read), or with upper=True L^T."""
+    """The lower-triangular L with A = L L^H (only A's lower triangle is read), or with upper=True L^H."""
     require_tensors("linalg_cholesky", input=A)
-    x = check_square("linalg.cholesky", A)
+    x = check_square("linalg.cholesky", A, complex_ok=True)
     xp = A._device.xp
     lower = xp.tril(x)
-    symmetric = lower + xp.swapaxes(xp.tril(x, -1), -1, -2)
+    symmetric = lower + xp.swapaxes(xp.tril(x, -1), -1, -2).conj()
     try:
         with reporting(xp):
             factor = xp.linalg.cholesky(symmetric)
     except np.linalg.LinAlgError:
         raise _not_positive_definite(symmetric) from None
     out = record(CHOLESKY, factor, (A,))
-    return out.mT if upper else out
+    return out.mH if upper else out
 
 
 def _not_positive_definite(x: Any) -> LinAlgError:

@@ -48,7 +48,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvExResult:
     """The inverse of each square matrix and info, the 1-based index of the first zero pivot of its LU factors (0
     for an invertible matrix); a singular matrix gives infinities, or LinAlgError with `check_errors`."""
     require_tensors("linalg_inv_ex", A=A)
-    x = check_square("linalg.inv", A)
+    x = check_square("linalg.inv", A, complex_ok=True)
     xp = A._device.xp
     lu, pivots, info = lu_kernel(xp, x)
     index, order = first_failure(info)
@@ -69,7 +69,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     if not left:
         result, info = solve_ex(A.mT, B.mT, check_errors=check_errors)
         return SolveExResult(result.mT, info)
-    x = check_square("linalg.solve", A)
+    x = check_square("linalg.solve", A, complex_ok=True)
     xp = A._device.xp
     lu, pivots, info = lu_kernel(xp, x)
     index, _ = first_failure(info)

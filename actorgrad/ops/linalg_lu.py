@@ -16,7 +16,7 @@ import numpy as np
 from actorgrad.devices.triangular import lu_factor as lu_kernel
 from actorgrad.devices.triangular import permutation
 from actorgrad.grad_mode import _grad_enabled
-from actorgrad.ops.linalg_decompositions import _mT, record_outputs
+from actorgrad.ops.linalg_decompositions import _mH, _mT, record_outputs
 from actorgrad.ops.linalg_triangular import triangle
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import Rule, record, same_device
@@ -58,36 +58,36 @@ def lu_backward(ops: Any, gL: Any, gU: Any, p: Any, L: Any, U: Any) -> Any:
     m, n = L.shape[-2], U.shape[-1]
     k = min(m, n)
     if m == n:
-        inner = None if gL is None else ops.tril(_mT(ops, L) @ gL, -1)
+        inner = None if gL is None else ops.tril(_mH(ops, L) @ gL, -1)
         if gU is not None:
-            upper = triangle(ops, gU @ _mT(ops, U), True, False)
+            upper = triangle(ops, gU @ _mH(ops, U), True, False)
             inner = upper if inner is None else inner + upper
-        inner = ops.solve_triangular(_mT(ops, U), inner, False, False, False)
-        return p @ ops.solve_triangular(_mT(ops, L), inner, True, True, True)
+        inner = ops.solve_triangular(_mH(ops, U), inner, False, False, False)
+        return p @ ops.solve_triangular(_mH(ops, L), inner, True, True, True)
     if m < n:  # wide: U = [U1 | U2] with U1 square
         U1 = _narrow(ops, U, None, k)
-        inner = None if gL is None else _mT(ops, L) @ gL
+        inner = None if gL is None else _mH(ops, L) @ gL
         if gU is not None:
-            upper = triangle(ops, gU, True, False) @ _mT(ops, U)
+            upper = triangle(ops, gU, True, False) @ _mH(ops, U)
             inner = -upper if inner is None else inner - upper
-        inner = ops.solve_triangular(_mT(ops, U1), ops.tril(inner, -1), False, False, False)
+        inner = ops.solve_triangular(_mH(ops, U1), ops.tril(inner, -1), False, False, False)
         if gU is not None:
             inner = ops.concatenate((inner + triangle(ops, _narrow(ops, gU, None, k), True, False),
                                      _rest(ops, gU, k, -1)), -1)
-        grad = ops.solve_triangular(_mT(ops, L), inner, True, True, True)
+        grad = ops.solve_triangular(_mH(ops, L), inner, True, True, True)
         if gU is None:
             grad = ops.concatenate((grad, ops.zeros_like(_rest(ops, U, k, -1))), -1)
         return p @ grad
     # tall: L = [L1; L2] with L1 square
     L1 = _narrow(ops, L, k, None)
-    inner = None if gU is None else gU @ _mT(ops, U)
+    inner = None if gU is None else gU @ _mH(ops, U)
     if gL is not None:
-        lower = _mT(ops, L) @ ops.tril(gL, -1)
+        lower = _mH(ops, L) @ ops.tril(gL, -1)
         inner = -lower if inner is None else inner - lower
-    inner = ops.solve_triangular(_mT(ops, L1), triangle(ops, inner, True, False), True, True, True)
+    inner = ops.solve_triangular(_mH(ops, L1), triangle(ops, inner, True, False), True, True, True)
     if gL is not None:
         inner = ops.concatenate((inner + ops.tril(_narrow(ops, gL, k, None), -1), _rest(ops, gL, k, -2)), -2)
-    grad = ops.solve_triangular(_mT(ops, U), inner, False, False, False)
+    grad = ops.solve_triangular(_mH(ops, U), inner, False, False, False)
     if gL is None:
         grad = ops.concatenate((grad, ops.zeros_like(_rest(ops, L, k, -2))), -2)
     return p @ grad
@@ -119,7 +119,7 @@ def _check_factorable(op: str, A: Tensor, pivot: bool) -> Any:
     x = A._data
     if x.ndim < 2:
         raise RuntimeError(f"{op}: Expected tensor with 2 or more dimensions. Got size: {list(x.shape)} instead")
-    if x.dtype not in (np.float32, np.float64):
+    if x.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
         raise NotImplementedError(f"\"lu_cpu\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
@@ -238,31 +238,31 @@ def lu_unpack(
 
 
 def lu_solved(ops: Any, lu: Any, p: Any, b: Any, left: bool, adjoint: bool) -> Any:
-    """x with op(A) x = b (x op(A) = b when not `left`), A = p L U packed in `lu`, op(A) = A^T when `adjoint`."""
+    """x with op(A) x = b (x op(A) = b when not `left`), A = p L U packed in `lu`, op(A) = A^H when `adjoint`."""
     if left and not adjoint:
         y = ops.solve_triangular(lu, _mT(ops, p) @ b, False, True, True)
         return ops.solve_triangular(lu, y, True, True, False)
     if left:
-        y = ops.solve_triangular(_mT(ops, lu), b, False, True, False)
-        return p @ ops.solve_triangular(_mT(ops, lu), y, True, True, True)
+        y = ops.solve_triangular(_mH(ops, lu), b, False, True, False)
+        return p @ ops.solve_triangular(_mH(ops, lu), y, True, True, True)
     if not adjoint:
         y = ops.solve_triangular(lu, b, True, False, False)
         return ops.solve_triangular(lu, y, False, False, True) @ _mT(ops, p)
-    y = ops.solve_triangular(_mT(ops, lu), b @ p, True, False, True)
-    return ops.solve_triangular(_mT(ops, lu), y, False, False, False)
+    y = ops.solve_triangular(_mH(ops, lu), b @ p, True, False, True)
+    return ops.solve_triangular(_mH(ops, lu), y, False, False, False)
 
 
 def _lu_solve_lu_grad(ops: Any, g: Any, self: Any, result: Any, permutation: Any, left: bool, adjoint: bool,
                       self_shape: tuple) -> Any:
-    """A = P L U: op(A)'s gradient G as a solve's (-gB X^T, or -X^T gB), then L's and U's parts of A's gradient
-    (P^T gA U^T below the diagonal, L^T P^T gA on and above it) packed as LU is."""
+    """A = P L U: op(A)'s gradient G as a solve's (-gB X^H, or -X^H gB), then L's and U's parts of A's gradient
+    (P^T gA U^H below the diagonal, L^H P^T gA on and above it) packed as LU is."""
     gB = lu_solved(ops, self, permutation, g, left, not adjoint)
-    grad = -(gB @ _mT(ops, result)) if left else -(_mT(ops, result) @ gB)
+    grad = -(gB @ _mH(ops, result)) if left else -(_mH(ops, result) @ gB)
     if adjoint:
-        grad = _mT(ops, grad)
+        grad = _mH(ops, grad)
     L, U = _unpacked(ops, self)
     moved = _mT(ops, permutation) @ grad
-    packed = ops.tril(moved @ _mT(ops, U), -1) + triangle(ops, _mT(ops, L) @ moved, True, False)
+    packed = ops.tril(moved @ _mH(ops, U), -1) + triangle(ops, _mH(ops, L) @ moved, True, False)
     return ops.sum_to(packed, self_shape)
 
 
@@ -281,7 +281,7 @@ LU_SOLVE = Rule(
 
 
 def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor:
-    """X with A X = B (X A = B when not `left`; A^T in A's place when `adjoint`) from lu_factor's LU and pivots
+    """X with A X = B (X A = B when not `left`; A^H in A's place when `adjoint`) from lu_factor's LU and pivots
     of A; batch dims broadcast."""
     require_tensors("linalg_lu_solve", LU=LU, pivots=pivots, B=B)
     lu_, piv, b = LU._data, pivots._data, B._data

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.grad_mode import _grad_enabled
-from actorgrad.ops.linalg_decompositions import _mT, check_floating, check_square, record_outputs
+from actorgrad.ops.linalg_decompositions import _mH, _mT, check_floating, check_square, record_outputs
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
@@ -50,33 +50,76 @@ def _diag_embed(ops: Any, values: Any) -> Any:
     return ops.eye(values.shape[-1], values) * _row(ops, values)
 
 
+SVD_PHASE = ("svd_backward: The singular vectors in the complex case are specified up to multiplication by e^{i phi}. "
+             "The specified loss function depends on this phase term, making it ill-defined.")
+EIGH_PHASE = ("linalg_eigh_backward: The eigenvectors in the complex case are specified up to multiplication by "
+              "e^{i phi}. The specified loss function depends on this quantity, so it is ill-defined.")
+
+
+def _diagonal(ops: Any, x: Any) -> Any:
+    """The diagonals of a batch of square matrices."""
+    return ops.sum(x * ops.eye(x.shape[-1], x), (-1,))
+
+
+def _i_imag(ops: Any, x: Any) -> Any:
+    """i Im(x), from the conjugate (a real x gives zeros)."""
+    return (x - ops.conj(x)) * 0.5
+
+
+def refuse_recorded_phases(op: str, self: Any) -> None:
+    """A backward with create_graph=True recomputes the factors in a second node, so the loss each of the two nodes
+    sees depends on the vectors' phases (only their sum does not), and the phase check could not pass: refuse."""
+    if isinstance(self, Tensor):
+        raise NotImplementedError(
+            f"{op}: actorgrad does not support create_graph=True through the singular vectors or eigenvectors of "
+            "complex matrices (the values alone are supported); differentiate once, or use real matrices"
+        )
+
+
+def check_phase_invariant(message: str, im_u: Any, im_v: Any = None) -> None:
+    """PyTorch's check that a complex loss does not depend on the phases of singular vectors (eigenvectors): the
+    imaginary parts of diag(U^H gU) and -diag(V^H gV) (or zero) must agree, to PyTorch's tolerance of 1e-2."""
+    u = getattr(im_u, "_data", im_u)
+    v = 0 * u if im_v is None else -getattr(im_v, "_data", im_v)
+    if not bool((abs(u - v) <= 1e-2 + 1e-2 * abs(v)).all()):
+        raise RuntimeError(message)
+
+
 def _svd_grad(ops: Any, g: tuple, self: Any) -> Any:
-    """PyTorch's linalg_svd_backward, skipping the factors that got no gradient."""
+    """PyTorch's linalg_svd_backward, skipping the factors that got no gradient. For complex matrices the loss
+    must not depend on the singular vectors' phases (checked), and the diagonal of U^H gU adds i Im(.) / S."""
     gU, gS, gVh = g
     u, s, vh = ops.svd(self)
     m, n = self.shape[-2:]
     k = s.shape[-1]
     if gU is None and gVh is None:
         return u @ (_column(ops, gS) * vh) if m >= n else (u * _row(ops, gS)) @ vh
-    gA = None
+    gA = UhgU = VhgV = None
     if gU is not None:
         gU = _narrow_last(ops, gU, k)
-        UhgU = _mT(ops, u) @ gU
-        gA = (UhgU - _mT(ops, UhgU)) * _row(ops, s)
+        UhgU = _mH(ops, u) @ gU
+        gA = (UhgU - _mH(ops, UhgU)) * _row(ops, s)
     if gVh is not None:
         gVh = _mT(ops, _narrow_last(ops, _mT(ops, gVh), k))
-        VhgV = vh @ _mT(ops, gVh)
-        skew = _column(ops, s) * (VhgV - _mT(ops, VhgV))
+        VhgV = vh @ _mH(ops, gVh)
+        skew = _column(ops, s) * (VhgV - _mH(ops, VhgV))
         gA = skew if gA is None else gA + skew
     gA = gA / _gaps(ops, s * s)
     if gS is not None:
         gA = gA + _diag_embed(ops, gS)
+    if self.dtype.kind == "c":
+        refuse_recorded_phases("linalg.svd", self)
+        im_u = None if UhgU is None else _i_imag(ops, _diagonal(ops, UhgU))
+        im_v = None if VhgV is None else _i_imag(ops, _diagonal(ops, VhgV))
+        check_phase_invariant(SVD_PHASE, im_v if im_u is None else im_u, None if im_u is None else im_v)
+        if im_u is not None:
+            gA = gA + _diag_embed(ops, im_u / s)
     if m > n and gU is not None:
         gUSinv = gU / _row(ops, s)
-        return (u @ gA + gUSinv - u @ (_mT(ops, u) @ gUSinv)) @ vh
+        return (u @ gA + gUSinv - u @ (_mH(ops, u) @ gUSinv)) @ vh
     if m < n and gVh is not None:
         SinvgVh = gVh / _column(ops, s)
-        return u @ (gA @ vh + SinvgVh - (SinvgVh @ _mT(ops, vh)) @ vh)
+        return u @ (gA @ vh + SinvgVh - (SinvgVh @ _mH(ops, vh)) @ vh)
     return u @ (gA @ vh) if m >= n else (u @ gA) @ vh
 
 
@@ -87,7 +130,8 @@ def _check_matrices(op: str, A: Tensor) -> Any:
     x = A._data
     if x.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    check_floating(op, x)
+    if x.dtype.kind != "c":
+        check_floating(op, x)
     return x
 
 
@@ -108,16 +152,20 @@ def svdvals(A: Tensor) -> Tensor:
 
 
 def _eigh_grad(ops: Any, g: tuple, self: Any, uplo: str) -> Any:
-    """PyTorch's linalg_eig_backward (hermitian): V (skew(V^T gV) / 2 / E + diag(gL)) V^T."""
+    """PyTorch's linalg_eig_backward (hermitian): V (skew(V^H gV) / 2 / E + diag(gL)) V^H; for complex matrices
+    the loss must not depend on the eigenvectors' phases (checked)."""
     gL, gV = g
     values, vectors = ops.eigh(self, uplo)
     if gV is None:
-        return vectors @ (_column(ops, gL) * _mT(ops, vectors))
-    VhgV = _mT(ops, vectors) @ gV
-    inner = (VhgV - _mT(ops, VhgV)) * 0.5 / _gaps(ops, values)
+        return vectors @ (_column(ops, gL) * _mH(ops, vectors))
+    VhgV = _mH(ops, vectors) @ gV
+    if self.dtype.kind == "c":
+        refuse_recorded_phases("linalg.eigh", self)
+        check_phase_invariant(EIGH_PHASE, _i_imag(ops, _diagonal(ops, VhgV)))
+    inner = (VhgV - _mH(ops, VhgV)) * 0.5 / _gaps(ops, values)
     if gL is not None:
         inner = inner + _diag_embed(ops, gL)
-    return vectors @ inner @ _mT(ops, vectors)
+    return vectors @ inner @ _mH(ops, vectors)
 
 
 EIGH = Rule("LinalgEighBackward0", (("self", "uplo"), _eigh_grad))
@@ -134,7 +182,7 @@ def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
     """The ascending eigenvalues and orthonormal eigenvectors of each symmetric matrix; only the triangle UPLO
     names is read."""
     require_tensors("linalg_eigh", input=A)
-    x = check_square("linalg.eigh", A)
+    x = check_square("linalg.eigh", A, complex_ok=True)
     uplo = _check_uplo(UPLO)
     return EighResult(*record_outputs(EIGH, A._device.xp.linalg.eigh(x, UPLO=uplo), (A,), uplo=uplo))
 
@@ -142,7 +190,7 @@ def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     """The ascending eigenvalues of each symmetric matrix."""
     require_tensors("linalg_eigvalsh", input=A)
-    x = check_square("linalg.eigvalsh", A)
+    x = check_square("linalg.eigvalsh", A, complex_ok=True)
     uplo = _check_uplo(UPLO)
     if A.requires_grad and _grad_enabled.get():  # as PyTorch: output 0 of eigh's node, whose backward needs V
         return eigh(A, uplo).eigenvalues
@@ -150,17 +198,19 @@ def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
 
 
 def _copyltu(ops: Any, M: Any) -> Any:
-    """The symmetric matrix with M's lower triangle."""
-    return ops.tril(M, 0) + _mT(ops, ops.tril(M, -1))
+    """The Hermitian matrix with M's strict lower triangle and the real part of its diagonal (the symmetric one
+    with M's lower triangle, for a real M): half of T + T^H, T = tril(M) + tril(M, -1)."""
+    twice_lower = ops.tril(M, 0) + ops.tril(M, -1)
+    return (twice_lower + _mH(ops, twice_lower)) * 0.5
 
 
 def _qr_square_grad(ops: Any, q: Any, r: Any, gQ: Any, gR: Any) -> Any:
-    """For m >= n (A = Q R, R invertible): (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q."""
-    M = (r @ _mT(ops, gR) if gR is not None else 0) - (_mT(ops, gQ) @ q if gQ is not None else 0)
+    """For m >= n (A = Q R, R invertible): (gQ + Q copyltu(M)) R^-H with M = R gR^H - gQ^H Q."""
+    M = (r @ _mH(ops, gR) if gR is not None else 0) - (_mH(ops, gQ) @ q if gQ is not None else 0)
     b = q @ _copyltu(ops, M)
     if gQ is not None:
         b = b + gQ
-    return _mT(ops, ops.solve(r, _mT(ops, b)))
+    return _mH(ops, ops.solve(r, _mH(ops, b)))
 
 
 def _qr_grad(ops: Any, self: Any, mode: str, gQ: Any, gR: Any) -> Any:
@@ -179,7 +229,7 @@ def _qr_grad(ops: Any, self: Any, mode: str, gQ: Any, gR: Any) -> Any:
     y = ops.index(self, columns + (slice(None), slice(m, n)), None)
     gR1 = None if gR is None else ops.index(gR, columns + (slice(None), slice(0, m)), None)
     gR2 = None if gR is None else ops.index(gR, columns + (slice(None), slice(m, n)), None)
-    gQx = gQ if gR2 is None else (y @ _mT(ops, gR2) if gQ is None else gQ + y @ _mT(ops, gR2))
+    gQx = gQ if gR2 is None else (y @ _mH(ops, gR2) if gQ is None else gQ + y @ _mH(ops, gR2))
     gX = _qr_square_grad(ops, q, r1, gQx, gR1)
     gY = ops.zeros_like(y) if gR2 is None else q @ gR2
     return ops.concatenate((gX, gY), -1)
@@ -205,14 +255,14 @@ def qr(A: Tensor, mode: str = "reduced") -> QrResult:
 def _pinv_grad(ops: Any, g: Any, self: Any, result: Any) -> Any:
     """PyTorch's pinv_backward, in the products of the smaller dimension."""
     m, n = self.shape[-2:]
-    pinvAh, gh = _mT(ops, result), _mT(ops, g)
+    pinvAh, gh = _mH(ops, result), _mH(ops, g)
     if m <= n:
         K = gh @ result
         KpinvAh = K @ pinvAh
-        return -_mT(ops, result @ K) + KpinvAh - (self @ result) @ KpinvAh + (pinvAh @ result) @ (gh - K @ self)
+        return -_mH(ops, result @ K) + KpinvAh - (self @ result) @ KpinvAh + (pinvAh @ result) @ (gh - K @ self)
     K = result @ gh
     pinvAhK = pinvAh @ K
-    return -_mT(ops, K @ result) + (gh - self @ K) @ result @ pinvAh + pinvAhK - pinvAhK @ result @ self
+    return -_mH(ops, K @ result) + (gh - self @ K) @ result @ pinvAh + pinvAhK - pinvAhK @ result @ self
 
 
 PINV = Rule("LinalgPinvBackward0", (("self", "result"), _pinv_grad))
@@ -238,19 +288,20 @@ def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None, her
     it comes from the eigendecomposition of the symmetric matrix A's lower triangle gives (absolute eigenvalues
     for singular values), as PyTorch's; its gradient is the general one either way, as PyTorch's."""
     x = A._data
-    if x.ndim < 2 or x.dtype not in (np.float32, np.float64):
+    if x.ndim < 2 or x.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
         raise RuntimeError(f"linalg.pinv({SCALAR_NAMES[x.dtype]}{{{list(x.shape)}}}): expected a tensor with 2 or more "
                            "dimensions of float, double, cfloat or cdouble types")
     xp = A._device.xp
     if hermitian:
-        check_square("linalg.eigh", A)
+        check_square("linalg.eigh", A, complex_ok=True)
         values, vectors = xp.linalg.eigh(x)
         magnitudes = xp.abs(values)
         inverse = _reciprocals_above(xp, values, magnitudes, _tolerance(xp, x, magnitudes, atol, rtol))
-        return record(PINV, (vectors * inverse[..., None, :]) @ xp.swapaxes(vectors, -1, -2), (A,))
+        return record(PINV, (vectors * inverse[..., None, :]) @ xp.swapaxes(vectors, -1, -2).conj(), (A,))
     u, s, vh = xp.linalg.svd(x, full_matrices=False)
     inverse = _reciprocals_above(xp, s, s, _tolerance(xp, x, s, atol, rtol))
-    return record(PINV, (xp.swapaxes(vh, -1, -2) * inverse[..., None, :]) @ xp.swapaxes(u, -1, -2), (A,))
+    return record(PINV, (xp.swapaxes(vh, -1, -2).conj() * inverse[..., None, :]) @ xp.swapaxes(u, -1, -2).conj(),
+                  (A,))
 
 
 def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False) -> Tensor:

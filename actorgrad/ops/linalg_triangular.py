@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.linalg_decompositions import _mT, record_outputs
+from actorgrad.ops.linalg_decompositions import _mH, _mT, record_outputs
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, require_tensors
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.tensor import Tensor
@@ -42,10 +42,10 @@ def triangle(ops: Any, x: Any, upper: bool, unitriangular: bool) -> Any:
 
 
 def _solve_triangular_grads(ops: Any, g: Any, a: Any, x: Any, upper: bool, left: bool, unit: bool) -> tuple:
-    """PyTorch's linalg_solve_triangular_backward: gB = A^-T g (g A^-T when not left), gA = -gB X^T (-X^T gB),
+    """PyTorch's linalg_solve_triangular_backward: gB = A^-H g (g A^-H when not left), gA = -gB X^H (-X^H gB),
     restricted to the triangle A's solve read."""
-    gB = ops.solve_triangular(_mT(ops, a), g, not upper, left, unit)
-    gA = -(gB @ _mT(ops, x)) if left else -(_mT(ops, x) @ gB)
+    gB = ops.solve_triangular(_mH(ops, a), g, not upper, left, unit)
+    gA = -(gB @ _mH(ops, x)) if left else -(_mH(ops, x) @ gB)
     return triangle(ops, gA, upper, unit), gB
 
 
@@ -56,7 +56,7 @@ def _solve_triangular_a_grad(ops: Any, g: Any, self: Any, result: Any, upper: bo
 
 def _solve_triangular_b_grad(ops: Any, g: Any, self: Any, upper: bool, left: bool, unitriangular: bool,
                              other_shape: tuple) -> Any:
-    return ops.sum_to(ops.solve_triangular(_mT(ops, self), g, not upper, left, unitriangular), other_shape)
+    return ops.sum_to(ops.solve_triangular(_mH(ops, self), g, not upper, left, unitriangular), other_shape)
 
 
 _FLAGS = ("upper", "left", "unitriangular")
@@ -67,9 +67,9 @@ SOLVE_TRIANGULAR = Rule(
 )
 
 
-def _check_solvable(op: str, dtype: Any) -> None:
-    """PyTorch's CPU kernels take float32 and float64 only."""
-    if dtype not in (np.float32, np.float64):
+def _check_solvable(op: str, dtype: Any, *, complex_ok: bool = False) -> None:
+    """PyTorch's CPU kernels take float32 and float64 (and, where actorgrad's gradient takes them, complex)."""
+    if dtype not in (np.float32, np.float64) and not (complex_ok and dtype in (np.complex64, np.complex128)):
         raise NotImplementedError(f'"{op}" not implemented for \'{SCALAR_NAMES[dtype]}\'')
 
 
@@ -93,7 +93,7 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
     if a.shape[-1] != a.shape[-2]:
         raise RuntimeError(f"linalg.solve_triangular: A must be batches of square matrices, but they are "
                            f"{a.shape[-2]} by {a.shape[-1]} matrices")
-    _check_solvable("triangular_solve_cpu", a.dtype)
+    _check_solvable("triangular_solve_cpu", a.dtype, complex_ok=True)
     if (b.shape[-2] if left else b.shape[-1]) != a.shape[-1]:
         equation = "AX = B" if left else "XA = B"
         raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation {equation} "

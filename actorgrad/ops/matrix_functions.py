@@ -3,7 +3,7 @@ node LinalgMatrixExpBackward0 as PyTorch's (the kernel, scaling and squaring wit
 `actorgrad.devices.matrix_exp`).
 
 exp's gradient is the adjoint of its Fréchet derivative at A applied to g, which is the upper-right block of
-exp([[A^T, g], [0, A^T]]) (C. Van Loan, "Computing integrals involving the matrix exponential", 1978): one more
+exp([[A^H, g], [0, A^H]]) (C. Van Loan, "Computing integrals involving the matrix exponential", 1978): one more
 matrix exponential, of twice the size. Through `ops.matrix_exp` it is a recorded matrix_exp under
 `create_graph=True`, so the backward differentiates again.
 """
@@ -22,7 +22,7 @@ __all__ = ["matrix_exp"]
 
 def _matrix_exp_grad(ops: Any, g: Any, self: Any) -> Any:
     n = self.shape[-1]
-    transposed = ops.swapaxes(self, -1, -2)
+    transposed = ops.conj(ops.swapaxes(self, -1, -2))
     block = ops.concatenate((
         ops.concatenate((transposed, g), -1),
         ops.concatenate((ops.zeros_like(g), transposed), -1),
@@ -38,7 +38,7 @@ def linalg_matrix_exp(A: Tensor) -> Tensor:
     """exp(A) = sum of A^k / k! for each square matrix of A, of shape (*, n, n)."""
     require_tensors("linalg_matrix_exp", A=A)
     x = square_matrices("linalg.matrix_exp", A)
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         check_floating("matrix_exp", x)  # PyTorch's kernel checks the dtype under this name, and takes float16
     return record(MATRIX_EXP, A._device.ops.matrix_exp(x), (A,))
 

@@ -24,6 +24,7 @@ from actorgrad.ops.operands import (
     data_as,
     floating,
     kernel_operands,
+    refuse_complex,
     require_tensors,
     result_type,
 )
@@ -89,10 +90,12 @@ LOG_NDTR = Rule("SpecialLogNdtrBackward0", (
 ENTR = Rule("SpecialEntrBackward0", (("self",), lambda ops, g, self: g * -(1 + ops.log(self))))
 
 
-def _unary(rule: Rule, kernel: Any, input: Tensor) -> Tensor:
+def _unary(rule: Rule, kernel: Any, input: Tensor, kernel_name: str) -> Tensor:
     """The kernel in float64 whatever the input's dtype, rounded to the op's floating dtype (an integer or bool
-    input gives the default float dtype)."""
+    input gives the default float dtype); a complex input gets PyTorch's error for its kernel `kernel_name` before
+    anything is computed."""
     x = input._data
+    refuse_complex(x.dtype, kernel_name)
     with np.errstate(all="ignore"):
         data = kernel(input._device.xp, x).astype(floating(x.dtype), copy=False)
     return record(rule, data, (input,))
@@ -100,32 +103,32 @@ def _unary(rule: Rule, kernel: Any, input: Tensor) -> Tensor:
 
 def i0(input: Tensor) -> Tensor:
     """The modified Bessel function of the first kind of order 0."""
-    return _unary(I0, bessel.i0, input)
+    return _unary(I0, bessel.i0, input, "i0_vml_cpu")
 
 
 def i0e(input: Tensor) -> Tensor:
     """exp(-|input|) i0(input), which does not overflow."""
-    return _unary(I0E, bessel.i0e, input)
+    return _unary(I0E, bessel.i0e, input, "i0e_cpu")
 
 
 def i1(input: Tensor) -> Tensor:
     """The modified Bessel function of the first kind of order 1."""
-    return _unary(I1, bessel.i1, input)
+    return _unary(I1, bessel.i1, input, "i1_cpu")
 
 
 def i1e(input: Tensor) -> Tensor:
     """exp(-|input|) i1(input), which does not overflow."""
-    return _unary(I1E, bessel.i1e, input)
+    return _unary(I1E, bessel.i1e, input, "i1e_cpu")
 
 
 def ndtri(input: Tensor) -> Tensor:
     """The inverse of the standard normal cdf: -inf at 0, inf at 1, NaN outside [0, 1]."""
-    return _unary(NDTRI, normal.ndtri, input)
+    return _unary(NDTRI, normal.ndtri, input, "ndtri_cpu")
 
 
 def log_ndtr(input: Tensor) -> Tensor:
     """The log of the standard normal cdf, accurate far into both tails."""
-    return _unary(LOG_NDTR, normal.log_ndtr, input)
+    return _unary(LOG_NDTR, normal.log_ndtr, input, "log_ndtr_cpu")
 
 
 def _entr_kernel(xp: Any, x: Any) -> Any:
@@ -135,7 +138,7 @@ def _entr_kernel(xp: Any, x: Any) -> Any:
 
 def entr(input: Tensor) -> Tensor:
     """-input log(input) elementwise: 0 at 0, -inf below 0."""
-    return _unary(ENTR, _entr_kernel, input)
+    return _unary(ENTR, _entr_kernel, input, "entr_cpu")
 
 
 # -- igamma, igammac ---------------------------------------------------------------------------------------------
