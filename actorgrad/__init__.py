@@ -65,14 +65,14 @@ __all__ = [
     "int8",
     "int16", "int32", "int64", "is_grad_enabled", "inference_mode", "is_anomaly_check_nan_enabled",
     "is_anomaly_enabled", "is_inference_mode_enabled", "linalg", "manual_seed", "nn", "no_grad", "ops", "optim",
-    "profile", "set_grad_enabled", "set_num_workers", "special", "stream", "tensor", "uint8", "utils",
+    "profile", "set_grad_enabled", "set_num_workers", "special", "stream", "tensor", "testing", "uint8", "utils",
     *ops.__all__, *creation.__all__, *random_tensors.__all__, *windows.__all__,
     "get_default_device", "get_rng_state", "load", "save", "seed", "set_default_device", "set_printoptions",
     "set_rng_state", "strided", *interop.__all__, *settings.__all__,
 ]
 
 # Last: nn and optim build on the whole package above.
-from actorgrad import func, functional, functional_aliases, nn, optim, utils  # noqa: E402
+from actorgrad import func, functional, functional_aliases, nn, optim, testing, utils  # noqa: E402
 from actorgrad.functional_aliases import *  # noqa: E402, F403  (torch.kl_div ...: built on nn.functional)
 
 __all__ += functional_aliases.__all__

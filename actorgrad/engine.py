@@ -36,7 +36,7 @@ from actorgrad.scheduler import (
     run_graph_task,
     run_graph_task_inline,
 )
-from actorgrad.tensor import Tensor, bump_version
+from actorgrad.tensor import Tensor, bump_version, grad_dtypes
 from actorgrad.tensor_ops import tensor_ops
 
 TensorOrTensors = Tensor | Sequence[Tensor]
@@ -459,6 +459,15 @@ def _commit_sync(task: GraphTask, create_graph: bool) -> None:
         run_post_accumulate_hooks(task.staged, create_graph)
 
 
+def _as_grad_dtype(tensor: Tensor, grad: Any) -> Any:
+    """`grad` in the dtype `tensor.grad` takes: its `grad_dtype` where one was set (None: the gradient's own),
+    else its dtype."""
+    dtype = grad_dtypes.get(id(tensor), tensor.dtype)
+    if dtype is None or grad.dtype == dtype:
+        return grad
+    return grad.to(dtype) if isinstance(grad, Tensor) else grad.astype(dtype)
+
+
 def _commit(staged: dict) -> None:
     """Add every staged gradient into its tensor's `.grad`, all in one step: a Tensor (a create_graph pass's)
     with its graph, an array in place where it can."""
@@ -470,12 +479,15 @@ def _commit(staged: dict) -> None:
         for tensor in staged:
             grad = staged[tensor]
             held = tensor._grad
+            if grad_dtypes:
+                grad = _as_grad_dtype(tensor, grad)
             if isinstance(grad, Tensor):
                 # A first gradient is cloned, as PyTorch does under grad mode: the staged Tensor may be the caller's
                 # grad_tensors or another leaf's gradient, which a later pass would otherwise add into in place.
                 tensor._grad = grad_mode_on(grad.clone) if held is None else grad_mode_on(operator.add, held, grad)
             elif held is None:
-                tensor._grad = Tensor(_as_new_grad(grad, tensor.dtype, tensor._device), device=tensor._device)
+                dtype = grad.dtype if grad_dtypes else tensor.dtype  # cast to the tensor's grad dtype already
+                tensor._grad = Tensor(_as_new_grad(grad, dtype, tensor._device), device=tensor._device)
             elif held._grad_fn is None and not held._requires_grad and is_writeable(held._data):
                 held._data += grad
                 bump_version(held)

@@ -36,6 +36,15 @@ DEEPCOPY_NON_LEAF = (
     "were attempting to deepcopy a module, this may be because of a torch.nn.utils.weight_norm usage, see "
     "https://github.com/pytorch/pytorch/pull/103001"
 )
+# The leaves whose `grad_dtype` was set, by id (entries leave with their tensor): a dtype their `.grad` takes, or
+# None for any; a leaf not here takes its own dtype. Empty in most programs, so the commit tests it once per leaf.
+grad_dtypes: dict[int, Any] = {}
+GRAD_DTYPE_MISMATCH = (
+    "attempting to assign a gradient with dtype '{got}' to a tensor with grad_dtype '{want}'. The gradient must "
+    "match the tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute "
+    "with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a "
+    "tensor and its gradient may break downstream systems that assume they match."
+)
 NON_LEAF_GRAD = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
     "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, "
@@ -153,11 +162,9 @@ class Tensor:
                     f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of size "
                     f"'{list(self.shape)}'. Please ensure that the gradient and the tensor are the same size"
                 )
-            if value.dtype != self.dtype:
-                raise RuntimeError(
-                    f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor with dtype "
-                    f"'{self.dtype}'. The gradient must match the tensor's dtype"
-                )
+            allowed = grad_dtypes.get(id(self), self.dtype) if grad_dtypes else self.dtype
+            if allowed is not None and value.dtype != allowed:
+                raise RuntimeError(GRAD_DTYPE_MISMATCH.format(got=value.dtype, want=allowed))
             if value._device is not self._device:
                 here, there = self._device, value._device
                 if here.type != there.type:
@@ -531,20 +538,35 @@ def _element_format(data: np.ndarray) -> tuple[Any, int]:
     return text, max(len(text(v)) for v in values.tolist())
 
 
-def _format_values(data: np.ndarray, text: Any, width: int, indent: int, summarize: bool) -> str:
-    """`data` nested in brackets; `indent` is the column its opening bracket sits in."""
+def _complex_format(data: np.ndarray) -> tuple[Any, int]:
+    """torch's complex elements: the real parts formatted and right-aligned as a tensor of them would be, then the
+    imaginary parts, formatted so on their own but never padded, signed and with a j; a line is laid out with the
+    width of both parts."""
+    real_text, real_width = _element_format(data.real)
+    imag_text, imag_width = _element_format(data.imag)
+
+    def text(v: complex) -> str:
+        imag = imag_text(v.imag) + "j"
+        return real_text(v.real).rjust(real_width) + (imag if imag[0] in "+-" else "+" + imag)
+
+    return text, real_width + imag_width + 1
+
+
+def _format_values(data: np.ndarray, text: Any, width: int, indent: int, summarize: bool, pad: bool = True) -> str:
+    """`data` nested in brackets; `indent` is the column its opening bracket sits in. Elements are right-aligned
+    to `width` when `pad` (complex ones align only their real parts, as torch's)."""
     if data.ndim == 0:
-        return text(data.item()).rjust(width)
+        return text(data.item()).rjust(width if pad else 0)
     edge = PRINT_OPTIONS.edgeitems
     cut = summarize and len(data) > 2 * edge
     if data.ndim == 1:
-        items = [text(v).rjust(width) for v in data.tolist()]
+        items = [text(v).rjust(width if pad else 0) for v in data.tolist()]
         if cut:
             items[edge:-edge] = [" ..."]
         per_line = max(1, (PRINT_OPTIONS.linewidth - indent) // (width + 2))
         lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
-    rows = [_format_values(row, text, width, indent + 1, summarize) for row in data]
+    rows = [_format_values(row, text, width, indent + 1, summarize, pad) for row in data]
     if cut:
         rows[edge:-edge] = ["..."]
     return "[" + ("," + "\n" * (data.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
@@ -558,9 +580,10 @@ def _format_tensor(t: Tensor) -> str:
         data = cpu.asarray(data)
     if data.size:
         summarize = data.size > PRINT_OPTIONS.threshold
-        element_text, width = _element_format(_edges(data) if summarize else data)
-        text = _PREFIX + _format_values(data, element_text, width, len(_PREFIX), summarize)
-        shown_dtypes = (default_float(), int64, bool_)
+        is_complex = data.dtype.kind == "c"
+        element_text, width = (_complex_format if is_complex else _element_format)(_edges(data) if summarize else data)
+        text = _PREFIX + _format_values(data, element_text, width, len(_PREFIX), summarize, not is_complex)
+        shown_dtypes = (default_float(), np.result_type(default_float(), np.complex64), int64, bool_)
     else:
         # No values show the shape or whether it holds ints or bools, so those are named.
         text = _PREFIX + "[]"

@@ -4,7 +4,7 @@ inspect, hook and debug the backward graph (`graph`, anomaly mode, gradcheck).
 For scripts. Inside a trio app, await `actorgrad.backward(...)` / `actorgrad.grad(...)` instead.
 """
 
-from actorgrad.autograd import forward_ad, functional, graph, profiler
+from actorgrad.autograd import forward_ad, functional, grad_mode, graph, profiler
 from actorgrad.autograd.anomaly_mode import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,
@@ -23,7 +23,8 @@ from actorgrad.node import GraphRoot, Node
 __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "GraphRoot", "InplaceFunction", "Node", "Variable", "backward",
     "detect_anomaly",
-    "forward_ad", "functional", "grad", "gradcheck", "gradgradcheck", "graph", "is_anomaly_check_nan_enabled",
+    "forward_ad", "functional", "grad", "grad_mode", "gradcheck", "gradgradcheck", "graph",
+    "is_anomaly_check_nan_enabled",
     "is_anomaly_enabled", "is_multithreading_enabled", "once_differentiable", "profiler", "set_detect_anomaly",
     "set_multithreading_enabled", "enable_grad", "inference_mode", "no_grad",
     "set_grad_enabled",

@@ -1,5 +1,6 @@
 """`actorgrad.func`: PyTorch's torch.func (functorch) transforms on actorgrad's autograd: grad, grad_and_value,
-vjp, jvp, linearize, jacrev, jacfwd, hessian, vmap and functional_call.
+vjp, jvp, linearize, jacrev, jacfwd, hessian, vmap and functional_call, and the helpers stack_module_state,
+replace_all_batch_norm_modules_ and functionalize (in ensembling).
 
 They are pure functions of their inputs: each is built on `actorgrad.autograd.grad` (never `backward`), so no
 `.grad` is touched, and they compose (`grad(grad(f))`, `jacfwd(jacrev(f))`, `vmap(grad(f))` for per-sample
@@ -18,13 +19,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from actorgrad.func.batching import vmap
+from actorgrad.func.ensembling import functionalize, replace_all_batch_norm_modules_, stack_module_state
 from actorgrad.func.forward import hessian, jacfwd, jvp, linearize
 from actorgrad.func.reverse import grad, grad_and_value, jacrev, vjp
 from actorgrad.nn.module import Module
 from actorgrad.nn.utils import stateless
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "vjp",
-           "vmap"]
+__all__ = ["functional_call", "functionalize", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+           "linearize", "replace_all_batch_norm_modules_", "stack_module_state", "vjp", "vmap"]
 
 
 def functional_call(module: Module, parameter_and_buffer_dicts: dict | Sequence[dict], args: Any = None,

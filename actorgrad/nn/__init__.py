@@ -71,6 +71,7 @@ from actorgrad.nn.lazy import (
     UninitializedBuffer,
     UninitializedParameter,
 )
+from actorgrad.nn.legacy_modules import Container, CrossMapLRN2d, NLLLoss2d
 from actorgrad.nn.loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -187,7 +188,7 @@ __all__ = [
     "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
     "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
     "LazyInstanceNorm2d", "LazyInstanceNorm3d", "UninitializedParameter", "UninitializedBuffer",
-    "AdaptiveLogSoftmaxWithLoss",
+    "AdaptiveLogSoftmaxWithLoss", "Container", "CrossMapLRN2d", "NLLLoss2d",
     "BCELoss", "GroupNorm", "HuberLoss", "KLDivLoss", "SmoothL1Loss",
     "CELU", "ELU", "GLU", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "PReLU", "ReLU6", "SELU",
     "Softmin", "Softsign", "Tanhshrink", "Threshold",

@@ -4,7 +4,7 @@ Assigning a Parameter, a Module, a Buffer or (after `register_buffer`) a Tensor 
 module's `_parameters`, `_modules` or `_buffers`, which `parameters()`, `state_dict()`, `train()` and
 `zero_grad()` walk recursively with dotted names (`encoder.0.weight`), as PyTorch does. The state dicts live in
 module_state.py, the casts and moves (`to`, `cuda`, `double`, ...) in module_casts.py, the hooks' machinery in
-module_hooks.py.
+module_hooks.py, set_submodule, to_empty and the refused moves in module_extras.py.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 from actorgrad.devices.array_ops import is_writeable
 from actorgrad.hooks import RemovableHandle
 from actorgrad.nn.module_casts import CastMethods
+from actorgrad.nn.module_extras import ModuleExtras
 from actorgrad.nn.module_hooks import HOOK_DICTS, ON_A_MODULE, add_hook, backward_hook_kind, call_with_hooks
 from actorgrad.nn.module_state import StateDictMethods
 from actorgrad.nn.parameter import Buffer, Parameter
@@ -35,7 +36,7 @@ def _type_name(value: Any) -> str:
     return value.type() if isinstance(value, Tensor) else type(value).__name__
 
 
-class Module(StateDictMethods, CastMethods):
+class Module(StateDictMethods, CastMethods, ModuleExtras):
     """Base class for all layers: subclasses set attributes in `__init__` (after `super().__init__()`) and
     define `forward`; calling the module calls `forward`."""
 

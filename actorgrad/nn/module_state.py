@@ -1,16 +1,25 @@
 """state_dict and load_state_dict: a module's parameters and persistent buffers by dotted name (`encoder.0.weight`),
-saved and loaded as PyTorch's are. Module inherits them from StateDictMethods, which walks the registries
-module.py keeps."""
+saved and loaded as PyTorch's are, with a module's extra state (`get_extra_state` / `set_extra_state`, under
+`<prefix>_extra_state`) and the four state-dict hooks. Module inherits them from StateDictMethods, which walks the
+registries module.py keeps."""
 
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Self
 
 import numpy as np
 
+from actorgrad.hooks import RemovableHandle
+from actorgrad.nn.module_hooks import add_hook
 from actorgrad.tensor import Tensor, bump_version
+
+EXTRA_STATE = "_extra_state"
+POST_HOOK_RETURNED = (
+    "Hooks registered with ``register_load_state_dict_post_hook`` are not expected to return new values, if "
+    "incompatible_keys need to be modified, it should be done inplace."
+)
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -31,23 +40,76 @@ def _as_array(value: Any) -> np.ndarray:
     return value._data if isinstance(value, Tensor) else np.asarray(value)
 
 
+def _hooks(module: Any, kind: str) -> tuple[Callable, ...]:
+    """The module's hooks of one kind, in order (none before the first is registered)."""
+    return tuple(module.__dict__.get(kind, {}).values())
+
+
+def _never_called(method: str) -> RuntimeError:
+    return RuntimeError(f"Reached a code path in Module.{method}() that should never be called: a module with extra "
+                        f"state overrides both get_extra_state() and set_extra_state()")
+
+
 class StateDictMethods:
     """Module's state: its own slots, and those of every module below it, under dotted names."""
 
     def state_dict(self, destination: dict | None = None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
         """Parameters and persistent buffers by dotted name, detached unless `keep_vars` (they share the
-        module's arrays until something writes a new one). Keys are `prefix` + name, as in PyTorch (so pass a
-        prefix ending in '.'); `_metadata` holds each module's version by its dotted path."""
+        module's arrays until something writes a new one), and each module's extra state. Keys are `prefix` +
+        name, as in PyTorch (so pass a prefix ending in '.'); `_metadata` holds each module's version by its
+        dotted path. A module's pre-hooks run before its entries are added, its post-hooks after its children's."""
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
-        metadata = getattr(destination, "_metadata", None)
-        for module_prefix, module in self._prefixed_modules(prefix):
-            if metadata is not None:
-                metadata[module_prefix[:-1]] = {"version": module._version}
-            for key, value in module._own_state(module_prefix).items():
-                destination[key] = value if keep_vars or _is_placeholder(value) else value.detach()
+        self._save_state(destination, prefix, keep_vars)
         return destination
+
+    def _save_state(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        for hook in _hooks(self, "_state_dict_pre_hooks"):
+            hook(self, prefix, keep_vars)
+        local_metadata = {"version": self._version}
+        metadata = getattr(destination, "_metadata", None)
+        if metadata is not None:
+            metadata[prefix[:-1]] = local_metadata
+        for key, value in self._own_state(prefix).items():
+            destination[key] = value if keep_vars or _is_placeholder(value) else value.detach()
+        if type(self).get_extra_state is not StateDictMethods.get_extra_state:
+            destination[prefix + EXTRA_STATE] = self.get_extra_state()
+        for name, module in self._modules.items():
+            if module is not None:
+                module._save_state(destination, f"{prefix}{name}.", keep_vars)
+        for hook in _hooks(self, "_state_dict_post_hooks"):
+            if hook(self, destination, prefix, local_metadata) is not None:
+                raise RuntimeError("state_dict post-hook must return None")
+
+    def get_extra_state(self) -> Any:
+        """State beyond parameters and buffers that `state_dict()` should hold (any picklable value); a module
+        that has some overrides this and `set_extra_state`."""
+        raise _never_called("get_extra_state")
+
+    def set_extra_state(self, state: Any) -> None:
+        """Take back what `get_extra_state` returned, from `load_state_dict`."""
+        raise _never_called("set_extra_state")
+
+    def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """`hook(module, prefix, keep_vars)` runs before `state_dict()` adds this module's entries."""
+        return add_hook(self.__dict__.setdefault("_state_dict_pre_hooks", OrderedDict()), hook, False)
+
+    def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """`hook(module, state_dict, prefix, local_metadata)` runs after `state_dict()` added this module's entries
+        and its children's, and may change `state_dict` in place (it must return None)."""
+        return add_hook(self.__dict__.setdefault("_state_dict_post_hooks", OrderedDict()), hook, False)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """`hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)`
+        runs before anything is loaded; it may edit `state_dict` (load_state_dict's own copy), and a message it
+        appends to `error_msgs` makes the load fail."""
+        return add_hook(self.__dict__.setdefault("_load_state_dict_pre_hooks", OrderedDict()), hook, False)
+
+    def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """`hook(module, incompatible_keys)` runs after the values are loaded; it may edit the lists
+        `incompatible_keys.missing_keys` / `unexpected_keys` in place, which the strict check then reads."""
+        return add_hook(self.__dict__.setdefault("_load_state_dict_post_hooks", OrderedDict()), hook, False)
 
     # The version `state_dict()` records for each module in `_metadata`; a layer raises it when its saved
     # format changes.
@@ -76,22 +138,32 @@ class StateDictMethods:
         return slots
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> _IncompatibleKeys:
-        """Copy the values of `state_dict` (Tensors or arrays) into this module's parameters and buffers.
+        """Copy the values of `state_dict` (Tensors or arrays) into this module's parameters and buffers, and
+        each module's extra state into its `set_extra_state`.
 
-        Nothing is loaded when a shape mismatches or, with `strict`, when keys are missing or unexpected; the
-        error lists them all, in PyTorch's words. Each tensor receives a new array, so earlier
-        `state_dict()` results keep their values, and its version goes up as after PyTorch's in-place copy.
+        Nothing is loaded when a shape mismatches, a pre-hook reports an error or, with `strict` and no post-hooks
+        to see them first, when keys are missing or unexpected; the error lists them all, in PyTorch's words.
+        With post-hooks the values load first, as in PyTorch, and the strict check reads the keys they leave.
+        Each tensor receives a new array, so earlier `state_dict()` results keep their values, and its version
+        goes up as after PyTorch's in-place copy.
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)  # the pre-hooks' own copy
+        modules = list(self._prefixed_modules(""))
+        missing: list[str] = []
+        unexpected: list[str] = []
+        errors: list[str] = []
+        for prefix, module in modules:
+            local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+            for hook in _hooks(module, "_load_state_dict_pre_hooks"):
+                hook(module, state_dict, prefix, local_metadata, strict, missing, unexpected, errors)
         slots = self._state_slots()
-        missing = [key for key in slots if key not in state_dict]
-        unexpected = [key for key in state_dict if key not in slots]
-        errors = []
-        if strict and missing:
-            errors.append("Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
-        if strict and unexpected:
-            errors.append("Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
+        extras = {prefix + EXTRA_STATE: module for prefix, module in modules
+                  if type(module).set_extra_state is not StateDictMethods.set_extra_state}
+        missing += [key for key in (*slots, *extras) if key not in state_dict]
+        unexpected += [key for key in state_dict if key not in slots and key not in extras]
         arrays = {}
         for key, current in slots.items():
             if key not in state_dict:
@@ -105,12 +177,31 @@ class StateDictMethods:
                     f"the shape in current model is {current.shape}."
                 )
             arrays[key] = array
-        if errors:
-            raise RuntimeError(
-                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors)
-            )
+        post_hooked = any(_hooks(module, "_load_state_dict_post_hooks") for _, module in modules)
+        if errors or (strict and not post_hooked and (missing or unexpected)):
+            self._refuse_load(strict, missing, unexpected, errors)
         for key, array in arrays.items():
             current = slots[key]
             current._data = current._device.asarray(array).astype(current.dtype, copy=False)  # a copy on its device
             bump_version(current)  # PyTorch copies in place, so graphs that saved the old value refuse backward
-        return _IncompatibleKeys(missing, unexpected)
+        for key, module in extras.items():
+            if key in state_dict:
+                module.set_extra_state(state_dict[key])
+        keys = _IncompatibleKeys(missing, unexpected)
+        for _, module in reversed(modules):  # children before their parent, as PyTorch's recursion
+            for hook in _hooks(module, "_load_state_dict_post_hooks"):
+                if hook(module, keys) is not None:
+                    raise AssertionError(POST_HOOK_RETURNED)
+        if strict and (missing or unexpected):
+            self._refuse_load(strict, missing, unexpected, errors)
+        return keys
+
+    def _refuse_load(self, strict: bool, missing: list, unexpected: list, errors: list) -> None:
+        listed = []
+        if strict and missing:
+            listed.append("Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+        if strict and unexpected:
+            listed.append("Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
+        raise RuntimeError(
+            f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(listed + errors)
+        )

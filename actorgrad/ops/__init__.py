@@ -31,6 +31,7 @@ FAMILY_NAMES = (
     "flat_indices",
     "float_binary",
     "gamma",
+    "grad_dtype",
     "histograms",
     "index_reduce",
     "indexing",
@@ -79,6 +80,9 @@ FAMILY_NAMES = (
     "special_functions",
     "statistics",
     "strided",
+    "strided_scatter",
+    "stream_use",
+    "tensor_kinds",
     "unary",
     "view_in_place",
 )

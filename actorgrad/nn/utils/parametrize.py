@@ -22,7 +22,7 @@ from actorgrad.tensor import Tensor, bump_version
 
 __all__ = [
     "ParametrizationList", "cached", "is_parametrized", "register_parametrization", "remove_parametrizations",
-    "type_before_parametrizations",
+    "transfer_parametrizations_and_params", "type_before_parametrizations",
 ]
 
 # Within `cached()`, each parametrized tensor is computed once and kept here by (id(module), tensor name).
@@ -287,6 +287,28 @@ def is_parametrized(module: Module, tensor_name: str | None = None) -> bool:
     if not isinstance(parametrizations, ModuleDict):
         return False
     return len(parametrizations) > 0 if tensor_name is None else tensor_name in parametrizations
+
+
+def transfer_parametrizations_and_params(from_module: Module, to_module: Module,
+                                         tensor_name: str | None = None) -> Module:
+    """Register `from_module`'s parametrizations (of `tensor_name`, or all) on `to_module` too, its originals
+    sharing `from_module`'s arrays, as PyTorch's `set_`; a tensor `to_module` lacks is first made a Parameter of
+    `from_module`'s value. Does nothing when `from_module` is not parametrized."""
+    if not is_parametrized(from_module):
+        return to_module
+    names = list(from_module.parametrizations) if tensor_name is None else [tensor_name]
+    for name in names:
+        if not hasattr(to_module, name):
+            setattr(to_module, name, Parameter(getattr(from_module, name)))
+        source = from_module.parametrizations[name]
+        for parametrization in source:
+            register_parametrization(to_module, name, parametrization)
+        target = to_module.parametrizations[name]
+        originals = ["original"] if hasattr(source, "original") else [f"original{i}" for i in range(source.ntensors)]
+        with no_grad():
+            for original in originals:
+                _set_in_place(getattr(target, original), getattr(source, original))
+    return to_module
 
 
 def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized: bool = True) -> Module:

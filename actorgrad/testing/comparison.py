@@ -1,0 +1,178 @@
+"""`assert_close`: PyTorch's comparison of actual and expected values, with its default tolerances per dtype and
+its failure messages (how many elements differ, the greatest differences and where)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from actorgrad.tensor import Tensor
+
+__all__ = ["assert_close"]
+
+# (rtol, atol) per dtype, as torch.testing's; every other dtype compares for equality.
+_TOLERANCES = {
+    np.dtype(np.float16): (1e-3, 1e-5), np.dtype(np.float32): (1.3e-6, 1e-5), np.dtype(np.float64): (1e-7, 1e-7),
+    np.dtype(np.complex64): (1.3e-6, 1e-5), np.dtype(np.complex128): (1e-7, 1e-7),
+}
+
+
+class _Mismatch(Exception):
+    """A failed comparison: the error to raise, its message, and where in the inputs' nesting it happened."""
+
+    def __init__(self, kind: type[Exception], message: str, path: tuple = ()) -> None:
+        super().__init__(message)
+        self.kind, self.message, self.path = kind, message, path
+
+
+def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True, rtol: float | None = None,
+                 atol: float | None = None, equal_nan: bool = False, check_device: bool = True,
+                 check_dtype: bool = True, check_layout: bool = True, check_stride: bool = False,
+                 msg: str | Callable[[str], str] | None = None) -> None:
+    """Raise AssertionError unless `actual` and `expected` (tensors, numpy arrays, numbers, None, or sequences and
+    mappings of them) are close: |actual - expected| <= atol + rtol * |expected| elementwise, and their shapes,
+    devices and dtypes agree (strides too with `check_stride`). `msg` replaces the message, or, called, edits it."""
+    if (rtol is None) != (atol is None):
+        raise ValueError(f"Both 'rtol' and 'atol' must be either specified or omitted, but got no "
+                         f"{'atol' if atol is None else 'rtol'}.")
+    options = dict(rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=check_device, check_dtype=check_dtype,
+                   check_stride=check_stride, allow_subclasses=allow_subclasses)
+    try:
+        _compare(actual, expected, (), options)
+    except _Mismatch as mismatch:
+        if isinstance(msg, str):
+            raise mismatch.kind(msg) from None
+        message = mismatch.message
+        if mismatch.path:
+            message += f"\n\nThe failure occurred for item {''.join(f'[{key!r}]' for key in mismatch.path)}"
+        raise mismatch.kind(msg(message) if callable(msg) else message) from None
+
+
+def _compare(actual: Any, expected: Any, path: tuple, options: dict) -> None:
+    if actual is None or expected is None:
+        if actual is not expected:
+            raise _Mismatch(AssertionError, f"None mismatch: {actual} is not {expected}", path)
+    elif _same_kind_of_array(actual, expected, options["allow_subclasses"]):
+        _compare_arrays(actual, expected, path, **options)
+    elif isinstance(actual, bool | np.bool_) and isinstance(expected, bool | np.bool_):
+        if bool(actual) is not bool(expected):
+            raise _Mismatch(AssertionError, f"Booleans mismatch: {actual} is not {expected}", path)
+    elif _is_number(actual) and _is_number(expected):
+        _compare_numbers(actual, expected, path, **options)
+    elif isinstance(actual, Mapping) and isinstance(expected, Mapping):
+        if actual.keys() != expected.keys():
+            raise _Mismatch(AssertionError, "The keys of the mappings do not match:\n"
+                            f"Missing keys in the actual mapping: {sorted(expected.keys() - actual.keys())}\n"
+                            f"Additional keys in the actual mapping: {sorted(actual.keys() - expected.keys())}",
+                            path)
+        for key in actual:
+            _compare(actual[key], expected[key], (*path, key), options)
+    elif _is_sequence(actual) and _is_sequence(expected):
+        if len(actual) != len(expected):
+            raise _Mismatch(AssertionError, f"The length of the sequences mismatch: {len(actual)} != {len(expected)}",
+                            path)
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            _compare(a, e, (*path, i), options)
+    else:
+        raise _Mismatch(TypeError, f"No comparison pair was able to handle inputs of type {type(actual)} and "
+                        f"{type(expected)}.", path)
+
+
+def _same_kind_of_array(actual: Any, expected: Any, allow_subclasses: bool) -> bool:
+    """Both tensors (a Parameter is one, unless `allow_subclasses` is off) or both numpy arrays."""
+    if not allow_subclasses and type(actual) is not type(expected):
+        return False
+    return any(isinstance(actual, kind) and isinstance(expected, kind) for kind in (Tensor, np.ndarray))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | complex) and not isinstance(value, bool)
+
+
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
+def _compare_numbers(actual: Any, expected: Any, path: tuple, *, rtol: float | None, atol: float | None,
+                     equal_nan: bool, check_dtype: bool, **_: Any) -> None:
+    if check_dtype and type(actual) is not type(expected):
+        raise _Mismatch(AssertionError, f"The (d)types do not match: {type(actual)} != {type(expected)}.", path)
+    if rtol is None:
+        kinds = {type(actual), type(expected)}
+        dtype = np.complex128 if complex in kinds else np.float64 if float in kinds else np.int64
+        rtol, atol = _TOLERANCES.get(np.dtype(dtype), (0.0, 0.0))
+    if actual == expected or (equal_nan and actual != actual and expected != expected):
+        return
+    if abs(actual - expected) <= atol + rtol * abs(expected):
+        return
+    raise _Mismatch(AssertionError, _scalar_message(actual, expected, rtol, atol), path)
+
+
+def _compare_arrays(actual: Any, expected: Any, path: tuple, *, rtol: float | None, atol: float | None,
+                    equal_nan: bool, check_device: bool, check_dtype: bool, check_stride: bool, **_: Any) -> None:
+    def attribute(name: str, a: Any, e: Any) -> None:
+        if a != e:
+            raise _Mismatch(AssertionError, f"The values for attribute '{name}' do not match: {a} != {e}.", path)
+
+    attribute("shape", tuple(actual.shape), tuple(expected.shape))
+    if isinstance(actual, Tensor):
+        if check_device:
+            attribute("device", str(actual.device), str(expected.device))
+        if check_stride:
+            attribute("stride()", actual.stride(), expected.stride())
+        a, e = actual.detach().cpu().numpy(), expected.detach().cpu().numpy()
+    else:
+        if check_stride:
+            attribute("stride()", actual.strides, expected.strides)
+        a, e = actual, expected
+    if check_dtype and a.dtype != e.dtype:
+        raise _Mismatch(AssertionError, f"The values for attribute 'dtype' do not match: actorgrad.{a.dtype} != "
+                        f"actorgrad.{e.dtype}.", path)
+    if rtol is None:
+        rtol, atol = map(max, zip(_TOLERANCES.get(a.dtype, (0.0, 0.0)), _TOLERANCES.get(e.dtype, (0.0, 0.0))))
+    common = np.result_type(a, e)
+    a, e = a.astype(common), e.astype(common)
+    if common.kind not in "fc":
+        matches = a == e
+        a, e = a.astype(np.int64), e.astype(np.int64)
+    else:
+        matches = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    if matches.all():
+        return
+    if a.ndim == 0:
+        raise _Mismatch(AssertionError, _scalar_message(a.item(), e.item(), rtol, atol), path)
+    abs_diff = np.abs(a - e)
+    abs_diff[matches] = 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel_diff = abs_diff / np.abs(e) if common.kind in "fc" else (abs_diff / np.abs(e)).astype(np.float32)
+    rel_diff[matches] = 0
+    mismatched = matches.size - int(matches.sum())
+    counts = f"Mismatched elements: {mismatched} / {matches.size} ({mismatched / matches.size:.1%})"
+    raise _Mismatch(AssertionError, _message("Tensor-likes", rtol, atol, counts, _greatest(abs_diff),
+                                             _greatest(rel_diff)), path)
+
+
+def _scalar_message(actual: Any, expected: Any, rtol: float, atol: float) -> str:
+    abs_diff = abs(actual - expected)
+    rel_diff = float("inf") if expected == 0 else abs_diff / abs(expected)
+    return _message("Scalars", rtol, atol, f"Expected {expected} but got {actual}.", (abs_diff, None),
+                    (rel_diff, None))
+
+
+def _greatest(diff: np.ndarray) -> tuple[Any, tuple[int, ...]]:
+    """The greatest entry and its index, a NaN winning as in torch.max."""
+    nans = np.isnan(diff)
+    flat = int(np.argmax(nans)) if nans.any() else int(np.argmax(diff))
+    index = tuple(int(i) for i in np.unravel_index(flat, diff.shape))
+    return diff.reshape(-1)[flat].item(), index
+
+
+def _message(identifier: str, rtol: float, atol: float, extra: str, abs_diff: tuple, rel_diff: tuple) -> str:
+    lines = [f"{identifier} are not {'equal' if rtol == 0 and atol == 0 else 'close'}!", "", extra]
+    for kind, (diff, index), tol in (("absolute", abs_diff, atol), ("relative", rel_diff, rtol)):
+        line = (f"{kind.title()} difference: {diff}" if index is None
+                else f"Greatest {kind} difference: {diff} at index {index}")
+        lines.append(line + (f" (up to {tol} allowed)" if tol > 0 else ""))
+    return "\n".join(lines)
