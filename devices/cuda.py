@@ -117,11 +117,6 @@ class CudaArrayOps(ArrayOps):
             "T g, T r, T s", "T y", "y = g - exp(r) * s", "actorgrad_log_softmax_grad"
         )
 
-    def conj(self, x: Any) -> Any:
-        """ArrayOps.conj, and a Python number's conjugate: a zero-dim host operand is saved beside CuPy arrays as
-        a Python scalar (`Device.kernel_operand`)."""
-        return x.conjugate() if x.__class__ in (int, float, complex) else super().conj(x)
-
     @staticmethod
     def _fusable(first: Any, *others: Any) -> bool:
         """Arrays the fused kernels take: float32 or float64, all of one dtype (else the generic path)."""
