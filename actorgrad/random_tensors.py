@@ -328,5 +328,5 @@ def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
         raise not_implemented("poisson_cpu", x.dtype)
     if x.size and not bool((x >= 0).all()):  # NaN fails too
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    draws = numpy_generator(generator).poisson(_host(x).astype(np.float64))
-    return record(POISSON, on_device(input, draws.astype(x.dtype)), (input,))
+    draws = numpy_generator(generator).poisson(_host(x).astype(np.float64))  # a Python int for a 0-d rate
+    return record(POISSON, on_device(input, np.asarray(draws, x.dtype)), (input,))

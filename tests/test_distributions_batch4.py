@@ -265,6 +265,19 @@ def test_inverse_gamma_samples_match_the_mean_and_variance():
     np.testing.assert_allclose(draws.var(0), numpy_of(dist.variance), rtol=0.25)  # heavy tails: loose
 
 
+@pytest.mark.parametrize("dtype", [ag.float32, ag.float64])
+@pytest.mark.parametrize("make", [
+    lambda x: D.Gamma(x(2.5), x(2.0)), lambda x: D.InverseGamma(x(2.5), x(2.0)), lambda x: D.Poisson(x(3.0)),
+    lambda x: D.Binomial(x(5.0), x(0.3)), lambda x: D.NegativeBinomial(x(3.0), x(0.4)),
+])
+def test_a_distribution_of_0d_parameters_draws_0d_samples(make, dtype):
+    # numpy draws a Python number, not an array, for a 0-d parameter
+    dist = make(lambda value: ag.tensor(value, dtype=dtype))
+    value = dist.sample()
+    assert value.shape == () and value.dtype == dtype and value.item() >= 0
+    assert dist.sample((3,)).shape == (3,)
+
+
 def test_inverse_gamma_passes_gradcheck():
     params = [f64(IG_CONCENTRATION, requires_grad=True), f64(IG_RATE, requires_grad=True)]
     value = f64([0.7, 1.3])

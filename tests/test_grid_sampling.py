@@ -163,6 +163,17 @@ def test_nearest_gives_the_grid_a_gradient_of_zeros():
     assert x.grad.numpy().sum() == 2 * 4  # each output reads one pixel
 
 
+@pytest.mark.parametrize("padding_mode, align_corners", itertools.product(["border", "reflection"], [False, True]))
+def test_a_grid_point_on_the_clip_limit_gets_no_gradient_along_it(padding_mode, align_corners):
+    # PyTorch's clip_coordinates_set_grad passes nothing at the limit itself: x at the first or last pixel centre.
+    edge = 1.0 if align_corners else 1 - 1 / 4
+    x = ag.tensor(np.arange(12.0).reshape(1, 1, 3, 4) ** 1.5)
+    grid = ag.tensor([[[[-edge, 0.3], [edge, 0.3], [0.2, 0.3]]]], dtype=ag.float64, requires_grad=True)
+    F.grid_sample(x, grid, padding_mode=padding_mode, align_corners=align_corners).sum().backward()
+    along_x = grid.grad.numpy()[0, 0, :, 0]
+    np.testing.assert_array_equal(along_x[:2], [0.0, 0.0])
+    assert along_x[2] > 1  # inside, the slope of the rising rows is felt
+
 def test_a_grid_point_at_nan_reads_zero_with_zeros_padding():
     grid = ag.tensor([[[[float("nan"), 0.0], [0.0, 0.0]]]])
     y = F.grid_sample(ag.ones(1, 1, 2, 2), grid, align_corners=False)

@@ -168,6 +168,20 @@ def test_load_state_dict_materializes_a_lazy_module():
     np.testing.assert_array_equal(y.detach().numpy(), [[2.0, 2.0, 2.0]])
 
 
+
+def test_a_lazy_state_dict_loads_into_a_lazy_module_and_is_refused_by_a_materialized_one():
+    saved = nn.LazyBatchNorm1d().state_dict()  # placeholders, and a materialized num_batches_tracked
+    fresh = nn.LazyBatchNorm1d()
+    keys = fresh.load_state_dict(saved)
+    assert not keys.missing_keys and not keys.unexpected_keys
+    assert fresh.has_uninitialized_params() and type(fresh) is nn.LazyBatchNorm1d
+    fresh(ag.ones(4, 3))
+    assert fresh.running_mean.shape == (3,)
+    _raises(lambda: fresh.load_state_dict(saved), RuntimeError,
+            "Can't access the shape of an uninitialized parameter or buffer. This error usually happens in "
+            "`load_state_dict` when trying to load an uninitialized parameter into an initialized one. Call "
+            "`forward` to initialize the parameters before accessing their attributes.")
+
 def test_lazy_errors_match_torch():
     _raises(lambda: nn.LazyConv2d(4, 3)(ag.randn(3, 4)), RuntimeError,
             "Expected 3D (unbatched) or 4D (batched) input to LazyConv2d, but got input of size: actorgrad.Size([3, "

@@ -41,6 +41,21 @@ def test_integers_and_bools_compare_for_equality():
                                                                        ag.tensor([True, True]))
 
 
+def test_tolerances_given_for_integers_apply_to_them():
+    assert_close(ag.tensor([1, 2]), ag.tensor([1, 3]), rtol=0, atol=1)
+    assert_close(ag.tensor([10, 20]), ag.tensor([10, 22]), rtol=0.1, atol=0)
+    assert "Greatest absolute difference: 2 at index (1,) (up to 1 allowed)" in failure(
+        ag.tensor([1, 1]), ag.tensor([1, 3]), rtol=0, atol=1)
+
+
+def test_numpy_scalars_compare_as_python_numbers():
+    assert_close(np.float64(1.0), np.float64(1.0 + 1e-9))  # float64's tolerances, not equality
+    assert_close(np.float32(2.0), 2.0)
+    assert_close(np.int64(3), 3)
+    assert failure(np.float64(1.0), np.float64(1.5)).startswith(
+        "Scalars are not close!\n\nExpected 1.5 but got 1.0.\nAbsolute difference: 0.5 (up to 1e-07 allowed)")
+
+
 @pytest.mark.parametrize(("dtype", "rtol", "atol"), [
     (ag.float16, 1e-3, 1e-5), (ag.float32, 1.3e-6, 1e-5), (ag.float64, 1e-7, 1e-7),
     (ag.complex64, 1.3e-6, 1e-5), (ag.complex128, 1e-7, 1e-7),

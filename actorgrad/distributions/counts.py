@@ -38,8 +38,9 @@ __all__ = ["Binomial", "Geometric", "Multinomial", "NegativeBinomial", "Poisson"
 
 
 def _counts_like(like: Tensor, counts: np.ndarray) -> Tensor:
-    """Host-drawn counts as a tensor of `like`'s dtype, on its device."""
-    return Tensor(on_device(like, counts.astype(like.dtype)), device=like._device)
+    """Host-drawn counts (a Python int where numpy drew one for a 0-d parameter) as a tensor of `like`'s dtype, on
+    its device."""
+    return Tensor(on_device(like, np.asarray(counts, like.dtype)), device=like._device)
 
 
 def _host_float64(t: Tensor, shape: tuple[int, ...]) -> np.ndarray:

@@ -28,7 +28,8 @@ def _float64(t: Tensor) -> Any:
 class _StandardGamma(Function):
     @staticmethod
     def forward(ctx: Any, concentration: Tensor) -> Tensor:
-        draws = numpy_generator(None).standard_gamma(_host(_float64(concentration))).astype(concentration.dtype)
+        # asarray: numpy draws a Python float for a 0-d concentration
+        draws = np.asarray(numpy_generator(None).standard_gamma(_host(_float64(concentration))), concentration.dtype)
         sample = _like(concentration, np.maximum(draws, np.finfo(concentration.dtype).tiny))
         ctx.save_for_backward(concentration, sample)
         return sample

@@ -168,12 +168,17 @@ class StateDictMethods:
         for key, current in slots.items():
             if key not in state_dict:
                 continue
-            array = _as_array(state_dict[key])
-            if _is_placeholder(current) and not _is_placeholder(state_dict[key]):
-                current.materialize(array.shape)  # a lazy module's parameter takes the checkpoint's shape
-            if array.shape != current.shape:
+            incoming = state_dict[key]
+            if _is_placeholder(incoming) and _is_placeholder(current):
+                continue  # neither has a shape yet: both stay lazy, as in PyTorch
+            array = _as_array(incoming)
+            # a placeholder's shape raises PyTorch's error for loading it into a materialized tensor
+            shape = incoming.shape if _is_placeholder(incoming) else array.shape
+            if _is_placeholder(current):
+                current.materialize(shape)  # a lazy module's parameter takes the checkpoint's shape
+            if shape != current.shape:
                 errors.append(
-                    f"size mismatch for {key}: copying a param with shape {array.shape} from checkpoint, "
+                    f"size mismatch for {key}: copying a param with shape {shape} from checkpoint, "
                     f"the shape in current model is {current.shape}."
                 )
             arrays[key] = array

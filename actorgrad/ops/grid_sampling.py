@@ -135,7 +135,9 @@ def _padded(x: Tensor, size: int, padding_mode: str, align_corners: bool) -> Ten
         return x
     if padding_mode == "reflection":
         x = _reflect(x, 0, 2 * (size - 1)) if align_corners else _reflect(x, -1, 2 * size - 1)
-    return x.clamp(0, size - 1)
+    # PyTorch's clip passes no gradient at the limits themselves (clamp's would), where an identity affine_grid
+    # with align_corners puts the corner points.
+    return where((x > 0) & (x < size - 1), x, x.detach().clamp(0, size - 1))
 
 
 def _cubic_weights(t: Tensor) -> list[Tensor]:

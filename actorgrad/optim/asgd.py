@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.default_dtype import default_float
 from actorgrad.devices import Device
 from actorgrad.optim.adaptive import CountingOptimizer, next_step, zeros_state
 from actorgrad.optim.optimizer import check_non_negative, check_tensor_lr, number
@@ -69,5 +70,8 @@ class ASGD(CountingOptimizer):
             ax += (param - ax) * mu
         else:
             ax[...] = param
-        state["eta"]._data[...] = lr / ((1 + lambd * lr * step) ** group["alpha"])
-        state["mu"]._data[...] = 1 / max(1, step - group["t0"])
+        # Rounded as PyTorch's `torch.as_tensor` of the Python number rounds them, also where a state dict loaded
+        # for a float64 parameter made `eta` and `mu` float64.
+        rounded = default_float().type
+        state["eta"]._data[...] = rounded(lr / ((1 + lambd * lr * step) ** group["alpha"]))
+        state["mu"]._data[...] = rounded(1 / max(1, step - group["t0"]))

@@ -88,7 +88,7 @@ def _same_kind_of_array(actual: Any, expected: Any, allow_subclasses: bool) -> b
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float | complex) and not isinstance(value, bool)
+    return isinstance(value, int | float | complex | np.number) and not isinstance(value, bool)
 
 
 def _is_sequence(value: Any) -> bool:
@@ -97,6 +97,8 @@ def _is_sequence(value: Any) -> bool:
 
 def _compare_numbers(actual: Any, expected: Any, path: tuple, *, rtol: float | None, atol: float | None,
                      equal_nan: bool, check_dtype: bool, **_: Any) -> None:
+    # numpy scalars compare as the Python numbers they hold, as PyTorch's NumberPair takes them
+    actual, expected = (value.item() if isinstance(value, np.number) else value for value in (actual, expected))
     if check_dtype and type(actual) is not type(expected):
         raise _Mismatch(AssertionError, f"The (d)types do not match: {type(actual)} != {type(expected)}.", path)
     if rtol is None:
@@ -136,6 +138,9 @@ def _compare_arrays(actual: Any, expected: Any, path: tuple, *, rtol: float | No
     a, e = a.astype(common), e.astype(common)
     if common.kind not in "fc":
         matches = a == e
+        if rtol or atol:  # tolerances given for integers apply to them, as in PyTorch's isclose
+            wide_a, wide_e = a.astype(np.float64), e.astype(np.float64)
+            matches |= np.abs(wide_a - wide_e) <= atol + rtol * np.abs(wide_e)
         a, e = a.astype(np.int64), e.astype(np.int64)
     else:
         matches = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan)
