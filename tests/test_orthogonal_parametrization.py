@@ -133,8 +133,8 @@ def test_default_map_and_errors_are_pytorchs():
     square, tall = linear((3, 3)), linear((4, 2))
     orthogonal(square)
     orthogonal(tall)
-    assert square.parametrizations.weight[0].orthogonal_map.name == "matrix_exp"
-    assert tall.parametrizations.weight[0].orthogonal_map.name == "householder"
+    assert square.parametrizations.weight[0].orthogonal_map == "matrix_exp"
+    assert tall.parametrizations.weight[0].orthogonal_map == "householder"
     assert parametrize.is_parametrized(square, "weight")
     with pytest.raises(ValueError, match=r"^Expected a matrix or batch of matrices of shape \(3, 3\). Got a tensor"):
         square.weight = ag.ones(2, 2, dtype=ag.float64)

@@ -3,8 +3,6 @@ parametrizations (see parametrize.py), as torch.nn.utils.parametrizations."""
 
 from __future__ import annotations
 
-import enum
-
 import numpy as np
 
 from actorgrad import linalg
@@ -125,33 +123,30 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
     return module
 
 
-class _OrthMaps(enum.Enum):
-    matrix_exp = enum.auto()
-    cayley = enum.auto()
-    householder = enum.auto()
+ORTHOGONAL_MAPS = ("matrix_exp", "cayley", "householder")
 
 
-def _is_orthogonal(Q: Tensor) -> bool:
+def _has_orthonormal_columns(Q: Tensor) -> bool:
     n, k = Q.shape[-2:]
     return bool((Q.mH @ Q).allclose(eye(k, dtype=Q.dtype, device=Q.device), atol=10.0 * n * np.finfo(Q.dtype).eps))
 
 
-def _make_orthogonal(A: Tensor) -> Tensor:
+def _signed_qr_factor(A: Tensor) -> Tensor:
     """The Q of a tall `A`'s QR decomposition, its columns signed so that R's diagonal is non-negative (a
     unique Q)."""
     X, tau = geqrf(A)
     return linalg.householder_product(X, tau) * X.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
 
 
-class _Orthogonal(Module):
+class _OrthogonalMap(Module):
     """An orthogonal (unitary) matrix, or one with orthonormal columns (rows, for a wide one), from an
     unconstrained one: the exponential or the Cayley transform of the skew-symmetric matrix its lower triangle
     makes, or the product of the Householder reflections below its diagonal. With `use_trivialization`, the
     result multiplies `base`, an orthogonal matrix that assignments set, so assigning costs no inverse map."""
 
-    def __init__(self, weight: Tensor, orthogonal_map: _OrthMaps, *, use_trivialization: bool = True) -> None:
+    def __init__(self, weight: Tensor, orthogonal_map: str, *, use_trivialization: bool = True) -> None:
         super().__init__()
-        if weight.is_complex() and orthogonal_map == _OrthMaps.householder:
+        if weight.is_complex() and orthogonal_map == "householder":
             raise ValueError("The householder parametrization does not support complex tensors.")
         self.shape = weight.shape
         self.orthogonal_map = orthogonal_map
@@ -164,7 +159,7 @@ class _Orthogonal(Module):
         if transposed:
             X = X.mT
             n, k = k, n
-        if self.orthogonal_map == _OrthMaps.householder:
+        if self.orthogonal_map == "householder":
             A = X.tril(diagonal=-1)  # the reflectors below a unit diagonal
             tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
             # X's diagonal, 1s and -1s, signs the columns; it takes no gradient
@@ -174,7 +169,7 @@ class _Orthogonal(Module):
             if n != k:
                 X = cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
             A = X - X.mH  # skew-symmetric (skew-Hermitian)
-            if self.orthogonal_map == _OrthMaps.matrix_exp:
+            if self.orthogonal_map == "matrix_exp":
                 Q = linalg.matrix_exp(A)
             else:  # the Cayley retraction (I + A/2)(I - A/2)^-1
                 identity = eye(n, dtype=A.dtype, device=A.device)
@@ -203,7 +198,7 @@ class _Orthogonal(Module):
             Q = Q.mT
             n, k = k, n
         if not hasattr(self, "base"):
-            if self.orthogonal_map != _OrthMaps.householder:
+            if self.orthogonal_map != "householder":
                 raise NotImplementedError("It is not possible to assign to the matrix exponential or the Cayley "
                                           "parametrizations when use_trivialization=False.")
             A, tau = geqrf(Q)
@@ -214,9 +209,9 @@ class _Orthogonal(Module):
             A.diagonal(dim1=-2, dim2=-1).copy_(signs)
             return A.mT if transposed else A
         if n == k:
-            Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
+            Q = Q.clone() if _has_orthonormal_columns(Q) else _signed_qr_factor(Q)
         else:
-            Q = _make_orthogonal(cat([Q, randn(*Q.shape[:-2], n, n - k, dtype=Q.dtype, device=Q.device)], dim=-1))
+            Q = _signed_qr_factor(cat([Q, randn(*Q.shape[:-2], n, n - k, dtype=Q.dtype, device=Q.device)], dim=-1))
         self.base = Q
         minus_identity = zeros_like(original)  # the map sends it to the identity
         minus_identity.diagonal(dim1=-2, dim2=-1).fill_(-1.0)
@@ -237,10 +232,10 @@ def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None 
     if orthogonal_map is None:
         square = weight.shape[-2] == weight.shape[-1]
         orthogonal_map = "matrix_exp" if square or weight.is_complex() else "householder"
-    orth_enum = getattr(_OrthMaps, orthogonal_map, None)
-    if orth_enum is None:
+    if orthogonal_map not in ORTHOGONAL_MAPS:
         raise ValueError('orthogonal_map has to be one of "matrix_exp", "cayley", "householder". '
                          f"Got: {orthogonal_map}")
-    orth = _Orthogonal(weight, orth_enum, use_trivialization=use_trivialization)
-    parametrize.register_parametrization(module, name, orth, unsafe=True)
+    parametrize.register_parametrization(
+        module, name, _OrthogonalMap(weight, orthogonal_map, use_trivialization=use_trivialization), unsafe=True
+    )
     return module
