@@ -109,3 +109,14 @@ def test_cuda_creation_takes_the_default(float64_default):
     for made in (ag.zeros(2, device="cuda"), ag.rand(2, device="cuda"), ag.arange(0.0, 1.0, 0.5, device="cuda"),
                  ag.arange(3, device="cuda") * 0.5):
         assert made.dtype == ag.float64 and made.device.type == "cuda"
+
+
+@pytest.mark.parametrize("optimizer", [ag.optim.Adam, ag.optim.NAdam, ag.optim.ASGD, ag.optim.RMSprop])
+def test_optimizer_counters_take_the_default_dtype(optimizer, float64_default):
+    """PyTorch keeps step counts (and ASGD's eta and mu, NAdam's mu product) in the default float dtype."""
+    p = ag.nn.Parameter(ag.ones(2))
+    opt = optimizer([p])
+    p.grad = ag.ones(2)
+    opt.step()
+    counters = {name: value.dtype for name, value in opt.state[p].items() if value.ndim == 0}
+    assert counters and set(counters.values()) == {ag.float64}, counters

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.default_dtype import default_float
 from actorgrad.devices import Device
 from actorgrad.optim.optimizer import Optimizer, check_adam_arguments, followed_gradient, number
 from actorgrad.tensor import Tensor
@@ -16,7 +17,7 @@ from actorgrad.tensor import Tensor
 class Adam(Optimizer):
     """m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2 (v_max = max(v_max, v) with amsgrad), then
     p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps); `decoupled_weight_decay` makes it AdamW.
-    The step count t is a 0-d float32 tensor on the CPU, as PyTorch keeps it."""
+    The step count t is a 0-d tensor of the default float dtype on the CPU, as PyTorch keeps it."""
 
     _loaded_group_defaults = dict(
         amsgrad=False, maximize=False, foreach=None, capturable=False, differentiable=False,
@@ -56,7 +57,7 @@ class Adam(Optimizer):
         lr = number(group["lr"])
         beta1, beta2 = map(number, group["betas"])
         if not state:
-            state["step"] = Tensor(np.zeros((), np.float32))
+            state["step"] = Tensor(np.zeros((), default_float()))
             state["exp_avg"] = Tensor(device.xp.zeros_like(param), device=device)
             state["exp_avg_sq"] = Tensor(device.xp.zeros_like(param), device=device)
             if group["amsgrad"]:
@@ -83,7 +84,7 @@ class Adam(Optimizer):
         super().load_state_dict(state_dict)
         for state in self.state.values():
             if "step" in state and not isinstance(state["step"], Tensor):
-                state["step"] = Tensor(np.array(float(state["step"]), np.float32))
+                state["step"] = Tensor(np.array(float(state["step"]), default_float()))
 
 
 class AdamW(Adam):

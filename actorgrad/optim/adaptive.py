@@ -8,14 +8,16 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.default_dtype import default_float
 from actorgrad.devices import Device
 from actorgrad.optim.optimizer import Optimizer
 from actorgrad.tensor import Tensor
 
 
 class CountingOptimizer(Optimizer):
-    """An optimizer whose per-parameter counters (`step`, and what `_counters` adds) are 0-d float32 CPU tensors;
-    a state dict that saved them as numbers (an older PyTorch did) loads them as tensors again."""
+    """An optimizer whose per-parameter counters (`step`, and what `_counters` adds) are 0-d CPU tensors of the
+    default float dtype; a state dict that saved them as numbers (an older PyTorch did) loads them as tensors
+    again."""
 
     _counters: tuple[str, ...] = ("step",)
 
@@ -28,8 +30,9 @@ class CountingOptimizer(Optimizer):
 
 
 def counter(value: float = 0.0) -> Tensor:
-    """A 0-d float32 tensor on the CPU, as PyTorch keeps a step count (when not capturable)."""
-    return Tensor(np.array(value, np.float32))
+    """A 0-d tensor of the default float dtype (float32 unless set to float64) on the CPU, as PyTorch keeps a
+    step count (when not capturable)."""
+    return Tensor(np.array(value, default_float()))
 
 
 def next_step(state: dict) -> float:

@@ -16,14 +16,15 @@ from actorgrad.tensor import Tensor
 
 
 def _scalar(value: float, device: Device) -> Tensor:
-    """A 0-d float32 tensor on the parameter's device: ASGD keeps `step`, `eta` and `mu` there, as PyTorch does."""
-    return Tensor(device.asarray(np.array(value, np.float32)), device=device)
+    """A 0-d tensor of the default float dtype on the parameter's device: ASGD keeps `step`, `eta` and `mu` there,
+    as PyTorch does."""
+    return Tensor(device.asarray(np.array(value, default_float())), device=device)
 
 
 class ASGD(CountingOptimizer):
     """g (+ weight_decay * p); p *= 1 - lambd * eta; p -= eta * g; ax = p while mu is 1, else ax += mu (p - ax);
-    then eta = lr / (1 + lambd * lr * t)^alpha and mu = 1 / max(1, t - t0). `eta` and `mu` are float32, as in
-    PyTorch, so the step uses eta rounded to float32."""
+    then eta = lr / (1 + lambd * lr * t)^alpha and mu = 1 / max(1, t - t0). `eta` and `mu` have the default float
+    dtype, as in PyTorch, so the step uses eta rounded to it."""
 
     _counters = ("step", "eta", "mu")
     _loaded_group_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)

@@ -21,7 +21,8 @@ from actorgrad.tensor import Tensor
 class NAdam(CountingOptimizer):
     """mu_t = b1 (1 - 0.96^(t momentum_decay) / 2); m and v as in Adam; then
     p -= lr (1 - mu_t) / (1 - prod mu) g / d + lr mu_{t+1} / (1 - prod mu * mu_{t+1}) m / d, d = sqrt(v / (1 - b2^t))
-    + eps. The running product of mu is a 0-d float32 CPU tensor (`mu_product`), as PyTorch keeps it."""
+    + eps. The running product of mu is a 0-d CPU tensor of the default float dtype (`mu_product`), as PyTorch
+    keeps it."""
 
     _counters = ("step", "mu_product")
     _loaded_group_defaults = dict(
