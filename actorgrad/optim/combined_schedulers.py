@@ -7,8 +7,9 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
-from actorgrad.optim.lr_scheduler import LRScheduler, ReduceLROnPlateau, _lrs
+from actorgrad.optim.lr_scheduler import LRScheduler, _lrs
 from actorgrad.optim.optimizer import Optimizer
+from actorgrad.optim.plateau_scheduler import ReduceLROnPlateau
 
 
 class _SchedulerOfSchedulers(LRScheduler):
