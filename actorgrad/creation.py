@@ -18,7 +18,16 @@ from actorgrad.default_device import default_device
 from actorgrad.default_dtype import default_float
 from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device
-from actorgrad.ops.operands import checked_int, fitted_number, not_implemented, type_name, wrapped_int
+from actorgrad.ops.operands import (
+    C_TYPES,
+    checked_int,
+    default_complex,
+    fitted_number,
+    not_implemented,
+    real_number,
+    type_name,
+    wrapped_int,
+)
 from actorgrad.tensor import Tensor, bool_, checked_numpy, copied_leaf, int64, new_leaf
 
 __all__ = [
@@ -140,28 +149,28 @@ def _fill_value(op: str, fill_value: Any) -> Any:
     """A fill value as a Python number; PyTorch also takes a one-element tensor's value."""
     if isinstance(fill_value, Tensor) and fill_value.ndim == 0:
         fill_value = fill_value.item()
-    if isinstance(fill_value, complex):
-        raise TypeError(f"{op}(): complex fill values are not supported: actorgrad has no complex dtypes")
-    if not isinstance(fill_value, int | float | np.number | np.bool_):
+    if not isinstance(fill_value, int | float | complex | np.number | np.bool_):
         raise TypeError(f"{op}(): argument 'fill_value' (position 2) must be Number, not {type(fill_value).__name__}")
     return fill_value
 
 
 def _fill_dtype(fill_value: Any) -> np.dtype:
-    """PyTorch 2.x infers full's dtype from the fill value: bool, int64 or the default float."""
+    """PyTorch 2.x infers full's dtype from the fill value: bool, int64, the default float or the default complex."""
     if isinstance(fill_value, bool | np.bool_):
         return bool_
+    if isinstance(fill_value, complex | np.complexfloating):
+        return default_complex()
     return int64 if is_int(fill_value) else default_float()
 
 
 def _fill(fill_value: Any, dtype: np.dtype) -> Any:
     """A number as PyTorch fills a tensor of `dtype` with it: an integer dtype refuses one out of its range, a
-    floating dtype a finite one past its largest value."""
+    floating dtype a finite one past its largest value, a real dtype a complex one off the real line."""
+    fill_value = real_number(fill_value, dtype)
     if dtype.kind == "f" and not isinstance(fill_value, bool | np.bool_):
         value = float(fill_value)
         if math.isfinite(value) and abs(value) > float(np.finfo(dtype).max):
-            name = {"float16": "c10::Half", "float32": "float", "float64": "double"}[dtype.name]
-            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {C_TYPES[dtype]} without overflow")
     return fitted_number(fill_value, dtype) if isinstance(fill_value, int | float) else fill_value
 
 

@@ -7,6 +7,7 @@ O(n) steps of O(n^2) work (O(n k) for a solve with k right-hand sides), as LAPAC
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
 from typing import Any
 
@@ -43,8 +44,8 @@ def lu_factor(xp: ModuleType, a: Any) -> tuple[Any, Any, Any]:
     m, n = a.shape[-2:]
     k = min(m, n)
     batch = a.shape[:-2]
-    lu = a.reshape((-1, m, n)).astype(a.dtype, copy=True)
-    count = lu.shape[0]
+    count = math.prod(batch)  # not -1: an empty matrix leaves the batch size unknowable from the element count
+    lu = a.reshape((count, m, n)).astype(a.dtype, copy=True)
     pivots = xp.empty((count, k), dtype=np.int32)
     info = xp.zeros((count,), dtype=np.int32)
     rows = xp.arange(count)
@@ -69,8 +70,8 @@ def lu_factor(xp: ModuleType, a: Any) -> tuple[Any, Any, Any]:
 def permutation(xp: ModuleType, pivots: Any, m: int, dtype: Any) -> Any:
     """The (m, m) permutation matrices P with A = P L U for LAPACK's 1-based `pivots` (a batch of k each)."""
     batch, k = pivots.shape[:-1], pivots.shape[-1]
-    flat = pivots.reshape((-1, k)).astype(np.int64) - 1
-    count = flat.shape[0]
+    count = math.prod(batch)
+    flat = pivots.reshape((count, k)).astype(np.int64) - 1
     order = xp.broadcast_to(xp.arange(m), (count, m)).copy()
     rows = xp.arange(count)
     for i in range(k):

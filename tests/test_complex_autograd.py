@@ -163,6 +163,28 @@ def test_vector_norms_of_complex_tensors_are_real_with_the_conjugate_wirtinger_g
     assert ag.tensor(z).norm().dtype == np.float64
 
 
+@pytest.mark.parametrize("op", [ag.var_mean, ag.std_mean])
+def test_var_mean_and_std_mean_of_complex_tensors(op):
+    z = _sample(3, 4)
+    spread, mean = op(ag.tensor(z), 1)
+    variance = (np.abs(z - z.mean(1, keepdims=True)) ** 2).sum(1) / 3
+    want = variance if op is ag.var_mean else np.sqrt(variance)
+    assert spread.dtype == np.float64 and mean.dtype == np.complex128
+    np.testing.assert_allclose(spread.numpy(), want, rtol=1e-13)
+    np.testing.assert_allclose(mean.numpy(), z.mean(1), rtol=1e-13)
+    check_wirtinger(lambda a: op(a, 1)[0], z)
+    check_wirtinger(lambda a: op(a, 1)[1], z)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, float("inf")])
+def test_dist_of_complex_tensors_is_the_norm_of_their_difference(p):
+    a, b = _sample(2, 3), _sample(3)
+    got = ag.dist(ag.tensor(a), ag.tensor(b), p)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got.item(), np.linalg.norm((a - b).ravel(), p), rtol=1e-13)
+    check_wirtinger(lambda x, y: ag.dist(x, y, p), a, b)
+
+
 def test_inv_and_det_of_complex_matrices():
     a = _sample(3, 3) + 2 * np.eye(3)
     check_wirtinger(ag.linalg.inv, a)

@@ -27,6 +27,12 @@ def test_parts_and_angle_are_numpys_and_the_parts_view_the_complex_tensor():
     assert z._version == 2
 
 
+def test_isreal_is_a_zero_imaginary_part():
+    z = ag.tensor([1 + 0j, 1j, 2 - 0j, complex("nan"), 1e-30j])
+    assert ag.isreal(z).tolist() == [True, False, True, True, False]
+    assert ag.isreal(ag.tensor(1j, dtype=ag.complex64)).tolist() is False
+
+
 def test_conj_view_as_real_and_view_as_complex():
     z = ag.tensor(Z)
     np.testing.assert_array_equal(ag.conj(z).numpy(), Z.real - 1j * Z.imag)

@@ -27,13 +27,27 @@ def test_requires_grad_makes_a_leaf_that_requires_grad():
 
 
 @pytest.mark.parametrize(
-    ("fill", "dtype"), [(True, ag.bool_), (3, ag.int64), (1.5, ag.float32), (np.float64(2.0), ag.float32)],
+    ("fill", "dtype"),
+    [(True, ag.bool_), (3, ag.int64), (1.5, ag.float32), (np.float64(2.0), ag.float32), (1 - 2j, ag.complex64)],
 )
 def test_full_infers_its_dtype_from_the_fill_value(fill, dtype):
     t = ag.full((2, 2), fill)
     assert t.dtype == dtype
     np.testing.assert_array_equal(t.numpy(), np.full((2, 2), fill))
     assert ag.full((2,), 3, dtype=ag.float64).dtype == ag.float64
+
+
+def test_a_complex_fill_value_fills_complex_tensors_and_a_real_one_only_off_its_imaginary_part():
+    assert ag.full_like(ag.zeros(2, dtype=ag.complex128), 2j).tolist() == [2j, 2j]
+    assert ag.full((2,), 2.5 + 0j, dtype=ag.int64).tolist() == [2, 2]  # on the real line: its real part, as C casts
+    with pytest.raises(RuntimeError, match="^value cannot be converted to type float without overflow$"):
+        ag.full((2,), 1j, dtype=ag.float32)
+    with pytest.raises(RuntimeError, match="^value cannot be converted to type int64_t without overflow$"):
+        ag.full_like(ag.zeros(2, dtype=ag.int64), 1 + 1j)
+    # the same rule where a number is stored into an existing tensor (fill_, masked_fill)
+    assert ag.zeros(2, dtype=ag.float64).fill_(1.5 + 0j).tolist() == [1.5, 1.5]
+    with pytest.raises(RuntimeError, match="^value cannot be converted to type double without overflow$"):
+        ag.zeros(2, dtype=ag.float64).masked_fill(ag.tensor([True, False]), 1j)
 
 
 def test_like_functions_keep_shape_and_dtype():

@@ -165,3 +165,9 @@ def test_on_cuda_results_are_the_cpus():
                                                   exponent, x.grad)])
     for cpu_value, cuda_value in zip(*results):
         np.testing.assert_array_equal(cuda_value, cpu_value)
+
+
+def test_zero_d_results_are_tensors_that_in_place_ops_can_write():
+    gcd = ag.gcd(ag.tensor(6), ag.tensor(4))  # numpy gives a scalar for 0-d operands; a tensor needs an array
+    _, exponent = ag.frexp(ag.tensor(3.5))
+    assert gcd.add_(1).item() == 3 and exponent.add_(1).item() == 3

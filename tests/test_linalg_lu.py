@@ -90,6 +90,17 @@ def test_singular_matrices_give_info_or_torchs_error() -> None:
     np.testing.assert_array_equal(Lf.numpy(), np.eye(2))
 
 
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0), (0, 3), (3, 0), (0, 2, 2)])
+def test_empty_matrices_factor_to_empty_factors(shape: tuple) -> None:
+    m, n = shape[-2:]
+    batch, k = shape[:-2], min(m, n)
+    lu, pivots, info = L.lu_factor_ex(t(np.zeros(shape)))
+    assert (lu.shape, pivots.shape, info.shape) == (shape, batch + (k,), batch)
+    P, Lf, U = L.lu(t(np.zeros(shape)))
+    assert (P.shape, Lf.shape, U.shape) == (batch + (m, m), batch + (m, k), batch + (k, n))
+    np.testing.assert_array_equal(P.numpy(), np.broadcast_to(np.eye(m), batch + (m, m)))
+
+
 def test_the_nodes_outputs_are_pytorchs() -> None:
     a = t(RNG.standard_normal((3, 3)), requires_grad=True)
     P, Lf, U = L.lu(a)

@@ -238,3 +238,12 @@ def test_on_cuda_give_the_cpus_values_and_gradients(name: str, f: Callable) -> N
         results.append([x.detach().cpu().numpy() for x in (out, *first, *second)])
     for cpu, cuda in zip(*results):
         np.testing.assert_allclose(cuda, cpu, rtol=1e-10, atol=1e-12)
+
+
+def test_vecdot_conjugates_its_first_argument_and_matrix_rank_of_one_matrix_is_writable():
+    x = np.array([[1 + 2j, -0.5j, 3.0], [2 - 1j, 1 + 1j, -1j]])
+    y = np.array([0.5 - 1j, 2 + 0.25j, -1 + 1j])
+    want = [sum(a.conjugate() * b for a, b in zip(row, y)) for row in x.tolist()]
+    np.testing.assert_allclose(ag.linalg.vecdot(ag.tensor(x), ag.tensor(y)).numpy(), want, rtol=1e-15)
+    rank = ag.linalg.matrix_rank(ag.eye(3, dtype=ag.float64))
+    assert rank.add_(1).item() == 4  # a 0-d array, not numpy's scalar

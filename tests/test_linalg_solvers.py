@@ -131,6 +131,14 @@ def test_cond_of_a_diagonal_matrix_is_a_ratio_of_its_entries() -> None:
     assert L.cond(a, "nuc").item() == pytest.approx(np.abs(d).sum() * np.abs(1 / d).sum())
 
 
+def test_cond_of_empty_matrices_is_zero_as_pytorchs() -> None:
+    for p in (None, 2, -2, 1, math.inf, "fro", "nuc"):
+        assert L.cond(ag.zeros(2, 0, 0, dtype=ag.float64), p).tolist() == [0.0, 0.0]
+    assert L.cond(ag.zeros(0, 3), None).item() == 0.0
+    with pytest.raises(RuntimeError, match="A must be batches of square matrices, but they are 3 by 0 matrices"):
+        L.cond(ag.zeros(3, 0), "fro")
+
+
 def test_cond_of_singular_matrices_is_infinite_and_of_a_general_one_matches_its_norms() -> None:
     assert L.cond(ag.zeros(2, 3, 3, dtype=ag.float64), 1).tolist() == [math.inf, math.inf]
     a = RNG.standard_normal((3, 3)) + 2 * np.eye(3)

@@ -159,6 +159,7 @@ def test_unravel_index_is_the_row_major_coordinates():
         i %= 60  # negative indices count from the end; past the size they wrap, as PyTorch's
         assert [c.tolist()[k] for c in coords] == [i // 20, i // 5 % 4, i % 5]
     assert [c.shape for c in ag.unravel_index(ag.tensor(5), (2, 3))] == [(), ()]
+    assert [c.add_(1).item() for c in ag.unravel_index(ag.tensor(5), (2, 3))] == [2, 3]  # 0-d arrays, writable
     assert ag.unravel_index(ag.tensor([1]), ()) == ()
     with pytest.raises(TypeError, match="expected 'indices' to be integer dtype, but got actorgrad.float32"):
         ag.unravel_index(ag.tensor([1.0]), (2, 3))

@@ -359,6 +359,12 @@ def test_arithmetic_and_comparison_aliases():
      "\"div_trunc_cpu\" not implemented for 'Bool'"),
     (lambda: ag.divide(ag.tensor([True]), ag.tensor([True]), rounding_mode="floor"), NotImplementedError,
      "\"div_floor_cpu\" not implemented for 'Bool'"),
+    # complex numbers have no floor or trunc: PyTorch's error, not numpy's TypeError
+    (lambda: ag.divide(ag.tensor([1j]), ag.tensor([1j]), rounding_mode="trunc"), NotImplementedError,
+     "\"div_trunc_cpu\" not implemented for 'ComplexFloat'"),
+    (lambda: ag.tensor([1j]) // 2, NotImplementedError, "\"div_floor_cpu\" not implemented for 'ComplexFloat'"),
+    (lambda: ag.remainder(ag.tensor([2.0]), ag.tensor([1j], dtype=ag.complex128)), NotImplementedError,
+     "\"remainder_cpu\" not implemented for 'ComplexDouble'"),
     (lambda: ag.divide(ag.ones(2), ag.ones(3), rounding_mode="trunc"), RuntimeError,
      "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"),
     (lambda: ag.true_divide(ag.ones(2), ag.ones(2), rounding_mode="floor"), TypeError,

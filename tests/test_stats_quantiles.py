@@ -37,6 +37,21 @@ def test_cov_and_corrcoef_match_torch():
         close(ag.cov(x, correction=3), [[math.inf, -math.inf], [-math.inf, math.inf]])
 
 
+def test_complex_cov_is_hermitian_and_corrcoef_clips_each_part():
+    z = [[1 + 2j, -1j, 3 + 0.5j, 2.0], [0.5 - 1j, 2 + 2j, -1 + 0j, 1j]]
+    means = [sum(row) / 4 for row in z]
+    want = [[sum((a - means[i]) * (b - means[j]).conjugate() for a, b in zip(z[i], z[j])) / 3 for j in range(2)]
+            for i in range(2)]
+    got = ag.cov(ag.tensor(z, dtype=ag.complex128))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-14)
+    r = ag.corrcoef(ag.tensor(z, dtype=ag.complex128)).numpy()
+    scale = [[math.sqrt(want[i][i].real * want[j][j].real) for j in range(2)] for i in range(2)]
+    np.testing.assert_allclose(r, np.clip(np.real(want) / scale, -1, 1) + 1j * np.clip(np.imag(want) / scale, -1, 1),
+                               rtol=1e-14, atol=1e-15)
+    x = ag.tensor(np.random.default_rng(3).standard_normal((3, 5, 2)) @ [1, 1j], requires_grad=True)
+    assert gradcheck(ag.cov, (x,)) and gradcheck(ag.corrcoef, (x,))
+
+
 def test_cov_and_corrcoef_gradients():
     x = leaf((3, 5))
     weights = dict(fweights=ag.tensor([1, 2, 0, 3, 1]), aweights=ag.tensor([0.2, 0.5, 1.0, 0.3, 0.9]))

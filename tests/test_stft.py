@@ -76,6 +76,17 @@ def test_stft_without_a_window_uses_a_rectangular_one_and_the_method_form_agrees
     np.testing.assert_allclose(legacy.numpy(), np.stack([got.real, got.imag], -1), atol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore:A window was not provided")
+def test_no_window_with_a_shorter_win_length_is_a_centred_rectangle_of_that_length() -> None:
+    x = RNG.standard_normal(40)
+    rectangle = np.concatenate([np.zeros(3), np.ones(10), np.zeros(3)])  # 10 ones centred in 16 points
+    got = ag.stft(t(x), 16, win_length=10, return_complex=True)
+    np.testing.assert_allclose(got.numpy(), reference_stft(x, 16, 4, rectangle, True, "reflect", False, True),
+                               atol=1e-12)
+    back = ag.istft(got, 16, win_length=10, length=40)
+    np.testing.assert_allclose(back.numpy(), x, atol=1e-12)
+
+
 @pytest.mark.filterwarnings("ignore:The length of signal is shorter")  # center=False: the tail has no frame
 @pytest.mark.parametrize("case", CASES)
 def test_istft_inverts_stft(case: dict) -> None:

@@ -22,6 +22,20 @@ def test_resize_keeps_leading_elements_and_refuses_tensors_that_require_grad() -
         ag.zeros(2, requires_grad=True).resize_(3)
 
 
+def test_resize_that_fits_stays_a_view_of_the_memory_in_its_order() -> None:
+    base = ag.zeros(6)
+    view = base[2:]
+    view.resize_(2, 2).fill_(1.0)  # still the base's memory: the write shows there
+    assert base.tolist() == [0, 0, 1, 1, 1, 1]
+    shrunk = base[:4]
+    shrunk.resize_(2).fill_(2.0)
+    assert base.tolist() == [2, 2, 1, 1, 1, 1]
+    # The memory's order, not the logical one: a transposed (3, 2) of arange(6) holds 0..5 in memory.
+    assert ag.arange(6).reshape(2, 3).t().resize_(6).tolist() == [0, 1, 2, 3, 4, 5]
+    # Columns 1-2 of a (3, 4): memory runs on through column 3, as far as the last element viewed.
+    assert ag.arange(12).reshape(3, 4)[:, 1:3].resize_(2, 3).tolist() == [[1, 2, 3], [4, 5, 6]]
+
+
 def test_python_callbacks_run_per_element_in_place() -> None:
     y = ag.arange(3.0)
     assert y.map_(ag.tensor([10.0, 20.0, 30.0]), lambda a, b: a + b) is y

@@ -82,6 +82,8 @@ def test_signbit_reads_the_sign_bit_and_has_no_gradient():
     assert ag.signbit(ag.tensor([1, -1, 0])).tolist() == [False, True, False]
     assert ag.signbit(ag.tensor([True, False])).tolist() == [False, False]
     assert ag.signbit(ag.tensor([1, 255], dtype=ag.uint8)).tolist() == [False, False]
+    zero_d = ag.signbit(ag.tensor(-2.0))  # an array, not a numpy scalar: in-place ops write it
+    assert zero_d.logical_not_().tolist() is False
 
 
 # -- in-place forms -------------------------------------------------------------------------------------------------

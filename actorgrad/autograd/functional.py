@@ -5,7 +5,8 @@ sent back the gradients. `run_steps` answers with the sync engine (these functio
 `actorgrad.functional` answers with `await actorgrad.grad` (the awaitable twins, for trio apps). jvp and hvp
 use the double-vjp trick (the vjp of a vjp with respect to its cotangent), as PyTorch's do: two reverse passes.
 jacobian and hessian take one reverse pass per output element, or with `strategy="forward-mode"` two per input
-element (there is no vmap: `vectorize=True` is accepted, as forward mode requires, and runs the same loop).
+element (`vectorize=True` is accepted, as forward mode requires, and runs the same loop: actorgrad's vmap,
+`actorgrad.func.vmap`, runs a function once per example too, so it would batch nothing).
 How the algorithms take their arguments and give back their results lives in functional_arguments.
 """
 

@@ -223,14 +223,16 @@ def gradcheck(
     Deviations from PyTorch: `fast_mode` runs the full check (the same answer, not faster); `masked` changes nothing
     (there are no sparse tensors); `check_undefined_grad` adds nothing to the check that zero output gradients give
     zero input gradients (a node that receives no gradient passes on none); `check_batched_grad` and
-    `check_batched_forward_grad` need vmap, which actorgrad lacks, and raise NotImplementedError.
+    `check_batched_forward_grad` raise NotImplementedError: they test a batching rule per op, and actorgrad's
+    `func.vmap` has none (it runs the function once per example), so there is nothing for them to check.
     """
     _refuse_contradictions(locals(), ("check_forward_ad", "check_backward_ad"),
                            ("check_batched_grad", "check_backward_ad"),
                            ("check_batched_forward_grad", "check_forward_ad"))
     if check_batched_grad or check_batched_forward_grad:
         raise NotImplementedError(
-            "gradcheck: check_batched_grad and check_batched_forward_grad need vmap, which actorgrad does not have; "
+            "gradcheck: check_batched_grad and check_batched_forward_grad test per-op batching rules, which "
+            "actorgrad's vmap does not have (it runs the function once per example); "
             "leave them False"
         )
     try:

@@ -14,7 +14,15 @@ from actorgrad.ops.arithmetic import DIV, FLOOR_QUOTIENT, _binary, mul, sub
 from actorgrad.ops.indexing import gather, getitem
 from actorgrad.ops.joining import cat
 from actorgrad.ops.operand_checks import check_unsigned_number
-from actorgrad.ops.operands import SCALAR_NAMES, as_operand, broadcast_error, data_as, kernel_operands, result_type
+from actorgrad.ops.operands import (
+    SCALAR_NAMES,
+    as_operand,
+    broadcast_error,
+    data_as,
+    kernel_operands,
+    not_implemented,
+    result_type,
+)
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.shape import _shape_arg, broadcast_to, permute, repeat, reshape, single_dim, transpose, view
 from actorgrad.tensor import COPY_CONSTRUCT, Tensor, bool_, copied_leaf, int64
@@ -254,8 +262,8 @@ def _trunc_divide(input: Any, other: Any) -> Tensor:
     dtype = result_type(input, other)
     a, b = as_operand(input, dtype, other, wrap=True), as_operand(other, dtype, input, wrap=True)
     device = common_device((a, b))
-    if dtype.kind == "b":
-        raise NotImplementedError(f"\"div_trunc_{device.type}\" not implemented for 'Bool'")
+    if dtype.kind in "bc":  # complex numbers have no trunc
+        raise not_implemented(f"div_trunc_{device.type}", dtype)
     x, y = kernel_operands(data_as(a, dtype), data_as(b, dtype))
     xp = device.xp
     if dtype.kind in "iu" and bool((y == 0).any()):

@@ -23,6 +23,7 @@ from actorgrad.ops.operands import (
     floating,
     floating_or_complex,
     kernel_operands,
+    not_implemented,
     number_array,
     result_type,
 )
@@ -192,9 +193,8 @@ def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
     if name == "pow" and dtype.kind in "iu" and np.any(b._data < 0):
         raise RuntimeError(NEGATIVE_INTEGER_POWER)
     elif name in ("floor_divide", "remainder"):
-        if dtype == bool_:
-            kernel = "div_floor_cpu" if name == "floor_divide" else "remainder_cpu"
-            raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+        if dtype == bool_ or dtype.kind == "c":  # complex numbers have no floor
+            raise not_implemented("div_floor_cpu" if name == "floor_divide" else "remainder_cpu", dtype)
         if dtype.kind in "iu" and np.any(b._data == 0):  # numpy would give 0 with a warning
             raise RuntimeError(f"ZeroDivisionError: integer {name} by zero; divide floating tensors for inf or nan")
     return a, b, data_as(a, dtype), data_as(b, dtype)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.ops.complex_parts import complex as _complex
 from actorgrad.ops.operands import (
     SCALAR_NAMES,
     broadcast_error,
@@ -81,14 +82,14 @@ def cov(
         warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of observations.")
         norm_factor = 0  # as PyTorch: the covariances become inf (or nan), never of the wrong sign
     centered = x - ((x if w is None else x * w).sum(1) / w_sum).unsqueeze(1)
-    products = centered.mm((centered if w is None else centered * w).t())
+    products = centered.mm((centered if w is None else centered * w).t().conj())  # X X^H: Hermitian for complex x
     with np.errstate(divide="ignore", invalid="ignore"):
         return (products / norm_factor).squeeze()
 
 
 def corrcoef(input: Tensor) -> Tensor:
     """Pearson's correlation coefficients of the variables in input's rows: cov normalised by the variables'
-    standard deviations, clipped to [-1, 1]."""
+    standard deviations, clipped to [-1, 1] (complex ones: their real and imaginary parts, as PyTorch's)."""
     if input.ndim > 2:
         raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but got an input with "
                            f"{input.ndim} dimensions")
@@ -96,8 +97,11 @@ def corrcoef(input: Tensor) -> Tensor:
     with np.errstate(divide="ignore", invalid="ignore"):
         if c.ndim == 0:  # one variable: 1, or nan where its covariance is nan, inf or 0
             return c / c
-        stddev = c.diagonal().sqrt()
+        variances = c.diagonal()
+        stddev = (variances.real if variances.dtype.kind == "c" else variances).sqrt()
         c = c / stddev.reshape(-1, 1) / stddev.reshape(1, -1)
+    if c.dtype.kind == "c":
+        return _complex(c.real.clamp(-1, 1), c.imag.clamp(-1, 1))
     return c.clamp(-1, 1)
 
 
@@ -125,7 +129,7 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     require_tensors("dist", input=input, other=other)
     device = common_device((input, other))
     dtype = result_type(input, other)
-    if dtype.kind != "f":
+    if dtype.kind not in "fc":
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
                            f"{SCALAR_NAMES.get(dtype, dtype)} instead.")
     x, y = kernel_operands(data_as(input, dtype), data_as(other, dtype))
@@ -208,8 +212,10 @@ def isneginf(input: Tensor) -> Tensor:
 
 
 def isreal(input: Tensor) -> Tensor:
-    """True everywhere: actorgrad's dtypes are all real."""
-    return Tensor(input._device.xp.ones(input.shape, bool_), device=input._device)
+    """Whether each element's imaginary part is 0 (True everywhere for a real dtype)."""
+    xp = input._device.xp
+    x = input._data
+    return Tensor(xp.asarray(x.imag == 0) if x.dtype.kind == "c" else xp.ones(x.shape, bool_), device=input._device)
 
 
 METHODS: dict[str, Any] = {

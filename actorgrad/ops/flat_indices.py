@@ -26,10 +26,11 @@ def unravel_index(indices: Tensor, shape: int | tuple[int, ...] | list[int]) -> 
     total = int(np.prod(sizes))
     if total == 0:
         raise RuntimeError("ZeroDivisionError")
+    xp = indices._device.xp
     x = indices._data.astype(np.int64) % total
     out = []
     for n in reversed(sizes):
-        out.append(Tensor(x % n, device=indices._device))
+        out.append(Tensor(xp.asarray(x % n), device=indices._device))  # a 0-d array's remainder is a scalar
         x = x // n
     return tuple(reversed(out))
 

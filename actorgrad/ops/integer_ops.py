@@ -43,7 +43,7 @@ def _integer_pair(op: str, input: Tensor, other: Tensor) -> tuple[Any, Any, Any]
 def gcd(input: Tensor, other: Tensor) -> Tensor:
     """The greatest common divisor of each pair, non-negative (gcd(0, 0) is 0)."""
     x, y, device = _integer_pair("gcd", input, other)
-    return Tensor(_broadcast_kernel("gcd", device.xp.gcd, x, y), device=device)
+    return Tensor(device.xp.asarray(_broadcast_kernel("gcd", device.xp.gcd, x, y)), device=device)  # 0-d: a scalar
 
 
 def lcm(input: Tensor, other: Tensor) -> Tensor:
@@ -105,7 +105,7 @@ def frexp(input: Tensor) -> FrexpResult:
     mantissa, exponent = xp.frexp(x)
     scale = xp.ldexp(xp.ones((), x.dtype), -exponent)
     return FrexpResult(record(FREXP, mantissa, (input,), scale=scale),
-                       Tensor(exponent.astype(int32, copy=False), device=input._device))
+                       Tensor(xp.asarray(exponent, dtype=int32), device=input._device))  # 0-d: a scalar
 
 
 def nextafter(input: Tensor, other: Tensor) -> Tensor:

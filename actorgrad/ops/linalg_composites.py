@@ -36,12 +36,13 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
 
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
-    """The dot product of x and y along `dim`, other dims broadcast: (x * y).sum(dim), recorded as its parts."""
+    """The dot product of x and y along `dim`, other dims broadcast: (conj(x) * y).sum(dim), recorded as its parts
+    (conj is a no-op for real x)."""
     require_tensors("linalg_vecdot", x=x, y=y)
     if x.dtype != y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{SCALAR_NAMES[x.dtype]} and y of type {SCALAR_NAMES[y.dtype]} instead")
-    return (x * y).sum(dim)
+    return (x.conj() * y).sum(dim)
 
 
 def _chain_order(sizes: list[int]) -> list[list[int]]:
@@ -127,6 +128,10 @@ def cond(A: Tensor, p: Any = None) -> Tensor:
         raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
     if A.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
+    if 0 in A.shape[-2:]:  # PyTorch's 0 for empty matrices; only the orders fro and nuc ask for square ones
+        if p in ("fro", "nuc"):
+            decompositions.square_matrices(f"linalg.cond(ord={p})", A)
+        return (A.real if A.dtype.kind == "c" else A).new_zeros(A.shape[:-2])
     if p in (None, 2, -2):
         s = svdvals(A)
         largest, smallest = s[..., 0], s[..., -1]

@@ -316,7 +316,8 @@ def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = No
         s = xp.flip(xp.sort(xp.abs(xp.linalg.eigvalsh(x)), axis=-1), -1)
     else:
         s = xp.linalg.svd(x, compute_uv=False)
-    return Tensor((s > _tolerance(xp, x, s, atol, rtol)).sum(-1).astype(np.int64), device=A._device)
+    rank = (s > _tolerance(xp, x, s, atol, rtol)).sum(-1).astype(np.int64)
+    return Tensor(xp.asarray(rank), device=A._device)  # one matrix's sum is a numpy scalar
 
 
 METHODS: dict[str, Any] = {}

@@ -121,7 +121,7 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
 def _moments(op: str, rules: tuple[Rule, Rule], input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool,
              correction: Any) -> tuple[Tensor, Tensor]:
     x = input._data
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         raise RuntimeError(f"{op} only support floating point and complex dtypes")
     data, params = _variance(op, input, dim, unbiased, keepdim, correction)
     if rules is STD_MEAN:

@@ -146,9 +146,10 @@ def refuse_complex(dtype: np.dtype, kernel: str) -> None:
         raise not_implemented(kernel, dtype)
 
 
-# PyTorch's C++ names of the integer dtypes, for its error when a number does not fit one
-_C_TYPES = {np.dtype(t): name for t, name in (
+# PyTorch's C++ names of the real dtypes, for its error when a number does not fit one
+C_TYPES = {np.dtype(t): name for t, name in (
     (np.int8, "int8_t"), (np.uint8, "uint8_t"), (np.int16, "int16_t"), (np.int32, "int"), (np.int64, "int64_t"),
+    (np.float16, "c10::Half"), (np.float32, "float"), (np.float64, "double"),
 )}
 
 
@@ -217,14 +218,26 @@ def number_array(value: int | float | complex, dtype: np.dtype) -> np.ndarray:
     return np.asarray(value, dtype)
 
 
-def fitted_number(value: int | float, dtype: np.dtype) -> np.ndarray:
-    """A Python number as PyTorch stores it into a tensor of `dtype` (full, where, clamp): an integer dtype
-    takes only a number in its range, or for an unsigned one a negative int down to -max (which wraps)."""
+def real_number(value: Any, dtype: np.dtype) -> Any:
+    """A number to store into a tensor of `dtype`: a complex one, for a real (not bool) dtype, as its real part,
+    with PyTorch's error where it is off the real line; any other as it is."""
+    if isinstance(value, complex | np.complexfloating) and dtype.kind in "iuf":
+        if value.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type {C_TYPES[dtype]} without overflow")
+        return float(value.real)
+    return value
+
+
+def fitted_number(value: int | float | complex, dtype: np.dtype) -> np.ndarray:
+    """A Python number as PyTorch stores it into a tensor of `dtype` (full, fill_, where, clamp): an integer dtype
+    takes only a number in its range, or for an unsigned one a negative int down to -max (which wraps); a real
+    dtype a complex number only on the real line."""
+    value = real_number(value, dtype)
     if dtype.kind in "iu" and not isinstance(value, bool):
         info = np.iinfo(dtype)
         low = -int(info.max) if dtype.kind == "u" and isinstance(value, int) else info.min
         if not low <= value <= info.max:  # nan fails too
-            raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dtype]} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {C_TYPES[dtype]} without overflow")
         return np.asarray(wrapped_int(int(value), dtype), dtype)  # int(): a float goes toward 0, as C's casts
     return number_array(value, dtype)
 

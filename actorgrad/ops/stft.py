@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from actorgrad.ops.complex_parts import view_as_real
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.padding import pad
 from actorgrad.ops.scatter import index_add
 from actorgrad.tensor import Tensor
@@ -15,12 +16,8 @@ from actorgrad.user_warnings import warn
 
 __all__ = ["istft", "stft"]
 
-_TYPE_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half", "complex128": "ComplexDouble",
-               "complex64": "ComplexFloat", "int64": "Long", "int32": "Int"}
-
-
 def _type_name(x: Tensor) -> str:
-    return f"torch.{_TYPE_NAMES.get(str(x.dtype), str(x.dtype))}Tensor"
+    return f"torch.{SCALAR_NAMES[x.dtype]}Tensor"
 
 
 def _frame_sizes(n_fft: int, hop_length: int | None, win_length: int | None) -> tuple[int, int]:
@@ -28,9 +25,12 @@ def _frame_sizes(n_fft: int, hop_length: int | None, win_length: int | None) -> 
 
 
 def _padded_window(window: Tensor | None, like: Tensor, n_fft: int, win_length: int) -> Tensor | None:
-    """The window centred in n_fft points (zeros either side), as PyTorch pads a shorter one; None: rectangular."""
-    if window is None or win_length == n_fft:
+    """The window centred in n_fft points (zeros either side), as PyTorch pads a shorter one; no window is a
+    rectangular one of win_length points (None where that is all n_fft: nothing to multiply by)."""
+    if win_length == n_fft:
         return window
+    if window is None:
+        window = (like.real if like.dtype.kind == "c" else like).new_ones((win_length,))
     left = (n_fft - win_length) // 2
     return pad(window, (left, n_fft - win_length - left))
 

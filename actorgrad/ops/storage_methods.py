@@ -57,20 +57,32 @@ def _shape_of(sizes: tuple) -> tuple[int, ...]:
     return tuple(int(s) for s in (sizes[0] if len(sizes) == 1 and isinstance(sizes[0], Sequence) else sizes))
 
 
+def _leading_memory(xp: Any, data: Any, shape: tuple[int, ...], size: int) -> Any:
+    """A contiguous view, of `shape`, of the first `size` elements of data's memory from its first element on
+    (PyTorch's resize_ keeps the storage and resets the strides); None where they reach past data's own elements."""
+    if any(s < 0 for s in data.strides) or data.size == 0:
+        return None
+    extent = 1 + sum((n - 1) * s for n, s in zip(data.shape, data.strides)) // data.itemsize
+    if size > extent:
+        return None
+    strides = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) * data.itemsize for i in range(len(shape)))
+    return xp.lib.stride_tricks.as_strided(data, shape, strides)
+
+
 def resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
-    """Give the tensor the shape `sizes`, keeping its leading elements (in row-major order); new ones are
-    uninitialized. Refused for a tensor that requires grad, as in PyTorch."""
+    """Give the tensor the shape `sizes` and contiguous strides over its memory: it stays a view of that memory
+    (the leading elements in memory order) where the new size fits, and gets new memory, its old elements first
+    and the rest uninitialized, where it grows. Refused for a tensor that requires grad, as in PyTorch."""
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     shape = _shape_of(sizes)
     if any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
     data = self._data
+    xp = self._device.xp
     size = int(np.prod(shape, dtype=np.int64))
-    if size == data.size:
-        resized = data.reshape(shape)
-    else:
-        xp = self._device.xp
+    resized = _leading_memory(xp, data, shape, size)
+    if resized is None:
         resized = xp.empty(shape, data.dtype)
         kept = min(size, data.size)
         resized.reshape(-1)[:kept] = data.reshape(-1)[:kept]

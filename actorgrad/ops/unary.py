@@ -282,7 +282,8 @@ def sgn(input: Tensor) -> Tensor:
 
 def signbit(input: Tensor) -> Tensor:
     """Whether each element's sign bit is set (True for -0.0 and a negative NaN); a bool tensor without grad."""
-    return Tensor(input._device.xp.signbit(input._data), device=input._device)
+    xp = input._device.xp
+    return Tensor(xp.asarray(xp.signbit(input._data)), device=input._device)  # 0-d: a numpy scalar
 
 
 def negative(input: Tensor) -> Tensor:
