@@ -57,13 +57,17 @@ __all__ = [
 def _in_dtype(op: str, x: Tensor, dtype: Any, *, complex_ok: bool = False) -> Tensor:
     """The input cast to `dtype` for a norm, with PyTorch's checks (a floating dtype, no narrowing); complex
     inputs where the norm's gradient takes them."""
-    if x._data.dtype.kind != "f" and not (complex_ok and x._data.dtype.kind == "c" and dtype is None):
+    complex_input = complex_ok and x._data.dtype.kind == "c"
+    if x._data.dtype.kind != "f" and not complex_input:
         check_floating(op, x._data)
     if dtype is None:
         return x
     target = np.dtype(dtype)
-    if target.kind != "f":
+    if target.kind not in "fc":
         raise RuntimeError(f"{op}: dtype should be floating point or complex, but got {SCALAR_NAMES[target]}")
+    if (target.kind == "c") != complex_input:
+        kind = "complex" if complex_input else "real"
+        raise RuntimeError(f"{op}: dtype should be {kind} for {kind} inputs, but got {SCALAR_NAMES[target]}")
     if target.itemsize < x._data.dtype.itemsize:
         raise RuntimeError(f"{op}: the dtype of the input ({SCALAR_NAMES[x._data.dtype]}) should be convertible "
                            f"without narrowing to the specified dtype ({SCALAR_NAMES[target]})")
@@ -100,7 +104,7 @@ def matrix_norm(
     column (1) or row (inf) sum; the largest (2) or smallest (-2) singular value, or their sum ('nuc')."""
     require_tensors("linalg_matrix_norm", input=A)
     first, second = _matrix_dims(A, dim)
-    A = _in_dtype("linalg.matrix_norm", A, dtype)
+    A = _in_dtype("linalg.matrix_norm", A, dtype, complex_ok=True)
     if ord == "fro":
         return _pnorm(A, 2, (first, second), keepdim)
     if ord not in ("nuc", 1, -1, math.inf, -math.inf, 2, -2):

@@ -190,8 +190,11 @@ def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
         dtype = floating_or_complex(dtype)
     # a number out of the dtype's range wraps, as PyTorch casts it: int8_tensor + 1000 adds -24
     a, b = as_operand(a, dtype, b, wrap=True), as_operand(b, dtype, a, wrap=True)
-    if name == "pow" and dtype.kind in "iu" and np.any(b._data < 0):
-        raise RuntimeError(NEGATIVE_INTEGER_POWER)
+    if name == "pow":
+        if dtype == bool_:  # bools to a bool tensor's power: PyTorch has no kernel (numpy's gives int8)
+            raise not_implemented("pow", dtype)
+        if dtype.kind in "iu" and np.any(b._data < 0):
+            raise RuntimeError(NEGATIVE_INTEGER_POWER)
     elif name in ("floor_divide", "remainder"):
         if dtype == bool_ or dtype.kind == "c":  # complex numbers have no floor
             raise not_implemented("div_floor_cpu" if name == "floor_divide" else "remainder_cpu", dtype)
@@ -312,6 +315,9 @@ def pow(input: Any, exponent: Any) -> Tensor:
         dtype = result_type(input, exponent)
         data = np.power(*kernel_operands(as_operand(input, dtype, wrap=True)._data, data_as(exponent, dtype)))
         return record(RPOW_SCALAR, data, (exponent,), base=input)
+    if exponent.__class__ is bool and isinstance(input, Tensor) and input._data.dtype == bool_:
+        # numpy's power of bools is int8; PyTorch's stays bool: x ** True is x, x ** False is all True
+        return record(POW_SCALAR, input._data | (not exponent), (input,), exponent=exponent)
     return _binary("pow", input, exponent)
 
 

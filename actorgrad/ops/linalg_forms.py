@@ -19,7 +19,7 @@ from actorgrad.devices.triangular import lu_factor as lu_kernel
 from actorgrad.devices.triangular import permutation
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops import linalg_decompositions as decompositions
-from actorgrad.ops.linalg_decompositions import CHOLESKY, INV, SOLVE, LinAlgError, _mT, check_square, reporting
+from actorgrad.ops.linalg_decompositions import CHOLESKY, INV, SOLVE, LinAlgError, _mH, check_square, reporting
 from actorgrad.ops.linalg_lu import batch_prefix, first_failure, lu_solved
 from actorgrad.ops.linalg_spectral import _pinv_grad, pinv
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, require_tensors
@@ -110,17 +110,17 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
 
 
 def _lstsq_a_grad(ops: Any, g: Any, self: Any, other: Any, pinv: Any, vector: bool, self_shape: tuple) -> Any:
-    """PyTorch's linalg_lstsq_backward: pinv's gradient rule at g B^T (X = pinv(A) B)."""
+    """PyTorch's linalg_lstsq_backward: pinv's gradient rule at g B^H (X = pinv(A) B)."""
     if vector:
         g, other = ops.reshape(g, g.shape + (1,)), ops.reshape(other, other.shape + (1,))
-    return ops.sum_to(_pinv_grad(ops, g @ _mT(ops, other), self, pinv), self_shape)
+    return ops.sum_to(_pinv_grad(ops, g @ _mH(ops, other), self, pinv), self_shape)
 
 
 def _lstsq_b_grad(ops: Any, g: Any, pinv: Any, vector: bool, other_shape: tuple) -> Any:
     if vector:
-        return ops.sum_to(ops.reshape(_mT(ops, pinv) @ ops.reshape(g, g.shape + (1,)), g.shape[:-1] + (
+        return ops.sum_to(ops.reshape(_mH(ops, pinv) @ ops.reshape(g, g.shape + (1,)), g.shape[:-1] + (
             pinv.shape[-1],)), other_shape)
-    return ops.sum_to(_mT(ops, pinv) @ g, other_shape)
+    return ops.sum_to(_mH(ops, pinv) @ g, other_shape)
 
 
 # `pinv` is linalg.pinv(A) recorded with its own node: a recorded backward differentiates through it.
@@ -142,7 +142,7 @@ def _check_lstsq(a: Any, b: Any, driver: str | None) -> None:
     if a.dtype != b.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got input's "
                            f"dtype {SCALAR_NAMES[a.dtype]} and other's dtype {SCALAR_NAMES[b.dtype]}")
-    if a.dtype not in (np.float32, np.float64):
+    if a.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
         raise RuntimeError("This function doesn't handle types other than float and double")
     if not (a.ndim >= b.ndim and a.ndim - b.ndim <= 1):
         raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
@@ -175,13 +175,13 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     cutoff = (np.finfo(a.dtype).eps * max(m, n) if rcond is None else rcond) * (
         s[..., :1] if s.shape[-1] else xp.zeros(s.shape[:-1] + (1,), s.dtype))
     kept = s > cutoff
-    inverse = xp.where(kept, 1 / xp.where(kept, s, 1), 0).astype(a.dtype, copy=False)
-    solution = (xp.swapaxes(vh, -1, -2) * inverse[..., None, :]) @ (xp.swapaxes(u, -1, -2) @ matrix)
+    inverse = xp.where(kept, 1 / xp.where(kept, s, 1), 0).astype(s.dtype, copy=False)
+    solution = (xp.swapaxes(vh, -1, -2).conj() * inverse[..., None, :]) @ (xp.swapaxes(u, -1, -2).conj() @ matrix)
     rank = xp.broadcast_to(kept.sum(-1).astype(np.int64), batch)
-    empty = xp.empty((0,), a.dtype)
+    empty = xp.empty((0,), s.dtype)  # the residuals and singular values are real, as PyTorch's
     residuals = empty
     if driver != "gelsy" and m > n and (driver == "gels" or bool((rank == n).all())):
-        residuals = ((matrix - a @ solution) ** 2).sum(-2)
+        residuals = (xp.abs(matrix - a @ solution) ** 2).sum(-2)
     needs_grad = (A.requires_grad or B.requires_grad) and _grad_enabled.get()
     out = record(LSTSQ, solution[..., 0] if vector else solution, (A, B), vector=vector, self_shape=a.shape,
                  other_shape=b.shape, pinv=pinv(A) if needs_grad else None)

@@ -305,11 +305,12 @@ def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None, her
 
 
 def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False) -> Tensor:
-    """The number of singular values (absolute eigenvalues with `hermitian`) above the tolerance, as int64."""
+    """The number of singular values (absolute eigenvalues with `hermitian`) above the tolerance, as int64; complex
+    matrices too, their tolerance from the eps of their real dtype."""
     x = A._data
     if x.ndim < 2:
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
-    if x.dtype not in (np.float32, np.float64):
+    if x.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
         raise RuntimeError("This function doesn't handle types other than float and double")
     xp = A._device.xp
     if hermitian:

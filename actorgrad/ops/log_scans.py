@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.shape import single_dim
@@ -16,24 +18,42 @@ def _logcumsumexp_grad(ops: Any, g: Any, self: Any, result: Any, dim: int, last:
     """grad_i = sum over j >= i of g_j exp(x_i - r_j), written as exp(x_i - t) * sum g_j exp(t - r_j) with t the
     total (the last running value), which is at least every x_i and r_j: neither exponential overflows unless
     the running values span more than the float range. The terms span as much as the running values do, so they are
-    summed from the far end (reverse_cumsum), never as total - cumsum, which would cancel the small ones away."""
+    summed from the far end (reverse_cumsum), never as total - cumsum, which would cancel the small ones away. For
+    complex inputs the exponentials are conjugated (PyTorch's conjugate-Wirtinger convention)."""
     if last is None:  # a 0-dim input is its own logcumsumexp
         return g
     total = ops.index(result, last, None)
-    return ops.exp(self - total) * ops.reverse_cumsum(g * ops.exp(total - result), dim)
+    return ops.conj(ops.exp(self - total)) * ops.reverse_cumsum(g * ops.conj(ops.exp(total - result)), dim)
 
 
 LOGCUMSUMEXP = Rule("LogcumsumexpBackward0", (("self", "result", "dim", "last"), _logcumsumexp_grad))
 
 
+def _complex_running_logaddexp(xp: Any, x: Any, dim: int) -> Any:
+    """PyTorch's complex logcumsumexp, one step at a time: the running value with the larger real part plus
+    log1p(exp(smaller - larger)). The imaginary parts run on past pi as PyTorch's do (a log of the cumsum would wrap
+    them), so the steps cannot be regrouped into a parallel scan; numpy's logaddexp takes no complex numbers."""
+    out = xp.moveaxis(x, dim, 0).copy()
+    with np.errstate(invalid="ignore"):  # -inf - -inf: masked below
+        for i in range(1, out.shape[0]):
+            before, step = out[i - 1], out[i]
+            later_larger = step.real > before.real
+            high, low = xp.where(later_larger, step, before), xp.where(later_larger, before, step)
+            out[i] = xp.where(low.real == -np.inf, high, high + xp.log1p(xp.exp(low - high)))
+    return xp.moveaxis(out, 0, dim)
+
+
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """log(cumsum(exp(input))) along `dim`, without overflow: a running logaddexp."""
     x = input._data
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
     d = single_dim(dim, x.ndim, "logcumsumexp")
     rows = x.reshape(x.shape or (1,))
-    data = input._device.ops.accumulate("logaddexp", rows, d).reshape(x.shape)
+    if x.dtype.kind == "c":
+        data = _complex_running_logaddexp(input._device.xp, rows, d).reshape(x.shape)
+    else:
+        data = input._device.ops.accumulate("logaddexp", rows, d).reshape(x.shape)
     last = (slice(None),) * d + (slice(-1, None),) if x.ndim else None
     return record(LOGCUMSUMEXP, data, (input,), dim=d, last=last)
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import kept_max
-from actorgrad.ops.operands import SCALAR_NAMES, floating, refuse_complex
+from actorgrad.ops.operands import SCALAR_NAMES, floating_or_complex, refuse_complex
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
@@ -59,7 +59,7 @@ LOGSUMEXP = Rule(
     (
         ("self", "result", "kept_shape"),
         lambda ops, g, self, result, kept_shape: ops.reshape(g, kept_shape)
-        * ops.exp(self - ops.reshape(result, kept_shape)),
+        * ops.conj(ops.exp(self - ops.reshape(result, kept_shape))),
     ),
     cost=input_size,
 )
@@ -198,10 +198,10 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype:
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     x = input._data
-    x = x.astype(floating(x.dtype, "logsumexp"), copy=False)  # integers give the default float dtype, as in PyTorch
+    x = x.astype(floating_or_complex(x.dtype), copy=False)  # integers give the default float dtype, as in PyTorch
     dims = reduced_dims(dim, x.ndim, "logsumexp") if x.ndim else one_dim(dim, 0, "logsumexp")
     kept_shape = kept(x.shape, dims)
-    shift = kept_max(x, dims)
+    shift = kept_max(x.real, dims)  # complex inputs shift by the largest real part; the log is the principal one
     shift = np.where(np.isfinite(shift), shift, 0)  # a row of -inf (or an empty one) sums to 0: its log is -inf
     with np.errstate(divide="ignore"):
         data = np.log(np.exp(x - shift).sum(axis=dims, keepdims=True)) + shift

@@ -44,10 +44,11 @@ def _sinc(xp: Any, x: Any) -> Any:
 
 
 def _sinc_grad(ops: Any, g: Any, self: Any) -> Any:
-    """PyTorch's sinc_backward: 0 where pi x**2 is 0 (sinc's slope at 0, and where x**2 underflows)."""
+    """PyTorch's sinc_backward: 0 where pi x**2 is 0 (sinc's slope at 0, and where x**2 underflows); for complex
+    x, g times the conjugate slope."""
     pi_x, pi_x_squared = self * math.pi, self * self * math.pi
     with np.errstate(divide="ignore", invalid="ignore"):  # the masked 0 / 0
-        return ops.where(pi_x_squared == 0, 0, g * (pi_x * ops.cos(pi_x) - ops.sin(pi_x)) / pi_x_squared)
+        return ops.where(pi_x_squared == 0, 0, g * ops.conj((pi_x * ops.cos(pi_x) - ops.sin(pi_x)) / pi_x_squared))
 
 
 # Ops whose result is floating: an integer input gives the default float dtype, as in PyTorch. A complex input
@@ -92,7 +93,6 @@ FLOATING = {
 NOT_COMPLEX = {
     "deg2rad": "deg2rad is not supported for complex tensors.",
     "rad2deg": "rad2deg is not supported for complex tensors.",
-    "sinc": "sinc does not support complex tensors in actorgrad",
 }
 # abs' kink: the gradient at 0 is 0 (sign(0)), as in PyTorch.
 ABS = Rule("AbsBackward0", (("self",), lambda ops, g, self: g * ops.sign(self)))
