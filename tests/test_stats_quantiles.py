@@ -1,5 +1,6 @@
 """cov, corrcoef, dist, cross, logaddexp2, the inf/real tests, quantile, mode, unique_consecutive, histc and the
-random samplers, against PyTorch 2.13's values (literals), finite differences and its errors."""
+random samplers, against numpy's independent computations (np.cov, np.quantile with the matching method, ...),
+brute force, finite differences and PyTorch 2.13's errors."""
 
 import math
 import warnings
@@ -15,9 +16,9 @@ NAN = math.nan
 X = [[1.0, 2, 4], [3, 1, 0]]
 
 
-def close(t, expected):
-    """Against torch's printed values, to their 4 decimals."""
-    np.testing.assert_allclose(t.numpy(), np.asarray(expected, dtype=float), rtol=1e-4, atol=1e-4)
+def close(t, expected, rtol=1e-6):
+    """Against an independent numpy computation; float32 outputs need the looser default tolerance."""
+    np.testing.assert_allclose(t.numpy(), np.asarray(expected, dtype=float), rtol=rtol, atol=1e-6)
 
 
 def leaf(shape, seed=0):
@@ -26,15 +27,19 @@ def leaf(shape, seed=0):
 
 def test_cov_and_corrcoef_match_torch():
     x = ag.tensor(X)
-    close(x.cov(correction=0), [[1.5556, -1.4444], [-1.4444, 1.5556]])
+    close(x.cov(correction=0), np.cov(X, ddof=0))
     close(ag.cov(x, correction=2, fweights=ag.tensor([1, 2, 3]), aweights=ag.tensor([0.5, 1, 2])),
-          [[1.7371, -1.2114], [-1.2114, 0.9829]])
-    close(ag.cov(ag.tensor([1, 2, 4])), 2.3333)
-    close(ag.corrcoef(x), [[1.0, -0.9286], [-0.9286, 1.0]])
-    close(ag.corrcoef(ag.tensor([[1.0, 1, 1], [1, 2, 3]])), [[NAN, NAN], [NAN, 1.0]])
+          np.cov(X, ddof=2, fweights=[1, 2, 3], aweights=[0.5, 1, 2]))
+    close(ag.cov(ag.tensor([1, 2, 4])), np.cov([1.0, 2, 4]))
+    close(ag.corrcoef(x), np.corrcoef(X))
+    constant_row = [[1.0, 1, 1], [1, 2, 3]]
+    with np.errstate(invalid="ignore"):  # 0 / 0 for the constant row: NaN, as in torch
+        close(ag.corrcoef(ag.tensor(constant_row)), np.corrcoef(constant_row))
     assert ag.cov(x).grad_fn is None and ag.cov(x.double(), aweights=ag.tensor([1.0, 2, 3])).dtype == ag.float64
     with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
-        close(ag.cov(x, correction=3), [[math.inf, -math.inf], [-math.inf, math.inf]])
+        centred = np.asarray(X) - np.mean(X, axis=1, keepdims=True)
+        with np.errstate(divide="ignore"):  # zero degrees of freedom: the products' sums over 0
+            close(ag.cov(x, correction=3), centred @ centred.T / np.float64(0))
 
 
 def test_complex_cov_is_hermitian_and_corrcoef_clips_each_part():
@@ -84,11 +89,13 @@ B = [[0.0, 1, 2], [1, 0, 0], [2, 2, 1]]
 
 def test_dist_values_gradients_and_errors():
     a, b = ag.tensor(A), ag.tensor(B)
-    for p, expected in ((1.5, 11.8380), (0, 9.0), (math.inf, 6.0), (2, 9.0554)):
+    diff = np.abs(np.subtract(A, B))
+    for p, expected in ((1.5, np.sum(diff ** 1.5) ** (1 / 1.5)), (0, np.count_nonzero(diff)), (math.inf, diff.max()),
+                        (2, math.sqrt(np.sum(diff ** 2)))):
         close(ag.dist(a, b, p), expected)
     x, y = ag.tensor(A, requires_grad=True), ag.tensor(B, requires_grad=True)
     ag.dist(x, y).backward()
-    close(x.grad, [[0.1104] * 3, [0.3313, 0.5522, 0.6626], [-0.2209, -0.1104, -0.2209]])
+    close(x.grad, np.subtract(A, B) / math.sqrt(np.sum(diff ** 2)))  # d||a - b|| / da = (a - b) / ||a - b||
     close(y.grad, -x.grad.numpy())
     u, v = leaf((3, 4)), leaf((1, 4), 1)  # broadcast: v's gradient sums over the rows
     for p in (2, 1.5, 3, math.inf, -math.inf):
@@ -104,11 +111,11 @@ def test_cross_default_dim_values_gradients_and_errors(monkeypatch):
     a, b = ag.tensor(A), ag.tensor(B)
     monkeypatch.setitem(correlation._warned, "cross default dim", False)
     with pytest.warns(UserWarning, match="Using torch.cross without specifying the dim arg is deprecated"):
-        close(ag.cross(a, b), [[8.0, 10, 6], [-2, -3, -5], [1, -5, -12]])  # dim 0: the first of size 3
+        close(ag.cross(a, b), np.cross(A, B, axis=0))  # dim 0: the first of size 3
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # warned once only, as PyTorch's TORCH_WARN_ONCE
         assert ag.cross(ag.ones(3, 4), ag.ones(3, 4)).shape == (3, 4)
-    close(a.cross(b, dim=1), [[1.0, -2, 1], [0, 6, -5], [3, -2, -2]])
+    close(a.cross(b, dim=1), np.cross(A, B, axis=1))
     u, v = leaf((4, 3)), leaf((1, 3), 1)
     assert gradcheck(lambda s, t: ag.cross(s, t, -1), (u, v))
     assert ag.cross(u, v, 1).grad_fn.name() == "LinalgCrossBackward0"
@@ -124,7 +131,8 @@ def test_cross_default_dim_values_gradients_and_errors(monkeypatch):
 
 
 def test_logaddexp2_and_value_tests():
-    close(ag.logaddexp2(ag.tensor([1.0, -2, 100]), ag.tensor([0.0, 3, 100])), [1.5850, 3.0444, 101.0])
+    close(ag.logaddexp2(ag.tensor([1.0, -2, 100]), ag.tensor([0.0, 3, 100])),
+          np.log2(np.exp2([1.0, -2, 100]) + np.exp2([0.0, 3, 100])))
     u, v = leaf((2, 3)), leaf((3,), 1)
     assert gradcheck(ag.logaddexp2, (u, v)) and ag.logaddexp2(u, v).grad_fn.name() == "Logaddexp2Backward0"
     with pytest.raises(NotImplementedError, match="\"logaddexp2_cpu\" not implemented for 'Long'"):
@@ -138,39 +146,62 @@ def test_logaddexp2_and_value_tests():
 QX = [[1.0, 7, 3, 2], [4, NAN, 0, 5]]
 
 
-@pytest.mark.parametrize("interpolation, q_tensor, nan_q, scalar", [
-    ("linear", [[1.0, NAN], [1.9, NAN], [7.0, NAN]], [[1.0, 0.0], [1.9, 2.4], [7.0, 5.0]], 2.4),
-    ("lower", [[1.0, NAN], [1.0, NAN], [7.0, NAN]], [[1.0, 0.0], [1.0, 0.0], [7.0, 5.0]], 2.0),
-    ("higher", [[1.0, NAN], [2.0, NAN], [7.0, NAN]], [[1.0, 0.0], [2.0, 4.0], [7.0, 5.0]], 3.0),
-    ("midpoint", [[1.0, NAN], [1.5, NAN], [7.0, NAN]], [[1.0, 0.0], [1.5, 2.0], [7.0, 5.0]], 2.5),
-    ("nearest", [[1.0, NAN], [2.0, NAN], [7.0, NAN]], [[1.0, 0.0], [2.0, 4.0], [7.0, 5.0]], 2.0),
-])
-def test_quantile_values(interpolation, q_tensor, nan_q, scalar):
+INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")  # numpy's `method=` of the same names
+
+
+@pytest.mark.parametrize("interpolation", INTERPOLATIONS)
+def test_quantile_values(interpolation):
     x, q = ag.tensor(QX, dtype=ag.float64), ag.tensor([0.0, 0.3, 1.0], dtype=ag.float64)
-    close(ag.quantile(x, q, dim=1, interpolation=interpolation), q_tensor)
+    quantiles = np.quantile(QX, [0.0, 0.3, 1.0], axis=1, method=interpolation)  # a NaN row gives NaN
+    assert np.isnan(quantiles[:, 1]).all()
+    close(ag.quantile(x, q, dim=1, interpolation=interpolation), quantiles)
     out = x.nanquantile(q, dim=1, keepdim=True, interpolation=interpolation)
     assert out.shape == (3, 2, 1)
-    close(out.reshape(3, 2), nan_q)
-    close(ag.nanquantile(x, 0.4, interpolation=interpolation), scalar)
+    close(out, np.nanquantile(QX, [0.0, 0.3, 1.0], axis=1, keepdims=True, method=interpolation))
+    close(ag.nanquantile(x, 0.4, interpolation=interpolation), np.nanquantile(QX, 0.4, method=interpolation))
+    rows = np.random.default_rng(5).standard_normal((4, 7))
+    qs = np.array([0.05, 0.25, 0.5, 0.6, 0.99])
+    close(ag.quantile(ag.tensor(rows), ag.tensor(qs), dim=-1, interpolation=interpolation),
+          np.quantile(rows, qs, axis=-1, method=interpolation), rtol=1e-12)
 
 
 def test_quantile_shapes_and_rounding():
     x = ag.tensor(QX, dtype=ag.float64)
     assert ag.quantile(x, ag.tensor([0.2, 0.5], dtype=ag.float64), keepdim=True).shape == (2, 1, 1)
-    close(x.quantile(0.5, 0), [2.5, NAN, 1.5, 3.5])
+    close(x.quantile(0.5, 0), np.quantile(QX, 0.5, axis=0))
     close(ag.quantile(ag.tensor(3.0), 0.5, dim=0, keepdim=True), 3.0)
     six = ag.tensor([1.0, 2, 3, 4, 5, 6])
     q = ag.tensor([0.1, 0.3, 0.5, 0.7, 0.9])
-    close(ag.quantile(six, q, interpolation="nearest"), [1.0, 3, 3, 5, 5])  # ranks round half to even
+    # ranks 0.5, 1.5, 2.5, 3.5, 4.5 (exact in float32) round half to even: 0, 2, 2, 4, 4
+    close(ag.quantile(six, q, interpolation="nearest"), [1.0, 3, 3, 5, 5])
+
+
+def sorted_rank_weights(n: int, q: float, interpolation: str) -> dict[int, float]:
+    """The weight each sorted position gets in the q-quantile of n values, from the rank h = q (n - 1)."""
+    h = q * (n - 1)
+    low, high = math.floor(h), math.ceil(h)
+    if interpolation == "linear":
+        return {low: 1 - (h - low), high: h - low} if low != high else {low: 1.0}
+    if interpolation == "midpoint":
+        return {low: 0.5, high: 0.5} if low != high else {low: 1.0}
+    return {{"lower": low, "higher": high, "nearest": round(h)}[interpolation]: 1.0}  # round: half to even
 
 
 def test_quantile_gradients():
-    w = ag.tensor([3.0, 1, 2, 2, 5], dtype=ag.float64, requires_grad=True)
-    q = ag.tensor([0.3, 0.5, 0.875], dtype=ag.float64)
-    expected = {"linear": [0.5, 0, 0.8, 1.2, 0.5], "lower": [1.0, 0, 1, 1, 0], "higher": [0.0, 0, 0, 2, 1],
-                "midpoint": [0.5, 0, 0.5, 1.5, 0.5], "nearest": [0.0, 0, 1, 1, 1]}
+    values = [3.0, 1, 2, 2, 5]
+    w = ag.tensor(values, dtype=ag.float64, requires_grad=True)
+    qs = [0.3, 0.5, 0.875]
+    q = ag.tensor(qs, dtype=ag.float64)
+    order = np.argsort(values, kind="stable")  # of tied values the earlier one takes the lower rank, as torch's sort
     y = leaf((3, 5))
-    for interpolation, grad in expected.items():
+    for interpolation in INTERPOLATIONS:
+        grad = np.zeros(len(values))
+        for level in qs:
+            weights = sorted_rank_weights(len(values), level, interpolation)
+            assert math.isclose(sum(weight * sorted(values)[rank] for rank, weight in weights.items()),
+                                np.quantile(values, level, method=interpolation))  # the weights are numpy's quantile
+            for rank, weight in weights.items():
+                grad[order[rank]] += weight
         (g,) = ag.autograd.grad(ag.quantile(w, q, interpolation=interpolation).sum(), w)
         close(g, grad)
         assert gradcheck(lambda t, i=interpolation: ag.quantile(t, q, dim=1, interpolation=i), (y,))
