@@ -1,12 +1,14 @@
 """torch.special's incomplete gamma (gammainc, gammaincc; igamma, igammac), modified Bessel (i0, i0e, i1, i1e),
 normal (log_ndtr, ndtri), entr, xlog1py and Hurwitz zeta functions: values against references computed here by
-other means (exact rational series, closed forms, math.erf/erfc) and a few of PyTorch 2.13's (literals computed by
-hand with torch), the edges of their domains, dtypes, gradients (gradcheck, gradgradcheck and PyTorch's values),
-the inputs PyTorch has no derivative for, the names and their errors, and cuda against the cpu."""
+other means (exact rational series, 60-digit decimal series, Euler-Maclaurin sums and Newton steps, closed forms,
+math.erf/erfc), the edges of their domains, dtypes, gradients (gradcheck, gradgradcheck and the derivatives' closed
+forms evaluated on those references), the inputs PyTorch has no derivative for, the names and their errors, and cuda
+against the cpu."""
 
 from __future__ import annotations
 
 import math
+from decimal import Decimal, getcontext, localcontext
 from fractions import Fraction
 
 import numpy as np
@@ -89,6 +91,125 @@ def log_ndtr_far_left(x: float) -> float:
     eighth term is below 1e-19 there)."""
     series = math.fsum((-1) ** k * math.prod(range(1, 2 * k, 2)) * (1 / x) ** (2 * k) for k in range(1, 8))
     return -x * x / 2 - math.log(-x) - math.log(2 * math.pi) / 2 + math.log1p(series)
+
+
+# -- 60-digit decimal references for the point checks: series, Euler-Maclaurin, Newton (no PyTorch numbers) -------
+def pi_dec() -> Decimal:
+    """pi to the context's digits by Machin's formula, 16 atan(1/5) - 4 atan(1/239), from atan's series."""
+    def atan_of_inverse(n: int) -> Decimal:
+        power, total, k = Decimal(1) / n, Decimal(0), 0
+        while power > Decimal(10) ** -(getcontext().prec + 5):
+            total += power / (2 * k + 1) * (-1) ** k
+            power /= n * n
+            k += 1
+        return total
+
+    return 16 * atan_of_inverse(5) - 4 * atan_of_inverse(239)
+
+
+def bernoulli_even(count: int) -> list[Fraction]:
+    """B_2, B_4, ..., B_2count from the recurrence sum_{k <= m} C(m + 1, k) B_k = 0, in exact rationals."""
+    b = [Fraction(1)]
+    for m in range(1, 2 * count + 1):
+        b.append(-sum(math.comb(m + 1, k) * b[k] for k in range(m)) / (m + 1))
+    return b[2::2]
+
+
+BERNOULLI = bernoulli_even(20)
+
+
+def dec(b: Fraction) -> Decimal:
+    return Decimal(b.numerator) / b.denominator
+
+
+def gamma_dec(a: float) -> Decimal:
+    """Gamma(a) by Stirling's series at a + 30, shifted down by the recurrence."""
+    z = Decimal(a)
+    w = z + 30
+    log = (w - Decimal("0.5")) * w.ln() - w + (2 * pi_dec()).ln() / 2
+    log += sum(dec(b) / (2 * k * (2 * k - 1) * w ** (2 * k - 1)) for k, b in enumerate(BERNOULLI, 1))
+    return log.exp() / math.prod((z + k for k in range(30)), start=Decimal(1))
+
+
+def lower_gamma_ref(a: float, x: float) -> tuple[Decimal, Decimal]:
+    """P(a, x) = x**a e**-x / Gamma(a + 1) sum_k x**k / ((a + 1)...(a + k)), all positive terms; and dP/dx."""
+    ad, xd = Decimal(a), Decimal(x)
+    term, total, k = Decimal(1), Decimal(0), 0
+    while term > total * Decimal(10) ** -70 or k == 0:
+        total += term
+        k += 1
+        term = term * xd / (ad + k)
+    front = (ad * xd.ln() - xd).exp()
+    return front * total / (ad * gamma_dec(a)), front / (xd * gamma_dec(a))
+
+
+def bessel_ref(x: float) -> tuple[Decimal, Decimal]:
+    """I0(x) and I1(x) / x from their power series (x**2 / 4)**k / (k! (k + nu)!), the second finite at 0."""
+    y = Decimal(x) ** 2 / 4
+    i0, i1_x, term, k = Decimal(0), Decimal(0), Decimal(1), 0
+    while term > i0 * Decimal(10) ** -70 or k == 0:
+        i0 += term
+        i1_x += term / (2 * (k + 1))
+        k += 1
+        term = term * y / (k * k)
+    return i0, i1_x
+
+
+def ndtr_dec(x: Decimal) -> Decimal:
+    """Phi(x) = (1 + erf(x / sqrt 2)) / 2, erf from its all-positive series e**-z**2 sum (2 z**2)**n z / (2n+1)!!;
+    with digits enough to absorb the cancellation in the left tail."""
+    with localcontext() as ctx:
+        ctx.prec = 70 + int(x * x / 4)
+        z = abs(x) / Decimal(2).sqrt()
+        term, total, n = z, Decimal(0), 0
+        while term > total * Decimal(10) ** -ctx.prec or n == 0:
+            total += term
+            n += 1
+            term = term * 2 * z * z / (2 * n + 1)
+        erf = 2 / pi_dec().sqrt() * (-z * z).exp() * total
+        return (1 + erf) / 2 if x >= 0 else (1 - erf) / 2
+
+
+def normal_pdf(x: Decimal) -> Decimal:
+    return (-x * x / 2).exp() / (2 * pi_dec()).sqrt()
+
+
+def ndtri_ref(p: float) -> Decimal:
+    """Phi's inverse: bisection on math.erfc to a float, then Newton's steps in decimals."""
+    low, high = -40.0, 40.0
+    for _ in range(80):
+        mid = (low + high) / 2
+        low, high = (mid, high) if ndtr(mid) < p else (low, mid)
+    x = Decimal(low)
+    for _ in range(3):
+        x -= (ndtr_dec(x) - Decimal(p)) / normal_pdf(x)
+    return x
+
+
+def zeta_ref(s: float, q: float) -> Decimal:
+    """Hurwitz zeta: the terms below q + 30 summed, the rest by Euler-Maclaurin with 20 Bernoulli terms."""
+    sd, qd = Decimal(s), Decimal(q)
+    w = qd + 30
+    total = sum(((qd + k) ** -sd for k in range(30)), start=Decimal(0))
+    total += w ** (1 - sd) / (sd - 1) + w ** -sd / 2
+    rising = sd  # s (s + 1) ... (s + 2j - 2)
+    for j, b in enumerate(BERNOULLI, 1):
+        total += dec(b) / math.factorial(2 * j) * rising * w ** (-sd - 2 * j + 1)
+        rising *= (sd + 2 * j - 1) * (sd + 2 * j)
+    return total
+
+
+def _gammainc_pair(a: float, x: float) -> tuple[float, float, float, float]:
+    p, dp = lower_gamma_ref(a, x)
+    return float(p), float(1 - p), float(dp), float(-dp)
+
+
+def _bessel_quad(x: float) -> dict[str, tuple[float, float]]:
+    """i0, i0e, i1, i1e at x and their derivatives: I0' = I1, I1' = I0 - I1 / x, (e**-|x| f)' = e**-|x| (f' - sgn f)."""
+    i0, i1_x = bessel_ref(x)
+    i1, sign, scale = i1_x * Decimal(x), Decimal((x > 0) - (x < 0)), Decimal(-abs(x)).exp()
+    return {"i0": (i0, i1), "i1": (i1, i0 - i1_x),
+            "i0e": (i0 * scale, (i1 - sign * i0) * scale), "i1e": (i1 * scale, (i0 - i1_x - sign * i1) * scale)}
 
 
 # -- values --------------------------------------------------------------------------------------------------------
@@ -204,69 +325,53 @@ def test_entr_and_xlog1py_closed_forms():
     assert_close(ag.special.xlog1py(f64(x), f64(y)), [u * math.log1p(v) for u, v in zip(x, y)], rtol=2e-16)
 
 
-# Literals: PyTorch 2.13's float64 values and gradients, computed by hand with torch.
 A, X = [0.5, 1.5, 3.0, 10.0, 0.01], [0.2, 2.0, 2.5, 12.0, 1.0]
 B = [-3.5, -0.25, 0.0, 1e-4, 2.0, 7.5, 25.0]
-TORCH = {  # name: (op, points, values, gradients)
+ZETA_S = [2.0, 3.5, 5.0, 1.5]
+XLOG_X = [2.0, -1.5, 0.0, 0.5]
+
+
+def _pointwise(reference):
+    """A reference for one point at a time, (value, derivative), as lists over the points."""
+    def over(points):
+        pairs = [reference(i, v) for i, v in enumerate(points)]
+        return [float(v) for v, _ in pairs], [float(d) for _, d in pairs]
+    return over
+
+
+REFERENCES = {  # name: (op, points, (values, gradients) by the references above)
     "gammainc": (lambda x: ag.special.gammainc(f64(A), x), X,
-                 [0.47291074313446185, 0.7385358700508888, 0.45618688411667035, 0.7576078383294875, 0.9977837653767727],
-                 [1.0328830949345564, 0.21596386605275222, 0.25651562069968376, 0.08736437990304963,
-                  0.0036997875568719283]),
+                 _pointwise(lambda i, x: _gammainc_pair(A[i], x)[0::2])),
     "gammaincc": (lambda x: ag.special.gammaincc(f64(A), x), X,
-                  [0.5270892568655381, 0.26146412994911034, 0.5438131158833297, 0.24239216167051245,
-                   0.002216234623227991],
-                  [-1.0328830949345564, -0.21596386605275222, -0.25651562069968376, -0.08736437990304963,
-                   -0.0036997875568719283]),
-    "i0": (ag.special.i0, B,
-           [7.3782034322254795, 1.015686141223608, 1.0, 1.0000000024999998, 2.279585302336067, 268.1613115151893,
-            5774560606.4663105],
-           [-6.205834922258364, -0.12597910894546793, 0.0, 5.000000006249998e-05, 1.5906368546373295,
-            249.58436542268808, 5657865129.878702]),
-    "i0e": (ag.special.i0e, B,
-            [0.22280243801077917, 0.7910171621397194, 1.0, 0.999900007499583, 0.308508322553671, 0.1483158300773955,
-             0.08019677354743669],
-            [0.03540246140772921, 0.6929045334423511, 0.0, -0.9998500124992705, -0.0932390333047333,
-             -0.010274618528841317, -0.0016206602281439164]),
-    "i1": (ag.special.i1, B,
-           [-6.205834922258364, -0.12597910894546793, 0.0, 5.000000006249998e-05, 1.5906368546373295,
-            249.58436542268808, 5657865129.878702],
-           [5.605107740151661, 0.5117697054417363, 0.5, 0.5000000018749999, 1.484266875017402, 234.88339612549757,
-            5548246001.271162]),
-    "i1e": (ag.special.i1e, B,
-            [-0.18739997660304997, -0.09811262869736825, 0.0, 4.9995000312485394e-05, 0.2152692892489377,
-             0.13804121154855417, 0.07857611331929278],
-            [-0.018140389050285033, 0.30045401865287813, 0.5, 0.49990000937441653, -0.014395611319735546,
-             -0.008130876344299237, -0.0015223843046277968]),
-    "ndtri": (ag.special.ndtri, [1e-10, 0.025, 0.3, 0.5, 0.8, 0.999],
-              [-6.361340902404056, -1.9599639845400545, -0.5244005127080409, 0.0, 0.8416212335729143,
-               3.090232306167813],
-              [1535723698.1963818, 17.110083080332725, 2.876103659264292, 2.5066282746310002, 3.5719143465773615,
-               296.9923515892307]),
+                  _pointwise(lambda i, x: _gammainc_pair(A[i], x)[1::2])),
+    **{name: (getattr(ag.special, name), B, _pointwise(lambda i, x, name=name: _bessel_quad(x)[name]))
+       for name in ("i0", "i0e", "i1", "i1e")},
+    "ndtri": (ag.special.ndtri, [1e-10, 0.025, 0.3, 0.5, 0.8, 0.999],  # (Phi^-1)' = 1 / phi(Phi^-1)
+              _pointwise(lambda i, p: (lambda x: (x, 1 / normal_pdf(x)))(ndtri_ref(p)))),
     "log_ndtr": (ag.special.log_ndtr, [-30.0, -4.0, -0.5, 0.0, 1.5, 3.0],
-                 [-454.32124395634327, -10.360101486527292, -1.1759117615936185, -0.6931471805599453,
-                  -0.06914345561223396, -0.0013508099647481923],
-                 [30.03325966743577, 4.225607144489474, 1.1410777703680643, 0.7978845608028654, 0.13878975045885075,
-                  0.004437839042125664]),
-    "entr": (ag.special.entr, [0.25, 1.0, 2.5], [0.34657359027997264, -0.0, -2.2907268296853878],
-             [0.3862943611198906, -1.0, -1.916290731874155]),
-    "zeta": (lambda q: ag.special.zeta(f64([2.0, 3.5, 5.0, 1.5]), q), [0.5, 2.0, -2.25, 10.0],
-             [4.93480220054468, 0.12673386731705663, -1020.0616629542733, 0.6486616319415703],
-             [-16.828796644234316, -0.1914762876650899, -20509.630646019585, -0.03409304879180181]),
-    "xlog1py": (lambda y: ag.special.xlog1py(f64([2.0, -1.5, 0.0, 0.5]), y), [0.5, 3.0, -1.0, -0.75],
-                [0.8109302162163288, -2.0794415416798357, 0.0, -0.6931471805599453],
-                [1.3333333333333333, -0.375, NAN, 2.0]),
+                 _pointwise(lambda i, x: (ndtr_dec(Decimal(x)).ln(), normal_pdf(Decimal(x)) / ndtr_dec(Decimal(x))))),
+    "entr": (ag.special.entr, [0.25, 1.0, 2.5],
+             _pointwise(lambda i, x: (-x * math.log(x), -(math.log(x) + 1)))),
+    "zeta": (lambda q: ag.special.zeta(f64(ZETA_S), q), [0.5, 2.0, -2.25, 10.0],  # d/dq = -s zeta(s + 1, q)
+             _pointwise(lambda i, q: (zeta_ref(ZETA_S[i], q), -Decimal(ZETA_S[i]) * zeta_ref(ZETA_S[i] + 1, q)))),
+    "xlog1py": (lambda y: ag.special.xlog1py(f64(XLOG_X), y), [0.5, 3.0, -1.0, -0.75],
+                _pointwise(lambda i, y: (XLOG_X[i] * math.log1p(y) if XLOG_X[i] else 0.0,
+                                         XLOG_X[i] / (1 + y) if 1 + y else NAN))),
 }
 
 
-@pytest.mark.parametrize("name", list(TORCH))
-def test_values_and_gradients_match_torch(name):
-    op, points, values, grads = TORCH[name]
+@pytest.mark.parametrize("name", list(REFERENCES))
+def test_values_and_gradients_match_the_references(name):
+    op, points, reference = REFERENCES[name]
+    with localcontext() as ctx:
+        ctx.prec = 60
+        values, grads = reference(points)
     x = f64(points, requires_grad=True)
     out = op(x)
-    assert_close(out, values, rtol=5e-15)
+    assert_close(out, values, rtol=5e-15, atol=1e-50)  # ndtri(1/2)'s reference is 0 to its 60 digits
     (g,) = ag.autograd.grad(out.sum(), x)
-    # i0e's and i1e's gradients at 25 cancel to 2 digits, log_ndtr's at -30 (PyTorch's formula) to 3
-    assert_close(g, grads, rtol=5e-13 if name == "log_ndtr" else 5e-14)
+    # i0e's and i1e's gradients at 25 cancel to 2 digits, log_ndtr's at -30 (PyTorch's formula) to 3 or so
+    assert_close(g, grads, rtol=2e-13 if name == "log_ndtr" else 1e-14)
 
 
 # -- edges ---------------------------------------------------------------------------------------------------------
@@ -319,17 +424,23 @@ def test_dtypes():
     assert ag.igamma(ag.tensor([2, 3]), f64([1.0, 2.0])).dtype == ag.float64
     assert ag.igamma(ag.tensor([2.0, 3.0]), f64([1.0, 2.0])).dtype == ag.float64
     assert ag.special.i0e(ag.tensor([1.0], dtype=ag.float16)).dtype == ag.float16
-    # PyTorch 2.13's float32 values (computed by hand), which compute in float32: within a few of its ulps
-    cases = [
-        (ag.special.i0(ag.tensor([0.3, 0.7, 2.5])), [1.0226268768310547, 1.1263030767440796, 3.289839506149292]),
-        (ag.special.i1e(ag.tensor([0.3, 0.7, 2.5])), [0.11237756907939911, 0.18466998636722565, 0.206584632396698]),
-        (ag.special.ndtri(ag.tensor([0.05, 0.3, 0.9])), [-1.6448535919189453, -0.5244004726409912, 1.2815511226654053]),
-        (ag.special.gammainc(ag.tensor([0.5, 3.0]), ag.tensor([0.2, 2.5])), [0.47291067242622375, 0.456186980009079]),
-        (ag.special.zeta(ag.tensor([2.0, 3.5]), ag.tensor([0.5, 2.0])), [4.934802055358887, 0.12673386931419373]),
-    ]
+    # float32 inputs (as float64, exactly) against the references: within the half ulp of rounding the float64 result
+    as32 = [float(np.float32(v)) for v in (0.3, 0.7, 2.5)]
+    three = ag.tensor([0.3, 0.7, 2.5])
+    with localcontext() as ctx:
+        ctx.prec = 60
+        cases = [
+            (ag.special.i0(three), [bessel_ref(v)[0] for v in as32]),
+            (ag.special.i1e(three), [_bessel_quad(v)["i1e"][0] for v in as32]),
+            (ag.special.ndtri(ag.tensor([0.05, 0.3, 0.9])),
+             [ndtri_ref(float(np.float32(p))) for p in (0.05, 0.3, 0.9)]),
+            (ag.special.gammainc(ag.tensor([0.5, 3.0]), ag.tensor([0.2, 2.5])),
+             [lower_gamma_ref(a, float(np.float32(x)))[0] for a, x in ((0.5, 0.2), (3.0, 2.5))]),
+            (ag.special.zeta(ag.tensor([2.0, 3.5]), ag.tensor([0.5, 2.0])), [zeta_ref(2.0, 0.5), zeta_ref(3.5, 2.0)]),
+        ]
     for out, want in cases:
         assert out.dtype == ag.float32
-        np.testing.assert_allclose(out.numpy(), np.float32(want), rtol=3e-7)
+        np.testing.assert_allclose(out.numpy(), [float(v) for v in want], rtol=6e-8)
 
 
 # -- gradients -----------------------------------------------------------------------------------------------------
