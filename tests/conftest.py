@@ -307,3 +307,75 @@ def central_jacobian():
     """`central_jacobian(fn, arrays, wrt)`: d fn(*arrays) / d arrays[wrt] by central differences in float64,
     shaped out.shape + input.shape."""
     return _central_jacobian
+
+
+class _ModuleAgainstNumpy:
+    """Checks a module against a numpy forward pass of its documented formula on the same parameters: `run` gives
+    the module's float64 output (and attention weights, when it returns them) and the gradients of
+    (output * upstream).sum() for every input and parameter; `expected` the numpy pass's values and the central
+    differences of that sum; `assert_matches` compares them (values to rounding, gradients to the differences'
+    accuracy). No number comes from torch or from actorgrad."""
+
+    @staticmethod
+    def set_parameters(module, seed: int) -> np.random.Generator:
+        """Every parameter from a numpy stream, in registration order (PyTorch's too); the stream goes on to give
+        the inputs and the upstream gradient."""
+        rng = np.random.default_rng(seed)
+        with ag.no_grad():
+            for parameter in module.parameters():
+                parameter.copy_(ag.tensor(rng.standard_normal(parameter.shape) * 0.5))
+        return rng
+
+    @classmethod
+    def run(cls, module, shapes, masks, seed, **kwargs):
+        """The module's results by name, flattened; and the parameters, inputs and upstream gradient it used."""
+        module = module.double()
+        rng = cls.set_parameters(module, seed)
+        inputs = [ag.tensor(rng.standard_normal(s), requires_grad=True) for s in shapes]
+        masks = {name: m if isinstance(m, ag.Tensor) else ag.tensor(m) for name, m in masks.items()}
+        result = module(*inputs, **masks, **kwargs)
+        output, weights = result if isinstance(result, tuple) else (result, None)
+        upstream = rng.standard_normal(output.shape)
+        (output * ag.tensor(upstream)).sum().backward()
+        got = {"output": output} | ({} if weights is None else {"weights": weights})
+        got |= {f"input{i}": x.grad for i, x in enumerate(inputs)} | {n: p.grad for n, p in module.named_parameters()}
+        used = {n: p.detach().numpy().copy() for n, p in module.named_parameters()} | {
+            f"input{i}": x.detach().numpy().copy() for i, x in enumerate(inputs)}
+        return {name: value.detach().numpy().ravel() for name, value in got.items()}, used, upstream
+
+    @staticmethod
+    def expected(forward, used, upstream, h: float = 1e-6) -> dict:
+        """`forward(used)` gives the output, or (output, weights)."""
+        result = forward(used)
+        output, weights = result if isinstance(result, tuple) else (result, None)
+        expected = {"output": output.ravel()} | ({} if weights is None else {"weights": weights.ravel()})
+
+        def loss(values):
+            result = forward(values)
+            return ((result[0] if isinstance(result, tuple) else result) * upstream).sum()
+
+        for name, value in used.items():
+            grad = np.zeros(value.size)
+            for j in range(value.size):
+                sums = []
+                for sign in (1, -1):
+                    moved = value.copy().ravel()
+                    moved[j] += sign * h
+                    sums.append(loss(used | {name: moved.reshape(value.shape)}))
+                grad[j] = (sums[0] - sums[1]) / (2 * h)
+            expected[name] = grad
+        return expected
+
+    @staticmethod
+    def assert_matches(got, expected) -> None:
+        assert got.keys() == expected.keys()
+        for name, value in got.items():
+            exact = name in ("output", "weights")
+            tolerance = {"rtol": 1e-12, "atol": 0} if exact else {"rtol": 1e-6, "atol": 1e-8}
+            np.testing.assert_allclose(value, expected[name], **tolerance, err_msg=name)
+
+
+@pytest.fixture
+def numpy_check():
+    """`_ModuleAgainstNumpy`: run a module, compute the numpy formula's values and central differences, compare."""
+    return _ModuleAgainstNumpy

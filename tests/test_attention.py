@@ -141,33 +141,6 @@ def test_sdpa_errors_match_torch(changes, message):
 # -- MultiheadAttention and TransformerEncoder against numpy versions of PyTorch's documented formulas ------------
 # The outputs come from the forward pass written out in numpy below; the gradients of (output * upstream).sum() from
 # central differences of that numpy forward pass, so no number here comes from torch or from actorgrad.
-def _set_parameters(module, seed: int) -> np.random.Generator:
-    """Every parameter from a numpy stream, in registration order; the stream goes on to give the inputs and the
-    upstream gradient."""
-    rng = np.random.default_rng(seed)
-    with ag.no_grad():
-        for parameter in module.parameters():
-            parameter.copy_(ag.tensor(rng.standard_normal(parameter.shape) * 0.5))
-    return rng
-
-
-def _run(module, shapes, masks, seed):
-    """The output, weights, input and parameter gradients of `module` in float64, flattened, by name; and the
-    parameters, inputs and upstream gradient it used, as numpy arrays."""
-    module = module.double()
-    rng = _set_parameters(module, seed)
-    inputs = [leaf(rng.standard_normal(s)) for s in shapes]
-    result = module(*inputs, **{name: ag.tensor(mask) for name, mask in masks.items()})
-    output, weights = result if isinstance(result, tuple) else (result, None)
-    upstream = rng.standard_normal(output.shape)
-    (output * ag.tensor(upstream)).sum().backward()
-    got = {"output": output} | ({} if weights is None else {"weights": weights})
-    got |= {f"input{i}": x.grad for i, x in enumerate(inputs)} | {n: p.grad for n, p in module.named_parameters()}
-    used = {n: array(p).copy() for n, p in module.named_parameters()} | {
-        f"input{i}": array(x).copy() for i, x in enumerate(inputs)}
-    return {name: value.detach().numpy().ravel() for name, value in got.items()}, used, upstream
-
-
 def _linear(x, p, prefix):
     return x @ p[prefix + "weight"].T + p.get(prefix + "bias", 0.0)
 
@@ -248,91 +221,67 @@ def _encoder_reference(x, p, layers, heads, norm_first=False, activation=None, b
     return _layer_norm(x, p, "norm.") if final_norm else x
 
 
-def _expected(forward, used, upstream, with_weights):
-    """The numpy forward pass's output (and weights), and central-difference gradients of (output * upstream).sum()
-    for every input and parameter."""
-    output, weights = forward(used)
-    expected = {"output": output.ravel()} | ({"weights": weights.ravel()} if with_weights else {})
-    h = 1e-6
-    for name, value in used.items():
-        grad = np.zeros(value.size)
-        for j in range(value.size):
-            nudged = {}
-            for sign in (1, -1):
-                moved = value.copy().ravel()
-                moved[j] += sign * h
-                nudged[sign] = (forward(used | {name: moved.reshape(value.shape)})[0] * upstream).sum()
-            grad[j] = (nudged[1] - nudged[-1]) / (2 * h)
-        expected[name] = grad
-    return expected
-
-
-def _assert_matches(got, expected):
-    assert got.keys() == expected.keys()
-    for name, value in got.items():
-        tolerance = {"rtol": 1e-12, "atol": 0} if name in ("output", "weights") else {"rtol": 1e-6, "atol": 1e-8}
-        np.testing.assert_allclose(value, expected[name], **tolerance, err_msg=name)
-
-
 KEY_PADDING = np.array([[False, False, True], [False, False, False]])
 FLOAT_MASK = np.array([[0.0, -1.0, 0.5], [0.2, 0.0, -0.3]])
 
 
-def test_multihead_attention_packed_batch_first_with_masks_matches_the_formula():
+def test_multihead_attention_packed_batch_first_with_masks_matches_the_formula(numpy_check):
     with pytest.warns(UserWarning, match="Support for mismatched key_padding_mask and attn_mask is deprecated"):
-        got, used, upstream = _run(MultiheadAttention(4, 2, batch_first=True), [(2, 2, 4), (2, 3, 4), (2, 3, 4)],
-                                   {"key_padding_mask": KEY_PADDING, "attn_mask": FLOAT_MASK}, 1)
+        got, used, upstream = numpy_check.run(MultiheadAttention(4, 2, batch_first=True),
+                                              [(2, 2, 4), (2, 3, 4), (2, 3, 4)],
+                                              {"key_padding_mask": KEY_PADDING, "attn_mask": FLOAT_MASK}, 1)
 
     def forward(p):
         return _mha_reference(p["input0"], p["input1"], p["input2"], p, "", 2, batch_first=True,
                               key_padding_mask=KEY_PADDING, attn_mask=FLOAT_MASK)
 
-    _assert_matches(got, _expected(forward, used, upstream, with_weights=True))
+    numpy_check.assert_matches(got, numpy_check.expected(forward, used, upstream))
 
 
-def test_multihead_attention_kdim_vdim_bias_kv_zero_attn_bool_mask_matches_the_formula():
+def test_multihead_attention_kdim_vdim_bias_kv_zero_attn_bool_mask_matches_the_formula(numpy_check):
     module = MultiheadAttention(4, 2, kdim=3, vdim=5, add_bias_kv=True, add_zero_attn=True)
-    got, used, upstream = _run(module, [(2, 2, 4), (3, 2, 3), (3, 2, 5)], {"attn_mask": FLOAT_MASK > 0.1}, 2)
+    got, used, upstream = numpy_check.run(module, [(2, 2, 4), (3, 2, 3), (3, 2, 5)], {"attn_mask": FLOAT_MASK > 0.1}, 2)
     assert {"q_proj_weight", "bias_k", "bias_v"} <= used.keys()
 
     def forward(p):
         return _mha_reference(p["input0"], p["input1"], p["input2"], p, "", 2, attn_mask=FLOAT_MASK > 0.1,
                               add_zero_attn=True)
 
-    _assert_matches(got, _expected(forward, used, upstream, with_weights=True))
+    numpy_check.assert_matches(got, numpy_check.expected(forward, used, upstream))
 
 
-def test_transformer_encoder_post_norm_relu_with_masks_matches_the_formula():
+def test_transformer_encoder_post_norm_relu_with_masks_matches_the_formula(numpy_check):
     layer = TransformerEncoderLayer(4, 2, dim_feedforward=3, dropout=0.0)
     causal = np.triu(np.full((3, 3), -np.inf), 1)
     with pytest.warns(UserWarning, match="Support for mismatched src_key_padding_mask and mask is deprecated"):
-        got, used, upstream = _run(TransformerEncoder(layer, 2, norm=LayerNorm(4)), [(3, 2, 4)],
-                                   {"mask": causal, "src_key_padding_mask": KEY_PADDING}, 3)
+        got, used, upstream = numpy_check.run(TransformerEncoder(layer, 2, norm=LayerNorm(4)), [(3, 2, 4)],
+                                              {"mask": causal, "src_key_padding_mask": KEY_PADDING}, 3)
 
     def forward(p):
         return _encoder_reference(p["input0"], p, 2, 2, final_norm=True, mask=causal,
                                   src_key_padding_mask=KEY_PADDING), None
 
-    _assert_matches(got, _expected(forward, used, upstream, with_weights=False))
+    numpy_check.assert_matches(got, numpy_check.expected(forward, used, upstream))
 
 
-def test_transformer_encoder_norm_first_gelu_batch_first_without_bias_matches_the_formula():
+def test_transformer_encoder_norm_first_gelu_batch_first_without_bias_matches_the_formula(numpy_check):
     layer = TransformerEncoderLayer(4, 2, dim_feedforward=3, dropout=0.0, activation="gelu", norm_first=True,
                                     batch_first=True, bias=False)
-    got, used, upstream = _run(TransformerEncoder(layer, 1), [(2, 3, 4)], {"src_key_padding_mask": KEY_PADDING}, 4)
+    got, used, upstream = numpy_check.run(TransformerEncoder(layer, 1), [(2, 3, 4)],
+                                          {"src_key_padding_mask": KEY_PADDING}, 4)
     assert not any(name.endswith("bias") for name in used)
 
     def forward(p):
         return _encoder_reference(p["input0"], p, 1, 2, norm_first=True, activation=_gelu, batch_first=True,
                                   src_key_padding_mask=KEY_PADDING), None
 
-    _assert_matches(got, _expected(forward, used, upstream, with_weights=False))
+    numpy_check.assert_matches(got, numpy_check.expected(forward, used, upstream))
 
 
 # -- MultiheadAttention: paths, parameters, errors -------------------------------------------------------------
-def _mha(**kwargs) -> MultiheadAttention:
+def _mha(numpy_check, **kwargs) -> MultiheadAttention:
     module = MultiheadAttention(4, 2, **kwargs).double()
-    _set_parameters(module, 5)
+    numpy_check.set_parameters(module, 5)
     return module
 
 
@@ -347,8 +296,8 @@ def test_multihead_attention_gradcheck():
     assert gradcheck(lambda *args: attend(*args)[1], [x, w, b, ow, ob])
 
 
-def test_multihead_attention_without_weights_and_causal_hint_agree_with_the_weights_path():
-    module = _mha()
+def test_multihead_attention_without_weights_and_causal_hint_agree_with_the_weights_path(numpy_check):
+    module = _mha(numpy_check)
     x = ag.tensor(RNG.standard_normal((3, 2, 4)))
     causal = ag.tensor(np.triu(np.ones((3, 3), bool), 1))  # True = left out, MultiheadAttention's convention
     expected, weights = module(x, x, x, attn_mask=causal)
@@ -361,8 +310,8 @@ def test_multihead_attention_without_weights_and_causal_hint_agree_with_the_weig
     np.testing.assert_allclose(array(per_head).mean(1), array(weights), rtol=1e-12)
 
 
-def test_multihead_attention_fully_padded_sample_is_nan_with_weights_and_zero_attention_without():
-    module = _mha()
+def test_multihead_attention_fully_padded_sample_is_nan_with_weights_and_zero_attention_without(numpy_check):
+    module = _mha(numpy_check)
     x = ag.tensor(RNG.standard_normal((3, 2, 4)))
     padding = ag.tensor(np.array([[False, True, False], [True, True, True]]))
     with_weights = array(module(x, x, x, key_padding_mask=padding)[0])
@@ -372,8 +321,8 @@ def test_multihead_attention_fully_padded_sample_is_nan_with_weights_and_zero_at
     np.testing.assert_allclose(without[:, 0], with_weights[:, 0], rtol=1e-12)
 
 
-def test_multihead_attention_unbatched_is_the_batched_sample():
-    module = _mha()
+def test_multihead_attention_unbatched_is_the_batched_sample(numpy_check):
+    module = _mha(numpy_check)
     q, k = ag.tensor(RNG.standard_normal((3, 4))), ag.tensor(RNG.standard_normal((2, 4)))
     out, weights = module(q, k, k)
     batched, batched_weights = module(q.unsqueeze(1), k.unsqueeze(1), k.unsqueeze(1))
@@ -381,10 +330,10 @@ def test_multihead_attention_unbatched_is_the_batched_sample():
     np.testing.assert_allclose(array(weights), array(batched_weights)[0], rtol=1e-12)
 
 
-def test_multihead_attention_dropout_only_while_training():
-    module = _mha(dropout=0.5)
+def test_multihead_attention_dropout_only_while_training(numpy_check):
+    module = _mha(numpy_check, dropout=0.5)
     x = ag.tensor(RNG.standard_normal((3, 2, 4)))
-    reference = array(_mha()(x, x, x)[0])
+    reference = array(_mha(numpy_check)(x, x, x)[0])
     assert not np.allclose(array(module(x, x, x)[0]), reference)
     np.testing.assert_allclose(array(module.eval()(x, x, x)[0]), reference, rtol=1e-12)
 

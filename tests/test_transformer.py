@@ -26,34 +26,7 @@ def array(t: ag.Tensor) -> np.ndarray:
     return t.detach().cpu().numpy()
 
 
-def _set_parameters(module, seed: int) -> np.random.Generator:
-    """Every parameter from a numpy stream, in registration order (PyTorch's too); the stream goes on to give the
-    inputs and the upstream gradient."""
-    rng = np.random.default_rng(seed)
-    with ag.no_grad():
-        for parameter in module.parameters():
-            parameter.copy_(ag.tensor(rng.standard_normal(parameter.shape) * 0.5))
-    return rng
-
-
-def _run(module, shapes, masks, seed, **kwargs):
-    """The output and the input and parameter gradients of `module` in float64, flattened, by name; and the
-    parameters, inputs and upstream gradient it used, as numpy arrays."""
-    module = module.double()
-    rng = _set_parameters(module, seed)
-    inputs = [ag.tensor(rng.standard_normal(s), requires_grad=True) for s in shapes]
-    masks = {name: mask if isinstance(mask, ag.Tensor) else ag.tensor(mask) for name, mask in masks.items()}
-    output = module(*inputs, **masks, **kwargs)
-    upstream = rng.standard_normal(output.shape)
-    (output * ag.tensor(upstream)).sum().backward()
-    got = {"output": output} | {f"input{i}": x.grad for i, x in enumerate(inputs)}
-    got |= {name: p.grad for name, p in module.named_parameters()}
-    used = {name: array(p).copy() for name, p in module.named_parameters()} | {
-        f"input{i}": array(x).copy() for i, x in enumerate(inputs)}
-    return {name: array(value).ravel() for name, value in got.items()}, used, upstream
-
-
-# -- numpy versions of PyTorch's documented formulas (test files cannot share code, so test_attention.py has its own)
+# -- numpy versions of PyTorch's documented formulas (running and comparing: the `numpy_check` fixture)
 def _linear(x, p, prefix):
     return x @ p[prefix + "weight"].T + p.get(prefix + "bias", 0.0)
 
@@ -132,51 +105,24 @@ def _decoder_layer(x, memory, p, prefix, heads, activation=_relu, norm_first=Fal
     return _layer_norm(x + _feed_forward(x, p, prefix, activation), p, prefix + "norm3.")
 
 
-def _expected(forward, used, upstream):
-    """The numpy forward pass's output and central-difference gradients of (output * upstream).sum() for every
-    input and parameter."""
-    expected = {"output": forward(used).ravel()}
-    h = 1e-6
-    for name, value in used.items():
-        grad = np.zeros(value.size)
-        for j in range(value.size):
-            sums = []
-            for sign in (1, -1):
-                moved = value.copy().ravel()
-                moved[j] += sign * h
-                sums.append((forward(used | {name: moved.reshape(value.shape)}) * upstream).sum())
-            grad[j] = (sums[0] - sums[1]) / (2 * h)
-        expected[name] = grad
-    return expected
-
-
-def _assert_matches(got, expected):
-    """The output to rounding; every input and parameter gradient to the central differences' accuracy."""
-    assert got.keys() == expected.keys()
-    for name, value in got.items():
-        tolerance = {"rtol": 1e-12, "atol": 0} if name == "output" else {"rtol": 1e-6, "atol": 1e-8}
-        np.testing.assert_allclose(value, expected[name], **tolerance, err_msg=name)
-
-
-# -- values and gradients against the formulas ---------------------------------------------------------------------
-def test_decoder_layer_post_norm_sequence_first_with_masks_matches_the_formula():
+def test_decoder_layer_post_norm_sequence_first_with_masks_matches_the_formula(numpy_check):
     masks = {
         "tgt_mask": np.triu(np.full((3, 3), NEG), 1),
         "tgt_key_padding_mask": np.array([[0.0, 0.0, -1.5], [0.3, 0.0, 0.0]]),
         "memory_mask": np.array([[False, True], [False, False], [False, False]]),
         "memory_key_padding_mask": np.array([[False, False], [False, True]]),
     }
-    got, used, upstream = _run(TransformerDecoderLayer(4, 2, dim_feedforward=3, dropout=0.0), [(3, 2, 4), (2, 2, 4)],
-                               masks, 11)
+    got, used, upstream = numpy_check.run(TransformerDecoderLayer(4, 2, dim_feedforward=3, dropout=0.0),
+                                          [(3, 2, 4), (2, 2, 4)], masks, 11)
     assert len(got) == 3 + 18  # output, tgt and memory, and every parameter
 
     def forward(p):
         return _decoder_layer(p["input0"], p["input1"], p, "", 2, **masks)
 
-    _assert_matches(got, _expected(forward, used, upstream))
+    numpy_check.assert_matches(got, numpy_check.expected(forward, used, upstream))
 
 
-def test_decoder_layer_norm_first_batch_first_gelu_without_bias_matches_the_formula():
+def test_decoder_layer_norm_first_batch_first_gelu_without_bias_matches_the_formula(numpy_check):
     masks = {
         "tgt_mask": np.triu(np.ones((3, 3), bool), 1),
         "memory_mask": np.array([[0.0, -1.0, 0.5, 0.0], [0.2, 0.0, -0.3, 0.1], [0.0, 0.4, 0.0, -0.6]]),
@@ -184,22 +130,22 @@ def test_decoder_layer_norm_first_batch_first_gelu_without_bias_matches_the_form
     }
     layer = TransformerDecoderLayer(4, 2, dim_feedforward=3, dropout=0.0, activation="gelu", norm_first=True,
                                     batch_first=True, bias=False)
-    got, used, upstream = _run(layer, [(2, 3, 4), (2, 4, 4)], masks, 12, tgt_is_causal=True)
+    got, used, upstream = numpy_check.run(layer, [(2, 3, 4), (2, 4, 4)], masks, 12, tgt_is_causal=True)
     assert not any(name.endswith("bias") for name in got)
 
     def forward(p):
         tgt, memory = (np.swapaxes(p[name], 0, 1) for name in ("input0", "input1"))
         return np.swapaxes(_decoder_layer(tgt, memory, p, "", 2, _gelu, norm_first=True, **masks), 0, 1)
 
-    _assert_matches(got, _expected(forward, used, upstream))
+    numpy_check.assert_matches(got, numpy_check.expected(forward, used, upstream))
 
 
-def test_transformer_with_a_causal_target_mask_and_key_padding_matches_the_formula():
+def test_transformer_with_a_causal_target_mask_and_key_padding_matches_the_formula(numpy_check):
     padding = np.array([[False, False, False, True], [False, True, False, False]])
     masks = {"tgt_mask": Transformer.generate_square_subsequent_mask(3), "src_key_padding_mask": padding,
              "memory_key_padding_mask": padding}
     model = Transformer(4, 2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=3, dropout=0.0)
-    got, used, upstream = _run(model, [(4, 2, 4), (3, 2, 4)], masks, 13)
+    got, used, upstream = numpy_check.run(model, [(4, 2, 4), (3, 2, 4)], masks, 13)
     assert len(got) == 3 + 34  # output, src and tgt, and every parameter
 
     def forward(p):
@@ -209,7 +155,7 @@ def test_transformer_with_a_causal_target_mask_and_key_padding_matches_the_formu
                              memory_key_padding_mask=padding)
         return _layer_norm(out, p, "decoder.norm.")
 
-    _assert_matches(got, _expected(forward, used, upstream))
+    numpy_check.assert_matches(got, numpy_check.expected(forward, used, upstream))
 
 
 def _set_leaf_parameters(module, parameters) -> None:
@@ -219,9 +165,9 @@ def _set_leaf_parameters(module, parameters) -> None:
         module.get_submodule(owner)._parameters[leaf_name] = parameter
 
 
-def test_decoder_layer_gradcheck_with_a_callable_activation_and_masks():
+def test_decoder_layer_gradcheck_with_a_callable_activation_and_masks(numpy_check):
     layer = TransformerDecoderLayer(4, 2, dim_feedforward=3, dropout=0.0, activation=ag.tanh, dtype=ag.float64)
-    rng = _set_parameters(layer, 21)
+    rng = numpy_check.set_parameters(layer, 21)
     tgt, memory = (ag.tensor(rng.standard_normal(s), requires_grad=True) for s in ((2, 1, 4), (3, 1, 4)))
     tgt_mask = ag.tensor([[0.0, -0.7], [0.4, 0.0]])
     padding = ag.tensor([[False, False, True]])
@@ -379,7 +325,7 @@ def test_transformer_errors_match_torch():
 
 # -- the CUDA path -------------------------------------------------------------------------------------------------
 @pytest.mark.gpu
-def test_a_decoder_layer_gives_the_cpus_values_and_gradients_on_cuda():
+def test_a_decoder_layer_gives_the_cpus_values_and_gradients_on_cuda(numpy_check):
     pytest.importorskip("cupy")
     rng = np.random.default_rng(9)
     arrays = [rng.standard_normal(s) for s in ((3, 2, 4), (5, 2, 4))]
@@ -388,7 +334,7 @@ def test_a_decoder_layer_gives_the_cpus_values_and_gradients_on_cuda():
     results = []
     for device in (None, ag.device("cuda:0")):
         layer = TransformerDecoderLayer(4, 2, dim_feedforward=6, dropout=0.0, dtype=ag.float64, device=device)
-        _set_parameters(layer, 10)
+        numpy_check.set_parameters(layer, 10)
         tgt, memory = (ag.tensor(a, device=device, requires_grad=True) for a in arrays)
         output = layer(tgt, memory, tgt_mask=ag.tensor(mask, device=device),
                        memory_key_padding_mask=ag.tensor(padding, device=device))
