@@ -15,13 +15,12 @@ from typing import Any
 import numpy as np
 
 from actorgrad.default_device import default_device
-from actorgrad.default_dtype import default_float
+from actorgrad.default_dtype import default_complex, default_float
 from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device
 from actorgrad.ops.operands import (
     C_TYPES,
     checked_int,
-    default_complex,
     fitted_number,
     not_implemented,
     real_number,

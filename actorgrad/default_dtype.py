@@ -23,6 +23,11 @@ def default_float() -> np.dtype:
     return _default_float
 
 
+def default_complex() -> np.dtype:
+    """The dtype of a Python complex number: the complex dtype of the default float dtype, as in PyTorch."""
+    return np.result_type(_default_float, np.complex64)
+
+
 def get_default_dtype() -> np.dtype:
     """The dtype of a tensor made from Python floats, or by a creation function given no dtype."""
     return _default_float

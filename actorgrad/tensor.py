@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.default_device import default_device
-from actorgrad.default_dtype import default_float
+from actorgrad.default_dtype import default_complex, default_float
 from actorgrad.devices import Device, cpu
 from actorgrad.grad_mode import INFERENCE, INFERENCE_INPLACE, _inference_mode
 from actorgrad.print_options import PRINT_OPTIONS
@@ -583,7 +583,7 @@ def _format_tensor(t: Tensor) -> str:
         is_complex = data.dtype.kind == "c"
         element_text, width = (_complex_format if is_complex else _element_format)(_edges(data) if summarize else data)
         text = _PREFIX + _format_values(data, element_text, width, len(_PREFIX), summarize, not is_complex)
-        shown_dtypes = (default_float(), np.result_type(default_float(), np.complex64), int64, bool_)
+        shown_dtypes = (default_float(), default_complex(), int64, bool_)
     else:
         # No values show the shape or whether it holds ints or bools, so those are named.
         text = _PREFIX + "[]"
@@ -706,7 +706,7 @@ def _infer_dtype(data: Any) -> np.dtype:
             found = promote_types(found, _infer_dtype(item))
         return found
     if isinstance(data, complex):
-        return np.result_type(default_float(), np.complex64)  # the default complex dtype, as PyTorch's
+        return default_complex()
     raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
 
 

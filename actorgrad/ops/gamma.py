@@ -73,35 +73,36 @@ def _order(n: Any, name: str) -> int:
     return n
 
 
-def _apply(rule: Rule, kernel: Any, input: Tensor, kernel_name: str, **params: Any) -> Tensor:
-    """The kernel in float64 whatever the input's dtype, rounded to the op's floating dtype (an integer or bool
-    input gives the default float dtype); a complex input gets PyTorch's error for its kernel `kernel_name` before
-    anything is computed."""
+def float64_kernel_op(rule: Rule, kernel: Any, input: Tensor, kernel_name: str, **params: Any) -> Tensor:
+    """One of our float64 kernels (the gamma family, erf, the Bessel and normal functions) on `input`, rounded to
+    the op's floating dtype (an integer or bool input gives the default float dtype) and recorded with `rule`; a
+    complex input gets PyTorch's error for its kernel `kernel_name` before anything is computed. Values past a
+    dtype's range (lgamma beyond float32's, say) round to inf silently, as in PyTorch."""
     x = input._data
     refuse_complex(x.dtype, kernel_name)
-    with np.errstate(over="ignore"):  # lgamma beyond float32's range rounds to inf, silently as in PyTorch
+    with np.errstate(all="ignore"):
         data = kernel(input._device.xp, x).astype(floating(x.dtype), copy=False)
     return record(rule, data, (input,), **params)
 
 
 def _lgamma(input: Tensor, name: str) -> Tensor:
     require_tensors(name, input=input)
-    return _apply(LGAMMA, kernels.lgamma, input, "lgamma_vml_cpu")
+    return float64_kernel_op(LGAMMA, kernels.lgamma, input, "lgamma_vml_cpu")
 
 
 def _digamma(input: Tensor, name: str) -> Tensor:
     require_tensors(name, input=input)
-    return _apply(DIGAMMA, kernels.digamma, input, "digamma")
+    return float64_kernel_op(DIGAMMA, kernels.digamma, input, "digamma")
 
 
 def _erfinv(input: Tensor, name: str) -> Tensor:
     require_tensors(name, input=input)
-    return _apply(ERFINV, kernels.erfinv, input, "erfinv_vml_cpu")
+    return float64_kernel_op(ERFINV, kernels.erfinv, input, "erfinv_vml_cpu")
 
 
 def _polygamma(rule: Rule, n: int, input: Tensor) -> Tensor:
     kernel_name = ("digamma", "trigamma")[n] if n < 2 else "polygamma"
-    return _apply(rule, lambda xp, x: kernels.polygamma(xp, n, x), input, kernel_name, n=n)
+    return float64_kernel_op(rule, lambda xp, x: kernels.polygamma(xp, n, x), input, kernel_name, n=n)
 
 
 def _mvlgamma_order(input: Tensor, p: Any, name: str, position: int) -> int:
@@ -114,7 +115,8 @@ def _mvlgamma_order(input: Tensor, p: Any, name: str, position: int) -> int:
 
 
 def _mvlgamma(input: Tensor, p: int) -> Tensor:
-    return _apply(MVLGAMMA, lambda xp, x: kernels.mvlgamma(xp, x, p), input, "arange_cpu", p=p)  # PyTorch's name
+    # "arange_cpu": the kernel PyTorch names in its error for a complex input
+    return float64_kernel_op(MVLGAMMA, lambda xp, x: kernels.mvlgamma(xp, x, p), input, "arange_cpu", p=p)
 
 
 def lgamma(input: Tensor) -> Tensor:

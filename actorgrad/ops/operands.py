@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.default_dtype import default_float
+from actorgrad.default_dtype import default_complex, default_float
 from actorgrad.devices import cpu
 from actorgrad.tensor import Tensor, bool_, int64
 
@@ -49,11 +49,6 @@ def complex_of(dtype: np.dtype) -> np.dtype:
     """The complex dtype of a floating dtype's precision: complex64 for float32 (and float16, as actorgrad has no
     complex32), complex128 for float64; complex dtypes are their own."""
     return np.result_type(dtype, np.complex64)
-
-
-def default_complex() -> np.dtype:
-    """The dtype of a Python complex number: the complex dtype of the default float dtype, as in PyTorch."""
-    return complex_of(default_float())
 
 
 def promote_types(type1: Any, type2: Any) -> np.dtype:

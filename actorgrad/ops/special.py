@@ -10,13 +10,13 @@ import numpy as np
 
 from actorgrad.devices.erf import erf as erf_kernel
 from actorgrad.devices.erf import erfc as erfc_kernel
+from actorgrad.ops.gamma import float64_kernel_op
 from actorgrad.ops.operands import (
     SCALAR_NAMES,
     broadcast_error,
     data_as,
     floating,
     kernel_operands,
-    refuse_complex,
     require_tensors,
     result_type,
 )
@@ -31,22 +31,14 @@ ERF = Rule("ErfBackward0", (("self",), lambda ops, g, self: g * TWO_OVER_SQRT_PI
 ERFC = Rule("ErfcBackward0", (("self",), lambda ops, g, self: -g * TWO_OVER_SQRT_PI * ops.exp(-self * self)))
 
 
-def _apply(rule: Rule, kernel: Any, input: Tensor, kernel_name: str) -> Tensor:
-    """The kernel runs in float64 whatever the input's dtype, then rounds to the op's floating dtype; a complex
-    input gets PyTorch's error for its kernel `kernel_name` before anything is computed."""
-    x = input._data
-    refuse_complex(x.dtype, kernel_name)
-    return record(rule, kernel(input._device.xp, x).astype(floating(x.dtype), copy=False), (input,))
-
-
 def erf(input: Tensor) -> Tensor:
     """The error function, 2 / sqrt(pi) times the integral of exp(-t**2) from 0 to input."""
-    return _apply(ERF, erf_kernel, input, "erf_vml_cpu")
+    return float64_kernel_op(ERF, erf_kernel, input, "erf_vml_cpu")
 
 
 def erfc(input: Tensor) -> Tensor:
     """1 - erf(input), without the cancellation for large inputs."""
-    return _apply(ERFC, erfc_kernel, input, "erfc_vml_cpu")
+    return float64_kernel_op(ERFC, erfc_kernel, input, "erfc_vml_cpu")
 
 
 def invalid_combination(name: str, input: Any, other: Any) -> TypeError:

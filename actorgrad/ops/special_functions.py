@@ -16,7 +16,7 @@ import numpy as np
 
 from actorgrad.devices import bessel, incomplete_gamma, normal
 from actorgrad.devices import zeta as zeta_kernel
-from actorgrad.ops.gamma import lgamma
+from actorgrad.ops.gamma import float64_kernel_op, lgamma
 from actorgrad.ops.inplace import write_in_place
 from actorgrad.ops.operands import (
     SCALAR_NAMES,
@@ -24,7 +24,6 @@ from actorgrad.ops.operands import (
     data_as,
     floating,
     kernel_operands,
-    refuse_complex,
     require_tensors,
     result_type,
 )
@@ -90,45 +89,34 @@ LOG_NDTR = Rule("SpecialLogNdtrBackward0", (
 ENTR = Rule("SpecialEntrBackward0", (("self",), lambda ops, g, self: g * -(1 + ops.log(self))))
 
 
-def _unary(rule: Rule, kernel: Any, input: Tensor, kernel_name: str) -> Tensor:
-    """The kernel in float64 whatever the input's dtype, rounded to the op's floating dtype (an integer or bool
-    input gives the default float dtype); a complex input gets PyTorch's error for its kernel `kernel_name` before
-    anything is computed."""
-    x = input._data
-    refuse_complex(x.dtype, kernel_name)
-    with np.errstate(all="ignore"):
-        data = kernel(input._device.xp, x).astype(floating(x.dtype), copy=False)
-    return record(rule, data, (input,))
-
-
 def i0(input: Tensor) -> Tensor:
     """The modified Bessel function of the first kind of order 0."""
-    return _unary(I0, bessel.i0, input, "i0_vml_cpu")
+    return float64_kernel_op(I0, bessel.i0, input, "i0_vml_cpu")
 
 
 def i0e(input: Tensor) -> Tensor:
     """exp(-|input|) i0(input), which does not overflow."""
-    return _unary(I0E, bessel.i0e, input, "i0e_cpu")
+    return float64_kernel_op(I0E, bessel.i0e, input, "i0e_cpu")
 
 
 def i1(input: Tensor) -> Tensor:
     """The modified Bessel function of the first kind of order 1."""
-    return _unary(I1, bessel.i1, input, "i1_cpu")
+    return float64_kernel_op(I1, bessel.i1, input, "i1_cpu")
 
 
 def i1e(input: Tensor) -> Tensor:
     """exp(-|input|) i1(input), which does not overflow."""
-    return _unary(I1E, bessel.i1e, input, "i1e_cpu")
+    return float64_kernel_op(I1E, bessel.i1e, input, "i1e_cpu")
 
 
 def ndtri(input: Tensor) -> Tensor:
     """The inverse of the standard normal cdf: -inf at 0, inf at 1, NaN outside [0, 1]."""
-    return _unary(NDTRI, normal.ndtri, input, "ndtri_cpu")
+    return float64_kernel_op(NDTRI, normal.ndtri, input, "ndtri_cpu")
 
 
 def log_ndtr(input: Tensor) -> Tensor:
     """The log of the standard normal cdf, accurate far into both tails."""
-    return _unary(LOG_NDTR, normal.log_ndtr, input, "log_ndtr_cpu")
+    return float64_kernel_op(LOG_NDTR, normal.log_ndtr, input, "log_ndtr_cpu")
 
 
 def _entr_kernel(xp: Any, x: Any) -> Any:
@@ -138,7 +126,7 @@ def _entr_kernel(xp: Any, x: Any) -> Any:
 
 def entr(input: Tensor) -> Tensor:
     """-input log(input) elementwise: 0 at 0, -inf below 0."""
-    return _unary(ENTR, _entr_kernel, input, "entr_cpu")
+    return float64_kernel_op(ENTR, _entr_kernel, input, "entr_cpu")
 
 
 # -- igamma, igammac ---------------------------------------------------------------------------------------------
