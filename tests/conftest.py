@@ -379,3 +379,75 @@ class _ModuleAgainstNumpy:
 def numpy_check():
     """`_ModuleAgainstNumpy`: run a module, compute the numpy formula's values and central differences, compare."""
     return _ModuleAgainstNumpy
+
+
+def _numpy_gradient(loss, array: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """d loss(array) / d array by central differences, `loss` a numpy function of the array giving a scalar."""
+    grad = np.zeros(array.shape)
+    for k in range(array.size):
+        step = np.zeros(array.shape)
+        step.flat[k] = h
+        grad.flat[k] = (loss(array + step) - loss(array - step)) / (2 * h)
+    return grad
+
+
+@pytest.fixture
+def numpy_gradient():
+    """`numpy_gradient(loss, array, h=1e-6)`: the central differences of a numpy scalar function, shaped as `array`:
+    gradients from an independent formula, with no actorgrad in the loop."""
+    return _numpy_gradient
+
+
+def _sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+class _NumpyRecurrence:
+    """PyTorch's documented RNN (tanh, relu), LSTM (with projections) and GRU equations in numpy, on parameter
+    arrays named as in the modules' state dicts."""
+
+    @staticmethod
+    def step(mode: str, x, state, p) -> tuple:
+        """One step from `state` (h,) or (h, c); `p` holds one (layer, direction)'s arrays, biases absent as zeros."""
+        gi = x @ p["weight_ih"].T + p.get("bias_ih", 0)
+        gh = state[0] @ p["weight_hh"].T + p.get("bias_hh", 0)
+        if mode == "RNN_TANH":
+            return (np.tanh(gi + gh),)
+        if mode == "RNN_RELU":
+            return (np.maximum(gi + gh, 0),)
+        if mode == "GRU":
+            (i_r, i_z, i_n), (h_r, h_z, h_n) = np.split(gi, 3, -1), np.split(gh, 3, -1)
+            r, z = _sigmoid(i_r + h_r), _sigmoid(i_z + h_z)
+            n = np.tanh(i_n + r * h_n)
+            return ((1 - z) * n + z * state[0],)
+        i, f, g, o = np.split(gi + gh, 4, -1)
+        c = _sigmoid(f) * state[1] + _sigmoid(i) * np.tanh(g)
+        h = _sigmoid(o) * np.tanh(c)
+        return (h @ p["weight_hr"].T if "weight_hr" in p else h), c
+
+    @classmethod
+    def layers(cls, mode: str, params: dict, x, states, num_layers: int, directions: int) -> tuple:
+        """The stacked layers over x of shape (seq, batch, feature) from `states`, each (layers * directions,
+        batch, size): the output (seq, batch, directions * size) and the final states, stacked as `states`."""
+        finals = []
+        for layer_index in range(num_layers):
+            outputs = []
+            for direction in range(directions):
+                suffix = f"_l{layer_index}" + ("_reverse" if direction else "")
+                p = {name[:-len(suffix)]: value for name, value in params.items() if name.endswith(suffix)}
+                state = tuple(s[layer_index * directions + direction] for s in states)
+                out = []
+                for t in reversed(range(len(x))) if direction else range(len(x)):
+                    state = cls.step(mode, x[t], state, p)
+                    out.append(state[0])
+                outputs.append(np.stack(out[::-1] if direction else out))
+                finals.append(state)
+            x = np.concatenate(outputs, -1)
+        return x, tuple(np.stack([f[k] for f in finals]) for k in range(len(states)))
+
+
+@pytest.fixture
+def numpy_recurrence():
+    """`_NumpyRecurrence`: `step(mode, x, state, p)` and `layers(mode, params, x, states, num_layers, directions)`,
+    modes "RNN_TANH", "RNN_RELU", "LSTM", "GRU"."""
+    return _NumpyRecurrence

@@ -1,11 +1,14 @@
 """More layers and their functions: bilinear (Bilinear), embedding_bag (EmbeddingBag), max_unpool1d/2d/3d
 (MaxUnpool1d/2d/3d), lp_pool1d/2d/3d (LPPool1d/2d/3d) and channel_shuffle (ChannelShuffle).
 
-Expected numbers are PyTorch 2.13's (float64), written here as literals; gradients are checked against finite
-differences in float64 (away from ties and zeros) and, where PyTorch picks one place for a gradient (embedding_bag's
-max, max_unpool's repeated indices), against its numbers; reprs and error texts are PyTorch's.
+Expected values come from each function's documented formula in numpy, by brute force (bags reduced one by one,
+pooling windows enumerated, unpooling as a scatter); gradients from central differences of those formulas, from
+gradcheck in float64 (away from ties and zeros) and, where PyTorch picks one place for a gradient (embedding_bag's
+max ties, max_unpool's repeated indices), from the rule worked by hand or as a gather. Reprs and error texts are
+PyTorch's.
 """
 
+import itertools
 import math
 import re
 import warnings
@@ -39,11 +42,19 @@ X1 = [[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]]
 X2 = [[1.0, -0.5], [0.25, 2.0]]
 A = (np.arange(12.0).reshape(2, 3, 2) / 4 - 1.3).tolist()
 B = [0.1, -0.2]
-BILINEAR = [[-0.3125, 0.5125], [-3.73125, -0.6562500000000001]]
-BILINEAR_NO_BIAS_3D = [[[-0.41250000000000003, 0.7124999999999999]], [[-3.8312500000000003, -0.4562500000000001]]]
 
 
-def test_bilinear_gives_pytorchs_values_over_any_leading_dims():
+def bilinear_reference(x1, x2, weight, bias=None):
+    """y[..., k] = x1[..., :] @ weight[k] @ x2[..., :] + bias[k], the documented formula."""
+    out = np.einsum("...i,kij,...j->...k", np.array(x1), np.array(weight), np.array(x2))
+    return out if bias is None else out + np.array(bias)
+
+
+BILINEAR = bilinear_reference(X1, X2, A, B)
+BILINEAR_NO_BIAS_3D = bilinear_reference(np.array(X1)[:, None], np.array(X2)[:, None], A)
+
+
+def test_bilinear_gives_the_formulas_values_over_any_leading_dims():
     close(F.bilinear(f64(X1), f64(X2), f64(A), f64(B)), BILINEAR)
     close(ag.bilinear(f64(X1), f64(X2), f64(A), f64(B)), BILINEAR)
     close(F.bilinear(f64(X1).unsqueeze(1), f64(X2).unsqueeze(1), f64(A)), BILINEAR_NO_BIAS_3D)
@@ -105,43 +116,27 @@ E = [[0.5, -1.2, 2.0], [1.1, 0.3, -0.7], [-0.4, 0.9, 1.6], [2.2, -0.8, 0.05], [-
 INDICES = [1, 2, 4, 5, 4, 3, 2, 0]
 OFFSETS = [0, 3, 3, 6]  # bags [1, 2, 4], [], [5, 4, 3], [2, 0]
 G = [[1.0, -2.0, 0.5], [0.25, 1.5, -1.0], [2.0, 0.5, 1.0], [-0.5, 1.0, 3.0]]
-BAGS = {
-    ("sum", None): [[-0.7999999999999999, 2.5, 0.30000000000000016], [0.0, 0.0, 0.0], [1.4000000000000001, 0.7, -2.45],
-                    [0.09999999999999998, -0.29999999999999993, 3.6]],
-    ("sum", 2): [[-0.3999999999999999, 1.6, -1.2999999999999998], [0.0, 0.0, 0.0], [1.4000000000000001, 0.7, -2.45],
-                 [0.5, -1.2, 2.0]],
-    ("mean", None): [[-0.26666666666666666, 0.8333333333333334, 0.10000000000000005], [0.0, 0.0, 0.0],
-                     [0.46666666666666673, 0.2333333333333333, -0.8166666666666668],
-                     [0.04999999999999999, -0.14999999999999997, 1.8]],
-    ("mean", 2): [[-0.19999999999999996, 0.8, -0.6499999999999999], [0.0, 0.0, 0.0],
-                  [0.46666666666666673, 0.2333333333333333, -0.8166666666666668], [0.5, -1.2, 2.0]],
-    ("max", None): [[1.1, 1.3, 1.6], [0.0, 0.0, 0.0], [2.2, 1.3, 0.05], [0.5, 0.9, 2.0]],
-    ("max", 2): [[1.1, 1.3, -0.6], [0.0, 0.0, 0.0], [2.2, 1.3, 0.05], [0.5, -1.2, 2.0]],
-}
-BAG_GRADS = {  # the weight's gradient for the output gradient G
-    ("sum", None): [[-0.5, 1.0, 3.0], [1.0, -2.0, 0.5], [0.5, -1.0, 3.5], [2.0, 0.5, 1.0], [3.0, -1.5, 1.5],
-                    [2.0, 0.5, 1.0]],
-    ("sum", 2): [[-0.5, 1.0, 3.0], [1.0, -2.0, 0.5], [0.0, 0.0, 0.0], [2.0, 0.5, 1.0], [3.0, -1.5, 1.5],
-                 [2.0, 0.5, 1.0]],
-    ("mean", None): [[-0.25, 0.5, 1.5], [0.3333333333333333, -0.6666666666666666, 0.16666666666666666],
-                     [0.08333333333333331, -0.16666666666666663, 1.6666666666666667],
-                     [0.6666666666666666, 0.16666666666666666, 0.3333333333333333], [1.0, -0.5, 0.5],
-                     [0.6666666666666666, 0.16666666666666666, 0.3333333333333333]],
-    ("mean", 2): [[-0.5, 1.0, 3.0], [0.5, -1.0, 0.25], [0.0, 0.0, 0.0],
-                  [0.6666666666666666, 0.16666666666666666, 0.3333333333333333],
-                  [1.1666666666666665, -0.8333333333333334, 0.5833333333333333],
-                  [0.6666666666666666, 0.16666666666666666, 0.3333333333333333]],
-    ("max", None): [[-0.5, 0.0, 3.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.5], [2.0, 0.0, 1.0], [0.0, -1.5, 0.0],
-                    [0.0, 0.0, 0.0]],
-    ("max", 2): [[-0.5, 1.0, 3.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [2.0, 0.0, 1.0], [0.0, -1.5, 0.5],
-                 [0.0, 0.0, 0.0]],
-}
 PER_SAMPLE = [0.5, -1.0, 2.0, 1.5, 0.25, -0.75, 3.0, 1.0]
-WEIGHTED = [[-2.45, 2.75, -1.5499999999999998], [0.0, 0.0, 0.0], [-0.9750000000000003, 1.225, -3.0374999999999996],
-            [0.5, -1.2, 2.0]]
-WEIGHTED_GRAD = [[-0.5, 1.0, 3.0], [0.5, -1.0, 0.25], [0.0, 0.0, 0.0], [-1.5, -0.375, -0.75], [2.5, -3.875, 1.25],
-                 [3.0, 0.75, 1.5]]
-PER_SAMPLE_GRAD = [0.15000000000000013, 0.0, -4.4, -0.3999999999999999, -2.95, 4.05, 0.0, 4.55]
+
+
+def bags_reference(weight, mode, padding_idx=None, per_sample_weights=None, indices=INDICES, offsets=OFFSETS,
+                   include_last_offset=False):
+    """Each bag's rows (times their per-sample weights) reduced by brute force as documented: entries equal to
+    padding_idx left out (a mean counts only the others), an empty bag zeros, max taken per column."""
+    weight = np.asarray(weight, dtype=np.float64)
+    scale = np.ones(len(indices)) if per_sample_weights is None else np.asarray(per_sample_weights)
+    ends = list(offsets[1:]) + ([] if include_last_offset else [len(indices)])
+    rows = []
+    for start, end in zip(offsets, ends, strict=False):
+        kept = [k for k in range(start, end) if indices[k] != padding_idx]
+        picked = weight[[indices[k] for k in kept]] * scale[kept, None]
+        reduce = {"sum": np.sum, "mean": np.mean, "max": np.max}[mode]
+        rows.append(reduce(picked, axis=0) if kept else np.zeros(weight.shape[1]))
+    return np.array(rows)
+
+
+BAGS = {(mode, padding_idx): bags_reference(E, mode, padding_idx)
+        for mode in ("sum", "mean", "max") for padding_idx in (None, 2)}
 
 
 def bag(weight, mode, **options):
@@ -149,21 +144,26 @@ def bag(weight, mode, **options):
 
 
 @pytest.mark.parametrize(("mode", "padding_idx"), list(BAGS), ids=[f"{m}-{p}" for m, p in BAGS])
-def test_embedding_bag_reduces_each_bag_as_pytorch_does(mode, padding_idx):
+def test_embedding_bag_reduces_each_bag_as_documented(mode, padding_idx, numpy_gradient):
+    """Values against the brute-force reduction; the weight's gradient for the output gradient G against that
+    reduction's central differences (E has no ties within a bag, so max's winning rows are clear)."""
     weight = f64(E, True)
     out = bag(weight, mode, padding_idx=padding_idx)
     close(out, BAGS[mode, padding_idx])  # an empty bag (and one of padding only) gives zeros
     out.backward(f64(G))
-    close(weight.grad, BAG_GRADS[mode, padding_idx])  # max: each column's gradient to its bag's winning row only
+    expected = numpy_gradient(lambda w: (bags_reference(w, mode, padding_idx) * G).sum(), np.array(E))
+    close(weight.grad, expected, rtol=1e-8)  # max: each column's gradient to its bag's winning row only
 
 
-def test_embedding_bag_weighs_each_entry_in_sum_mode():
+def test_embedding_bag_weighs_each_entry_in_sum_mode(numpy_gradient):
     weight, weights = f64(E, True), f64(PER_SAMPLE, True)
     out = bag(weight, "sum", per_sample_weights=weights, padding_idx=2)
-    close(out, WEIGHTED)
+    close(out, bags_reference(E, "sum", 2, PER_SAMPLE))
     out.backward(f64(G))
-    close(weight.grad, WEIGHTED_GRAD)
-    close(weights.grad, PER_SAMPLE_GRAD)  # a padding entry's weight gets none
+    close(weight.grad, numpy_gradient(lambda w: (bags_reference(w, "sum", 2, PER_SAMPLE) * G).sum(), np.array(E)),
+          rtol=1e-8)
+    expected = numpy_gradient(lambda p: (bags_reference(E, "sum", 2, p) * G).sum(), np.array(PER_SAMPLE))
+    close(weights.grad, expected, rtol=1e-8)  # a padding entry's weight gets none
 
 
 def test_embedding_bag_takes_fixed_length_bags_as_rows_and_csr_offsets():
@@ -174,7 +174,7 @@ def test_embedding_bag_takes_fixed_length_bags_as_rows_and_csr_offsets():
           F.embedding_bag(ag.tensor(INDICES[:6]), f64(E), ag.tensor([0, 3]), mode="sum",
                           per_sample_weights=f64(PER_SAMPLE[:6])).detach().numpy())
     csr = F.embedding_bag(ag.tensor(INDICES), f64(E), ag.tensor([0, 3, 3, 8]), mode="max", include_last_offset=True)
-    close(csr, [[1.1, 1.3, 1.6], [0.0, 0.0, 0.0], [2.2, 1.3, 2.0]])
+    close(csr, bags_reference(E, "max", offsets=[0, 3, 3, 8], include_last_offset=True))
     int32 = F.embedding_bag(ag.tensor(INDICES, dtype=ag.int32), f64(E), ag.tensor(OFFSETS), mode="sum")
     close(int32, BAGS["sum", None])
     assert F.embedding_bag(ag.zeros(0, 3, dtype=ag.int64), f64(E)).shape == (0, 3)
@@ -190,6 +190,8 @@ def test_embedding_bag_differentiates_the_weight_and_the_per_sample_weights(mode
 
 
 def test_embedding_bag_max_keeps_the_first_maximum_and_a_leading_nan_as_pytorch_does():
+    """Ties by hand: bag [0, 1, 2] has column maxima 1 (rows 0, 1) and 3 (rows 1, 2), bag [2, 1, 0] the same with
+    rows 1 and 2 first; each column's gradient goes to the first of its tied rows in bag order."""
     weight = f64([[1.0, 2.0], [1.0, 3.0], [0.0, 3.0]], True)
     out = F.embedding_bag(ag.tensor([0, 1, 2, 2, 1, 0]), weight, ag.tensor([0, 3]), mode="max")
     close(out, [[1.0, 3.0], [1.0, 3.0]])
@@ -199,28 +201,29 @@ def test_embedding_bag_max_keeps_the_first_maximum_and_a_leading_nan_as_pytorch_
     close(F.embedding_bag(ag.tensor([0, 1, 1, 0]), nan, ag.tensor([0, 2]), mode="max"), [[2.0, math.nan], [2.0, 0.0]])
 
 
-RENORMED = [[0.31441634293172016, -0.7545992230361284, 1.2576653717268806], [1.1, 0.3, -0.7], [-0.4, 0.9, 1.6],
-            [1.409368631613125, -0.5124976842229545, 0.032031105263934656], [-1.5, 1.3, -0.6], [0.7, 0.2, -1.9]]
-RENORMED_OUT = [[0.31441634293172016, -0.7545992230361284, 1.2576653717268806],
-                [2.81873726322625, -1.024995368445909, 0.06406221052786931]]
-RENORMED_L1_FLOAT32 = [
-    [0.13513512909412384, -0.3243243098258972, 0.5405405163764954], [1.100000023841858, 0.30000001192092896,
-                                                                      -0.699999988079071],
-    [-0.4000000059604645, 0.8999999761581421, 1.600000023841858], [0.7213115096092224, -0.26229509711265564,
-                                                                     0.016393443569540977],
-    [-1.5, 1.2999999523162842, -0.6000000238418579], [0.2499999850988388, 0.0714285671710968, -0.6785714030265808]]
+def renormed(weight, rows, max_norm, norm_type=2.0):
+    """The weight with each named row whose norm exceeds max_norm scaled by max_norm / (norm + 1e-7), the 1e-7
+    being PyTorch's (embedding_renorm_'s) guard."""
+    weight = np.array(weight, dtype=np.float64)
+    for row in set(rows):
+        norm = np.linalg.norm(weight[row], norm_type)
+        if norm > max_norm:
+            weight[row] *= max_norm / (norm + 1e-7)
+    return weight
 
 
 def test_embedding_bag_max_norm_rescales_the_named_rows_in_place_first():
     weight = f64(E, True)
     version = weight._version
     out = F.embedding_bag(ag.tensor([0, 3, 3]), weight, ag.tensor([0, 1]), max_norm=1.5, mode="sum")
-    close(out, RENORMED_OUT)
-    close(weight, RENORMED)  # rows 0 and 3 were above 1.5; the others, not named, stay
+    expected = renormed(E, [0, 3], 1.5)
+    assert not np.allclose(expected[[0, 3]], np.array(E)[[0, 3]])  # rows 0 and 3 were above 1.5
+    close(out, bags_reference(expected, "sum", indices=[0, 3, 3], offsets=[0, 1]))
+    close(weight, expected)  # the others, not named, stay
     assert weight._version == version + 1 and weight.grad_fn is None
     single = ag.tensor(E, dtype=ag.float32)
     F.embedding_bag(ag.tensor([0, 3, 3, 5]), single, ag.tensor([0]), max_norm=1.0, norm_type=1.0, mode="sum")
-    np.testing.assert_allclose(single.numpy(), RENORMED_L1_FLOAT32, rtol=1e-6)
+    np.testing.assert_allclose(single.numpy(), renormed(E, [0, 3, 5], 1.0, 1.0), rtol=1e-6)
     raises(lambda: F.embedding_bag(ag.tensor([0, 7]), f64(E), ag.tensor([0]), max_norm=1.0), IndexError,
            "select(): index 7 out of range for tensor of size [6, 3] at dimension 0")
 
@@ -311,53 +314,82 @@ def test_embedding_bag_layer_has_pytorchs_settings_init_and_repr():
            "Shape of weight does not match num_embeddings and embedding_dim")
 
 
-def test_embedding_bag_layer_from_pretrained_reduces_through_the_given_rows():
+def test_embedding_bag_layer_from_pretrained_reduces_through_the_given_rows(numpy_gradient):
     table = f64(E)
     layer = nn.EmbeddingBag.from_pretrained(table, mode="sum", padding_idx=2)
     assert not layer.weight.requires_grad and (layer.num_embeddings, layer.embedding_dim) == (6, 3)
     close(layer(ag.tensor(INDICES), ag.tensor(OFFSETS)), BAGS["sum", 2])
-    close(layer(ag.tensor(INDICES), ag.tensor(OFFSETS), f64(PER_SAMPLE)), WEIGHTED)
+    close(layer(ag.tensor(INDICES), ag.tensor(OFFSETS), f64(PER_SAMPLE)), bags_reference(E, "sum", 2, PER_SAMPLE))
     trained = nn.EmbeddingBag.from_pretrained(table, freeze=False, mode="max")
     out = trained(ag.tensor(INDICES), ag.tensor(OFFSETS))
     out.backward(f64(G))
-    close(trained.weight.grad, BAG_GRADS["max", None])
+    close(trained.weight.grad, numpy_gradient(lambda w: (bags_reference(w, "max") * G).sum(), np.array(E)), rtol=1e-8)
     raises(lambda: nn.EmbeddingBag.from_pretrained(f64(E[0])), AssertionError,
            "Embeddings parameter is expected to be 2-dimensional")
 
 
 # -- max_unpool -------------------------------------------------------------------------------------------------------
-POOLED = [[[[1.0, 0.7860702961410393], [0.511703992453149, 0.9888373426941459]],
-           [[-0.4153390737160634, 0.9555985806128394], [0.569020206444659, 0.9763961802693312]]]]
-POOL_INDICES = [[[[0, 7], [8, 11]], [[5, 6], [13, 10]]]]
-UNPOOLED = [[[[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.7860702961410393],
-              [0.511703992453149, 0.0, 0.0, 0.9888373426941459], [0.0, 0.0, 0.0, 0.0]],
-             [[0.0, 0.0, 0.0, 0.0], [0.0, -0.4153390737160634, 0.9555985806128394, 0.0],
-              [0.0, 0.0, 0.9763961802693312, 0.0], [0.0, 0.569020206444659, 0.0, 0.0]]]]
-UNPOOLED_5X5 = [[[[1.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.7860702961410393, 0.511703992453149, 0.0],
-                  [0.0, 0.9888373426941459, 0.0, 0.0, 0.0], [0.0] * 5, [0.0] * 5],
-                 [[0.0] * 5, [-0.4153390737160634, 0.9555985806128394, 0.0, 0.0, 0.0],
-                  [0.9763961802693312, 0.0, 0.0, 0.569020206444659, 0.0], [0.0] * 5, [0.0] * 5]]]
-OVERLAP_INDICES = [[[[0, 0, 7, 7], [0, 0, 11, 11], [4, 4, 11, 11], [8, 8, 11, 11]],
-                    [[5, 6, 6, 6], [9, 10, 10, 10], [13, 10, 10, 10], [13, 10, 10, 10]]]]
-OVERLAP_UNPOOLED = [[[[1.0, 0.0, 0.0, 0.0], [0.8693974903498253, 0.0, 0.0, 0.7860702961410393],
-                      [0.511703992453149, 0.0, 0.0, 0.9888373426941459], [0.0, 0.0, 0.0, 0.0]],
-                     [[0.0, 0.0, 0.0, 0.0], [0.0, -0.4153390737160634, 0.9555985806128394, 0.0],
-                      [0.0, 0.08838369930580554, 0.9763961802693312, 0.0], [0.0, 0.569020206444659, 0.0, 0.0]]]]
+def windows(spatial, kernel, stride, padding=0, ceil_mode=False) -> tuple[tuple, list]:
+    """The output's spatial shape, and each output place with the in-bounds input places of its window, by brute
+    force; with ceil_mode, a last window that starts inside the input but runs past its end counts too."""
+    sizes = []
+    for n, k, step in zip(spatial, kernel, stride, strict=True):
+        size = (-(-(n + 2 * padding - k) // step) if ceil_mode else (n + 2 * padding - k) // step) + 1
+        sizes.append(size - 1 if (size - 1) * step >= n + padding else size)
+    places = []
+    for out in itertools.product(*map(range, sizes)):
+        spans = [range(max(o * step - padding, 0), min(o * step - padding + k, n))
+                 for o, n, k, step in zip(out, spatial, kernel, stride, strict=True)]
+        places.append((out, list(itertools.product(*spans))))
+    return tuple(sizes), places
+
+
+def max_pool_reference(x, kernel, stride=None, padding=0):
+    """Each window's maximum and its flat index in the input plane, the first in row-major order among equals."""
+    x = np.asarray(x)
+    d = len(kernel)
+    planes = x.reshape(-1, *x.shape[-d:])
+    found = {}
+    sizes, places_of = windows(x.shape[-d:], kernel, stride or kernel, padding)
+    for out, places in places_of:
+        for b, plane in enumerate(planes):
+            best = int(np.argmax([plane[place] for place in places]))  # argmax: the first maximum
+            found[(b, *out)] = plane[places[best]], np.ravel_multi_index(places[best], x.shape[-d:])
+    shape = x.shape[:-d] + sizes
+    values = np.array([found[key][0] for key in sorted(found)]).reshape(shape)
+    return values, np.array([found[key][1] for key in sorted(found)]).reshape(shape)
+
+
+def max_unpool_reference(values, indices, spatial):
+    """Zeros of the trailing shape `spatial` with each value written at its flat index, in order (the last write
+    at a repeated index stays)."""
+    values, indices = np.asarray(values), np.asarray(indices)
+    lead = values.shape[:values.ndim - len(spatial)]
+    out = np.zeros((math.prod(lead), math.prod(spatial)))
+    for plane, (row, where) in enumerate(zip(values.reshape(len(out), -1), indices.reshape(len(out), -1),
+                                             strict=True)):
+        for value, index in zip(row, where, strict=True):
+            out[plane, index] = value
+    return out.reshape(*lead, *spatial)
+
+
+def max_unpool_grad_reference(grad_out, indices):
+    """max_unpool is a scatter, so its input's gradient is the output gradient gathered at each index."""
+    planes = grad_out.reshape(math.prod(np.shape(indices)[:-2]), -1)
+    return np.take_along_axis(planes, np.reshape(indices, (len(planes), -1)), 1).reshape(np.shape(indices))
+
+
+PICTURE = np.cos(np.arange(32.0) * 1.7).reshape(1, 2, 4, 4)  # no ties in any window
+POOLED, POOL_INDICES = max_pool_reference(PICTURE, (2, 2))
+UNPOOLED = max_unpool_reference(POOLED, POOL_INDICES, (4, 4))
+UNPOOLED_5X5 = max_unpool_reference(POOLED, POOL_INDICES, (5, 5))
+OVERLAP_POOLED, OVERLAP_INDICES = max_pool_reference(PICTURE, (3, 3), (1, 1), 1)
 OVERLAP_GRAD_OUT = np.sin(np.arange(32.0)).reshape(1, 2, 4, 4)
-OVERLAP_GRAD = [[[[0.0, 0.0, 0.6569865987187891, 0.6569865987187891],
-                  [0.0, 0.0, -0.9999902065507035, -0.9999902065507035],
-                  [-0.7568024953079282, -0.7568024953079282, -0.9999902065507035, -0.9999902065507035],
-                  [0.9893582466233818, 0.9893582466233818, -0.9999902065507035, -0.9999902065507035]],
-                 [[0.8366556385360561, -0.008851309290403876, -0.008851309290403876, -0.008851309290403876],
-                  [-0.13235175009777303, 0.7625584504796027, 0.7625584504796027, 0.7625584504796027],
-                  [-0.6636338842129675, 0.7625584504796027, 0.7625584504796027, 0.7625584504796027],
-                  [-0.6636338842129675, 0.7625584504796027, 0.7625584504796027, 0.7625584504796027]]]]
-PICTURE = np.cos(np.arange(32.0) * 1.7).reshape(1, 2, 4, 4)
 
 
 def test_max_unpool2d_puts_each_value_back_where_max_pool2d_found_it():
     pooled, indices = ag.max_pool2d(f64(PICTURE), 2, return_indices=True)
-    assert indices.tolist() == POOL_INDICES
+    assert indices.tolist() == POOL_INDICES.tolist()
     close(pooled, POOLED)
     close(F.max_unpool2d(pooled, indices, 2), UNPOOLED)
     close(F.max_unpool2d(pooled[0], indices[0], 2), UNPOOLED[0])  # unbatched
@@ -368,12 +400,12 @@ def test_max_unpool2d_puts_each_value_back_where_max_pool2d_found_it():
 
 def test_max_unpool2d_sends_each_repeated_index_that_places_gradient():
     pooled, indices = ag.max_pool2d(f64(PICTURE), 3, 1, 1, return_indices=True)
-    assert indices.tolist() == OVERLAP_INDICES
+    assert indices.tolist() == OVERLAP_INDICES.tolist()  # overlapping windows: indices repeat
     leaf = pooled.detach().requires_grad_()
     out = F.max_unpool2d(leaf, indices, 3, 1, 1)
-    close(out, OVERLAP_UNPOOLED)
+    close(out, max_unpool_reference(OVERLAP_POOLED, OVERLAP_INDICES, (4, 4)))
     out.backward(f64(OVERLAP_GRAD_OUT))
-    close(leaf.grad, OVERLAP_GRAD)
+    close(leaf.grad, max_unpool_grad_reference(OVERLAP_GRAD_OUT, OVERLAP_INDICES))
 
 
 def test_max_unpool_keeps_the_last_value_written_at_a_repeated_index():
@@ -387,18 +419,18 @@ def test_max_unpool_keeps_the_last_value_written_at_a_repeated_index():
 def test_max_unpool1d_and_3d_invert_their_poolings():
     line = np.cos(np.arange(14.0) * 0.9).reshape(2, 7)
     pooled, indices = ag.max_pool1d(f64(line), 2, return_indices=True)
-    assert indices.tolist() == [[0, 2, 5], [0, 2, 5]]
-    close(F.max_unpool1d(pooled, indices, 2, output_size=[7]),
-          [[1.0, 0.0, -0.2272020946930871, 0.0, 0.0, -0.2107957994307797, 0.0],
-           [0.9998586363834151, 0.0, -0.2435441537357911, 0.0, 0.0, -0.1943299064553348, 0.0]])
+    expected_pooled, expected_indices = max_pool_reference(line, (2,))
+    assert indices.tolist() == expected_indices.tolist()
+    close(F.max_unpool1d(pooled, indices, 2, output_size=[7]), max_unpool_reference(expected_pooled,
+                                                                                    expected_indices, (7,)))
     volume = np.cos(np.arange(96.0) * 1.3).reshape(2, 3, 4, 4)  # unbatched: (channels, depth, height, width)
     pooled, indices = ag.max_pool3d(f64(volume), 2, return_indices=True)
-    assert indices.tolist() == [[[[0, 19], [29, 10]]], [[[5, 19], [29, 10]]]]
+    expected_pooled, expected_indices = max_pool_reference(volume, (2, 2, 2))
+    assert indices.tolist() == expected_indices.tolist()
     out = F.max_unpool3d(pooled, indices, 2, output_size=(3, 5, 4))
-    expected = np.zeros((2, 3 * 5 * 4))
-    np.put_along_axis(expected, np.reshape(indices.tolist(), (2, 4)), pooled.numpy().reshape(2, 4), 1)
-    close(out, expected.reshape(2, 3, 5, 4))
-    close(out[0, 0, 4, 3], 0.9078195977561953)
+    close(out, max_unpool_reference(expected_pooled, expected_indices, (3, 5, 4)))
+    assert indices[0, 0, 0, 1].item() == 19  # flat index 19 of a (3, 5, 4) grid is place (0, 4, 3)
+    close(out[0, 0, 4, 3], expected_pooled[0, 0, 0, 1])
 
 
 @pytest.mark.parametrize("dims", [1, 2, 3])
@@ -470,28 +502,49 @@ def test_max_unpool_layers_keep_tuples_and_take_an_output_size():
 
 # -- lp_pool ----------------------------------------------------------------------------------------------------------
 POSITIVE = (0.5 + (np.arange(40.0) % 7) / 4).reshape(1, 2, 4, 5)
-LP2 = [[[[2.806243040080456, 1.8371173070873836], [2.318404623873926, 3.29772648956823]],
-        [[3.092329219213245, 2.4109126902482387], [1.8371173070873836, 2.806243040080456]]]]
-LP3_CEIL = [[[[2.4679235336405663, 1.9895286039481959], [2.8913685085238425, 2.4679235336405663],
-              [2.413723461514074, 2.8913685085238425]],
-             [[2.9349419408137774, 2.284449286080228], [2.8464406165319924, 2.9349419408137774],
-              [1.9895286039481959, 2.8464406165319924]]]]
-LP_FRACTIONAL_1D = [[1.5890263693161546, 2.6174537526872093], [2.4485699799213587, 2.1017811057979823]]
+
+
+def lp_pool_reference(x, p, kernel, stride=None, ceil_mode=False):
+    """PyTorch's documented formula: the average of x ** p over each window's in-bounds elements (avg_pool's
+    divisor), times the full window's size, to the power 1 / p (NaN where a negative sum meets a fractional power);
+    for p = +-inf, the max / min of |x| over the window."""
+    x = np.asarray(x, dtype=np.float64)
+    d = len(kernel)
+    planes = x.reshape(-1, *x.shape[-d:])
+    found = {}
+    sizes, places_of = windows(x.shape[-d:], kernel, stride or kernel, 0, ceil_mode)
+    for out, places in places_of:
+        for b, plane in enumerate(planes):
+            window = np.array([plane[place] for place in places])
+            if math.isinf(p):
+                found[(b, *out)] = np.abs(window).max() if p > 0 else np.abs(window).min()
+            else:
+                with np.errstate(invalid="ignore"):
+                    found[(b, *out)] = (np.mean(window**p) * math.prod(kernel)) ** (1 / p)
+    return np.array([found[key] for key in sorted(found)]).reshape(x.shape[:-d] + sizes)
+
+
+LP2 = lp_pool_reference(POSITIVE, 2, (2, 2))
+LP_FRACTIONAL_1D = lp_pool_reference(POSITIVE[0, :, 0], 1.5, (3,), (2,), ceil_mode=True)
 MIXED = np.cos(np.arange(20.0) * 1.1).reshape(1, 1, 4, 5)
 
 
-def test_lp_pool_gives_pytorchs_power_averages():
+def test_lp_pool_gives_the_formulas_power_averages():
     close(F.lp_pool2d(f64(POSITIVE), 2, 2), LP2)
-    close(F.lp_pool2d(f64(POSITIVE), 3, (2, 3), (1, 2), ceil_mode=True), LP3_CEIL)  # edge windows: PyTorch's counts
+    close(F.lp_pool2d(f64(POSITIVE), 3, (2, 3), (1, 2), ceil_mode=True),
+          lp_pool_reference(POSITIVE, 3, (2, 3), (1, 2), ceil_mode=True))
+    edge = lp_pool_reference(POSITIVE, 3, (2, 3), (1, 3), ceil_mode=True)  # each row's last window: 2 of 3 columns
+    assert edge.shape == (1, 2, 3, 2)
+    close(F.lp_pool2d(f64(POSITIVE), 3, (2, 3), (1, 3), ceil_mode=True), edge)
     close(F.lp_pool1d(f64(POSITIVE[0, :, 0]), 1.5, 3, 2, ceil_mode=True), LP_FRACTIONAL_1D)
     close(F.lp_pool3d(f64(POSITIVE), 2, (1, 2, 2)), LP2)  # unbatched, a unit depth window
+    expected = lp_pool_reference(MIXED, 3, (2, 2))
+    assert np.isnan(expected).sum() == 1  # one window of negative sum
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a negative window sum to the power 1/3 is NaN
-        close(F.lp_pool2d(f64(MIXED), 3, 2), [[[[1.3213887877644017, math.nan],
-                                                [0.7353033985829404, 1.18936279595191]]]])
-    close(F.lp_pool2d(f64(MIXED), math.inf, 2), [[[[1.0, 0.9874797699088649],
-                                                   [0.8932061115093233, 0.9888373426941465]]]])
-    close(F.lp_pool2d(f64(MIXED), -math.inf, 2), -F.max_pool2d(-f64(MIXED).abs(), 2).numpy())
+        close(F.lp_pool2d(f64(MIXED), 3, 2), expected)
+    close(F.lp_pool2d(f64(MIXED), math.inf, 2), lp_pool_reference(MIXED, math.inf, (2, 2)))
+    close(F.lp_pool2d(f64(MIXED), -math.inf, 2), lp_pool_reference(MIXED, -math.inf, (2, 2)))
 
 
 @pytest.mark.parametrize(("fn", "shape", "options"), [
@@ -528,17 +581,25 @@ def test_lp_pool_layers_keep_their_settings_as_given():
 
 
 # -- channel_shuffle --------------------------------------------------------------------------------------------------
+def channel_shuffle_reference(x, groups):
+    """The documented reshape: channels (groups, C / groups) transposed to (C / groups, groups)."""
+    x = np.asarray(x)
+    return x.reshape(x.shape[0], groups, -1, *x.shape[2:]).swapaxes(1, 2).reshape(x.shape)
+
+
 def test_channel_shuffle_interleaves_the_groups():
     x = ag.arange(24.0).reshape(1, 6, 2, 2)
     shuffled = F.channel_shuffle(x, 2)
+    # channel j of group g goes to place 2 j + g: channels 0, 3, 1, 4, 2, 5, whose first elements are 4 times those
     assert shuffled[0, :, 0, 0].tolist() == [0.0, 12.0, 4.0, 16.0, 8.0, 20.0]
-    assert ag.channel_shuffle(x, 3)[0, :, 0, 0].tolist() == [0.0, 8.0, 16.0, 4.0, 12.0, 20.0]
+    assert shuffled.tolist() == channel_shuffle_reference(x.numpy(), 2).tolist()
+    assert ag.channel_shuffle(x, 3).tolist() == channel_shuffle_reference(x.numpy(), 3).tolist()
     assert nn.ChannelShuffle(2)(x).tolist() == shuffled.tolist()
     assert repr(nn.ChannelShuffle(2)) == "ChannelShuffle(groups=2)"
     # dim 1 is always the channels: an unbatched (6, 2, 2) input shuffles its 2 "channels" in 2 groups of 1
     assert F.channel_shuffle(x[0], 2).tolist() == x[0].tolist()
-    assert F.channel_shuffle(ag.arange(12).reshape(1, 6, 2, 1, 1), 2).flatten().tolist() == [
-        0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11]
+    five_d = ag.arange(12).reshape(1, 6, 2, 1, 1)
+    assert F.channel_shuffle(five_d, 2).tolist() == channel_shuffle_reference(five_d.numpy(), 2).tolist()
     assert gradcheck(lambda t: F.channel_shuffle(t, 3), [f64(np.arange(24.0).reshape(2, 6, 2), True)], **TOL)
 
 

@@ -1,5 +1,6 @@
-"""actorgrad.nn.utils.parametrize and .parametrizations (weight_norm, spectral_norm), against PyTorch's behaviour;
-the reference numbers were computed offline with torch 2.13 (float64)."""
+"""actorgrad.nn.utils.parametrize and .parametrizations (weight_norm, spectral_norm): PyTorch's behaviour, names
+and texts; values from the defining formulas in numpy (g v / ||v||, W / u.Wv after a power iteration, numpy's SVD)
+and gradients from their central differences or closed forms."""
 
 import copy
 import pickle
@@ -231,38 +232,15 @@ def test_a_module_is_needed():
 
 
 # -- weight_norm ---------------------------------------------------------------------------------------------------
-# The magnitudes are scaled by linspace(0.5, 1.5) after registration, so that g is not just ||v||.
-WEIGHT_NORM = {
-    0: dict(
-        g=[[0.6670832032063166], [0.8897565210026092], [1.7225626903605635], [1.4716062652761437]],
-        weight=[[0.25, -0.6, 0.15], [0.6666666666666666, 0.08333333333333333, -0.5833333333333333],
-                [-0.46666666666666673, 1.05, 1.2833333333333334], [0.3, -0.8999999999999998, 1.1249999999999998]],
-        grad_g=[[2.945959350429334], [2.480235326703589], [3.65451946922826], [16.525488558882007]],
-        grad_v=[[0.14497752808988762, 0.5428539325842698, 1.9297865168539328],
-                [-2.0014132553606236, 1.3078094541910328, -2.1004995126705652],
-                [4.258404689092763, -5.770299439347605, 6.269664882772683],
-                [2.3469487012987016, 6.927153896103891, 4.9158701298701315]],
-    ),
-    1: dict(
-        g=[[0.5220153254455275, 1.6186414056238645, 2.3006792475266953]],
-        weight=[[0.25, -1.2, 0.44999999999999996], [0.4, 0.1, -1.0499999999999998], [-0.2, 0.9, 1.6500000000000001],
-                [0.1, -0.6, 1.125]],
-        grad_g=[[-1.66556412737106, 2.2138936935317233, 22.957029997458246]],
-        grad_v=[[1.7708302752293577, -1.8727022900763366, 7.922599893730076],
-                [-0.7083715596330272, 3.4962251908396937, 0.777433581296494],
-                [1.9574357798165143, -5.623973282442748, -4.687967056323057],
-                [2.3212821100917433, -4.107851145038168, 4.432249734325186]],
-    ),
-    None: dict(
-        g=1.2311072252245132,
-        weight=[[0.25, -0.6, 0.15], [0.4, 0.05, -0.35], [-0.2, 0.45, 0.55], [0.1, -0.3, 0.375]],
-        grad_g=5.375658890145084,
-        grad_v=[[0.1511845360824744, 0.5279571134020615, 1.9335107216494847],
-                [-1.0363047422680411, 0.43133690721649487, -0.4798583505154642],
-                [1.0066523711340207, -1.5649678350515464, 0.5342059793814438],
-                [0.6039238144329897, -0.2597714432989692, 1.8330268041237114]],
-    ),
-}
+def norms_except(v, dim):
+    """||v|| over every axis but `dim` (over all, for dim None), kept broadcastable to v."""
+    axes = None if dim is None else tuple(d for d in range(v.ndim) if d != dim)
+    return np.sqrt((v**2).sum(axis=axes, keepdims=dim is not None))
+
+
+def linear_loss(weight):
+    """The numpy value of (m(X) ** 2).sum() for a Linear with this weight and a zero bias."""
+    return ((np.array(X) @ weight.T) ** 2).sum()
 
 
 def weight_normed(dim):
@@ -277,9 +255,7 @@ def weight_normed(dim):
 def test_weight_norm_registers_g_and_v(dim):
     m = parametrizations.weight_norm(linear(W), dim=dim)
     g, v = m.parametrizations.weight.original0, m.parametrizations.weight.original1
-    axes = None if dim is None else tuple(d for d in range(2) if d != dim)
-    norms = np.sqrt((np.array(W) ** 2).sum(axis=axes, keepdims=dim is not None))
-    np.testing.assert_allclose(g.detach().numpy(), norms)
+    np.testing.assert_allclose(g.detach().numpy(), norms_except(np.array(W), dim))
     np.testing.assert_allclose(v.detach().numpy(), W)
     assert isinstance(g, nn.Parameter) and isinstance(v, nn.Parameter)
     np.testing.assert_allclose(m.weight.detach().numpy(), W)  # g * v / ||v|| with g = ||v||
@@ -287,15 +263,21 @@ def test_weight_norm_registers_g_and_v(dim):
 
 
 @pytest.mark.parametrize("dim", [0, 1, None])
-def test_weight_norm_gives_pytorchs_values_and_gradients(dim):
+def test_weight_norm_values_and_gradients_follow_g_times_v_over_its_norm(dim, numpy_gradient):
+    """g is ||v|| scaled by linspace(0.5, 1.5) (so the weight is not just v); the weight g v / ||v|| and the
+    gradients of (m(X) ** 2).sum() for g and v against numpy's formula and its central differences."""
     m = weight_normed(dim)
-    expected = WEIGHT_NORM[dim]
     holder = m.parametrizations.weight
-    np.testing.assert_allclose(holder.original0.detach().numpy(), expected["g"], rtol=1e-14)
-    np.testing.assert_allclose(m.weight.detach().numpy(), expected["weight"], rtol=1e-13)
+    v = np.array(W)
+    norms = norms_except(v, dim)
+    g = norms * np.linspace(0.5, 1.5, norms.size).reshape(norms.shape)
+    np.testing.assert_allclose(holder.original0.detach().numpy(), g, rtol=1e-14)
+    np.testing.assert_allclose(m.weight.detach().numpy(), g * v / norms, rtol=1e-13)
     (m(f64(X)) ** 2).sum().backward()
-    np.testing.assert_allclose(holder.original0.grad.detach().numpy(), expected["grad_g"], rtol=1e-12)
-    np.testing.assert_allclose(holder.original1.grad.detach().numpy(), expected["grad_v"], rtol=1e-12)
+    grad_g = numpy_gradient(lambda g: linear_loss(g * v / norms_except(v, dim)), g)
+    grad_v = numpy_gradient(lambda v: linear_loss(g * v / norms_except(v, dim)), v)
+    np.testing.assert_allclose(holder.original0.grad.detach().numpy(), grad_g, rtol=1e-7)
+    np.testing.assert_allclose(holder.original1.grad.detach().numpy(), grad_v, rtol=1e-7, atol=1e-8)
 
 
 @pytest.mark.parametrize("dim", [0, 1, None])
@@ -328,30 +310,19 @@ def test_weight_norm_cannot_be_left_unparametrized():
 
 
 # -- spectral_norm -------------------------------------------------------------------------------------------------
-U0 = [0.3077935056255462, -0.20519567041703082, 0.9233805168766387, 0.10259783520851541]
-V0 = [0.502518907629606, 0.502518907629606, -0.7035264706814484]
-TRAINING = dict(
-    weight=[[0.32934954266354194, -0.7904389023925006, 0.19760972559812515],
-            [0.5269592682616672, 0.0658699085327084, -0.46108935972895865],
-            [-0.2634796341308336, 0.5928291767943755, 0.7245689938597923],
-            [0.1317398170654168, -0.3952194511962503, 0.4940243139953129]],
-    u=[-0.3966521970446672, 0.6658090450392629, -0.36831989725576236, -0.5135229336738995],
-    v=[0.2496104019136979, 0.34198957869671126, -0.9059457904970519],
-    grad=[[1.9587380387314859, -0.3308973732550857, 1.2053541375077175],
-          [-1.540256985745319, -0.784648347169268, 2.4045181530037603],
-          [1.684819856451635, -0.057964218206410845, 0.4866538342543696],
-          [2.396821729286251, -0.2589000458374795, 1.0824708930913771]],
-)
-EVALUATION = dict(
-    weight=[[-0.5408777426183363, 1.298106582284007, -0.32452664557100175],
-            [-0.8654043881893381, -0.10817554852366726, 0.7572288396656708],
-            [0.43270219409466903, -0.9735799367130054, -1.18993103376034],
-            [-0.21635109704733452, 0.6490532911420035, -0.8113166139275044]],
-    grad=[[8.445569614832564, 1.5226964099013198, 3.326950334854054],
-          [-4.218344527881891, -0.9254159953131755, -0.9853615638049584],
-          [18.217242891353393, 12.822644264792704, -13.647725018759626],
-          [5.576459841055765, -2.554054531469975, 9.993493417270425]],
-)
+def unit(values) -> np.ndarray:
+    return np.array(values) / np.linalg.norm(values)
+
+
+U0 = unit([0.3, -0.2, 0.9, 0.1])  # away from W's singular vectors, so one power iteration visibly moves them
+V0 = unit([0.5, 0.5, -0.7])
+
+
+def spectral_expected(u, v, numpy_gradient):
+    """W / sigma with sigma = u . W v, and the central differences of the numpy (m(X) ** 2).sum() for W, u and v
+    held constant (they are buffers, advanced without a graph)."""
+    w = np.array(W)
+    return w / (u @ w @ v), numpy_gradient(lambda w: linear_loss(w / (u @ w @ v)), w)
 
 
 def spectral_normed(device=None):
@@ -377,27 +348,45 @@ def test_spectral_norm_registers_unit_buffers_near_the_singular_vectors():
     np.testing.assert_allclose(np.linalg.norm(m.weight.detach().numpy(), 2), 1, rtol=1e-4)
 
 
-def test_spectral_norm_in_training_advances_u_and_v_as_pytorch():
+def test_spectral_norm_in_training_advances_u_and_v_by_one_power_iteration(numpy_gradient):
     m, sn = spectral_normed()
     weight = m.weight
-    np.testing.assert_allclose(weight.detach().numpy(), TRAINING["weight"], rtol=1e-13)
-    np.testing.assert_allclose(sn._u.detach().numpy(), TRAINING["u"], rtol=1e-13)
-    np.testing.assert_allclose(sn._v.detach().numpy(), TRAINING["v"], rtol=1e-13)
-    sn._u.copy_(f64(U0))  # the forward below advances u and v from where PyTorch's did
+    w = np.array(W)
+    u = unit(w @ V0)  # PyTorch's order: u from the old v, then v from the new u
+    v = unit(w.T @ u)
+    expected_weight, expected_grad = spectral_expected(u, v, numpy_gradient)
+    np.testing.assert_allclose(weight.detach().numpy(), expected_weight, rtol=1e-13)
+    np.testing.assert_allclose(sn._u.detach().numpy(), u, rtol=1e-13)
+    np.testing.assert_allclose(sn._v.detach().numpy(), v, rtol=1e-13)
+    sn._u.copy_(f64(U0))  # the forward below advances u and v from the same start
     sn._v.copy_(f64(V0))
     (m(f64(X)) ** 2).sum().backward()
-    np.testing.assert_allclose(m.parametrizations.weight.original.grad.detach().numpy(), TRAINING["grad"], rtol=1e-12)
+    np.testing.assert_allclose(m.parametrizations.weight.original.grad.detach().numpy(), expected_grad, rtol=1e-7)
 
 
-def test_spectral_norm_in_eval_mode_leaves_u_and_v_alone():
+def test_spectral_norm_in_eval_mode_leaves_u_and_v_alone(numpy_gradient):
     m, sn = spectral_normed()
     m.eval()
     assert not sn.training
-    np.testing.assert_allclose(m.weight.detach().numpy(), EVALUATION["weight"], rtol=1e-13)
+    expected_weight, expected_grad = spectral_expected(U0, V0, numpy_gradient)
+    np.testing.assert_allclose(m.weight.detach().numpy(), expected_weight, rtol=1e-13)
     np.testing.assert_allclose(sn._u.detach().numpy(), U0)
     np.testing.assert_allclose(sn._v.detach().numpy(), V0)
     (m(f64(X)) ** 2).sum().backward()
-    np.testing.assert_allclose(m.parametrizations.weight.original.grad.detach().numpy(), EVALUATION["grad"], rtol=1e-12)
+    np.testing.assert_allclose(m.parametrizations.weight.original.grad.detach().numpy(), expected_grad, rtol=1e-7)
+
+
+def test_spectral_norm_in_training_converges_to_the_largest_singular_value():
+    """Each training forward is one power iteration: after many, sigma is numpy's largest singular value, u and v
+    its singular vectors, and the weight has spectral norm 1."""
+    m, sn = spectral_normed()
+    for _ in range(60):
+        weight = m.weight
+    u, s, vh = np.linalg.svd(np.array(W))
+    np.testing.assert_allclose(np.array(W) / weight.detach().numpy(), s[0], rtol=1e-10)
+    np.testing.assert_allclose(abs(sn._u.detach().numpy() @ u[:, 0]), 1, rtol=1e-10)
+    np.testing.assert_allclose(abs(sn._v.detach().numpy() @ vh[0]), 1, rtol=1e-10)
+    np.testing.assert_allclose(np.linalg.norm(weight.detach().numpy(), 2), 1, rtol=1e-10)
 
 
 def test_spectral_norm_gradcheck_in_eval_mode():

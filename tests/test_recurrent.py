@@ -1,5 +1,6 @@
-"""RNN, LSTM and GRU (layers and cells) against PyTorch's numbers, a numpy reference of the recurrences and
-finite differences: values, gradients, parameter names and shapes, initialisation, dropout and errors."""
+"""RNN, LSTM and GRU (layers and cells) against a numpy reference of PyTorch's documented recurrences (the
+`numpy_recurrence` fixture), its central differences and gradcheck: values, gradients, parameter names and shapes,
+initialisation, dropout, and PyTorch's reprs and error texts."""
 
 import re
 import warnings
@@ -31,120 +32,45 @@ def states_of(hidden) -> tuple:
     return hidden if isinstance(hidden, tuple) else (hidden,)
 
 
-# -- the numpy reference -------------------------------------------------------------------------------------
-def sigmoid(v):
-    return 1 / (1 + np.exp(-v))
-
-
-def reference_step(mode, x, state, p):
-    """PyTorch's documented recurrences; `p` holds one (layer, direction)'s arrays, biases absent as zeros."""
-    gi = x @ p["weight_ih"].T + p.get("bias_ih", 0)
-    gh = state[0] @ p["weight_hh"].T + p.get("bias_hh", 0)
-    if mode == "RNN_TANH":
-        return (np.tanh(gi + gh),)
-    if mode == "RNN_RELU":
-        return (np.maximum(gi + gh, 0),)
-    if mode == "GRU":
-        (i_r, i_z, i_n), (h_r, h_z, h_n) = np.split(gi, 3, 1), np.split(gh, 3, 1)
-        r, z = sigmoid(i_r + h_r), sigmoid(i_z + h_z)
-        n = np.tanh(i_n + r * h_n)
-        return ((1 - z) * n + z * state[0],)
-    i, f, g, o = np.split(gi + gh, 4, 1)
-    c = sigmoid(f) * state[1] + sigmoid(i) * np.tanh(g)
-    h = sigmoid(o) * np.tanh(c)
-    return (h @ p["weight_hr"].T if "weight_hr" in p else h), c
-
-
-def reference_layers(mode, params, x, states, num_layers, directions):
-    """The stacked layers over x of shape (seq, batch, feature) from `states` (layers * directions, batch, size)."""
-    finals = []
-    for layer_index in range(num_layers):
-        outputs = []
-        for direction in range(directions):
-            suffix = f"_l{layer_index}" + ("_reverse" if direction else "")
-            p = {name[:-len(suffix)]: value for name, value in params.items() if name.endswith(suffix)}
-            state = tuple(s[layer_index * directions + direction] for s in states)
-            out = []
-            for t in reversed(range(len(x))) if direction else range(len(x)):
-                state = reference_step(mode, x[t], state, p)
-                out.append(state[0])
-            outputs.append(np.stack(out[::-1] if direction else out))
-            finals.append(state)
-        x = np.concatenate(outputs, 2)
-    return x, tuple(np.stack([f[k] for f in finals]) for k in range(len(states)))
-
-
-# -- against PyTorch's numbers -------------------------------------------------------------------------------
-# torch.nn.RNN/LSTM/GRU(2, 2) in float64, parameters then x (2, 1, 2) then the weights of the loss
-# sum(output * w) + sum(h_n * v) (+ sum(c_n * u)) drawn in that order from np.random.default_rng(5).
-TORCH = {
-    "RNN_TANH": {
-        "output": [-0.3176418573, 0.8648237288, 0.9938022456, -0.7065968359],
-        "states": [[0.9938022456, -0.7065968359]],
-        "x": [0.161527763, 0.0174422875, 0.0051748354, 0.0357346084],
-        "weight_ih_l0": [0.1005698618, -0.1448047749, 0.294274206, -0.536960948],
-        "weight_hh_l0": [0.0052698868, -0.014347993, -0.0103975143, 0.0283086655],
-        "bias_ih_l0": [-0.1250531297, -0.2674268401],
-        "bias_hh_l0": [-0.1250531297, -0.2674268401],
-    },
-    "RNN_RELU": {
-        "output": [0.0, 1.3121710865, 3.2967386673, 0.0],
-        "states": [[3.2967386673, 0.0]],
-        "x": [0.3254823628, -0.5510010298, 1.0766743069, 1.7780863286],
-        "weight_ih_l0": [-0.272390262, 2.3255667782, 1.2558237487, -2.09685373],
-        "weight_hh_l0": [0.0, -1.761722824, 0.0, 0.0],
-        "bias_ih_l0": [-1.3426014657, -1.310517946],
-        "bias_hh_l0": [-1.3426014657, -1.310517946],
-    },
-    "LSTM": {
-        "output": [-0.3553394386, -0.0273181154, -0.0762742533, 0.0373861209],
-        "states": [[-0.0762742533, 0.0373861209], [-0.991899336, 0.09334992]],
-        "x": [0.2251183048, -0.2370984668, 0.0492211599, 0.1753523586],
-        "weight_ih_l0": [-0.2352014502, 0.3290689212, 0.1084597521, -0.1063298032, -0.234474621, 0.2879616834,
-                         -0.0583298524, 0.0716357379, 0.0049643254, -0.0099206462, 0.0915402273, -0.1436528405,
-                         -0.0427007251, 0.1245849948, -0.0115426653, 0.0009671106],
-        "weight_hh_l0": [0.0932695165, 0.0071704605, -0.0357913685, -0.0027516021, 0.0866091831, 0.0066584212,
-                         0.0215456191, 0.0016564041, -0.002441483, -0.0001876986, -0.038776684, -0.0029811099,
-                         0.0272393786, 0.0020941343, 0.0021641529, 0.0001663778],
-        "bias_ih_l0": [-0.3366138866, 0.0511886096, -0.2437364776, -0.0606339087, 0.01392001, 0.1666986279,
-                       -0.2096508683, 0.0182590878],
-        "bias_hh_l0": [-0.3366138866, 0.0511886096, -0.2437364776, -0.0606339087, 0.01392001, 0.1666986279,
-                       -0.2096508683, 0.0182590878],
-    },
-    "GRU": {
-        "output": [-0.9555084831, 0.1838865632, -0.9873589538, 0.3832924174],
-        "states": [[-0.9873589538, 0.3832924174]],
-        "x": [0.138424155, -0.0292377089, -0.0105963767, -0.0787870765],
-        "weight_ih_l0": [0.0003081073, -0.0013898893, 0.0096661813, 0.017993553, -0.037193546, -0.0246744609,
-                         0.1327499988, 0.2212498634, -0.0080231706, 0.0385783642, -0.1069607795, -0.1872103236],
-        "weight_hh_l0": [-0.0012197691, 0.0002347432, 0.0041221889, -0.0007933108, 0.0148040501, -0.0028490233,
-                         0.0388134086, -0.0074695981, 0.0278812876, -0.0053657233, -0.0169960219, 0.0032708658],
-        "bias_ih_l0": [0.0012571821, -0.0140599891, 0.0153963576, -0.1706281908, -0.0348090892, 0.1452474082],
-        "bias_hh_l0": [0.0012571821, -0.0140599891, 0.0153963576, -0.1706281908, -0.0290502271, 0.0850992736],
-    },
-}
-
-
-@pytest.mark.parametrize("mode", list(TORCH))
-def test_layer_values_and_gradients_match_torch(mode):
-    expected = TORCH[mode]
+# -- values and gradients of one layer against the numpy recurrence and its central differences ----------------
+@pytest.mark.parametrize("mode", list(LAYERS))
+def test_layer_values_and_gradients_match_the_numpy_recurrence(mode, numpy_recurrence, numpy_gradient):
+    """One layer of size 2 over x (2, 1, 2), the loss sum(output * w) + sum(h_n * v) (+ sum(c_n * u)): the values
+    against the documented equations in numpy, the gradients of x and of every parameter against that numpy
+    loss's central differences."""
     rng = np.random.default_rng(5)
     module = layer(mode, 2, 2, dtype=ag.float64)
     set_parameters(module, rng)
-    x = ag.tensor(rng.standard_normal((2, 1, 2)), requires_grad=True)
+    x_values = rng.standard_normal((2, 1, 2))
+    x = ag.tensor(x_values, requires_grad=True)
     output, hidden = module(x)
     states = states_of(hidden)
-    loss = (output * ag.tensor(rng.standard_normal(output.shape))).sum()
-    for state in states:
-        loss = loss + (state * ag.tensor(rng.standard_normal(state.shape))).sum()
+    w = rng.standard_normal(output.shape)
+    v = [rng.standard_normal(state.shape) for state in states]
+    loss = (output * ag.tensor(w)).sum()
+    for state, weights in zip(states, v, strict=True):
+        loss = loss + (state * ag.tensor(weights)).sum()
     loss.backward()
-    close = {"rtol": 1e-7, "atol": 1e-9}
-    np.testing.assert_allclose(output.detach().numpy().ravel(), expected["output"], **close)
-    for state, values in zip(states, expected["states"], strict=True):
-        np.testing.assert_allclose(state.detach().numpy().ravel(), values, **close)
-    np.testing.assert_allclose(x.grad.numpy().ravel(), expected["x"], **close)
-    for name, param in module.named_parameters():
-        np.testing.assert_allclose(param.grad.numpy().ravel(), expected[name], err_msg=name, **close)
+
+    params = {name: p.detach().numpy().copy() for name, p in module.named_parameters()}
+    zeros = [np.zeros((1, 1, 2)) for _ in states]
+
+    def forward(arrays):
+        return numpy_recurrence.layers(mode, arrays, arrays["x"], zeros, 1, 1)
+
+    def numpy_loss(arrays):
+        out, finals = forward(arrays)
+        return (out * w).sum() + sum((f * u).sum() for f, u in zip(finals, v, strict=True))
+
+    arrays = params | {"x": x_values}
+    out, finals = forward(arrays)
+    np.testing.assert_allclose(output.detach().numpy(), out, rtol=1e-12, atol=1e-14)
+    for state, final in zip(states, finals, strict=True):
+        np.testing.assert_allclose(state.detach().numpy(), final, rtol=1e-12, atol=1e-14)
+    got = {"x": x.grad} | {name: p.grad for name, p in module.named_parameters()}
+    for name, grad in got.items():
+        expected = numpy_gradient(lambda a, name=name: numpy_loss(arrays | {name: a}), arrays[name])
+        np.testing.assert_allclose(grad.numpy(), expected, rtol=1e-6, atol=1e-8, err_msg=name)
 
 
 # -- every option against the numpy reference ------------------------------------------------------------------
@@ -161,7 +87,7 @@ CONFIGS = [  # mode, options, batched, hx given
 
 
 @pytest.mark.parametrize(("mode", "options", "batched", "given"), CONFIGS)
-def test_layers_match_numpy_reference(mode, options, batched, given):
+def test_layers_match_numpy_reference(mode, options, batched, given, numpy_recurrence):
     rng = np.random.default_rng(1)
     module = layer(mode, 3, 4, dtype=ag.float64, **options)
     set_parameters(module, rng)
@@ -176,7 +102,7 @@ def test_layers_match_numpy_reference(mode, options, batched, given):
     seq_first = (x.swapaxes(0, 1) if batch_first else x) if batched else x[:, None]
     params = {name: p.detach().numpy() for name, p in module.named_parameters()}
     start = states if given else [np.zeros_like(s) for s in states]
-    out, finals = reference_layers(mode, params, seq_first, start, module.num_layers, 1 + module.bidirectional)
+    out, finals = numpy_recurrence.layers(mode, params, seq_first, start, module.num_layers, 1 + module.bidirectional)
     out = (out.swapaxes(0, 1) if batch_first else out) if batched else out[:, 0]
     np.testing.assert_allclose(output.detach().numpy(), out, rtol=1e-10, atol=1e-12)
     for state, final in zip(states_of(hidden), finals, strict=True):
@@ -207,7 +133,7 @@ def test_layer_gradients_match_finite_differences(mode):
 # -- cells -----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", list(CELLS))
 @pytest.mark.parametrize(("batched", "given"), [(True, True), (True, False), (False, True)])
-def test_cells_match_numpy_reference(mode, batched, given):
+def test_cells_match_numpy_reference(mode, batched, given, numpy_recurrence):
     rng = np.random.default_rng(3)
     cls, extra = CELLS[mode]
     cell = cls(3, 4, dtype=ag.float64, **extra)
@@ -220,7 +146,7 @@ def test_cells_match_numpy_reference(mode, batched, given):
     result = states_of(cell(ag.tensor(x), hx))
     params = {name: p.detach().numpy() for name, p in cell.named_parameters()}
     start = [np.atleast_2d(s) if given else np.zeros((len(np.atleast_2d(x)), 4)) for s in states]
-    expected = reference_step(mode, np.atleast_2d(x), start, params)
+    expected = numpy_recurrence.step(mode, np.atleast_2d(x), start, params)
     for got, want in zip(result, expected, strict=True):
         assert got.shape == ((2, 4) if batched else (4,))
         np.testing.assert_allclose(got.detach().numpy(), want.reshape(got.shape), rtol=1e-10, atol=1e-12)
