@@ -1,9 +1,11 @@
 """A decomposition (svd, eigh, qr, slogdet) records one node with an output per factor, as PyTorch's
 LinalgSvdBackward0, LinalgEighBackward0, LinalgQrBackward0 and LinalgSlogdetBackward0 do; and
-pinv(hermitian=True). The numbers are PyTorch 2.13's."""
+pinv(hermitian=True). Gradients through any subset of the outputs are checked against central differences of the
+same loss over numpy's decompositions, pinv against the Penrose conditions and Golub and Pereyra's differential."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -74,104 +76,97 @@ def test_the_node_runs_once_for_all_its_outputs(op: str, f: Callable, x: np.ndar
     assert runs == [[True] * len(outputs)]
 
 
-def _weights(x: ag.Tensor, wave: Callable) -> ag.Tensor:
-    return t(wave(np.arange(x.numel())).reshape(x.shape))
+def _weights(shape: tuple, wave: Callable) -> np.ndarray:
+    return wave(np.arange(math.prod(shape))).reshape(shape)
 
 
-# Losses that do not change when a factor's column (U, V, Q) or row (Vh, R) changes sign: LAPACKs choose signs
-# differently, and the numbers are torch's.
-def _u(o: tuple) -> ag.Tensor:
-    return (o[0] ** 2 * _weights(o[0], np.cos)).sum()
+# Losses of the factors (actorgrad's or numpy's) that do not change when a factor's column (U, V, Q) or row (Vh, R)
+# changes sign: LAPACKs choose signs differently, and the reference is numpy's decomposition.
+def _u(o: tuple) -> object:
+    return (o[0] ** 2 * _weights(o[0].shape, np.cos)).sum()
 
 
-def _s(o: tuple) -> ag.Tensor:
-    return (o[1] * t(np.array([1.0, -0.5, 2.0]))).sum()
+def _s(o: tuple) -> object:
+    return (o[1] * np.array([1.0, -0.5, 2.0])).sum()
 
 
-def _vh(o: tuple) -> ag.Tensor:
-    return (o[2] ** 2 * _weights(o[2], np.sin)).sum()
+def _vh(o: tuple) -> object:
+    return (o[2] ** 2 * _weights(o[2].shape, np.sin)).sum()
 
 
-def _svd_loss(full_matrices: bool, *parts: Callable) -> Callable:
-    return lambda a: sum(part(L.svd(a, full_matrices=full_matrices)) for part in parts)
+def _q(o: tuple) -> object:
+    return (o[0] ** 2 * _weights(o[0].shape, np.cos)).sum()
 
 
-def _q(o: tuple) -> ag.Tensor:
-    return (o[0] ** 2 * _weights(o[0], np.cos)).sum()
+def _r(o: tuple) -> object:
+    return (o[1] ** 2 * _weights(o[1].shape, np.sin)).sum()
 
 
-def _r(o: tuple) -> ag.Tensor:
-    return (o[1] ** 2 * _weights(o[1], np.sin)).sum()
+def _eigenvalues(o: tuple) -> object:
+    return (o[0] * np.array([1.0, -0.5, 2.0])).sum()
 
 
-SUBSETS = [
-    ("svd tall U", _svd_loss(False, _u), TALL, [
-        [-0.0436846339, 0.3518889429, 0.2750653822], [0.2937525409, 0.0004277901, -0.1015622668],
-        [-0.0651013197, -0.1092274263, 0.1855337039], [-0.1627213187, -0.2917046016, 0.2309950037]]),
-    ("svd tall S", _svd_loss(True, _s), TALL, [
-        [1.2785624544, 0.1949490062, 0.0544344395], [-0.2037162002, -0.3361675933, -0.3923353711],
-        [1.1685789717, -0.7825812214, 0.8893772689], [0.5728485412, 0.3946151735, 0.113996266]]),
-    ("svd tall Vh", _svd_loss(False, _vh), TALL, [
-        [-0.1870990985, 0.0291998212, -0.2398437302], [-0.5253916834, 0.1868442047, -0.2525703548],
-        [0.1237363822, -0.1669730734, -0.2883266753], [0.1792195768, -0.0643123931, 0.0626993248]]),
-    ("svd tall full U Vh", _svd_loss(True, _u, _vh), TALL, [
-        [-0.1314352407, 0.4533683295, 0.0847547395], [-0.2088846154, 0.496804434, -0.5445556193],
-        [0.1148551283, -0.1203128101, -0.3669971938], [0.0971187861, 0.0127242152, 0.203782348]]),
-    ("svd tall all", _svd_loss(False, _u, _s, _vh), TALL, [
-        [1.047778722, 0.5760377703, 0.0896560915], [-0.4353553427, -0.1488955985, -0.7464679927],
-        [1.2272140341, -1.058781721, 0.7865842975], [0.5893467993, 0.0385981787, 0.4076905945]]),
-    ("svd wide full U", _svd_loss(True, _u), WIDE, [
-        [0.2650881065, -0.06219152, -0.2389182067, 0.1994993543],
-        [-0.1821702574, -0.2234888338, 0.2980995606, -0.0098870822],
-        [-0.0281362351, 0.1934469641, 0.1168995943, -0.1373422112]]),
-    ("svd wide Vh", _svd_loss(False, _vh), WIDE, [
-        [-0.0404584049, -0.3772691769, 0.0118476361, -0.5768803876],
-        [-0.374823435, 0.0953657774, -0.6160780315, -0.2151144363],
-        [0.0456995238, -0.2589982336, -0.0570406962, -0.4736250811]]),
-    ("svd wide full all", _svd_loss(True, _u, _s, _vh), WIDE, [
-        [1.503192156, -0.6431768972, 0.9415084012, 0.1954675079],
-        [-0.3620446863, -0.4642906497, -1.1005596923, 0.1696136549],
-        [0.0719977281, -0.4578866406, 0.949236167, -0.4969710263]]),
-    ("eigh values", lambda a: (L.eigh(a)[0] * t(np.array([1.0, -0.5, 2.0]))).sum(), SYM, [
-        [0.5264730987, -0.4909952448, 0.5555924338], [-0.4909952448, 0.5910702877, 0.8979858398],
-        [0.5555924338, 0.8979858398, 1.3824566136]]),
-    ("eigh vectors", lambda a: (L.eigh(a)[1] ** 2 * t(W)).sum(), SYM, [
-        [-0.7561011453, -0.1839391202, 0.1896690253], [-0.1839391202, 0.5912192118, -0.3177729027],
-        [0.1896690253, -0.3177729027, 0.1648819336]]),
-    ("eigh all", lambda a: (lambda o: (o[0] * t(np.array([1.0, -0.5, 2.0]))).sum() + (o[1] ** 2 * t(W)).sum())(
-        L.eigh(a)), SYM, [
-        [-0.2296280466, -0.674934365, 0.7452614592], [-0.674934365, 1.1822894995, 0.5802129371],
-        [0.7452614592, 0.5802129371, 1.5473385471]]),
-    ("qr tall Q", lambda a: _q(L.qr(a)), TALL, [
-        [0.8672172859, -0.0308786072, -0.0539911641], [0.7703914837, -0.2657875286, 0.0603430657],
-        [0.6406177353, -0.186765174, 0.0158797541], [-0.2890111228, -0.1788793692, 0.1095703035]]),
-    ("qr tall all", lambda a: (lambda o: _q(o) + _r(o))(L.qr(a)), TALL, [
-        [3.6805446483, -1.2884211463, 0.8137931905], [3.103163567, -3.1988919257, 3.714156642],
-        [-3.1132238927, 3.2074781207, 2.4003251141], [0.3565860865, 0.3248755266, -1.8206427609]]),
-    ("qr wide R", lambda a: _r(L.qr(a)), WIDE, [
-        [-3.1603929854, 3.1145063745, -2.261139452, 1.4074870256],
-        [1.7022981779, 0.0722768039, -1.3509383344, -0.0585067277],
-        [-0.4884067405, -3.1522360253, -1.7129748216, -1.1697470595]]),
-    ("qr wide all", lambda a: (lambda o: _q(o) + _r(o))(L.qr(a)), WIDE, [
-        [-2.4224371371, 3.1307998878, -2.261139452, 1.4074870256],
-        [1.2322144176, 0.0614144617, -1.3509383344, -0.0585067277],
-        [-0.0839833963, -3.1413736831, -1.7129748216, -1.1697470595]]),
-    ("slogdet sign times logabsdet", lambda a: (lambda o: o[0] * o[1])(L.slogdet(a)), W, [
-        [-0.3007518797, -0.8972431078, -0.9874686717], [-0.6766917293, -0.8521303258, -2.0551378446],
-        [0.7518796992, 0.5764411028, 0.8020050125]]),
+def _eigenvectors(o: tuple) -> object:
+    return (o[1] ** 2 * W).sum()
+
+
+def _sign_times_logabsdet(o: tuple) -> object:
+    return o[0] * o[1]
+
+
+# op -> (actorgrad's decomposition, numpy's), which take the same keywords
+DECOMPOSE = {"svd": (L.svd, np.linalg.svd), "eigh": (L.eigh, np.linalg.eigh), "qr": (L.qr, np.linalg.qr),
+             "slogdet": (L.slogdet, np.linalg.slogdet)}
+REDUCED, FULL = {"full_matrices": False}, {"full_matrices": True}
+SUBSETS = [  # (case, op, keywords, the loss's parts, A)
+    ("svd tall U", "svd", REDUCED, [_u], TALL),
+    ("svd tall S", "svd", FULL, [_s], TALL),
+    ("svd tall Vh", "svd", REDUCED, [_vh], TALL),
+    ("svd tall full U Vh", "svd", FULL, [_u, _vh], TALL),
+    ("svd tall all", "svd", REDUCED, [_u, _s, _vh], TALL),
+    ("svd wide full U", "svd", FULL, [_u], WIDE),
+    ("svd wide Vh", "svd", REDUCED, [_vh], WIDE),
+    ("svd wide full all", "svd", FULL, [_u, _s, _vh], WIDE),
+    ("eigh values", "eigh", {}, [_eigenvalues], SYM),
+    ("eigh vectors", "eigh", {}, [_eigenvectors], SYM),
+    ("eigh all", "eigh", {}, [_eigenvalues, _eigenvectors], SYM),
+    ("qr tall Q", "qr", {}, [_q], TALL),
+    ("qr tall all", "qr", {}, [_q, _r], TALL),
+    ("qr wide R", "qr", {}, [_r], WIDE),
+    ("qr wide all", "qr", {}, [_q, _r], WIDE),
+    ("slogdet sign times logabsdet", "slogdet", {}, [_sign_times_logabsdet], W),
 ]
 
 
-@pytest.mark.parametrize(("case", "f", "x", "expected"), SUBSETS, ids=[c[0] for c in SUBSETS])
-def test_gradients_through_any_outputs_match_torch(case: str, f: Callable, x: np.ndarray, expected: list) -> None:
+@pytest.mark.parametrize(("case", "op", "kwargs", "parts", "x"), SUBSETS, ids=[c[0] for c in SUBSETS])
+def test_gradients_through_any_outputs_match_central_differences_of_numpys_factors(
+        case: str, op: str, kwargs: dict, parts: list, x: np.ndarray, numpy_gradient) -> None:
+    ours, numpys = DECOMPOSE[op]
+
+    def loss(factors: tuple) -> object:
+        return sum(part(factors) for part in parts)
+
+    def reference(a: np.ndarray) -> float:
+        if op == "eigh":  # eigh's gradient is PyTorch's symmetric one: perturb both triangles alike
+            a = (a + a.T) / 2
+        factors = numpys(a, **kwargs)
+        if kwargs.get("full_matrices"):
+            # PyTorch documents that gradients through U[..., k:] and Vh[..., k:, :] (k = min(m, n)) are ignored,
+            # as any basis of those subspaces would do: they are held at their values at A
+            k, (u, s, vh), (u0, _, vh0) = min(x.shape), factors, numpys(x, **kwargs)
+            factors = (np.concatenate([u[:, :k], u0[:, k:]], 1), s, np.concatenate([vh[:k], vh0[k:]], 0))
+        return loss(factors)
+
     a = t(x, requires_grad=True)
-    (grad,) = ag.autograd.grad(f(a), a)
-    np.testing.assert_allclose(grad.numpy(), expected, atol=1e-9)
+    out = loss(ours(a, **kwargs))
+    assert out.item() == pytest.approx(reference(x), rel=1e-12)
+    (grad,) = ag.autograd.grad(out, a)
+    np.testing.assert_allclose(grad.numpy(), numpy_gradient(reference, x), rtol=1e-7, atol=1e-8)
 
 
-def test_a_determinants_sign_alone_gives_no_gradient_as_torchs() -> None:
+def test_a_determinants_sign_alone_gives_no_gradient() -> None:
     a = t(W, requires_grad=True)
-    L.slogdet(a).sign.sum().backward()
+    L.slogdet(a).sign.sum().backward()  # piecewise constant: PyTorch records no gradient for it
     assert a.grad is None
 
 
@@ -197,27 +192,42 @@ def test_second_gradients_match_finite_differences(case: str, f: Callable, shape
     assert gradgradcheck(f, [leaf])
 
 
-def test_pinv_of_a_hermitian_matrix_matches_torch() -> None:
-    a = t(SYM - 2.5 * np.eye(3), requires_grad=True)  # indefinite: eigenvalues of both signs
+def assert_penrose(a: np.ndarray, x: np.ndarray) -> None:
+    """X is A's pseudo-inverse: A X A = A, X A X = X, and A X and X A symmetric."""
+    for got, want in ((a @ x @ a, a), (x @ a @ x, x), (a @ x, (a @ x).T), (x @ a, (x @ a).T)):
+        np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def pinv_differential(a: np.ndarray, pinv: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """Golub and Pereyra's differential of the pseudo-inverse at A (with A+ = `pinv`) along `direction`:
+    -A+ dA A+ + A+ A+^T dA^T (I - A A+) + (I - A+ A) dA^T A+^T A+."""
+    m, n = a.shape
+    return (-pinv @ direction @ pinv + pinv @ pinv.T @ direction.T @ (np.eye(m) - a @ pinv)
+            + (np.eye(n) - pinv @ a) @ direction.T @ pinv.T @ pinv)
+
+
+def test_pinv_of_a_hermitian_matrix_is_its_inverse_with_pinvs_gradient(numpy_gradient) -> None:
+    x = SYM - 2.5 * np.eye(3)  # indefinite (eigenvalues of both signs), det -2: invertible
+    a = t(x, requires_grad=True)
     out = L.pinv(a, hermitian=True)
-    np.testing.assert_allclose(out.detach().numpy(), [[0.0, 1, -0.5], [1, 0.5, -0.25], [-0.5, -0.25, 0.625]],
-                               atol=1e-12)
+    np.testing.assert_allclose(x @ out.detach().numpy(), np.eye(3), atol=1e-14)
     assert out.grad_fn.name() == "LinalgPinvBackward0"
     (out * t(W)).sum().backward()
-    np.testing.assert_allclose(a.grad.numpy(), [[-1.275, 0.0625, 0.29375], [1.6125, 0.15625, -0.165625],
-                                                [-1.03125, -1.190625, 0.8140625]], atol=1e-12)
+    np.testing.assert_allclose(a.grad.numpy(), numpy_gradient(lambda y: (np.linalg.pinv(y) * W).sum(), x),
+                               rtol=1e-7, atol=1e-8)
 
 
-def test_pinv_hermitian_reads_the_lower_triangle_and_differentiates_as_torch() -> None:
+def test_pinv_hermitian_reads_the_lower_triangle_and_differentiates_as_the_general_pinv() -> None:
     a = t(W, requires_grad=True)
     out = L.pinv(a, hermitian=True)
-    np.testing.assert_allclose(out.detach().numpy(), [
-        [0.1568367572, -0.0905677049, 0.4351667771], [-0.0905677049, 1.0382151535, -0.1104484206],
-        [0.4351667771, -0.1104484206, -0.2010161255]], atol=1e-9)
-    (out * t(W)).sum().backward()  # torch's general pinv gradient, taken at the whole (not symmetric) input
-    np.testing.assert_allclose(a.grad.numpy(), [
-        [-1.5497106456, 4.7616733509, -0.2616021767], [0.6349020986, -2.5686161111, 0.9635158028],
-        [-0.2946291522, 1.1036242784, -0.4511316201]], atol=1e-9)
+    lower = np.tril(W) + np.tril(W, -1).T
+    assert_penrose(lower, out.detach().numpy())
+    (out * t(W)).sum().backward()
+    # PyTorch's gradient is the general pinv's, taken at the whole (not symmetric) input and the output: the
+    # differential's pairing with the upstream gradient W along each unit direction
+    units = np.eye(9).reshape(9, 3, 3)
+    expected = [(pinv_differential(W, out.detach().numpy(), e) * W).sum() for e in units]
+    np.testing.assert_allclose(a.grad.numpy().ravel(), expected, rtol=1e-12, atol=1e-14)
 
 
 def test_pinv_hermitian_gradients_match_finite_differences_on_symmetric_inputs() -> None:

@@ -1,8 +1,12 @@
 """actorgrad.linalg's decompositions (svd, svdvals, eigh, eigvalsh, qr), pinv, matrix_rank, matrix_power, the
-spectral and nuclear matrix norms, and det's gradient at singular matrices, against PyTorch 2.13's numbers."""
+spectral and nuclear matrix norms, and det's gradient at singular matrices: values against their defining
+properties and numpy references (cofactors by the permutation sum, a Householder QR with LAPACK's signs, numpy's
+decompositions with signs matched), gradients against those references' central differences and by gradcheck."""
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -29,33 +33,84 @@ def value_and_grad(f: Callable, x: np.ndarray) -> tuple[float, np.ndarray]:
     return out.item(), grad.numpy()
 
 
-# det's gradient is the cofactor matrix, a polynomial in A: at a singular matrix too (PyTorch's SVD form; the
-# numbers are torch's under create_graph=True, see the report on its plain backward).
+# -- numpy references ------------------------------------------------------------------------------------------------
+def leibniz_det(m: np.ndarray) -> float:
+    """det as the signed sum over permutations: no elimination, no LAPACK."""
+    n = len(m)
+    total = 0.0
+    for perm in itertools.permutations(range(n)):
+        inversions = sum(perm[i] > perm[j] for i in range(n) for j in range(i + 1, n))
+        total += (-1) ** inversions * math.prod(m[i, perm[i]] for i in range(n))
+    return total
+
+
+def cofactors(a: np.ndarray) -> np.ndarray:
+    """C[i, j] = (-1)^(i + j) det(A without row i and column j): d det(A) / d A, a polynomial in A."""
+    n = len(a)
+    return np.array([[(-1) ** (i + j) * leibniz_det(np.delete(np.delete(a, i, 0), j, 1)) for j in range(n)]
+                     for i in range(n)])
+
+
+def householder_qr(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Reduced QR by Householder reflections with LAPACK's (so PyTorch's) signs: each reflection sends its column to
+    -sign(pivot) * norm on the diagonal, and a column with nothing below the diagonal is left as it is."""
+    m, n = a.shape
+    q, r = np.eye(m), a.copy()
+    for j in range(min(m, n)):
+        x = r[j:, j]
+        if not x[1:].any():
+            continue
+        v = x.copy()
+        v[0] += math.copysign(np.linalg.norm(x), x[0])
+        v /= np.linalg.norm(v)
+        r[j:] -= 2 * np.outer(v, v @ r[j:])
+        q[:, j:] -= 2 * np.outer(q[:, j:] @ v, v)
+    k = min(m, n)
+    return q[:, :k], np.triu(r[:k])
+
+
+def svd_signed_like(a: np.ndarray, like: tuple) -> tuple:
+    """numpy's SVD with each singular pair's signs turned to agree with the factors `like`: the factors' signs are
+    LAPACK's choice, so a loss that reads them is compared at the same choice."""
+    u, s, vh = np.linalg.svd(a)
+    signs = np.sign((u * like[0]).sum(0))
+    return u * signs, s, vh * signs[:, None]
+
+
+def eigh_signed_like(a: np.ndarray, like: tuple) -> tuple:
+    values, vectors = np.linalg.eigh(a)
+    return values, vectors * np.sign((vectors * like[1]).sum(0))
+
+
+def read_triangle(x: np.ndarray, uplo: str) -> np.ndarray:
+    """The symmetric matrix eigh sees: one triangle of x, mirrored."""
+    part = np.tril(x) if uplo == "L" else np.triu(x)
+    return part + part.T - np.diag(np.diag(x))
+
+
 SINGULAR = np.array([
     [[1.0, 2, 3], [2, 4, 6], [1, 0, 1]],  # rank 2
     [[1.0, 2, 0], [0, 1, 0], [3, 0, 1]],  # invertible, beside singular ones in the batch
     [[1.0, 2, 3], [2, 4, 6], [3, 6, 9]],  # rank 1: zero
 ])
-COFACTORS = np.array([
-    [[4.0, 4, -4], [-2, -2, 2], [0, 0, 0]],
-    [[1.0, 0, -3], [-2, 1, 6], [0, 0, 1]],
-    [[0.0, 0, 0], [0, 0, 0], [0, 0, 0]],
-])
 
 
+# det's gradient is the cofactor matrix, a polynomial in A: at a singular matrix too (PyTorch's SVD form gives it).
 @pytest.mark.parametrize("create_graph", [False, True])
 def test_det_gradient_of_singular_matrices_is_the_cofactor_matrix(create_graph: bool) -> None:
     a = t(SINGULAR, requires_grad=True)
     (grad,) = ag.autograd.grad(L.det(a).sum(), a, create_graph=create_graph)
-    np.testing.assert_allclose(grad.detach().numpy(), COFACTORS, atol=1e-12)
-    two = t([[1.0, 2], [2, 4]], requires_grad=True)
-    L.det(two).backward()
-    np.testing.assert_allclose(two.grad.numpy(), [[4.0, -2], [-2, 1]], atol=1e-14)
+    np.testing.assert_allclose(grad.detach().numpy(), [cofactors(m) for m in SINGULAR], atol=1e-12)
+    two = np.array([[1.0, 2], [2, 4]])
+    leaf = t(two, requires_grad=True)
+    L.det(leaf).backward()
+    np.testing.assert_allclose(leaf.grad.numpy(), cofactors(two), atol=1e-14)
 
 
-def test_det_gradient_near_singular_matches_torch() -> None:
-    _, grad = value_and_grad(L.det, np.array([[1.0, 2], [2, 4 + 1e-12]]))
-    np.testing.assert_allclose(grad, [[4.0, -2], [-2, 1]], atol=1e-11)
+def test_det_gradient_near_singular_is_the_cofactor_matrix() -> None:
+    a = np.array([[1.0, 2], [2, 4 + 1e-12]])
+    _, grad = value_and_grad(L.det, a)
+    np.testing.assert_allclose(grad, cofactors(a), atol=1e-11)
 
 
 def test_det_double_backward_at_a_singular_matrix() -> None:
@@ -68,59 +123,114 @@ def test_inv_of_a_singular_matrix_names_the_zero_pivot() -> None:
         L.inv(t([[1.0, 2], [2, 4]]))
 
 
-TORCH_GRADS = [  # (name, loss of A, A, torch's loss, torch's gradient)
-    ("svd", lambda x: (L.svd(x)[0] * t(W)).sum() + (L.svd(x)[1] * t(W[0])).sum() + (L.svd(x)[2] * t(W.T)).sum(),
-     W + SYM, -0.5646544873, [[0.3102324329, 0.9238233331, -0.868835576], [1.2430365729, -0.2675031106, 1.2429211299],
-                              [-0.2269915437, 1.4975228436, -0.6735517734]]),
-    ("svd U only", lambda x: (L.svd(x)[0] * t(W)).sum(), W + SYM, 0.251612018,
-     [[0.1031865449, -0.0716929599, -0.0444802835], [0.1830475634, 0.2897493112, 0.214910377],
-      [-0.186644519, 0.1310497566, -0.4017992696]]),
-    ("eigh", lambda x: (L.eigh(x)[1] * t(W)).sum() + (L.eigh(x)[0] * t(W[1])).sum(), SYM, -1.026549254,
-     [[1.0565991762, 0.2650850726, -0.6403417209], [0.2650850726, -0.0615747094, -0.4383063769],
-      [-0.6403417209, -0.4383063769, -0.6950244668]]),
-    ("eigh upper", lambda x: (L.eigh(x, UPLO="U")[1] * t(W)).sum(), SYM + np.triu(W, 1), -2.1389401707,
-     [[-0.2119323585, 0.2525486443, 0.2090567221], [0.2525486443, 0.1558602198, 0.4288184097],
-      [0.2090567221, 0.4288184097, 0.0560721387]]),
-    ("qr tall", lambda x: (L.qr(x)[0] * t(TALL)).sum() + (L.qr(x)[1] * t(W)).sum(), TALL, -6.9379386668,
-     [[1.2411970081, 1.0625687346, 0.5758597345], [1.8372864438, -1.0864630342, 1.0781452864],
-      [-4.9107078123, 1.5781063685, -0.4296703386], [0.3114621962, 0.8932154869, -0.247733138]]),
-    ("qr wide", lambda x: (L.qr(x)[0] * t(W)).sum() + (L.qr(x)[1] * t(TALL.T)).sum(), TALL.T.copy(), -1.0696242687,
-     [[-1.7067064096, 2.1522750822, -0.4618361071, -0.6347865316], [-0.8561301532, -0.121065405, -0.6410814936,
-                                                                     -0.4407259233],
-      [2.2553577368, 0.7622871508, 2.1132254799, -1.5500989387]]),
-    ("pinv", lambda x: (L.pinv(x) * t(TALL.T)).sum(), TALL, 3.0,
-     [[-0.400482509, -0.1606219005, -0.2466693473], [0.2123039807, -0.1263637582, -0.2654872001],
-      [-0.4704463209, 0.2825358531, -0.2803913684], [-0.246079614, -0.0505026136, 0.0652995577]]),
+def _svd_loss(o: tuple) -> object:
+    return (o[0] * W).sum() + (o[1] * W[0]).sum() + (o[2] * W.T).sum()
+
+
+def _norms(s: np.ndarray) -> float:
+    return s[0] + 2 * s[-1] + 3 * s.sum()
+
+
+def _svd_factors(x: np.ndarray) -> tuple:
+    return tuple(f.numpy() for f in L.svd(t(x)))
+
+
+def _eigh_factors(uplo: str) -> Callable:
+    return lambda x: tuple(f.numpy() for f in L.eigh(t(x), UPLO=uplo))
+
+
+def _no_factors(x: np.ndarray) -> None:
+    return None
+
+
+# (name, loss of A in actorgrad, the same loss in numpy of (A, `like`), A, the triangle an eigh reads or None, what
+# gives `like`: actorgrad's factors at the case's A, whose signs the numpy factors are turned to). Losses that read
+# SVD or eigh factors' signs are compared at actorgrad's signs; the QR losses at LAPACK's, which the Householder
+# reference reproduces.
+def _eigh_loss(o: tuple) -> object:
+    return (o[1] * W).sum() + (o[0] * W[1]).sum()
+
+
+def _qr_tall_loss(q, r) -> object:
+    return (q * TALL).sum() + (r * W).sum()
+
+
+def _qr_wide_loss(q, r) -> object:
+    return (q * W).sum() + (r * TALL.T).sum()
+
+
+REFERENCES = [
+    ("svd", lambda x: _svd_loss(L.svd(x)), lambda a, like: _svd_loss(svd_signed_like(a, like)), W + SYM, None,
+     _svd_factors),
+    ("svd U only", lambda x: (L.svd(x)[0] * W).sum(), lambda a, like: (svd_signed_like(a, like)[0] * W).sum(),
+     W + SYM, None, _svd_factors),
+    ("eigh", lambda x: _eigh_loss(L.eigh(x)), lambda a, like: _eigh_loss(eigh_signed_like(a, like)), SYM, "L",
+     _eigh_factors("L")),
+    ("eigh upper", lambda x: (L.eigh(x, UPLO="U")[1] * W).sum(),
+     lambda a, like: (eigh_signed_like(a, like)[1] * W).sum(), SYM + np.triu(W, 1), "U", _eigh_factors("U")),
+    ("qr tall", lambda x: _qr_tall_loss(*L.qr(x)), lambda a, like: _qr_tall_loss(*householder_qr(a)), TALL, None,
+     _no_factors),
+    ("qr wide", lambda x: _qr_wide_loss(*L.qr(x)), lambda a, like: _qr_wide_loss(*householder_qr(a)),
+     TALL.T.copy(), None, _no_factors),
+    # the value is trace(pinv(A) A) = rank A = 3
+    ("pinv", lambda x: (L.pinv(x) * TALL.T).sum(), lambda a, like: (np.linalg.pinv(a) * TALL.T).sum(), TALL, None,
+     _no_factors),
     ("matrix norms 2 -2 nuc",
-     lambda x: L.matrix_norm(x, 2) + 2 * L.matrix_norm(x, -2) + 3 * L.matrix_norm(x, "nuc"), TALL, 27.11857294,
-     [[2.9770164968, 2.1143988309, 1.3374199769], [-1.632433609, 0.6462577259, 2.1898820593],
-      [2.705479579, -2.9237500484, 2.287495564], [1.9738585832, 1.1096995239, -0.8785245606]]),
+     lambda x: L.matrix_norm(x, 2) + 2 * L.matrix_norm(x, -2) + 3 * L.matrix_norm(x, "nuc"),
+     lambda a, like: _norms(np.linalg.svd(a, compute_uv=False)), TALL, None, _no_factors),
     ("matrix_power 5 and -2",
-     lambda x: (L.matrix_power(x, 5) * t(W)).sum() + (L.matrix_power(x, -2) * t(W)).sum(), SYM, -1530.953571163,
-     [[170.2894643868, -328.1242812423, -590.0061990359], [1100.6673532015, 135.9538643882, -1363.8193018093],
-      [2091.0913582217, 642.2589663346, -1880.6528869104]]),
+     lambda x: (L.matrix_power(x, 5) * W).sum() + (L.matrix_power(x, -2) * W).sum(),
+     lambda a, like: (np.linalg.matrix_power(a, 5) * W).sum() + (np.linalg.matrix_power(a, -2) * W).sum(),
+     SYM, None, _no_factors),
 ]
 
 
-@pytest.mark.parametrize(("name", "f", "x", "value", "grad"), TORCH_GRADS, ids=[c[0] for c in TORCH_GRADS])
-def test_values_and_gradients_match_torch(name: str, f: Callable, x: np.ndarray, value: float, grad: list) -> None:
+@pytest.mark.parametrize(("name", "f", "reference", "x", "uplo", "factors"), REFERENCES,
+                         ids=[c[0] for c in REFERENCES])
+def test_values_and_gradients_match_numpy_references(name: str, f: Callable, reference: Callable, x: np.ndarray,
+                                                     uplo: str | None, factors: Callable, numpy_gradient) -> None:
+    like = factors(x)
     out, got = value_and_grad(f, x)
-    assert out == pytest.approx(value, rel=1e-9)
-    np.testing.assert_allclose(got, grad, rtol=1e-8, atol=1e-9)
+    if uplo is None:
+        at, loss = x, (lambda a: reference(a, like))
+    else:  # eigh's gradient is PyTorch's symmetric one, at the matrix read from the triangle
+        at, loss = read_triangle(x, uplo), (lambda a: reference((a + a.T) / 2, like))
+    assert out == pytest.approx(loss(at), rel=1e-12)
+    np.testing.assert_allclose(got, numpy_gradient(loss, at), rtol=1e-6, atol=1e-6)
 
 
-def test_svd_factors_and_node_names_match_torch() -> None:
-    u, s, vh = L.svd(t(W + SYM, requires_grad=True))
-    np.testing.assert_allclose(s.detach().numpy(), [5.2308306726, 3.8291375058, 2.3592618414], rtol=1e-9)
-    np.testing.assert_allclose(u.detach().numpy()[0], [-0.3040223833, -0.5417166655, 0.7836539062], rtol=1e-8)
-    np.testing.assert_allclose(vh.detach().numpy()[2], [0.7166409657, -0.0468551589, -0.6958665966], rtol=1e-8)
+def test_svd_factors_rebuild_the_matrix_and_share_one_node() -> None:
+    a = W + SYM
+    u, s, vh = L.svd(t(a, requires_grad=True))
     assert {x.grad_fn.name() for x in (u, s, vh)} == {"LinalgSvdBackward0"}
+    u, s, vh = (x.detach().numpy() for x in (u, s, vh))
+    np.testing.assert_allclose(s, np.sqrt(np.linalg.eigvalsh(a.T @ a))[::-1], rtol=1e-12)  # descending
+    np.testing.assert_allclose((u * s) @ vh, a, atol=1e-14)
+    np.testing.assert_allclose(u.T @ u, np.eye(3), atol=1e-14)
+    np.testing.assert_allclose(vh @ vh.T, np.eye(3), atol=1e-14)
     assert L.svdvals(t(W, requires_grad=True)).grad_fn.name() == "LinalgSvdBackward0"
     assert L.eigh(t(SYM, requires_grad=True)).eigenvectors.grad_fn.name() == "LinalgEighBackward0"
     assert L.qr(t(TALL, requires_grad=True)).R.grad_fn.name() == "LinalgQrBackward0"
     assert L.pinv(t(TALL, requires_grad=True)).grad_fn.name() == "LinalgPinvBackward0"
     assert L.matrix_power(t(W, requires_grad=True), 0).grad_fn.name() == "CopyBackwards"
     assert L.matrix_power(t(W, requires_grad=True), 1).grad_fn.name() == "CloneBackward0"
+
+
+@pytest.mark.parametrize("x", [TALL, TALL.T.copy(), W], ids=["tall", "wide", "square"])
+def test_qr_gives_the_householder_factors_with_lapacks_signs(x: np.ndarray) -> None:
+    q, r = (f.numpy() for f in L.qr(t(x)))
+    expected_q, expected_r = householder_qr(x)
+    np.testing.assert_allclose(q, expected_q, atol=1e-14)
+    np.testing.assert_allclose(r, expected_r, atol=1e-14)
+    np.testing.assert_allclose(q.T @ q, np.eye(q.shape[1]), atol=1e-14)
+
+
+def test_eigh_gives_the_eigen_equation_in_ascending_order() -> None:
+    a = read_triangle(SYM + np.triu(W, 1), "U")
+    values, vectors = (f.numpy() for f in L.eigh(t(SYM + np.triu(W, 1)), UPLO="U"))
+    np.testing.assert_allclose(a @ vectors, vectors * values, atol=1e-14)
+    np.testing.assert_allclose(vectors.T @ vectors, np.eye(3), atol=1e-14)
+    assert (np.diff(values) > 0).all()
 
 
 def _svd_invariants(full_matrices: bool) -> Callable:
@@ -174,15 +284,30 @@ def test_qr_raises_torchs_errors_when_not_differentiable() -> None:
     assert L.qr(a, mode="complete").Q.shape == (4, 4)
 
 
-def test_matrix_rank_and_pinv_tolerances_match_torch() -> None:
+def documented_rank(values: np.ndarray, shape: tuple, atol: float = 0.0, rtol: float | None = None) -> int:
+    """The singular values (or eigenvalue magnitudes) above max(atol, rtol * the largest); rtol is eps * max(m, n)
+    when neither is given, and 0 when only atol is (PyTorch's documented rule)."""
+    if rtol is None:
+        rtol = np.finfo(np.float64).eps * max(shape) if atol == 0 else 0.0
+    return int((values > max(atol, rtol * values.max())).sum())
+
+
+def test_matrix_rank_and_pinv_tolerances_follow_the_documented_rule() -> None:
     a = t(SINGULAR)
-    assert L.matrix_rank(a).tolist() == [2, 3, 1]
-    assert L.matrix_rank(a, hermitian=True).tolist() == [3, 3, 1]
-    assert L.matrix_rank(a, atol=1.0).tolist() == [1, 2, 1]
-    assert L.matrix_rank(a, rtol=0.3).tolist() == [1, 2, 1]
+    singular = [np.linalg.svd(m, compute_uv=False) for m in SINGULAR]
+    eigen = [np.abs(np.linalg.eigvalsh(read_triangle(m, "L"))) for m in SINGULAR]
+    assert L.matrix_rank(a).tolist() == [2, 3, 1]  # row 2 = 2 row 1; det 1; every row a multiple of (1, 2, 3)
+    assert L.matrix_rank(a).tolist() == [documented_rank(s, (3, 3)) for s in singular]
+    assert L.matrix_rank(a, hermitian=True).tolist() == [documented_rank(e, (3, 3)) for e in eigen]
+    assert L.matrix_rank(a, atol=1.0).tolist() == [documented_rank(s, (3, 3), atol=1.0) for s in singular]
+    assert L.matrix_rank(a, rtol=0.3).tolist() == [documented_rank(s, (3, 3), rtol=0.3) for s in singular]
     assert L.matrix_rank(a).dtype == ag.int64
-    np.testing.assert_allclose(L.pinv(a[2]).numpy()[0], [0.005102, 0.010204, 0.015306], atol=1e-6)
-    np.testing.assert_allclose(L.pinv(a[0], atol=1.0).numpy()[2], [0.042266, 0.084533, 0.012223], atol=1e-6)
+    # rank 1: v v^T with v = (1, 2, 3), whose pseudo-inverse is v v^T / |v|^4 = A / 196
+    np.testing.assert_allclose(L.pinv(a[2]).numpy(), SINGULAR[2] / 196, atol=1e-15)
+    u, s, vh = np.linalg.svd(SINGULAR[0])
+    kept = s > 1.0  # atol=1.0 drops the smaller nonzero singular value
+    assert kept.tolist() == [True, False, False]
+    np.testing.assert_allclose(L.pinv(a[0], atol=1.0).numpy(), (vh[kept].T / s[kept]) @ u[:, kept].T, atol=1e-14)
 
 
 @pytest.mark.parametrize(("f", "message"), [
