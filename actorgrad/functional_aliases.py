@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.nn import functional as F
-from actorgrad.nn.recurrent import _gru_step, _lstm_step, _relu_step, _tanh_step
+from actorgrad.nn.recurrent_steps import _gru_step, _lstm_step, _relu_step, _tanh_step
 from actorgrad.ops.embeddings import renorm_rows_
 from actorgrad.ops.indexing import _host
 from actorgrad.ops.regularization import _channel_shape, _masked

@@ -22,7 +22,7 @@ from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.grad_mode import _grad_enabled, no_grad, set_grad_enabled
 from actorgrad.hooks import own_staged_grads
 from actorgrad.node import InputMetadata, Node
-from actorgrad.ops.inplace import CUSTOM_FUNCTION, CUSTOM_FUNCTION_VIEWS, MULTI_OUTPUT, rebase_view
+from actorgrad.ops.inplace_recording import CUSTOM_FUNCTION, CUSTOM_FUNCTION_VIEWS, MULTI_OUTPUT, rebase_view
 from actorgrad.ops.record import SECOND_BACKWARD, _modified_error, share_if_view
 from actorgrad.tensor import Tensor
 

@@ -5,13 +5,14 @@ theirs. The parameters, their names, shapes, order and initialisation, the gate 
 r, z, n) and the errors are PyTorch's, so a PyTorch state dict loads. As PyTorch does on the CPU, a sequence
 layer projects the whole input sequence through `weight_ih` at once and then steps through time. A sequence layer
 also takes a PackedSequence, as PyTorch's do, and steps each time on the rows of the sequences still running.
+The steps and the loop over time are in actorgrad.nn.recurrent_steps.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from actorgrad.creation import empty, zeros
@@ -19,77 +20,21 @@ from actorgrad.nn import functional as F
 from actorgrad.nn import init
 from actorgrad.nn.module import Module
 from actorgrad.nn.parameter import Parameter
+from actorgrad.nn.recurrent_steps import (
+    _MODES,
+    State,
+    _gru_step,
+    _lstm_step,
+    _relu_step,
+    _run_steps,
+    _tanh_step,
+)
 from actorgrad.nn.utils.rnn import PackedSequence
 from actorgrad.ops.indexing import index_select
 from actorgrad.ops.joining import cat, split, stack
 from actorgrad.tensor import Tensor
 
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
-
-State = tuple[Tensor, ...]  # (h,) for RNN and GRU, (h, c) for LSTM
-
-
-# -- one time step: `gates_x` is the input's projection x @ weight_ih.T + bias_ih --------------------------------
-def _tanh_step(gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None) -> State:
-    return ((gates_x + F.linear(state[0], w_hh, b_hh)).tanh(),)
-
-
-def _relu_step(gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None) -> State:
-    return ((gates_x + F.linear(state[0], w_hh, b_hh)).relu(),)
-
-
-def _lstm_step(gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None) -> State:
-    h, c = state
-    i, f, g, o = (gates_x + F.linear(h, w_hh, b_hh)).chunk(4, 1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
-    return (h if w_hr is None else F.linear(h, w_hr)), c
-
-
-def _gru_step(gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None) -> State:
-    h = state[0]
-    x_r, x_z, x_n = gates_x.chunk(3, 1)
-    h_r, h_z, h_n = F.linear(h, w_hh, b_hh).chunk(3, 1)  # b_hn stays inside r * (...), as PyTorch's
-    r = (x_r + h_r).sigmoid()
-    z = (x_z + h_z).sigmoid()
-    n = (x_n + r * h_n).tanh()
-    return ((h - n) * z + n,)  # (1 - z) * n + z * h, in PyTorch's order of operations
-
-
-# mode: (gates per hidden unit, step, the names of its states in PyTorch's hidden-size errors)
-_MODES: dict[str, tuple[int, Callable[..., State], tuple[str, ...]]] = {
-    "RNN_TANH": (1, _tanh_step, ("hidden",)),
-    "RNN_RELU": (1, _relu_step, ("hidden",)),
-    "LSTM": (4, _lstm_step, ("hidden[0]", "hidden[1]")),
-    "GRU": (3, _gru_step, ("hidden",)),
-}
-
-
-def _run_steps(step: Callable[..., State], steps: Sequence[Tensor], initial: State, w_hh: Tensor,
-               b_hh: Tensor | None, w_hr: Tensor | None, reverse: bool) -> tuple[list[Tensor], State]:
-    """`step` over each time step's input projection in `steps`, first to last or, with `reverse`, last to first;
-    returns the outputs in time order and the final state. In a packed batch (rows longest first) a step has
-    fewer rows once sequences end: going forward, a sequence's state is final at the step it drops out; going
-    backward, it joins from its initial state at its own last step. A padded batch keeps all its rows."""
-    held = steps[-1].size(0) if reverse else initial[0].size(0)
-    state = initial if held == initial[0].size(0) else tuple(h[:held] for h in initial)
-    finished: list[State] = []  # the states of the sequences that ended, the last ones first
-    outputs = []
-    for gates in reversed(steps) if reverse else steps:
-        rows = gates.size(0)
-        if rows < held:
-            finished.append(tuple(s[rows:] for s in state))
-            state = tuple(s[:rows] for s in state)
-        elif rows > held:
-            state = tuple(cat([s, h[held:rows]]) for s, h in zip(state, initial))
-        held = rows
-        state = step(gates, state, w_hh, b_hh, w_hr)
-        outputs.append(state[0])
-    if reverse:
-        outputs.reverse()
-    if finished:
-        state = tuple(cat([s, *(ended[k] for ended in reversed(finished))]) for k, s in enumerate(state))
-    return outputs, state
 
 
 def _check_cell_hidden(input: Tensor, hx: Tensor, hidden_size: int, index: int) -> None:

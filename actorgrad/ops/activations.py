@@ -19,7 +19,7 @@ from actorgrad.ops.arithmetic import relu as _relu
 from actorgrad.ops.dim_activations import floating_data, glu, prelu, recorded_grad, softmin
 from actorgrad.ops.dim_activations import log_softmax as log_softmax
 from actorgrad.ops.dim_activations import softmax as softmax
-from actorgrad.ops.inplace import write_in_place
+from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operand_checks import BOOL_SUBTRACTION
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record, zeros_grad

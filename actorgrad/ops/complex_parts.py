@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.aliases import select
-from actorgrad.ops.inplace import CUSTOM_FUNCTION_VIEWS
+from actorgrad.ops.inplace_recording import CUSTOM_FUNCTION_VIEWS
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, floating, require_tensors
 from actorgrad.ops.record import Rule, common_device, record, zeros_grad
 from actorgrad.ops.spectral import complex_dtype, real_dtype

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices import gamma as kernels
-from actorgrad.ops.inplace import write_in_place
+from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES, floating, refuse_complex, require_tensors
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actorgrad.ops.inplace import write_in_place
+from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.scatter_reduce import scatter_reduce
 from actorgrad.ops.shape import single_dim

@@ -1,32 +1,14 @@
 """In-place ops (add_, sub_, mul_, div_, relu_, exp_, sigmoid_, tanh_, abs_, neg_, sign_, sgn_, zero_, fill_, clamp_,
 copy_, `tensor[index] = value`, `+=` ...) and their autograd.
 
-An in-place op writes its result into the tensor's own array, so every view of that storage sees it, and bumps
-the storage's version counter, so a node that saved the old values refuses to run backward on the new ones.
-
-When the op needs a gradient it rebases the tensor's history, as PyTorch does: the op is recorded out of place on
-a stand-in for the tensor (its array, its grad_fn), and the node this makes becomes the tensor's grad_fn, with the
-tensor's previous grad_fn as its first edge. The stand-in gets a copy of the array when the node saves it, since
-the write would otherwise change what was saved. A leaf that requires grad, or a view of one, is refused (unless
-grad mode is off, as optimizers run); so, as in PyTorch, are a view made in no_grad mode of a tensor that requires
-grad, a piece of split, chunk or unbind, and a custom Function's output that is a view of its input (or a view of
-either): rebasing such a view would bypass the node that made it.
-
-A write through a view changes its base too, so, as in PyTorch, the base's history becomes a CopySlices node (the
-base's old gradient path everywhere but the view's positions, the op's node there; the op's first edge reads those
-positions out of the base's old history, bypassing the view's own node and any hooks on it), and every live view of the
-base, the written one included, gets a fresh AsStridedBackward0 node reading its positions out of the base's new
-history. The same refresh follows a write to a base that has live views.
-
-What actorgrad treats as a view: an op's output whose array is a numpy view of an input's storage (reshape,
-transpose, basic indexing, expand, squeeze ...). It shares the input's version counter; so does `detach()`.
+Each op is its out-of-place computation handed to `write_in_place` (actorgrad.ops.inplace_recording), which
+writes the result into the tensor, bumps its version and rebases its history; `tensor[index] = value` does those
+steps itself, since it writes only the indexed positions and records them as CopySlices (IndexPutBackward0 for an
+advanced index).
 """
 
 from __future__ import annotations
 
-import math
-import re
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -34,47 +16,27 @@ import numpy as np
 
 from actorgrad.devices import is_writeable
 from actorgrad.grad_mode import _grad_enabled
-from actorgrad.node import InputMetadata
 from actorgrad.ops.aliases import TRUE_DIVISION, divide
 from actorgrad.ops.arithmetic import add, exp, mul, neg, relu, sigmoid, sub, tanh
 from actorgrad.ops.indexing import KEPT_GRAD, fill_value, masked_fill, on_device, parse_index, placed_index
-from actorgrad.ops.joining import MULTI_OUTPUT_VIEWS
-from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, category, fitted_number
+from actorgrad.ops.inplace_recording import (
+    _check_grad_mode_view,
+    _check_rebase,
+    _invalidate_views,
+    _rebase,
+    _requires_grad,
+    _stand_in,
+    _store,
+    _view_positions,
+    write_in_place,
+)
+from actorgrad.ops.operands import broadcast_error, fitted_number
 from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.ops.selection import clamp
 from actorgrad.ops.unary import abs, sgn, sign
 from actorgrad.tensor import Tensor, as_array, bump_version, refuse_inference_change
 
 __all__: list[str] = []
-
-LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
-VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."
-NO_GRAD_VIEW = (
-    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use "
-    "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
-    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if "
-    "you want the inplace to be tracked)."
-)
-MULTI_OUTPUT = (
-    "Output {nr} of {name} is a view and {what}. This view is the output of a function that returns multiple "
-    "views. Such functions do not allow the output views to be modified inplace. You should replace the inplace "
-    "operation by an out-of-place one."
-)
-CUSTOM_FUNCTION = (
-    "Output {nr} of {name} is a view and {what}. This view was created inside a custom Function (or because an input "
-    "was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated "
-    "with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by "
-    "cloning the output of the custom Function."
-)
-BASE_CHANGED = "its base or another view of its base has been modified inplace"
-STALE_DTYPE_VIEW = (
-    "a view of its base as another dtype (view_as_real, view_as_complex, real, imag), made without a history, is used "
-    "after an in-place change of its base that needs a gradient; make the view again after the change"
-)
-SHARED_MEMORY = (
-    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
-    "Please clone() the tensor before performing the operation."
-)
 
 
 def _written_grad(ops: Any, g: Any, basic: tuple, advanced: tuple | None, value_shape: tuple) -> Any:
@@ -98,275 +60,6 @@ COPY = Rule("torch::autograd::CopyBackwards", ((), zeros_grad), ((), None), broa
 _SETITEM_GRADS = (KEPT_GRAD, (("basic", "advanced", "value_shape"), _written_grad))
 COPY_SLICES = Rule("torch::autograd::CopySlices", *_SETITEM_GRADS)
 INDEX_PUT = Rule("IndexPutBackward0", *_SETITEM_GRADS)
-# A base's history after a write through its view at `positions` (flat indices into the base).
-VIEW_WRITE = Rule(
-    "torch::autograd::CopySlices",
-    KEPT_GRAD,
-    (("positions",), lambda ops, g, positions: ops.index(ops.reshape(g, (-1,)), (), (positions,))),
-)
-
-
-def _raise(ops: Any, g: Any, message: str) -> Any:
-    raise RuntimeError(message)
-
-
-# The history of a piece of a split, chunk or unbind, or of a custom Function's view output (or a view of either),
-# after its storage changed in place: PyTorch refuses to use it, here its backward does (and an in-place change of
-# it, see `_view_error`).
-INVALIDATED = Rule("torch::autograd::Error", (("message",), _raise))
-# Such a node -> the view's (error template, output number, node name) as PyTorch's errors name them.
-INVALIDATED_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-# A custom Function's node -> its outputs that are views (an input returned as is, a view made in forward), as
-# output number -> the error template for changing one in place (MULTI_OUTPUT or CUSTOM_FUNCTION).
-CUSTOM_FUNCTION_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-# A view's history read out of its base's: its gradient goes back to its positions in the base.
-AS_STRIDED = Rule(
-    "AsStridedBackward0",
-    (
-        ("positions", "base_shape"),
-        lambda ops, g, positions, base_shape: ops.reshape(
-            ops.index_put_zeros(g, (math.prod(base_shape),), (), (positions,)), base_shape
-        ),
-    ),
-)
-
-
-# -- the shared machinery ------------------------------------------------------------------------------------------
-def _requires_grad(value: Any) -> bool:
-    return isinstance(value, Tensor) and value.requires_grad
-
-
-def _check_grad_mode_view(self: Tensor) -> None:
-    """Refuse, with grad mode on, an in-place change of a view made in no_grad mode from a tensor that requires
-    grad (it has no history of its own), as PyTorch does."""
-    base = self._base
-    if base is not None and self._grad_fn is None and base.requires_grad:
-        raise RuntimeError(NO_GRAD_VIEW)
-
-
-def _check_rebase(self: Tensor) -> None:
-    """Refuse an in-place op that needs a gradient where PyTorch refuses it."""
-    if self._grad_fn is None and self._requires_grad:
-        raise RuntimeError(LEAF)
-    base = self._base
-    if base is None:
-        return
-    error = _view_error(self, base._grad_fn, "is being modified inplace")
-    if error is not None:
-        raise error
-    if base._grad_fn is None and base._requires_grad:
-        raise RuntimeError(VIEW_OF_LEAF)
-
-
-def _view_error(view: Tensor, base_node: Any, what: str) -> RuntimeError | None:
-    """PyTorch's error for `view` when its history from its base (whose node is `base_node`) runs through a
-    piece of a split, chunk or unbind or through a custom Function's view output, naming `view`'s own node as it
-    was made; None for any other view."""
-    template = _view_template(view, base_node)
-    if template is None:
-        return None
-    _, nr, name = _view_name(view)
-    return RuntimeError(template.format(nr=nr, name=name, what=what))
-
-
-def _view_template(view: Tensor, base_node: Any) -> str | None:
-    """The template of `_view_error`'s error, found walking `view`'s history back to its base's node."""
-    node, nr = view._grad_fn, view._output_nr
-    while node is not None and node is not base_node:
-        invalidated = INVALIDATED_VIEWS.get(node)
-        if invalidated is not None:
-            return invalidated[0]
-        if node in MULTI_OUTPUT_VIEWS:
-            return MULTI_OUTPUT
-        views = CUSTOM_FUNCTION_VIEWS.get(node)
-        if views is not None and nr in views:
-            return views[nr]
-        edges = node.next_functions
-        node, nr = edges[0] if edges else (None, 0)
-    return None
-
-
-def _view_name(view: Tensor) -> tuple[str | None, int, str]:
-    """The error template (once its history was invalidated), output number and node name (without
-    `Backward0`) of `view` in PyTorch's graph."""
-    fn = view._grad_fn
-    return INVALIDATED_VIEWS.get(fn) or (None, MULTI_OUTPUT_VIEWS.get(fn, view._output_nr),
-                                         re.sub(r"Backward[0-9]*$", "", fn.name()))
-
-
-def _invalidate(view: Tensor, base_node: Any) -> bool:
-    """After a change of its storage, give `view` a history that raises if PyTorch refuses to use it now (see
-    `_view_template`; `base_node`: its base's node before the change); whether it did."""
-    template = _view_template(view, base_node)
-    if template is None:
-        return False
-    _, nr, name = _view_name(view)
-    message = template.format(nr=nr, name=name, what=BASE_CHANGED)
-    read = record(INVALIDATED, np.empty_like(view._data), (view,), message=message)
-    INVALIDATED_VIEWS[read._grad_fn] = (template, nr, name)
-    _move_history(view, read._grad_fn)
-    return True
-
-
-def _invalidate_views(self: Tensor) -> None:
-    """`_invalidate` each view of `self`'s storage after a change of it, as PyTorch refuses those views' histories
-    at their next use: `_refresh_views` does it for a recorded change of their base; this is for the rest (a change
-    in no_grad mode, of a tensor that does not require grad, of a `detach()` of the base)."""
-    views = self._vc.views if self._vc is not None else None
-    if not views or not (MULTI_OUTPUT_VIEWS or CUSTOM_FUNCTION_VIEWS):
-        return
-    token = _grad_enabled.set(True)  # the raising node is recorded even when the write ran in no_grad mode
-    try:
-        for view in list(views):
-            if view._grad_fn is not None and view._grad_fn not in INVALIDATED_VIEWS:
-                _invalidate(view, view._base._grad_fn)
-    finally:
-        _grad_enabled.reset(token)
-
-
-def _stand_in(self: Tensor, copy: bool, positions: np.ndarray | None = None) -> Tensor:
-    """A tensor with `self`'s values and history, for recording the op out of place. For a view (`positions`: its
-    flat indices in its base) that history is read afresh out of its base's, as PyTorch's CopySlices hands the op
-    the view's part of the base's gradient: the view's own node, where hooks registered on the view wait, is not
-    on the write's gradient path, so they do not fire for it."""
-    data = self._data.copy() if copy else self._data
-    if positions is None:
-        return Tensor(data, grad_fn=self._grad_fn, output_nr=self._output_nr, device=self._device)
-    base = self._base
-    read = record(AS_STRIDED, np.empty_like(data), (base,), positions=on_device(base, positions),
-                  base_shape=base.shape)
-    return Tensor(data, grad_fn=read._grad_fn, device=self._device)
-
-
-def _view_positions(self: Tensor) -> np.ndarray | None:
-    """The flat indices of a view's elements in its base (None for a tensor that is no view)."""
-    return None if self._base is None else _positions(self._data, self._base._data)
-
-
-def _store(self: Tensor, index: Any, value: Any) -> None:
-    refuse_inference_change(self)  # before anything is written
-    try:
-        self._data[index] = value
-    except ValueError:
-        if is_writeable(self._data):
-            raise
-        if 0 in self._data.strides:
-            raise RuntimeError(SHARED_MEMORY) from None
-        raise RuntimeError("the tensor's array is read-only; clone() it before changing it in place") from None
-
-
-def _rebase(self: Tensor, result: Tensor, positions: np.ndarray | None) -> None:
-    """Make the node that recorded `result` the history of `self`, whose values it now holds; through a view,
-    the base's history takes the node in at the view's `positions`. Then every view of the base reads its own."""
-    node = result._grad_fn
-    if node is None:
-        return
-    node.input_metadata = (InputMetadata(self._data.shape, self._data.dtype, self._device),)
-    base = self._base
-    if base is None:
-        old = self._grad_fn
-        _move_history(self, node)
-        _refresh_views(self, old)
-        return
-    keep = np.ones(base._data.shape, np.bool_)
-    keep.reshape(-1)[positions.ravel()] = False
-    inputs = (_stand_in(base, False), Tensor(self._data, grad_fn=node, device=self._device))
-    merged = record(VIEW_WRITE, np.empty_like(base._data), inputs, keep=on_device(base, keep),
-                    positions=on_device(base, positions))
-    old = base._grad_fn
-    _move_history(base, merged._grad_fn)
-    _refresh_views(base, old)
-
-
-def rebase_view(view: Tensor, node: Any) -> None:
-    """Take in a change a custom Function's forward made to `view` in place (marked dirty; `node` is the Function's,
-    `view` its only output): the base's history takes `node` in at the view's positions and the view's is read out
-    of the base's, as after an in-place op through a view."""
-    _check_rebase(view)
-    _rebase(view, Tensor(view._data, grad_fn=node, device=view._device), _view_positions(view))
-
-
-def _refresh_views(base: Tensor, old: Any) -> None:
-    """Give every live view of `base` a history read out of the base's new one (PyTorch regenerates a view's
-    grad_fn when its base changed); `old` is the base's node before. A view PyTorch refuses to regenerate (see
-    `_view_template`) gets one that raises PyTorch's error instead."""
-    views = base._vc.views if base._vc is not None else None
-    for view in list(views or ()):
-        if view._base is base:
-            if _invalidate(view, old):
-                continue
-            if view._data.dtype != base._data.dtype:  # made without a history by view_as_real or the like (see
-                # actorgrad.ops.complex_parts): its elements have no positions in the base to read a history from
-                read = record(INVALIDATED, np.empty_like(view._data), (view,), message=STALE_DTYPE_VIEW)
-                _move_history(view, read._grad_fn)
-                continue
-            positions = _positions(view._data, base._data)
-            read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=on_device(base, positions),
-                          base_shape=base.shape)
-            _move_history(view, read._grad_fn)
-
-
-def _move_history(t: Tensor, node: Any) -> None:
-    """Make `node` (output 0) `t`'s grad_fn; a retained gradient is now taken from it."""
-    old = t._grad_fn
-    retained = old.retained if old is not None else None
-    if retained is not None and t._output_nr in retained:
-        node.retained = {0: retained.pop(t._output_nr)}
-    t._grad_fn, t._output_nr = node, 0
-
-
-def _addresses(array: Any) -> np.ndarray:
-    """The memory address of each element of `array` (a numpy or a CuPy array), computed on the host."""
-    start = array.__array_interface__["data"][0] if isinstance(array, np.ndarray) else array.data.ptr
-    out = np.full(array.shape, start, np.int64)
-    for d, (n, stride) in enumerate(zip(array.shape, array.strides)):
-        out += (np.arange(n, dtype=np.int64) * stride).reshape((-1,) + (1,) * (array.ndim - d - 1))
-    return out
-
-
-def _positions(view: np.ndarray, base: np.ndarray) -> np.ndarray:
-    """The flat (row-major) index in `base` of each element of `view`, an array viewing base's memory."""
-    base_addresses = _addresses(base).ravel()
-    view_addresses = _addresses(view)
-    order = np.argsort(base_addresses)
-    found = order[np.searchsorted(base_addresses[order], view_addresses).clip(max=base.size - 1)]
-    if not np.array_equal(base_addresses[found], view_addresses):
-        raise RuntimeError(
-            "a view no longer lies in its base's memory (the base was given a new array since the view was made), "
-            "so its history cannot follow the base's in-place change; make the view again"
-        )
-    return found
-
-
-def write_in_place(self: Tensor, compute: Callable[[Tensor], Tensor], operands: tuple, saves_self: bool) -> Tensor:
-    """Run `compute` (the op out of place) and write its result into `self`, rebasing `self`'s history when the
-    op needs a gradient. `saves_self`: the recorded node keeps `self`'s values, which must be copied first."""
-    grad_mode = _grad_enabled.get()
-    if grad_mode:
-        _check_grad_mode_view(self)
-    records = grad_mode and (self.requires_grad or any(_requires_grad(o) for o in operands))
-    if records:
-        _check_rebase(self)
-        positions = _view_positions(self)
-        result = compute(_stand_in(self, saves_self, positions))
-    else:
-        result = compute(self)
-    data, target = result._data, self._data
-    if data.shape != target.shape:
-        raise RuntimeError(
-            f"output with shape {list(target.shape)} doesn't match the broadcast shape {list(data.shape)}"
-        )
-    if category(data.dtype) > category(target.dtype):
-        raise RuntimeError(
-            f"result type {SCALAR_NAMES[data.dtype]} can't be cast to the desired output type "
-            f"{SCALAR_NAMES[target.dtype]}"
-        )
-    _store(self, Ellipsis, data)
-    bump_version(self)
-    if records:
-        _rebase(self, result, positions)
-    _invalidate_views(self)
-    return self
 
 
 # -- arithmetic ----------------------------------------------------------------------------------------------------

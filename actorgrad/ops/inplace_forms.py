@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.grad_mode import _grad_enabled
-from actorgrad.ops.inplace import write_in_place
+from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.linalg import TYPE_META_NAMES
 from actorgrad.ops.operands import SCALAR_NAMES, category
 from actorgrad.ops.record import Rule, record, zeros_grad

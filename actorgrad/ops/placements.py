@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.indexing import KEPT_GRAD, _host, on_device, parse_index, placed_index
-from actorgrad.ops.inplace import INDEX_PUT, write_in_place
+from actorgrad.ops.inplace import INDEX_PUT
+from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.sections import diagonal_placement

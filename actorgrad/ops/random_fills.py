@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.indexing import on_device
-from actorgrad.ops.inplace import write_in_place
+from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES, not_implemented, type_name
 from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.random import Generator, numpy_generator

@@ -20,7 +20,7 @@ from actorgrad.ops.indexing import (
     fill_value,
     placed_index,
 )
-from actorgrad.ops.inplace import write_in_place
+from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.scatter_reduce import check_scatter, on_at_least_1d, reduced_into, scatter_index, scatter_plan

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from actorgrad.ops.indexing import _along, _checked_ints, _host, _padded, on_device, placed_index
-from actorgrad.ops.inplace import INVALIDATED, write_in_place
+from actorgrad.ops.inplace_recording import INVALIDATED, write_in_place
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor

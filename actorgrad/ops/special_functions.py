@@ -17,7 +17,7 @@ import numpy as np
 from actorgrad.devices import bessel, incomplete_gamma, normal
 from actorgrad.devices import zeta as zeta_kernel
 from actorgrad.ops.gamma import float64_kernel_op, lgamma
-from actorgrad.ops.inplace import write_in_place
+from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operands import (
     SCALAR_NAMES,
     broadcast_error,

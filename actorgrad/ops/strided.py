@@ -14,7 +14,7 @@ import numpy as np
 
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops.indexing import on_device
-from actorgrad.ops.inplace import _check_grad_mode_view, _check_rebase, _move_history
+from actorgrad.ops.inplace_recording import _check_grad_mode_view, _check_rebase, _move_history
 from actorgrad.ops.operands import int_tuple
 from actorgrad.ops.record import Rule, make_view, record
 from actorgrad.tensor import Tensor, bump_version, memory_owner, refuse_inference_change

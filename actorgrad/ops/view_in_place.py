@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actorgrad.grad_mode import _grad_enabled
-from actorgrad.ops.inplace import _check_rebase, _move_history
+from actorgrad.ops.inplace_recording import _check_rebase, _move_history
 from actorgrad.ops.shape import squeeze, transpose, unsqueeze
 from actorgrad.tensor import Tensor, bump_version, refuse_inference_change
 
