@@ -47,7 +47,8 @@ from actorgrad.random_tensors import *  # noqa: F403
 from actorgrad.scheduler import get_num_workers, profile, set_num_workers
 from actorgrad.serialization import load, save
 from actorgrad.settings import *  # noqa: F403
-from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, int64, tensor
+from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, int64
+from actorgrad.tensor_construction import tensor
 from actorgrad.windows import *  # noqa: F403
 
 uint8, int8, int16 = np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.int16)

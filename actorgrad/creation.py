@@ -27,7 +27,8 @@ from actorgrad.ops.operands import (
     type_name,
     wrapped_int,
 )
-from actorgrad.tensor import Tensor, bool_, checked_numpy, copied_leaf, int64, new_leaf
+from actorgrad.tensor import Tensor, bool_, int64
+from actorgrad.tensor_construction import checked_numpy, copied_leaf, new_leaf
 
 __all__ = [
     "arange", "as_tensor", "empty", "eye", "from_numpy", "full", "full_like", "linspace", "logspace", "ones",

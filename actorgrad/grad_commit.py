@@ -15,7 +15,8 @@ from actorgrad.devices import is_writeable
 from actorgrad.grad_mode import grad_mode_on
 from actorgrad.hooks import has_post_accumulate_hooks, run_post_accumulate_hooks
 from actorgrad.scheduler import GraphTask
-from actorgrad.tensor import Tensor, bump_version, grad_dtypes
+from actorgrad.tensor import Tensor, grad_dtypes
+from actorgrad.version_counter import bump_version
 
 # Sync calls from several threads commit into shared leaves; this makes each commit one atomic step.
 _commit_lock = threading.Lock()

@@ -12,7 +12,8 @@ from actorgrad.creation import check_device, dtype_or, leaf_on
 from actorgrad.default_dtype import default_float
 from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device
-from actorgrad.tensor import Tensor, new_leaf
+from actorgrad.tensor import Tensor
+from actorgrad.tensor_construction import new_leaf
 from actorgrad.user_warnings import warn
 
 # `range` is left out, so that `from actorgrad import *` keeps the builtin (as bool, float ...).

@@ -24,7 +24,8 @@ import numpy as np
 
 from actorgrad.devices import Device, cpu
 from actorgrad.devices import device as as_device
-from actorgrad.tensor import Tensor, new_leaf
+from actorgrad.tensor import Tensor
+from actorgrad.tensor_construction import new_leaf
 
 __all__ = ["load", "save"]
 

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import copy
-import itertools
 import warnings
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from actorgrad.default_device import default_device
-from actorgrad.default_dtype import default_complex, default_float
 from actorgrad.devices import Device, cpu
-from actorgrad.grad_mode import INFERENCE, INFERENCE_INPLACE, _inference_mode
+from actorgrad.grad_mode import INFERENCE, _inference_mode
 from actorgrad.tensor_repr import format_tensor
+from actorgrad.version_counter import VersionCounter, version_counter
 
 float16 = np.dtype(np.float16)
 float32 = np.dtype(np.float32)
@@ -51,19 +49,6 @@ NON_LEAF_GRAD = (
     "use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access "
     "the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information."
 )
-
-
-class VersionCounter:
-    """How many times a storage was changed in place, shared by every tensor on it (a base, its views, its
-    `detach()`), so a node that saved one of them can tell at backward that its values changed since.
-    `views` holds the views made from the storage by ops (weakly), which a recorded in-place op must not
-    leave with a stale history."""
-
-    __slots__ = ("value", "views")
-
-    def __init__(self) -> None:
-        self.value = 0
-        self.views: weakref.WeakSet | None = None
 
 
 class Tensor:
@@ -462,216 +447,3 @@ def memory_owner(t: Tensor) -> Any:
 def _address(array: Any) -> int:
     """The address of an array's first element: numpy's, or a device array's (CuPy's `data.ptr`)."""
     return array.ctypes.data if isinstance(array, np.ndarray) else array.data.ptr
-
-
-def version_counter(t: Tensor) -> VersionCounter:
-    """`t`'s version counter, made now if it has none yet."""
-    vc = t._vc
-    if vc is None:
-        vc = t._vc = VersionCounter()
-    return vc
-
-
-# The latest in-place change in this process, as a stamp from `_stamps`: a node whose saved values were recorded
-# under the stamp still current has nothing to check at backward (one comparison instead of one per saved value).
-# Stamps only grow and each is written once, so a change after a recording always leaves a different one.
-_stamps = itertools.count(1)
-last_change = [0]
-
-
-def refuse_inference_change(t: Tensor) -> None:
-    """PyTorch's refusal to change an inference tensor in place outside inference mode."""
-    if t._vc is INFERENCE and _inference_mode.get() is None:
-        raise RuntimeError(INFERENCE_INPLACE)
-
-
-def bump_version(t: Tensor) -> None:
-    """Record that `t`'s storage was changed in place (an inference tensor's is not counted)."""
-    vc = version_counter(t)
-    if vc is INFERENCE:
-        refuse_inference_change(t)
-        return
-    vc.value += 1
-    last_change[0] = next(_stamps)
-
-
-# The numpy dtypes PyTorch makes tensors of, in the order its error names them.
-NUMPY_TYPES = (
-    "float64", "float32", "float16", "complex64", "complex128", "int64", "int32", "int16", "int8", "uint64", "uint32",
-    "uint16", "uint8",
-)
-_NUMPY_DTYPES = {np.dtype(name) for name in NUMPY_TYPES} | {bool_}
-COPY_CONSTRUCT = (
-    "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
-    "sourceTensor.detach().clone().requires_grad_(True), rather than {}."
-)
-_PLAIN = {bool, int, float}
-
-
-def checked_numpy(array: np.ndarray | np.generic) -> np.ndarray | np.generic:
-    """A numpy array PyTorch can make a tensor of: one of its dtypes, in the machine's byte order."""
-    dtype = array.dtype
-    if dtype in _NUMPY_DTYPES:  # the common case, checked without making a dtype
-        return array
-    if dtype.newbyteorder("=") not in _NUMPY_DTYPES:
-        raise TypeError(
-            f"can't convert np.ndarray of type numpy.{dtype.type.__name__}. The only supported types are: "
-            f"{', '.join(NUMPY_TYPES)}, and bool."
-        )
-    if not dtype.isnative:
-        raise ValueError(
-            "given numpy array has byte order different from the native byte order. Conversion between byte "
-            "orders is currently not supported."
-        )
-    return array
-
-
-def as_array(data: Any, dtype: Any = None) -> Any:
-    """The array for `tensor()`, with PyTorch's dtypes: Python floats become float32, ints int64; numpy arrays,
-    numpy numbers and tensors keep their dtypes, and promote with the rest as torch.promote_types does. A tensor's
-    array is copied on its own device (a CuPy array stays on its GPU)."""
-    if isinstance(data, Tensor):
-        return data._data.astype(data._data.dtype if dtype is None else np.dtype(dtype))  # astype copies
-    if isinstance(data, np.ndarray):  # cast as numpy casts, wrapping out-of-range values, as PyTorch does
-        return np.array(checked_numpy(data), dtype=None if dtype is None else np.dtype(dtype))
-    wide = None
-    if type(data) in _PLAIN or type(data) in (list, tuple) and _leaf_types(data) <= _PLAIN:
-        try:
-            wide = np.array(data)
-        except ValueError:  # ragged: PyTorch's reading below says where
-            pass
-    if wide is None or wide.dtype.kind not in "bif":  # big ints, tensors, numpy values: read as PyTorch reads
-        wide, inferred = _nested_array(data)
-    else:
-        inferred = default_float() if wide.dtype == float64 else wide.dtype
-    target = inferred if dtype is None else np.dtype(dtype)
-    if target.kind in "iu" and wide.dtype.kind in "iuf" and wide.size:
-        # a number is stored checked, as PyTorch stores a Python number: an unsigned dtype takes a negative int
-        # down to -max (it wraps), nothing takes nan or a value past its range
-        info = np.iinfo(target)
-        low = -int(info.max) if target.kind == "u" and wide.dtype.kind in "iu" else int(info.min)
-        if not np.all((wide >= low) & (wide < int(info.max) + 1)):
-            raise RuntimeError(f"value cannot be converted to type {target} without overflow")
-    with np.errstate(over="ignore"):  # a float past float32's range is inf, silently as in PyTorch
-        return wide.astype(target, copy=False)
-
-
-def _leaf_types(data: list | tuple) -> set[type]:
-    """The types of the items of a nested list or tuple (set() and map() keep this quick for big lists)."""
-    found = set(map(type, data))
-    for kind in (list, tuple):
-        if kind in found:
-            found.discard(kind)
-            for item in data:
-                if type(item) is kind:
-                    found |= _leaf_types(item)
-    return found
-
-
-def _infer_dtype(data: Any) -> np.dtype:
-    """The dtype PyTorch infers for `data`: each number's, tensor's or array's dtype, promoted over a sequence."""
-    if isinstance(data, Tensor):
-        return data._data.dtype
-    if isinstance(data, np.ndarray | np.generic):
-        return checked_numpy(data).dtype
-    if isinstance(data, bool):
-        return bool_
-    if isinstance(data, int):
-        if not -(1 << 63) <= data < 1 << 63:
-            raise ValueError("Overflow when unpacking long long")
-        return int64
-    if isinstance(data, float):
-        return default_float()
-    if isinstance(data, str | bytes):
-        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
-    if _is_sequence(data):
-        from actorgrad.ops.operands import promote_types  # operands imports this module
-
-        found = default_float() if not data else _infer_dtype(data[0])
-        for item in data[1:]:
-            found = promote_types(found, _infer_dtype(item))
-        return found
-    if isinstance(data, complex):
-        return default_complex()
-    raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
-
-
-def _is_sequence(data: Any) -> bool:
-    return isinstance(data, Sequence) and not isinstance(data, str | bytes)
-
-
-def _nested_shape(data: Any) -> tuple[int, ...]:
-    """The shape PyTorch reads off a nested sequence: the lengths along its first items (and an array's shape;
-    a tensor in a sequence is one number)."""
-    shape: list[int] = []
-    while _is_sequence(data):
-        shape.append(len(data))
-        if not data:
-            return tuple(shape)
-        data = data[0]
-    if isinstance(data, np.ndarray):
-        shape.extend(data.shape)
-    return tuple(shape)
-
-
-def _nested_values(data: Any, shape: tuple[int, ...], dim: int) -> Any:
-    """`data` with its tensors as numbers (0-d host arrays, keeping their dtypes), checked to fill `shape` as
-    PyTorch checks it."""
-    if dim == len(shape):
-        if _is_sequence(data) or isinstance(data, np.ndarray) and data.ndim:
-            raise ValueError(f"expected sequence of length 0 at dim {dim} (got {len(data)})")
-        if isinstance(data, Tensor):
-            if data._data.size != 1:
-                raise ValueError("only one element tensors can be converted to Python scalars")
-            return cpu.asarray(data._data).reshape(())
-        return data
-    if isinstance(data, np.ndarray) and data.ndim:
-        if data.shape != shape[dim:]:
-            got = next(i for i, (a, b) in enumerate(zip(data.shape, shape[dim:])) if a != b)
-            raise ValueError(
-                f"expected sequence of length {shape[dim + got]} at dim {dim + got} (got {data.shape[got]})"
-            )
-        return data
-    if not _is_sequence(data):
-        raise TypeError("not a sequence")
-    if len(data) != shape[dim]:
-        raise ValueError(f"expected sequence of length {shape[dim]} at dim {dim} (got {len(data)})")
-    return [_nested_values(item, shape, dim + 1) for item in data]
-
-
-def _nested_array(data: Any) -> tuple[np.ndarray, np.dtype]:
-    """PyTorch's reading of sequences holding tensors, numpy values or what numpy cannot read: the values (in
-    a dtype wide enough for them) and the dtype PyTorch infers."""
-    inferred = _infer_dtype(data)
-    return np.array(_nested_values(data, _nested_shape(data), 0)), inferred
-
-
-def new_leaf(data: Any, requires_grad: bool = False, device: Device = cpu) -> Tensor:
-    """A new tensor that views no other (made by a creation function): an inference tensor in inference mode."""
-    out = Tensor(data, device=device)
-    out._vc = _inference_mode.get()
-    if requires_grad:
-        out._set_requires_grad(True, "Only Tensors of floating point and complex dtype can require gradients")
-    return out
-
-
-def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """A new leaf tensor holding a copy of `data`, on `device` (default: the cpu, or the device of a tensor
-    `data`, as PyTorch copies one)."""
-    if isinstance(data, Tensor):
-        warnings.warn(COPY_CONSTRUCT.format("actorgrad.tensor(sourceTensor)"), UserWarning, stacklevel=2)
-    return copied_leaf(data, dtype, device, requires_grad)
-
-
-def copied_leaf(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """`tensor()` without its warning about copying a tensor."""
-    array = as_array(data, dtype)
-    here = data._device if isinstance(data, Tensor) else cpu
-    if device is None:
-        if here is not cpu or default_device() is cpu:
-            return new_leaf(array, requires_grad, here)
-        device = default_device()
-    from actorgrad.devices import device as as_device
-
-    where = as_device(device)
-    return new_leaf(array if where is here else where.asarray(array), requires_grad, where)

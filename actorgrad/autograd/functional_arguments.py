@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from actorgrad.creation import zeros_like
-from actorgrad.tensor import Tensor, tensor
+from actorgrad.tensor import Tensor
+from actorgrad.tensor_construction import tensor
 
 
 def as_tuple(value: Any, arg_name: str, fn_name: str) -> tuple[bool, tuple]:

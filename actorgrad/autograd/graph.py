@@ -19,7 +19,8 @@ from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.hooks import MultiHandle, current_graph_task
 from actorgrad.node import Node
 from actorgrad.saved_tensors import _saved_tensors_hooks, _saved_tensors_hooks_disabled
-from actorgrad.tensor import Tensor, bump_version
+from actorgrad.tensor import Tensor
+from actorgrad.version_counter import bump_version
 
 __all__ = [
     "GradientEdge", "Node", "allow_mutation_on_saved_tensors", "disable_saved_tensors_hooks", "get_gradient_edge",

@@ -20,7 +20,8 @@ from actorgrad.ops.joining import stack
 from actorgrad.ops.selection import where
 from actorgrad.ops.special import xlogy
 from actorgrad.ops.special_functions import special_gammainc
-from actorgrad.tensor import Tensor, tensor
+from actorgrad.tensor import Tensor
+from actorgrad.tensor_construction import tensor
 
 __all__ = ["Beta", "Dirichlet", "Gamma"]
 

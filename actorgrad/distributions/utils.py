@@ -13,7 +13,8 @@ from actorgrad.default_dtype import default_float
 from actorgrad.grad_mode import enable_grad
 from actorgrad.ops.padding import pad
 from actorgrad.random_tensors import randn
-from actorgrad.tensor import Tensor, tensor
+from actorgrad.tensor import Tensor
+from actorgrad.tensor_construction import tensor
 
 __all__ = [
     "broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits", "tril_matrix_to_vec",

@@ -29,7 +29,8 @@ from actorgrad.ops.linalg_decompositions import cholesky, slogdet
 from actorgrad.ops.sections import diag_embed
 from actorgrad.ops.selection import where
 from actorgrad.random_tensors import randn
-from actorgrad.tensor import Tensor, tensor
+from actorgrad.tensor import Tensor
+from actorgrad.tensor_construction import tensor
 
 __all__ = ["Wishart"]
 

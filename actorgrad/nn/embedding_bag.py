@@ -10,7 +10,8 @@ from actorgrad.nn import init
 from actorgrad.nn.module import Module
 from actorgrad.nn.parameter import Parameter
 from actorgrad.ops.embedding_bags import embedding_bag
-from actorgrad.tensor import Tensor, bump_version
+from actorgrad.tensor import Tensor
+from actorgrad.version_counter import bump_version
 
 
 class EmbeddingBag(Module):

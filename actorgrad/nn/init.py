@@ -20,7 +20,8 @@ from actorgrad.devices import cpu, is_writeable
 from actorgrad.grad_mode import no_grad
 from actorgrad.ops import random_fills
 from actorgrad.random import Generator, numpy_generator
-from actorgrad.tensor import Tensor, bump_version
+from actorgrad.tensor import Tensor
+from actorgrad.version_counter import bump_version
 
 __all__ = [
     "calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",

@@ -32,7 +32,8 @@ from actorgrad.nn.normalization import (
     InstanceNorm3d,
 )
 from actorgrad.nn.parameter import Parameter
-from actorgrad.tensor import Tensor, int64, tensor
+from actorgrad.tensor import Tensor, int64
+from actorgrad.tensor_construction import tensor
 
 __all__ = [
     "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",

@@ -22,7 +22,8 @@ from actorgrad.nn.module_extras import ModuleExtras
 from actorgrad.nn.module_hooks import HOOK_DICTS, ON_A_MODULE, add_hook, backward_hook_kind, call_with_hooks
 from actorgrad.nn.module_state import StateDictMethods
 from actorgrad.nn.parameter import Buffer, Parameter
-from actorgrad.tensor import Tensor, bump_version
+from actorgrad.tensor import Tensor
+from actorgrad.version_counter import bump_version
 
 
 def indent(text: str, spaces: int) -> str:

@@ -13,7 +13,8 @@ import numpy as np
 
 from actorgrad.hooks import RemovableHandle
 from actorgrad.nn.module_hooks import add_hook
-from actorgrad.tensor import Tensor, bump_version
+from actorgrad.tensor import Tensor
+from actorgrad.version_counter import bump_version
 
 EXTRA_STATE = "_extra_state"
 POST_HOOK_RETURNED = (

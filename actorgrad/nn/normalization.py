@@ -13,7 +13,8 @@ from actorgrad.nn import init
 from actorgrad.nn.module import Module
 from actorgrad.nn.parameter import Parameter
 from actorgrad.ops.normalization import instance_norm, local_response_norm, rms_norm
-from actorgrad.tensor import Tensor, int64, tensor
+from actorgrad.tensor import Tensor, int64
+from actorgrad.tensor_construction import tensor
 from actorgrad.user_warnings import warn
 
 

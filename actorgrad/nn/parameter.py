@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from actorgrad.default_dtype import default_float
-from actorgrad.tensor import Tensor, version_counter
+from actorgrad.tensor import Tensor
+from actorgrad.version_counter import version_counter
 
 
 class Parameter(Tensor):

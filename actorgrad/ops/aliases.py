@@ -25,7 +25,8 @@ from actorgrad.ops.operands import (
 )
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.shape import _shape_arg, broadcast_to, permute, repeat, reshape, single_dim, transpose, view
-from actorgrad.tensor import COPY_CONSTRUCT, Tensor, bool_, copied_leaf, int64
+from actorgrad.tensor import Tensor, bool_, int64
+from actorgrad.tensor_construction import COPY_CONSTRUCT, copied_leaf
 from actorgrad.user_warnings import warn
 
 __all__ = [

@@ -11,7 +11,8 @@ import numpy as np
 from actorgrad.grad_mode import no_grad
 from actorgrad.ops.indexing import _host
 from actorgrad.ops.record import Rule, record, same_device
-from actorgrad.tensor import Tensor, bump_version
+from actorgrad.tensor import Tensor
+from actorgrad.version_counter import bump_version
 
 __all__: list[str] = []  # its name at the top level is aten_forms's
 

@@ -14,7 +14,8 @@ from actorgrad.ops.indexing import getitem
 from actorgrad.ops.joining import cat
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, promote_types
 from actorgrad.ops.shape import broadcast_to, reshape, to_dtype
-from actorgrad.tensor import Tensor, int64, tensor
+from actorgrad.tensor import Tensor, int64
+from actorgrad.tensor_construction import tensor
 
 __all__ = ["block_diag", "broadcast_shapes", "broadcast_tensors", "combinations", "tril_indices", "triu_indices"]
 

@@ -34,7 +34,9 @@ from actorgrad.ops.operands import broadcast_error, fitted_number
 from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.ops.selection import clamp
 from actorgrad.ops.unary import abs, sgn, sign
-from actorgrad.tensor import Tensor, as_array, bump_version, refuse_inference_change
+from actorgrad.tensor import Tensor
+from actorgrad.tensor_construction import as_array
+from actorgrad.version_counter import bump_version, refuse_inference_change
 
 __all__: list[str] = []
 

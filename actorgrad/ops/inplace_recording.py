@@ -40,7 +40,8 @@ from actorgrad.ops.indexing import KEPT_GRAD, on_device
 from actorgrad.ops.joining import MULTI_OUTPUT_VIEWS
 from actorgrad.ops.operands import SCALAR_NAMES, category
 from actorgrad.ops.record import Rule, record
-from actorgrad.tensor import Tensor, bump_version, refuse_inference_change
+from actorgrad.tensor import Tensor
+from actorgrad.version_counter import bump_version, refuse_inference_change
 
 LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."

@@ -16,7 +16,9 @@ from actorgrad.ops.operand_checks import check_subtraction
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.ops.record import Rule
 from actorgrad.ops.reductions import sum as summed
-from actorgrad.tensor import Tensor, bump_version, checked_numpy, copied_leaf, new_leaf, refuse_inference_change
+from actorgrad.tensor import Tensor
+from actorgrad.tensor_construction import checked_numpy, copied_leaf, new_leaf
+from actorgrad.version_counter import bump_version, refuse_inference_change
 
 # The in-place methods PyTorch also has as functions of the tensor (nn's, such as relu_, live in nn.functional).
 IN_PLACE_FUNCTIONS = (

@@ -19,7 +19,8 @@ from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.selection import clamp
 from actorgrad.ops.shape import pad
 from actorgrad.ops.statistics import norm
-from actorgrad.tensor import Tensor, bump_version
+from actorgrad.tensor import Tensor
+from actorgrad.version_counter import bump_version
 
 # batch_norm at the top level is aten_forms's; torch.instance_norm takes its arguments in another order
 __all__ = ["group_norm", "layer_norm", "normalize", "rms_norm"]

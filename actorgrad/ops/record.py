@@ -20,7 +20,8 @@ from actorgrad.grad_mode import _grad_enabled, _inference_mode
 from actorgrad.node import Node, metadata_kinds, metadata_of
 from actorgrad.ops.operands import as_operand, result_type
 from actorgrad.saved_tensors import SavedOutput, _saved_tensors_hooks, pack_saved
-from actorgrad.tensor import Tensor, array_storage, last_change, version_counter
+from actorgrad.tensor import Tensor, array_storage
+from actorgrad.version_counter import last_change, version_counter
 
 SECOND_BACKWARD = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "

@@ -12,7 +12,9 @@ import numpy as np
 
 from actorgrad.ops.joining import chunk, split
 from actorgrad.ops.operands import SCALAR_NAMES
-from actorgrad.tensor import Tensor, bump_version, copied_leaf
+from actorgrad.tensor import Tensor
+from actorgrad.tensor_construction import copied_leaf
+from actorgrad.version_counter import bump_version
 
 __all__ = ["fill", "is_inference", "unsafe_chunk", "unsafe_split"]
 

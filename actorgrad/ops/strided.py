@@ -17,7 +17,8 @@ from actorgrad.ops.indexing import on_device
 from actorgrad.ops.inplace_recording import _check_grad_mode_view, _check_rebase, _move_history
 from actorgrad.ops.operands import int_tuple
 from actorgrad.ops.record import Rule, make_view, record
-from actorgrad.tensor import Tensor, bump_version, memory_owner, refuse_inference_change
+from actorgrad.tensor import Tensor, memory_owner
+from actorgrad.version_counter import bump_version, refuse_inference_change
 
 __all__ = ["as_strided", "as_strided_"]
 

@@ -15,7 +15,8 @@ from typing import Any
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops.inplace_recording import _check_rebase, _move_history
 from actorgrad.ops.shape import squeeze, transpose, unsqueeze
-from actorgrad.tensor import Tensor, bump_version, refuse_inference_change
+from actorgrad.tensor import Tensor
+from actorgrad.version_counter import bump_version, refuse_inference_change
 
 __all__: list[str] = []
 

@@ -14,7 +14,8 @@ from typing import Any
 from actorgrad.grad_mode import enable_grad, no_grad
 from actorgrad.optim.line_search import strong_wolfe
 from actorgrad.optim.optimizer import Optimizer, check_non_negative, check_tensor_lr, number
-from actorgrad.tensor import Tensor, bump_version
+from actorgrad.tensor import Tensor
+from actorgrad.version_counter import bump_version
 
 # State entries that hold arrays (alone or in lists) while a step runs and Tensors between steps.
 _ARRAY_KEYS = ("d", "t", "old_dirs", "old_stps", "ro", "H_diag", "prev_flat_grad", "al")

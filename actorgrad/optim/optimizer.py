@@ -17,7 +17,8 @@ from typing import Any
 from actorgrad.devices import Device
 from actorgrad.grad_mode import enable_grad, no_grad
 from actorgrad.nn.module import zero_grad_of
-from actorgrad.tensor import Tensor, bump_version
+from actorgrad.tensor import Tensor
+from actorgrad.version_counter import bump_version
 
 
 class Optimizer:

@@ -17,7 +17,8 @@ from actorgrad.nn.normalization import _BatchNorm, _InstanceNorm
 from actorgrad.optim.cyclic_schedulers import _format_param
 from actorgrad.optim.lr_scheduler import LRScheduler
 from actorgrad.optim.optimizer import Optimizer
-from actorgrad.tensor import Tensor, int64, tensor
+from actorgrad.tensor import Tensor, int64
+from actorgrad.tensor_construction import tensor
 
 __all__ = [
     "SWALR", "AveragedModel", "get_ema_avg_fn", "get_ema_multi_avg_fn", "get_swa_avg_fn", "get_swa_multi_avg_fn",

@@ -9,7 +9,8 @@ from collections.abc import Iterable
 
 from actorgrad.grad_mode import no_grad
 from actorgrad.ops import clamp, norm, stack
-from actorgrad.tensor import Tensor, tensor
+from actorgrad.tensor import Tensor
+from actorgrad.tensor_construction import tensor
 
 
 def _as_list(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:

@@ -18,7 +18,8 @@ from actorgrad.grad_mode import no_grad
 from actorgrad.nn.container import ModuleDict, ModuleList
 from actorgrad.nn.module import Module
 from actorgrad.nn.parameter import Parameter
-from actorgrad.tensor import Tensor, bump_version
+from actorgrad.tensor import Tensor
+from actorgrad.version_counter import bump_version
 
 __all__ = [
     "ParametrizationList", "cached", "is_parametrized", "register_parametrization", "remove_parametrizations",

@@ -18,7 +18,8 @@ from actorgrad.ops.indexing import index_select
 from actorgrad.ops.joining import stack
 from actorgrad.ops.padding import pad
 from actorgrad.ops.sorting import argsort
-from actorgrad.tensor import Tensor, float32, float64, int64, tensor
+from actorgrad.tensor import Tensor, float32, float64, int64
+from actorgrad.tensor_construction import tensor
 
 __all__ = [
     "PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
