@@ -1,7 +1,7 @@
 """Transposed convolutions, Conv1d/ConvTranspose modules, 1-d pooling and the adaptive poolings as PyTorch's.
 
-Expected values, shapes and messages were read off torch 2.13 and are written out here (torch is not a test
-dependency); gradients are also checked against finite differences in float64.
+Values are checked against numpy loops over output positions written from the documented formulas, gradients
+against finite differences in float64; shapes, reprs and messages were read off torch 2.13 (not a test dependency).
 """
 
 import re
@@ -37,25 +37,38 @@ def _leaf(shape, seed):
 
 
 # -- conv_transpose ----------------------------------------------------------------------------------------------------
-def test_conv_transpose1d_values_and_gradients_match_torch():
-    x = ag.tensor([[[0.0012, 0.2987, -0.2741, -0.8906], [-0.4547, -0.9916, 0.0601, 1.3402]]], requires_grad=True,
-                  dtype=ag.float64)
-    w = ag.tensor([[[-0.4922, -0.6205, 0.4898], [0.3569, 0.1054, -0.9305]],
-                   [[-0.0293, 0.6953, -1.3442], [-0.4576, -1.9012, -1.2895]]], requires_grad=True, dtype=ag.float64)
-    b = ag.tensor([-1.8417, -0.2351, -1.2674, 0.2713], requires_grad=True, dtype=ag.float64)
-    y = conv_transpose1d(x, w, b, stride=2, padding=1, output_padding=1, groups=2)
-    np.testing.assert_allclose(y.detach().numpy(), [[
-        [-1.8424446, -1.98813238, -2.02704335, -1.56048472, -1.67162095, -1.53760086, -1.2890827, -2.27791588],
-        [-0.23497352, -0.12961057, -0.20361702, -0.61086664, -0.26399014, -0.29790509, -0.32896924, 0.5936033],
-        [-1.58355291, -0.62713838, -1.95685948, 0.06374779, -1.22561247, -1.38745428, -0.33555894, -3.06889684],
-        [1.13577564, 1.31139181, 2.15652992, 1.52246644, 0.15703788, -0.41947447, -2.27668824, -1.4568879]]],
-        atol=1e-8)
-    gx, gw, gb = ag.autograd.grad((y * ag.arange(32.0, dtype=ag.float64).reshape(1, 4, 8)).sum(), (x, w, b))
-    np.testing.assert_allclose(gx.numpy(), [[[-7.0415, -6.2332, -8.4154, -10.5976],
-                                             [-89.5929, -109.2102, -117.8632, -126.5162]]], atol=1e-8)
-    np.testing.assert_allclose(gw.numpy(), [[[-4.9766, -5.8426, -6.7074], [-11.9046, -12.761, -13.6258]],
-                                            [[12.4289, 5.5624, 5.5164], [15.6985, 5.1944, 5.1484]]], atol=1e-8)
-    np.testing.assert_allclose(gb.numpy(), [28.0, 92.0, 156.0, 220.0])
+def _numpy_conv_transpose1d(x, w, b, stride, padding, output_padding, groups, dilation=1):
+    """The documented scatter form: input element i of channel c adds x * w[c, o, k] at output position
+    i * stride - padding + k * dilation of channel (c's group) * out_per_group + o; plus the bias."""
+    n, c_in, length = x.shape
+    out_per_group, size = w.shape[1], w.shape[2]
+    in_per_group = c_in // groups
+    out_len = (length - 1) * stride - 2 * padding + dilation * (size - 1) + output_padding + 1
+    y = np.zeros((n, out_per_group * groups, out_len)) + b[None, :, None]
+    for c in range(c_in):
+        for o in range(out_per_group):
+            for i in range(length):
+                for k in range(size):
+                    pos = i * stride - padding + k * dilation
+                    if 0 <= pos < out_len:
+                        y[:, c // in_per_group * out_per_group + o, pos] += x[:, c, i] * w[c, o, k]
+    return y
+
+
+def test_conv_transpose1d_values_and_gradients_match_a_numpy_loop(numpy_gradient):
+    rng = np.random.default_rng(12)
+    arrays = [rng.standard_normal((1, 2, 4)), rng.standard_normal((2, 2, 3)), rng.standard_normal(4)]
+    kw = {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2}
+    x, w, b = (ag.tensor(a, requires_grad=True) for a in arrays)
+    y = conv_transpose1d(x, w, b, **kw)
+    np.testing.assert_allclose(y.detach().numpy(), _numpy_conv_transpose1d(*arrays, **kw), atol=1e-12)
+    upstream = np.arange(32.0).reshape(1, 4, 8)
+    grads = ag.autograd.grad((y * ag.tensor(upstream)).sum(), (x, w, b))
+    for k, got in enumerate(grads):
+        def loss(a, k=k):
+            return (_numpy_conv_transpose1d(*arrays[:k], a, *arrays[k + 1:], **kw) * upstream).sum()
+        np.testing.assert_allclose(got.numpy(), numpy_gradient(loss, arrays[k]), atol=1e-6)
+    assert grads[2].tolist() == [28.0, 92.0, 156.0, 220.0]  # each channel's row of the upstream summed: 8 * 3.5 + 64 j
     assert y.grad_fn.name() == "ConvolutionBackward0"
 
 
@@ -198,19 +211,41 @@ X1 = [[[0.3, -1.2, 2.0, 0.5, -0.7], [1.1, 0.0, -0.4, 2.2, 1.3]],
       [[-2.0, 0.9, 0.9, -0.1, 0.4], [0.6, 0.6, -1.5, 1.0, -0.3]]]
 
 
-def test_max_pool1d_values_and_indices_match_torch():
+def _pool_windows(length, size, stride, padding, dilation=1, ceil_mode=False):
+    """Each output position's input positions inside the input, from the documented output length
+    floor-or-ceil((L + 2 padding - dilation (size - 1) - 1) / stride) + 1; in ceil mode a window that would
+    start in the right padding is dropped."""
+    rounded = np.ceil if ceil_mode else np.floor
+    count = int(rounded((length + 2 * padding - dilation * (size - 1) - 1) / stride)) + 1
+    if ceil_mode and (count - 1) * stride >= length + padding:
+        count -= 1
+    starts = [o * stride - padding for o in range(count)]
+    return [[p for p in range(s, s + dilation * size, dilation) if 0 <= p < length] for s in starts]
+
+
+def _numpy_pool1d(x, windows, reduce):
+    """`reduce(row_values, positions)` over every (batch, channel) row and window."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.array([[[reduce(row[w], w) for w in windows] for row in plane] for plane in x])
+
+
+def _first_max(values, positions):
+    return positions[int(np.argmax(values))]  # argmax: the first of equal maxima
+
+
+def test_max_pool1d_values_and_indices_match_a_numpy_loop():
+    windows = _pool_windows(5, 2, 1, 1, dilation=2, ceil_mode=True)
     values, index = P.max_pool1d(ag.tensor(X1, dtype=ag.float64), 2, 1, 1, 2, ceil_mode=True, return_indices=True)
-    np.testing.assert_allclose(values.numpy(), [[[-1.2, 2.0, 0.5, 2.0, 0.5], [0.0, 1.1, 2.2, 1.3, 2.2]],
-                                                [[0.9, 0.9, 0.9, 0.9, -0.1], [0.6, 0.6, 1.0, -0.3, 1.0]]])
-    assert index.tolist() == [[[1, 2, 3, 2, 3], [1, 0, 3, 4, 3]], [[1, 2, 1, 2, 3], [1, 0, 3, 4, 3]]]
+    np.testing.assert_array_equal(values.numpy(), _numpy_pool1d(X1, windows, lambda v, w: v.max()))
+    assert index.tolist() == _numpy_pool1d(X1, windows, _first_max).astype(int).tolist()
     x = _leaf((2, 3, 9), 9)
     assert gradcheck(lambda t: P.max_pool1d(t, 3, 2, 1), [x], **TOL)
 
 
-def test_avg_pool1d_values_match_torch():
+def test_avg_pool1d_values_match_a_numpy_loop():
+    windows = _pool_windows(5, 3, 2, 1, ceil_mode=True)  # count_include_pad=False: the mean of what is inside
     y = P.avg_pool1d(ag.tensor(X1, dtype=ag.float64), 3, 2, 1, ceil_mode=True, count_include_pad=False)
-    np.testing.assert_allclose(y.numpy(), [[[-0.45, 0.43333333333333335, -0.1], [0.55, 0.6, 1.75]],
-                                           [[-0.55, 0.5666666666666667, 0.15], [0.6, 0.03333333333333333, 0.35]]])
+    np.testing.assert_allclose(y.numpy(), _numpy_pool1d(X1, windows, lambda v, w: v.mean()), rtol=1e-14)
     assert gradcheck(lambda t: P.avg_pool1d(t, 3, 2, 1), [_leaf((3, 7), 10)], **TOL)
 
 
@@ -251,31 +286,46 @@ def test_pool1d_modules():
 X2 = [[0.3, -1.2, 2.0, 0.5, -0.7], [1.1, 0.0, -0.4, 2.2, 1.3], [-2.0, 0.9, 0.9, -0.1, 0.4]]
 
 
-def test_adaptive_avg_pool_values_match_torch():
-    expected = [[[-0.45, 0.43333333333333335, -0.1], [0.55, 0.6, 1.75]],
-                [[-0.55, 0.5666666666666667, 0.15], [0.6, 0.03333333333333333, 0.35]]]
-    np.testing.assert_allclose(AP.adaptive_avg_pool1d(ag.tensor(X1, dtype=ag.float64), 3).numpy(), expected)
-    np.testing.assert_allclose(AP.adaptive_avg_pool2d(ag.tensor(X1, dtype=ag.float64), (None, 3)).numpy(), expected)
+def _adaptive_bins(length, out):
+    """PyTorch's documented adaptive bins: output i reads [floor(i L / out), ceil((i + 1) L / out))."""
+    return [list(range(i * length // out, -(-(i + 1) * length // out))) for i in range(out)]
+
+
+def test_adaptive_avg_pool_values_match_a_numpy_loop():
+    expected = _numpy_pool1d(X1, _adaptive_bins(5, 3), lambda v, w: v.mean())
+    np.testing.assert_allclose(AP.adaptive_avg_pool1d(ag.tensor(X1, dtype=ag.float64), 3).numpy(), expected,
+                               rtol=1e-14)
+    np.testing.assert_allclose(AP.adaptive_avg_pool2d(ag.tensor(X1, dtype=ag.float64), (None, 3)).numpy(), expected,
+                               rtol=1e-14)
     assert AP.adaptive_avg_pool2d(ag.ones(2, 3, 7, 5), 9).shape == (2, 3, 9, 9)
     assert AP.adaptive_avg_pool2d(ag.ones(2, 3, 7, 5), (0, 2)).shape == (2, 3, 0, 2)
 
 
-def test_adaptive_max_pool_values_indices_and_gradient_match_torch():
+def test_adaptive_max_pool_values_indices_and_gradient_match_a_numpy_loop():
+    bins = _adaptive_bins(5, 3)
     values, index = AP.adaptive_max_pool1d(ag.tensor(X1, dtype=ag.float64), 3, return_indices=True)
-    np.testing.assert_allclose(values.numpy(), [[[0.3, 2.0, 0.5], [1.1, 2.2, 2.2]], [[0.9, 0.9, 0.4], [0.6, 1.0, 1.0]]])
-    assert index.tolist() == [[[0, 2, 3], [0, 3, 3]], [[1, 1, 4], [0, 3, 3]]]  # a tie goes to the first maximum
+    np.testing.assert_array_equal(values.numpy(), _numpy_pool1d(X1, bins, lambda v, w: v.max()))
+    assert index.tolist() == _numpy_pool1d(X1, bins, _first_max).astype(int).tolist()  # a tie: the first maximum
     x = ag.tensor(X2, dtype=ag.float64, requires_grad=True)
     y, index = AP.adaptive_max_pool2d(x[None], (2, 3), return_indices=True)
-    np.testing.assert_allclose(y.detach().numpy(), [[[1.1, 2.2, 2.2], [1.1, 2.2, 2.2]]])
-    assert index.tolist() == [[[5, 8, 8], [5, 8, 8]]]
-    (g,) = ag.autograd.grad((y * ag.arange(1.0, 7.0, dtype=ag.float64).reshape(1, 2, 3)).sum(), x)
-    assert g.tolist() == [[0, 0, 0, 0, 0], [5, 0, 0, 16, 0], [0, 0, 0, 0, 0]]
+    flat = np.ravel(X2)
+    cells = [[[r * 5 + c for r in rows for c in cols] for cols in bins] for rows in _adaptive_bins(3, 2)]
+    expected_index = [[_first_max(flat[cell], cell) for cell in row] for row in cells]
+    np.testing.assert_array_equal(y.detach().numpy(), [flat[expected_index]])
+    assert index.tolist() == [expected_index]
+    upstream = np.arange(1.0, 7.0).reshape(2, 3)
+    (g,) = ag.autograd.grad((y * ag.tensor(upstream[None])).sum(), x)
+    expected_grad = np.zeros(15)
+    np.add.at(expected_grad, np.ravel(expected_index), upstream.ravel())  # each output's gradient to its argmax
+    np.testing.assert_array_equal(g.numpy(), expected_grad.reshape(3, 5))
 
 
 def test_adaptive_max_pool2d_names_the_last_nan_of_a_bin():
     x = np.arange(30.0).reshape(1, 1, 5, 6)
     x[0, 0, 1, 1] = x[0, 0, 1, 2] = np.nan
     values, index = AP.adaptive_max_pool2d(ag.tensor(x), 2, return_indices=True)
+    # bins rows [0, 3) and [2, 5), columns [0, 3) and [3, 6) of arange(30) in rows of 6: the NaNs are 7 and 8 (the
+    # last, 8, is named), the other bins' maxima their last cells 2 * 6 + 5, 4 * 6 + 2 and 4 * 6 + 5
     assert index.tolist() == [[[[8, 17], [26, 29]]]]
     assert np.isnan(values.numpy()[0, 0, 0, 0])
 

@@ -323,6 +323,7 @@ def test_bad_arguments_get_pytorchs_errors(call, error, text):
 
 # -- frequencies and shifts ---------------------------------------------------------------------------------------
 def test_fftfreq_and_rfftfreq_give_pytorchs_values():
+    # the documented k / (n d), k = 0, 1, ..., then -(n // 2), ..., -1 for fftfreq and 0 ... n // 2 for rfftfreq
     np.testing.assert_allclose(F.fftfreq(5, 0.1).numpy(), [0, 2, 4, -4, -2], rtol=1e-7)
     np.testing.assert_allclose(F.rfftfreq(6, 2.0, dtype=ag.float64).numpy(), [0, 1 / 12, 1 / 6, 1 / 4], rtol=1e-15)
     np.testing.assert_allclose(F.fftfreq(6, 2.0, dtype=ag.float64).numpy(),

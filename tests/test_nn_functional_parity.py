@@ -267,7 +267,7 @@ def test_hard_gumbel_softmax_is_one_hot_with_the_soft_samples_gradient():
 
 # -- feature_alpha_dropout ----------------------------------------------------------------------------------------
 def test_feature_alpha_dropout_drops_whole_channels_to_selus_limit_rescaled():
-    p, limit = 0.4, 1.7580993408473766
+    p, limit = 0.4, 1.0507009873554805 * 1.6732632423543772  # -SELU(-inf): scale * alpha, as documented
     a = 1 / np.sqrt((limit ** 2 * p + 1) * (1 - p))
     ag.manual_seed(15)
     x = ag.randn(8, 6, 3, 2, dtype=ag.float64)
@@ -287,7 +287,7 @@ def test_feature_alpha_dropout_drops_whole_channels_to_selus_limit_rescaled():
 
 
 def test_feature_alpha_dropout_gradient_is_the_kept_channels_scale():
-    p, limit = 0.5, 1.7580993408473766
+    p, limit = 0.5, 1.0507009873554805 * 1.6732632423543772  # -SELU(-inf): scale * alpha, as documented
     a = 1 / np.sqrt((limit ** 2 * p + 1) * (1 - p))
     ag.manual_seed(16)
     x = ag.randn(4, 5, 3, dtype=ag.float64, requires_grad=True)

@@ -1,6 +1,6 @@
 """as_strided and as_strided_ as PyTorch 2.13 has them: views of the input's storage (strides and offset in its
 elements), overlapping windows whose gradients sum, the errors PyTorch raises, and the same on cuda:0.
-Literal expectations were computed with torch 2.13."""
+Literal expectations are small integers that follow by hand (the comments say how for the gradients)."""
 
 import numpy as np
 import pytest
@@ -46,7 +46,7 @@ def test_a_write_through_the_view_of_a_non_leaf_joins_its_history():
     c.as_strided((2,), (2,), 1).mul_(3)
     assert c.tolist() == [0.0, 3.0, 2.0, 9.0, 4.0, 5.0] and c.grad_fn.name() == "torch::autograd::CopySlices"
     c.backward(ag.ones(6, dtype=F64))
-    assert a.grad.tolist() == [1.0, 3.0, 1.0, 3.0, 1.0, 1.0]
+    assert a.grad.tolist() == [1.0, 3.0, 1.0, 3.0, 1.0, 1.0]  # elements 1 and 3 were tripled
 
 
 def test_node_names():
@@ -60,11 +60,11 @@ def test_overlapping_windows_sum_their_gradients_to_second_order():
     x = ag.tensor([1.0, 2.0, 3.0, 4.0], dtype=F64, requires_grad=True)
     w = ag.tensor(WINDOW_WEIGHTS, dtype=F64)
     (g,) = ag.autograd.grad((windows(x) * w).sum(), x)
-    assert g.tolist() == [1.0, 5.0, 9.0, 6.0]
+    assert g.tolist() == [1.0, 5.0, 9.0, 6.0]  # the weights on each element: 1, 2 + 3, 4 + 5, 6 (call them c)
     (g,) = ag.autograd.grad((windows(x) ** 2 * w).sum(), x, create_graph=True)
-    assert g.tolist() == [2.0, 20.0, 54.0, 48.0]
+    assert g.tolist() == [2.0, 20.0, 54.0, 48.0]  # 2 c x
     (gg,) = ag.autograd.grad((g * g).sum(), x)
-    assert gg.tolist() == [8.0, 400.0, 1944.0, 1152.0]
+    assert gg.tolist() == [8.0, 400.0, 1944.0, 1152.0]  # d/dx of sum (2 c x)^2 = 8 c^2 x
 
 
 def test_recorded_backward_is_differentiable_in_the_incoming_gradient():
@@ -73,7 +73,7 @@ def test_recorded_backward_is_differentiable_in_the_incoming_gradient():
     (g,) = ag.autograd.grad(windows(x), x, v, create_graph=True)
     assert g.tolist() == [1.0, 5.0, 9.0, 6.0]
     (gv,) = ag.autograd.grad((g * ag.tensor([1.0, 10.0, 100.0, 1000.0], dtype=F64)).sum(), v)
-    assert gv.tolist() == [[1.0, 10.0], [10.0, 100.0], [100.0, 1000.0]]
+    assert gv.tolist() == [[1.0, 10.0], [10.0, 100.0], [100.0, 1000.0]]  # each weight's element's factor
 
 
 def test_gradients_match_finite_differences():
@@ -100,7 +100,7 @@ def test_gradient_reaches_only_the_input_elements_of_the_storage():
 def test_an_expanded_input_splits_the_gradient_of_shared_memory():
     b = ag.tensor([1.0, 2.0], dtype=F64, requires_grad=True)
     b.expand(3, 2).as_strided((3, 2), (0, 1)).backward(ag.tensor([[10.0, 20.0], [1.0, 2.0], [3.0, 4.0]], dtype=F64))
-    assert b.grad.tolist() == [14.0, 26.0]
+    assert b.grad.tolist() == [14.0, 26.0]  # the three rows' gradients summed: 10 + 1 + 3, 20 + 2 + 4
 
 
 def test_in_place_form_takes_the_geometry():

@@ -93,7 +93,7 @@ def test_pytorchs_text_names_the_op_and_the_argument(call: Callable, text: str) 
 
 def test_a_keyword_input_is_checked_and_a_missing_one_gets_pythons_error() -> None:
     t = ag.tensor([0.0, 1.0])
-    assert ag.exp(input=t).tolist() == pytest.approx([1.0, 2.718281828])
+    assert ag.exp(input=t).tolist() == pytest.approx([1.0, np.e])
     assert ag.sum(input=t, dim=0).item() == 1.0
     with pytest.raises(TypeError, match=r"^sum\(\): argument 'input' \(position 1\) must be Tensor, not float$"):
         ag.sum(input=1.0, dim=0)
@@ -172,7 +172,7 @@ def test_top_level_embedding_takes_the_weight_first() -> None:
 
 def test_top_level_binary_cross_entropy_with_logits_takes_an_int_reduction_and_defaults_to_none() -> None:
     x, t = ag.tensor([0.0, 2.0]), ag.tensor([1.0, 0.0])
-    elementwise = [0.6931471805599453, 2.1269280110429727]
+    elementwise = [np.log(2.0), np.log1p(np.exp(2.0))]  # log(1 + e^-x) for target 1, log(1 + e^x) for target 0
     np.testing.assert_allclose(ag.binary_cross_entropy_with_logits(x, t).numpy(), elementwise, rtol=1e-6)
     np.testing.assert_allclose(ag.binary_cross_entropy_with_logits(x, t, None, None, 3).numpy(), elementwise,
                                rtol=1e-6)

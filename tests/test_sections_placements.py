@@ -1,7 +1,8 @@
 """Sections (tensor_split, hsplit/vsplit/dsplit, split_with_sizes, Tensor.unfold, diag_embed, diagflat) and
 placements (take, put, index_put, masked_scatter, select/slice/diagonal_scatter and the in-place forms) as
 PyTorch 2.13 has them: values, views, node names, gradients against finite differences, errors. Literal
-expectations were computed with torch 2.13."""
+expectations are small integer layouts that follow by hand (the comments say how); error texts were read off
+torch 2.13."""
 
 import pytest
 
@@ -116,10 +117,11 @@ def test_unfold_overlapping_windows_sum_their_gradients():
     u = a.unfold(0, 3, 1)
     assert u.grad_fn.name() == "UnfoldBackward0"
     u.sum().backward()
-    assert a.grad.tolist() == [1.0, 2.0, 3.0, 3.0, 2.0, 1.0]  # torch's
+    assert a.grad.tolist() == [1.0, 2.0, 3.0, 3.0, 2.0, 1.0]  # how many of the windows 0-2, 1-3, 2-4, 3-5 hold each
     b = ag.arange(6.0, dtype=F64, requires_grad=True)
     (b.unfold(0, 3, 2) * ag.arange(6.0, dtype=F64).reshape(2, 3)).sum().backward()
-    assert b.grad.tolist() == [0.0, 1.0, 5.0, 4.0, 5.0, 0.0]  # torch's; the last element no window reads
+    # windows 0-2 and 2-4 weighted 0, 1, 2 and 3, 4, 5: element 2 gets 2 + 3, the last element no window reads
+    assert b.grad.tolist() == [0.0, 1.0, 5.0, 4.0, 5.0, 0.0]
     assert gradgradcheck(lambda t: t.unfold(1, 2, 1), (leaf(2, 3, 4),))
     assert gradgradcheck(lambda t: t.unfold(-1, 3, 2).unfold(0, 1, 1), (leaf(2, 5),))
     assert gradcheck(lambda t: t.unfold(0, 1, 1), (leaf(),))
@@ -144,7 +146,7 @@ def test_diag_embed_and_diagflat():
     assert ag.diag_embed(v, -1).tolist() == [[0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 2.0, 0.0, 0.0],
                                              [0.0, 0.0, 3.0, 0.0]]
     m = ag.arange(6.0).reshape(2, 3)
-    assert m.diag_embed(1, 2, 0).tolist() == [  # torch's: dim1 after dim2, dims not neighbours
+    assert m.diag_embed(1, 2, 0).tolist() == [  # out[i + 1, n, i] = m[n, i]: dim1 after dim2, not neighbours
         [[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]], [[0.0, 0.0, 0.0, 0.0], [3.0, 0.0, 0.0, 0.0]],
         [[0.0, 1.0, 0.0, 0.0], [0.0, 4.0, 0.0, 0.0]], [[0.0, 0.0, 2.0, 0.0], [0.0, 0.0, 5.0, 0.0]]]
     assert tuple(ag.diag_embed(m, 0, 0, 2).shape) == (3, 2, 3)
@@ -324,7 +326,7 @@ def test_diagonal_scatter():
     assert ag.diagonal_scatter(x, ag.tensor([7.0, 8.0]), 1).tolist() == [[0.0, 7.0, 2.0], [3.0, 4.0, 8.0]]
     assert x.diagonal_scatter(ag.tensor([7.0]), -1).tolist() == [[0.0, 1.0, 2.0], [7.0, 4.0, 5.0]]
     y = ag.arange(24.0).reshape(2, 3, 4)
-    assert ag.diagonal_scatter(y, ag.arange(6.0).reshape(3, 2), 0, 2, 0).tolist() == [  # torch's
+    assert ag.diagonal_scatter(y, ag.arange(6.0).reshape(3, 2), 0, 2, 0).tolist() == [  # y[i, :, i] = src[:, i]
         [[0.0, 1.0, 2.0, 3.0], [2.0, 5.0, 6.0, 7.0], [4.0, 9.0, 10.0, 11.0]],
         [[12.0, 1.0, 14.0, 15.0], [16.0, 3.0, 18.0, 19.0], [20.0, 5.0, 22.0, 23.0]]]
     assert ag.diagonal_scatter(y, ag.arange(8.0).reshape(4, 2), 1, 0, 1).tolist() == [

@@ -536,6 +536,7 @@ def test_prelu_gradients_are_connected_to_input_and_weight():
     assert g.grad_fn.name() == "PreluKernelBackwardBackward0"
     assert [t.tolist() for t in ag.autograd.grad(g.sum(), (x, w))] == [[0.0] * 4, [1.0]]
     v = ag.tensor([1.0, 2.0, 3.0, 4.0], dtype=ag.float64)
+    # prelu(x, w) v w is w^2 v x where x < 0, else w v x: gx = w^2 v or w v, gw = 2 w v x or v x (summed)
     gx, gw = ag.autograd.grad((F.prelu(x, w) * v * w).sum(), (x, w), create_graph=True)
     assert gx.tolist() == [0.0625, 0.5, 0.75, 1.0] and gw.tolist() == [14.0]
     second = ag.autograd.grad((gx * v).sum() + gw.sum() * 3, (x, w))

@@ -1,7 +1,8 @@
 """conv1d/conv2d, max/avg pooling and linear as PyTorch's: the dtypes they refuse to mix, the parameters they take,
 which element a max-pooling window over -inf or padding names, and their error texts and order.
 
-Expected values and messages were read off torch 2.13 and are written out here (torch is not a test dependency).
+Values are computed in numpy from the documented formulas or are small closed forms (the comments say how); which
+element a window names, and the messages, were read off torch 2.13 (torch is not a test dependency).
 """
 
 import re
@@ -47,9 +48,10 @@ def test_conv_with_a_padding_string_casts_a_bias_of_another_dtype():
     b = ag.tensor([0.25], dtype=f64, requires_grad=True)
     y = F.conv2d(x, w, b, padding="valid")
     assert y.dtype == f32
+    # x[i, j] = 4 i + j: x[0, j] - x[0, j + 1] + 2 x[1, j] + 0.5 x[1, j + 1] + 0.25 = 9.75 + 2.5 j
     np.testing.assert_allclose(y.detach().numpy()[0, 0, 0], [9.75, 12.25, 14.75])
     (gb,) = ag.autograd.grad(y.sum(), b)
-    assert gb.dtype == f64 and gb.tolist() == [9.0]
+    assert gb.dtype == f64 and gb.tolist() == [9.0]  # one for each of the 3 x 3 outputs
 
 
 @pytest.mark.parametrize("x_shape", [(3, 4), (5, 3, 4), (4,)])
@@ -81,17 +83,18 @@ def test_linear_takes_a_1d_weight_as_a_vector():
     x = ag.tensor([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]], requires_grad=True)
     w = ag.tensor([0.5, -1.0, 2.0, 1.0], requires_grad=True)
     y = F.linear(x, w)
-    assert y.tolist() == [8.5, 18.5]
-    gx, gw = ag.autograd.grad(y, (x, w), ag.tensor([1.0, -2.0]))
-    assert gx.tolist() == [[0.5, -1.0, 2.0, 1.0], [-1.0, 2.0, -4.0, -2.0]]
-    assert gw.tolist() == [-9.0, -10.0, -11.0, -12.0]
+    xs, ws, upstream = x.detach().numpy(), w.detach().numpy(), np.array([1.0, -2.0])
+    assert y.tolist() == (xs @ ws).tolist()
+    gx, gw = ag.autograd.grad(y, (x, w), ag.tensor(upstream))
+    assert gx.tolist() == np.outer(upstream, ws).tolist()  # d(u . x w)/dx = u w^T, d/dw = u x
+    assert gw.tolist() == (upstream @ xs).tolist()
     assert F.linear(ag.ones(2, 3, 4), ag.ones(4)).tolist() == [[4.0] * 3] * 2
 
 
 def test_linear_with_a_1d_weight_takes_a_bias_only_off_the_fused_path():
     x, w = ag.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True), ag.tensor([0.5, -1.0, 2.0, 1.0], requires_grad=True)
     y = F.linear(x, w, ag.tensor(0.5))
-    assert y.item() == 9.0
+    assert y.item() == 9.0  # 0.5 - 2 + 6 + 4 + 0.5
     gx, gw = ag.autograd.grad(y, (x, w))
     assert gx.tolist() == [0.5, -1.0, 2.0, 1.0] and gw.tolist() == [1.0, 2.0, 3.0, 4.0]
     for x_shape, b_shape in (((2, 4), ()), ((4,), (1,)), ((2, 3, 4), (3,))):
@@ -101,7 +104,7 @@ def test_linear_with_a_1d_weight_takes_a_bias_only_off_the_fused_path():
 
 def test_linear_adds_a_2d_bias_to_a_batched_input_after_the_matmul():
     y = F.linear(ag.ones(5, 3, 4), ag.ones(2, 4), ag.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))
-    assert y.shape == (5, 3, 2) and y[4].tolist() == [[5.0, 6.0], [7.0, 8.0], [9.0, 10.0]]
+    assert y.shape == (5, 3, 2) and y[4].tolist() == [[5.0, 6.0], [7.0, 8.0], [9.0, 10.0]]  # 4 + the bias
 
 
 @pytest.mark.parametrize("x_shape, w_shape, message", [
@@ -114,14 +117,26 @@ def test_linear_rank_errors(x_shape, w_shape, message):
 
 
 # -- conv parameters -------------------------------------------------------------------------------------------
-def test_conv_expands_a_single_value_tuple_to_every_dim():
-    x = ag.tensor(np.arange(9.0).reshape(1, 1, 3, 3), dtype=f64, requires_grad=True)
-    w = ag.tensor([[[[1.0, -2.0], [3.0, 0.5]]]], dtype=f64, requires_grad=True)
+def _numpy_conv2d_pad1_stride2(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """One plane, one 2x2 filter, padding 1 and stride 2 (so dilation 1): the documented cross-correlation."""
+    padded = np.pad(x, 1)
+    size = (padded.shape[0] - 2) // 2 + 1
+    return np.array([[np.sum(padded[2 * i:2 * i + 2, 2 * j:2 * j + 2] * w) for j in range(size)]
+                     for i in range(size)])
+
+
+def test_conv_expands_a_single_value_tuple_to_every_dim(numpy_gradient):
+    xs, ws = np.arange(9.0).reshape(3, 3), np.array([[1.0, -2.0], [3.0, 0.5]])
+    upstream = np.array([[1.0, 2.0], [-1.0, 3.0]])
+    x = ag.tensor(xs[None, None], requires_grad=True)
+    w = ag.tensor(ws[None, None], requires_grad=True)
     y = F.conv2d(x, w, padding=(1,), stride=(2,), dilation=(1,))
-    assert y.tolist() == [[[[0.0, 4.0], [-3.0, 19.0]]]]
-    gx, gw = ag.autograd.grad(y, (x, w), ag.tensor([[[[1.0, 2.0], [-1.0, 3.0]]]], dtype=f64))
-    assert gx.tolist() == [[[[0.5, 6.0, 1.0], [2.0, 3.0, -6.0], [-0.5, 9.0, 1.5]]]]
-    assert gw.tolist() == [[[[12.0, 12.0], [23.0, 22.0]]]]
+    assert y.tolist() == [[_numpy_conv2d_pad1_stride2(xs, ws).tolist()]]
+    gx, gw = ag.autograd.grad(y, (x, w), ag.tensor(upstream[None, None]))
+    np.testing.assert_allclose(gx.numpy()[0, 0], numpy_gradient(
+        lambda a: (_numpy_conv2d_pad1_stride2(a, ws) * upstream).sum(), xs), atol=1e-8)
+    np.testing.assert_allclose(gw.numpy()[0, 0], numpy_gradient(
+        lambda a: (_numpy_conv2d_pad1_stride2(xs, a) * upstream).sum(), ws), atol=1e-8)
     assert F.conv2d(ag.zeros(1, 1, 5, 5), ag.zeros(1, 1, 2, 2), padding=[1]).shape == (1, 1, 6, 6)
 
 
@@ -209,7 +224,8 @@ def test_max_pool2d_all_minus_inf_windows_name_their_first_place_inside_the_inpu
     y, i = F.max_pool2d(x, 2, 1, 1, return_indices=True)
     assert i.tolist() == [[[[0, 0, 1, 2], [0, 0, 1, 2], [3, 3, 4, 5], [6, 6, 7, 8]]]]
     (g,) = ag.autograd.grad(y, x, ag.tensor(np.arange(16.0).reshape(1, 1, 4, 4)))
-    assert g.tolist() == [[[[10.0, 8.0, 10.0], [17.0, 10.0, 11.0], [25.0, 14.0, 15.0]]]]
+    named = np.bincount(np.ravel(i.tolist()), weights=np.arange(16.0), minlength=9)  # each output's to its index
+    assert g.tolist() == [[named.reshape(3, 3).tolist()]]
 
 
 def test_max_pool2d_index_past_the_plane_sends_no_gradient():
@@ -300,7 +316,9 @@ def test_avg_pool2d_of_int64_divides_toward_zero():
     x = ag.tensor(-np.arange(16).reshape(1, 1, 4, 4))
     y = F.avg_pool2d(x, 3, stride=1, padding=1)
     assert y.dtype == ag.int64
-    assert y.tolist() == [[[[-1, -2, -2, -2], [-3, -5, -6, -4], [-5, -9, -10, -7], [-4, -7, -8, -5]]]]
+    padded = np.pad(-np.arange(16).reshape(4, 4), 1)
+    sums = np.array([[padded[i:i + 3, j:j + 3].sum() for j in range(4)] for i in range(4)])
+    assert y.tolist() == [[[[int(v / 9) for v in row] for row in sums.tolist()]]]  # the padding counted: over 9
 
 
 @pytest.mark.parametrize("op, dtype, name", [

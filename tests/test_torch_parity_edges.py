@@ -2,7 +2,8 @@
 tensors, var/std with no degrees of freedom left, Python ints out of a narrow integer dtype's range, and arange's
 bounds, lengths and dtypes.
 
-Expected values were read off torch 2.13 and are written out here (torch is not a test dependency).
+Expected values are closed forms that follow by hand (the comments say how); the conventions (infs, NaNs, signs of
+zero, wrapping) were read off torch 2.13 (torch is not a test dependency).
 """
 
 import math
@@ -95,7 +96,8 @@ def _moment_grad(values, fn, weight=1.0, **kwargs):
 
 
 @pytest.mark.parametrize(("values", "fn", "weight", "kwargs", "expected"), [
-    # over given dims PyTorch scales by 2 / (n - correction), negative or inf
+    # over given dims PyTorch scales by 2 / (n - correction), negative or inf: the gradient is 2 (x - mean) / (n - c),
+    # for [1, 2, 4] (mean 7/3, c = 5) -(x - 7/3) = 4/3, 1/3, -5/3; std's is var's over 2 std = inf: signed zeros
     ([1.0, 2.0, 4.0], "var", 1.0, dict(dim=0, correction=5),
      (["inf"], ["1.3333333333333335", "0.3333333333333335", "-1.6666666666666665"])),
     ([[1.0, 2.0], [3.0, 5.0]], "var", 1.0, dict(dim=0, correction=2), (["inf", "inf"], ["-inf", "-inf", "inf", "inf"])),
@@ -117,6 +119,7 @@ def test_var_and_std_gradients_without_degrees_of_freedom_match_pytorch(values, 
 def test_std_gradient_where_the_deviation_is_zero_is_positive_zero():
     x = _leaf([[1.0, 1.0], [2.0, 3.0]])
     (x.std(dim=1) * ag.tensor([-1.0, 2.0], dtype=ag.float64)).sum().backward()
+    # row 2: 2 * (x - 2.5) / (2 std), std = sqrt(0.5): -+0.5 / sqrt(0.5) * 2, -+sqrt(2) as doubles round it
     assert _bits(x.grad) == ["0.0", "0.0", "-1.414213562373095", "1.414213562373095"]
 
 
@@ -255,4 +258,4 @@ def test_norm_of_a_zero_dim_tensor_along_dim_0_is_its_magnitude(p):
     x = ag.tensor(-2.0, dtype=ag.float64, requires_grad=True)
     y = ag.norm(x, p, 0)
     (g,) = ag.autograd.grad(y, x)
-    assert y.item() == 2.0 and g.item() == -1.0  # torch 2.13
+    assert y.item() == 2.0 and g.item() == -1.0  # |x| and its slope sign(x)

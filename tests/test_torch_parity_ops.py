@@ -1,8 +1,9 @@
 """Ops and tensor protocols that behave as PyTorch's: grad mode switched by a plain call, int()/index() of a
 tensor, `//` and `%`, requires_grad_ on a non-leaf, and pow's gradients where the base or the exponent is 0.
 
-Expected values were read off torch 2.13 and are written out here (torch is not a test dependency); gradients
-are also checked against central finite differences in float64 where the function is smooth.
+Expected values are small closed forms that follow by hand (Python's own // and % for the integer cases); the
+conventions at zeros, infs and NaNs were read off torch 2.13 (torch is not a test dependency). Gradients are also
+checked against central finite differences in float64 where the function is smooth.
 """
 
 import math
