@@ -141,7 +141,7 @@ def test_embedding_takes_pytorchs_arguments_and_repr():
     assert repr(layer) == (
         "Embedding(10, 3, padding_idx=2, max_norm=1.0, norm_type=1.0, scale_grad_by_freq=True, sparse=True)"
     )
-    with pytest.raises(NotImplementedError, match="sparse are not supported"):
+    with pytest.raises(NotImplementedError, match="sparse gradients are not supported"):
         layer(ag.tensor([1]))
     with pytest.raises(AssertionError, match="Shape of weight does not match num_embeddings and embedding_dim"):
         nn.Embedding(3, 2, _weight=ag.ones(2, 2))

@@ -78,6 +78,9 @@ def _class_targets(x: Any, target: Tensor, weight: Tensor | None, ignore_index: 
     if weight is not None and weight.dtype != x.dtype:
         raise RuntimeError(f"expected scalar type {SCALAR_NAMES[x.dtype]} but found "
                            f"{SCALAR_NAMES.get(weight.dtype, weight.dtype)}")
+    if x.dtype.kind != "f":  # the kernel's own dispatch, before it reads a target
+        kernel = "nll_loss2d_forward_out_frame" if x.ndim > 2 else "nll_loss_out_frame"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES.get(x.dtype, x.dtype)}\'')
     if x.ndim == 1:
         t = t.reshape(())  # a (1,) target for a (C,) input is its one class
     valid = t != ignore_index

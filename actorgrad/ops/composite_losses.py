@@ -34,7 +34,8 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     if not input1.ndim == input2.ndim == target.ndim:
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
-    return reduce_losses((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+    # margin is a float, as in PyTorch's signature: integer inputs give a loss of the default float dtype
+    return reduce_losses((-target * (input1 - input2) + float(margin)).clamp_min(0), reduction)
 
 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average: bool | None = None,

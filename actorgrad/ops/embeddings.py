@@ -1,6 +1,7 @@
 """embedding: rows of a weight matrix picked by indices. Its gradient adds each output row's gradient into its
-weight row (duplicates accumulate; padding_idx's row gets none); that scatter-add's own gradient is the lookup
-again, so both are in the `ops` interface and a recorded backward differentiates."""
+weight row (duplicates accumulate; padding_idx's row gets none; with scale_grad_by_freq each row's gradient is
+first divided by how often its index occurs); that scatter-add's own gradient is the lookup again, so both are in
+the `ops` interface and a recorded backward differentiates."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ __all__: list[str] = []  # its name at the top level is aten_forms's
 EMBEDDING = Rule(
     "EmbeddingBackward0",
     ((), None),  # the indices: integers, never requiring grad
-    (("indices", "num_weights", "padding_idx"),
-     lambda ops, g, indices, num_weights, padding_idx: ops.embedding_backward(g, indices, num_weights, padding_idx)),
+    (("indices", "num_weights", "padding_idx", "frequency_scale"), lambda ops, g, indices, num_weights, padding_idx,
+     frequency_scale: ops.embedding_backward(g if frequency_scale is None else g * frequency_scale, indices,
+                                             num_weights, padding_idx)),
 )
 EMBEDDING_BACKWARD = Rule(
     "EmbeddingDenseBackward0",
@@ -32,9 +34,10 @@ ROWS = Rule("EmbeddingBackward0", EMBEDDING.grads[1])
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """With max_norm, the rows the input names are first scaled down in place to that norm, as in PyTorch.
-    scale_grad_by_freq and sparse gradients are not supported by actorgrad."""
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported by actorgrad")
+    Sparse gradients are not supported by actorgrad (it has no sparse tensors)."""
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported by actorgrad (it has no sparse "
+                                  "tensors)")
     same_device(weight, input)  # as PyTorch, even for zero-dim cpu indices
     idx, w = input._data, weight._data
     if idx.dtype.kind not in "iu":
@@ -51,7 +54,12 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         renorm_rows_(weight, input, max_norm, norm_type)
     if idx.size and (idx.min() < 0 or idx.max() >= count):
         raise IndexError("index out of range in self")
-    return record(EMBEDDING, w[idx], (input, weight), indices=idx, num_weights=count, padding_idx=padding_idx)
+    frequency_scale = None
+    if scale_grad_by_freq:  # each position's gradient over its index's count in the whole input, as PyTorch's
+        counts = weight._device.xp.bincount(idx.ravel(), minlength=count)
+        frequency_scale = (1 / counts[idx]).astype(w.dtype)[..., None]
+    return record(EMBEDDING, w[idx], (input, weight), indices=idx, num_weights=count, padding_idx=padding_idx,
+                  frequency_scale=frequency_scale)
 
 
 def renorm_rows_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
@@ -85,7 +93,8 @@ def recorded_embedding_backward(g: Tensor, indices: np.ndarray, num_weights: int
 
 def recorded_embedding_rows(h: Tensor, indices: np.ndarray, padding_idx: int | None) -> Tensor:
     data = h._device.ops.embedding_rows(h._data, indices, padding_idx)
-    return record(ROWS, data, (h,), indices=indices, num_weights=h.shape[0], padding_idx=padding_idx)
+    return record(ROWS, data, (h,), indices=indices, num_weights=h.shape[0], padding_idx=padding_idx,
+                  frequency_scale=None)
 
 
 METHODS: dict[str, Any] = {}

@@ -193,6 +193,10 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
         magnitude = xp.abs(d)
         return xp.where(magnitude < delta, 0.5 * d * d, delta * (magnitude - 0.5 * delta))
 
+    dtype = result_type(input, target)
+    if input.dtype.kind != "f" and dtype.kind == "f":  # PyTorch's kernel writes into a tensor of the input's dtype
+        raise RuntimeError(f"result type {SCALAR_NAMES[dtype]} can't be cast to the desired output type "
+                           f"{SCALAR_NAMES.get(input.dtype, input.dtype)}")
     return _pointwise_loss(HUBER_LOSS, kernel, input, target, None, None, reduction, weight, delta=delta)
 
 
@@ -290,6 +294,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     refuse_grad("binary_cross_entropy", "weight", weight)
     if t.dtype != x.dtype:
         raise RuntimeError(f"Found dtype {SCALAR_NAMES.get(t.dtype, t.dtype)} but expected {SCALAR_NAMES[x.dtype]}")
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f'"binary_cross_entropy" not implemented for \'{SCALAR_NAMES[x.dtype]}\'')
     xp = device.xp
     if not bool(((x >= 0) & (x <= 1)).all()):
         raise RuntimeError("all elements of input should be between 0 and 1")
@@ -339,6 +345,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     device = common_device(tuple(a for a in (input, target, weight, pos_weight) if a is not None))
     out_dtype = target.dtype
     dtype = result_type(input, target)
+    if input.dtype.kind != "f":  # PyTorch's log_sigmoid of the input comes first
+        raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for \'{SCALAR_NAMES[input.dtype]}\'')
     if out_dtype.kind != "f":
         raise RuntimeError(f"result type {SCALAR_NAMES[dtype]} can't be cast to the desired output type "
                            f"{SCALAR_NAMES.get(out_dtype, out_dtype)}")

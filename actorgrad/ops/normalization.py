@@ -95,6 +95,19 @@ def _check_batch(values: int, size: Any) -> None:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(size)}")
 
 
+def _check_floating(kernel: str, input: Tensor) -> None:
+    """PyTorch's CPU kernels normalise floating-point inputs only."""
+    if input.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES.get(input.dtype, input.dtype)}\'')
+
+
+def _check_momentum(op: str, momentum: Any) -> None:
+    """The functional forms take a float momentum; None (a module's cumulative average) is the module's to turn
+    into a factor."""
+    if momentum is None:
+        raise TypeError(f"{op}(): argument 'momentum' (position 7) must be float, not NoneType")
+
+
 def _check_param_dtypes(input: Tensor, params: tuple[Tensor | None, ...]) -> None:
     """PyTorch's CPU rule: parameters and running statistics share the input's dtype, except that a float16
     input may take float32 ones (when the first one given is float32, all must be)."""
@@ -129,6 +142,7 @@ def layer_norm(input: Tensor, normalized_shape: tuple[int, ...] | list[int], wei
             f"Given normalized_shape={list(shape)}, expected input with shape [*, {', '.join(map(str, shape))}], "
             f"but got input of size{list(x.shape)}"
         )
+    _check_floating("LayerNormKernelImpl", input)
     dims = tuple(range(x.ndim - len(shape), x.ndim))
     return _normalize(LAYER_NORM, input, weight, bias, dims, shape, eps, None)
 
@@ -152,9 +166,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
                                f"but got {name} of shape {list(t.shape)} and input of shape {list(shape)}")
     _check_param_dtypes(input, (weight, bias))
-    if input.dtype.kind != "f":
-        raise NotImplementedError(
-            f'"GroupNormKernelImpl" not implemented for \'{SCALAR_NAMES.get(input.dtype, input.dtype)}\'')
+    _check_floating("GroupNormKernelImpl", input)
     grouped = input.reshape(shape[0], num_groups, math.prod(shape[1:]) // num_groups)
     out = _normalize(LAYER_NORM, grouped, None, None, (2,), (), eps, None).reshape(shape)
     per_channel = (channels, *(1,) * (len(shape) - 2))
@@ -184,6 +196,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     shape = input.shape
     if training:  # PyTorch checks this first, in Python; a 0-d input has no dim 0 to count
         _check_batch(shape[0] * math.prod(shape[2:]), shape)
+    _check_momentum("batch_norm", momentum)
     common_device(tuple(t for t in (input, running_mean, running_var, weight, bias) if t is not None))
     channels = shape[1] if len(shape) > 1 else 0
     for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
@@ -194,6 +207,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             raise RuntimeError(f"{name} must be defined in evaluation mode")
     if len(shape) < 2:
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    if input.numel():  # PyTorch's kernel, and with it its dtype check, runs on no values of an empty input
+        _check_floating("batch_norm", input)
     _check_param_dtypes(input, (weight, bias, running_mean, running_var))
     x = input._data
     dims = (0, *range(2, x.ndim))
@@ -223,6 +238,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
     shape = input.shape
     if use_input_stats and math.prod(shape[2:]) == 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {list(shape)}")
+    _check_momentum("instance_norm", momentum)
     if not use_input_stats and (running_mean is None or running_var is None):
         raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
     if input.ndim < 2:
@@ -230,7 +246,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
     samples = shape[0]
     repeated = [None if t is None else t.repeat(samples) for t in (running_mean, running_var, weight, bias)]
     out = batch_norm(input.reshape(1, samples * shape[1], *shape[2:]), *repeated, use_input_stats, momentum, eps)
-    if use_input_stats:
+    if use_input_stats and samples:  # no samples: batch_norm updated nothing, the buffers stay as they are
         for buffer, updated in zip((running_mean, running_var), repeated[:2], strict=True):
             if buffer is not None:
                 buffer._data[...] = updated._data.reshape(samples, -1).mean(axis=0)

@@ -9,6 +9,7 @@ import numpy as np
 
 from actorgrad.devices import cpu
 from actorgrad.devices.array_ops import padded
+from actorgrad.ops.operands import type_name
 from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.tensor import Tensor
 
@@ -46,12 +47,28 @@ NON_CONSTANT_PADDING = (
 )
 
 
+def _pad_widths(pad: Any) -> tuple[int, ...]:
+    """PyTorch's parsing of `pad`, a tuple of ints: a tuple or list of integers or one-element integer tensors (a
+    width computed as `k / 2` is refused there, not deep in a kernel)."""
+    head = "pad(): argument 'pad' (position 2) must be tuple of ints"
+    if not isinstance(pad, tuple | list):
+        raise TypeError(f"{head}, not {type_name(pad)}")
+    widths = []
+    for i, width in enumerate(pad):
+        if isinstance(width, Tensor) and width.ndim == 0 and width.dtype.kind in "iu":
+            width = width.item()
+        if isinstance(width, bool) or not isinstance(width, int | np.integer):
+            raise TypeError(f"{head}, but found element of type {type_name(width)} at pos {i}")
+        widths.append(int(width))
+    return tuple(widths)
+
+
 def pad(input: Tensor, pad: tuple[int, ...], mode: str = "constant", value: float | None = None) -> Tensor:
     """torch.nn.functional.pad: `pad` holds (before, after) pairs from the last dim back; negative widths crop.
     Mode 'constant' fills with `value`; 'reflect', 'replicate' and 'circular' pad the last 1, 2 or 3 dims of a
     (batch of) (C, ...) input by indexing it, so the gradient adds up where an element was taken more than once."""
     x = input._data
-    pad = tuple(pad)
+    pad = _pad_widths(pad)
     if mode not in ("constant", "reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if len(pad) % 2:
