@@ -126,14 +126,6 @@ def test_eigh_of_hermitian_matrices():
         LA.eigh(_hermitian(X)).eigenvectors.real.sum().backward()
 
 
-def test_double_backward_through_complex_vectors_is_refused_plainly():
-    A = _t(_c(3, 3))
-    with pytest.raises(NotImplementedError, match="create_graph=True through the singular vectors or eigenvectors"):
-        ag.autograd.grad(LA.svd(A).U.abs().sum(), A, create_graph=True)
-    with pytest.raises(NotImplementedError, match="linalg.eig: actorgrad does not support create_graph=True"):
-        ag.autograd.grad(LA.eig(A).eigenvectors.abs().sum(), A, create_graph=True)
-
-
 @pytest.mark.parametrize("hermitian", [False, True])
 def test_pinv(hermitian):
     fn = (lambda x: LA.pinv(_hermitian(x), hermitian=True)) if hermitian else LA.pinv
@@ -237,11 +229,6 @@ def test_the_ex_forms_of_inv_and_solve():
     np.testing.assert_allclose(_np(LA.inv_ex(A).inverse) @ _np(A), np.eye(3), atol=1e-12)
     _both_checks(lambda a, b: LA.solve_ex(a, b).result, A, B)
     _both_checks(lambda a: LA.inv_ex(a).inverse, A)
-
-
-def test_ops_without_complex_support_still_say_so():
-    with pytest.raises(RuntimeError, match="^linalg.cholesky: actorgrad does not support complex input here yet"):
-        LA.cholesky_ex(ag.tensor(_well_conditioned()))
 
 
 @pytest.mark.gpu

@@ -14,9 +14,9 @@ from actorgrad.ops.aliases import _adjoint
 from actorgrad.ops.joining import cat
 from actorgrad.ops.linalg import outer
 from actorgrad.ops.linalg_composites import householder_product
-from actorgrad.ops.linalg_decompositions import check_floating
 from actorgrad.ops.linalg_decompositions import cholesky as linalg_cholesky
-from actorgrad.ops.operands import require_tensors
+from actorgrad.ops.linalg_triangular import _check_solvable
+from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.reductions import normalize_dims
 from actorgrad.ops.statistics import norm
 from actorgrad.tensor import Tensor
@@ -175,13 +175,13 @@ def frobenius_norm(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
 
 
 def geqrf(input: Tensor) -> GeqrfResult:
-    """LAPACK's geqrf: R on and above the diagonal, the Householder vectors below it, and their scales tau.
-    Not differentiable, as in PyTorch."""
+    """LAPACK's geqrf: R on and above the diagonal, the Householder vectors below it, and their scales tau (real or
+    complex). Not differentiable, as in PyTorch."""
     require_tensors("geqrf", input=input)
     x = input._data
     if x.ndim < 2:
         raise RuntimeError("geqrf: The input tensor A must have at least 2 dimensions.")
-    check_floating("geqrf", x)
+    _check_solvable("geqrf_cpu", x.dtype, complex_ok=True)
     xp = input._device.xp
     h, tau = xp.linalg.qr(x, mode="raw")
     packed = xp.ascontiguousarray(xp.swapaxes(h, -1, -2))
@@ -190,18 +190,42 @@ def geqrf(input: Tensor) -> GeqrfResult:
 
 def orgqr(input: Tensor, tau: Tensor) -> Tensor:
     """Alias of linalg.householder_product."""
+    require_tensors("orgqr", input=input, input2=tau)
     return householder_product(input, tau)
 
 
+def _check_ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool) -> None:
+    """PyTorch's checks of ormqr's operands, in its order."""
+    for name, t in (("input", input), ("other", other)):
+        if t.ndim < 2:
+            raise RuntimeError(f"torch.ormqr: {name} must have at least 2 dimensions.")
+    side = -2 if left else -1
+    if other.shape[side] != input.shape[-2]:
+        raise RuntimeError(f"torch.ormqr: other.shape[{side}] must be equal to input.shape[-2]")
+    if tau.ndim == 0 or tau.shape[-1] != min(other.shape[side], input.shape[-1]):
+        raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be equal to min(other.shape[{side}], input.shape[-1])")
+    if tau.ndim != input.ndim - 1:
+        raise RuntimeError(f"torch.ormqr: Expected tau to have one dimension less than input, but got tau.ndim equal "
+                           f"to {tau.ndim} and input.ndim is equal to {input.ndim}")
+    if other.ndim != input.ndim:
+        raise RuntimeError(f"torch.ormqr: Expected other to have the same number of dimensions as input, but got "
+                           f"other.ndim equal to {other.ndim} and input.ndim is equal to {input.ndim}")
+    for name, batch in (("tau", tau.shape[:-1]), ("other", other.shape[:-2])):
+        if batch != input.shape[:-2]:
+            raise RuntimeError(f"torch.ormqr: Expected batch dimensions of {name} to be equal to input.shape[:-2], but "
+                               f"got {list(batch)}")
+    for name, t in (("tau", tau), ("other", other)):
+        if t.dtype != input.dtype:
+            raise RuntimeError(f"torch.ormqr: Expected input and {name} to have the same dtype, but input has dtype"
+                               f"{SCALAR_NAMES[input.dtype]} and {name} has dtype {SCALAR_NAMES[t.dtype]}")
+
+
 def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False) -> Tensor:
-    """other multiplied by the full Q that geqrf's reflectors (input, tau) define: Q other, Q^T other (transpose),
-    or from the right (left=False)."""
-    require_tensors("ormqr", input=input, tau=tau, other=other)
-    m = other.shape[-2] if left else other.shape[-1]
-    if input.shape[-2] != m:
-        side = "other.shape[-2]" if left else "other.shape[-1]"
-        raise RuntimeError(f"torch.ormqr: Expected input.shape[-2] to be equal to {side}, but got "
-                           f"input.shape[-2] = {input.shape[-2]} and {side} = {m}")
+    """other multiplied by the full Q that geqrf's reflectors (input, tau) define: Q other, Q^H other (transpose;
+    Q^T for real Q), or from the right (left=False)."""
+    require_tensors("ormqr", input=input, input2=tau, input3=other)
+    _check_ormqr(input, tau, other, left)
+    m = input.shape[-2]
     k = tau.shape[-1]
     reflectors, scales = input[..., :k], tau
     if k < m:  # the full Q: the reflectors past k are the identity (tau 0)
@@ -209,7 +233,7 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpos
         scales = cat([tau, tau.new_zeros(tau.shape[:-1] + (m - k,))], -1)
     q = householder_product(reflectors, scales)
     if transpose:
-        q = q.mT
+        q = q.mH
     return q @ other if left else other @ q
 
 

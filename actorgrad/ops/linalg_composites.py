@@ -121,8 +121,9 @@ CONDITION_ORDERS = ("fro", "nuc", math.inf, -math.inf, 1, -1)
 
 
 def cond(A: Tensor, p: Any = None) -> Tensor:
-    """The condition number of each matrix in the norm p: for p None, 2 or -2 a ratio of its extreme singular
-    values (any shape), else norm(A) * norm(A^-1) (square matrices; inf for a singular one)."""
+    """The condition number of each (real or complex) matrix in the norm p, a real number: for p None, 2 or -2 a
+    ratio of its extreme singular values (any shape), else norm(A) * norm(A^-1) (square matrices; inf for a
+    singular one)."""
     require_tensors("linalg_cond", input=A)
     if p is not None and p not in (2, -2) and p not in CONDITION_ORDERS:
         raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
@@ -140,8 +141,10 @@ def cond(A: Tensor, p: Any = None) -> Tensor:
     from actorgrad.linalg import matrix_norm  # the namespace module imports this one
 
     inverse, info = inv_ex(A)
-    product = matrix_norm(A, p) * matrix_norm(inverse, p)
-    return where(info > 0, math.inf, product)
+    singular = info > 0
+    # a singular matrix's inverse holds infinities, which an SVD (the norm 'nuc') refuses: its zeros stand in
+    product = matrix_norm(A, p) * matrix_norm(where(singular[..., None, None], 0, inverse), p)
+    return where(singular, math.inf, product)
 
 
 def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
@@ -191,8 +194,9 @@ def _check_householder(A: Tensor, tau: Tensor) -> None:
 
 
 def householder_product(A: Tensor, tau: Tensor) -> Tensor:
-    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T with v_i column i of A below the diagonal
-    and 1 on it (LAPACK's orgqr: Q from geqrf's reflectors), for A of shape (*, m, n) and tau (*, k)."""
+    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H with v_i column i of A below the diagonal
+    and 1 on it (LAPACK's orgqr, ungqr for complex A: Q from geqrf's reflectors), for A of shape (*, m, n) and
+    tau (*, k)."""
     require_tensors("linalg_householder_product", input=A, tau=tau)
     _check_householder(A, tau)
     m, n = A.shape[-2:]
@@ -203,7 +207,7 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     q = broadcast_to(identity, A.shape[:-2] + (m, m))
     for i in range(k):
         v = vectors[..., i : i + 1]
-        q = q - (q @ v) * tau[..., i, None, None] @ v.mT
+        q = q - (q @ v) * tau[..., i, None, None] @ v.mH
     return q[..., :n]
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.node import InputMetadata
+from actorgrad.ops.linalg_outputs import record_outputs
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
-from actorgrad.ops.record import FormulaNode, Rule, record, same_device
+from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.selection import where
 from actorgrad.tensor import Tensor
 
@@ -28,34 +28,6 @@ SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 
 class LinAlgError(RuntimeError):
     """A matrix the factorization cannot take (singular, not positive-definite), as torch.linalg.LinAlgError."""
-
-
-class MultiOutputNode(FormulaNode):
-    """The one node of an op with several outputs (a decomposition's factors), output k in slot k as in PyTorch:
-    its formulas take the tuple of the outputs' gradients, None for an output that got none (PyTorch's formulas
-    skip undefined gradients rather than take zeros)."""
-
-    __slots__ = ()
-
-    def apply(self, grads: list, task: Any) -> list:
-        return FormulaNode.apply(self, [None if all(g is None for g in grads) else tuple(grads)], task)
-
-
-def record_outputs(rule: Rule, outputs: tuple, inputs: tuple[Tensor, ...], **params: Any) -> tuple[Tensor, ...]:
-    """Wrap the forward results `outputs` of an op on `inputs`, all of them outputs of one node of `rule` when
-    grad mode asks for one."""
-    xp = inputs[0]._device.xp
-    outputs = tuple(xp.asarray(data) for data in outputs)  # numpy's slogdet of one matrix gives numpy scalars
-    first = record(rule, outputs[0], inputs, **params)
-    node = first._grad_fn
-    if node is None:
-        return (first,) + tuple(record(rule, data, inputs, **params) for data in outputs[1:])
-    # record makes a FormulaNode with one slot; this node differs only in having a slot per output
-    node.__class__ = MultiOutputNode
-    device = node.device
-    node.input_metadata = tuple(InputMetadata(data.shape, data.dtype, device) for data in outputs)
-    return (first,) + tuple(Tensor(data, grad_fn=node, output_nr=k, device=device)
-                            for k, data in enumerate(outputs[1:], 1))
 
 
 def _mT(ops: Any, x: Any) -> Any:
@@ -100,12 +72,12 @@ def _products_of_others(ops: Any, s: Any) -> Any:
 
 
 def _cholesky_grad(ops: Any, g: Any, result: Any) -> Any:
-    """PyTorch's cholesky_backward: with X = L^H gL and Phi(X) its lower triangle with the diagonal halved,
-    gA = L^-H (Phi + Phi^H) / 2 L^-1 (Hermitian); Phi = (tril(X) + tril(X, -1)) / 2."""
+    """PyTorch's cholesky_backward: with X = L^H gL, gA = L^-H (tril(X) + tril(X, -1)^H) / 2 L^-1; symmetric for
+    real matrices, and for complex ones Hermitian but for the imaginary parts of X's diagonal, which PyTorch keeps
+    (no Hermitian change of A sees them)."""
     x = _mH(ops, result) @ g
-    phi = ops.tril(x, 0) + ops.tril(x, -1)
     inverse = ops.inv(result)
-    return _mH(ops, inverse) @ ((phi + _mH(ops, phi)) * 0.25) @ inverse
+    return _mH(ops, inverse) @ ((ops.tril(x, 0) + _mH(ops, ops.tril(x, -1))) * 0.5) @ inverse
 
 
 def _solve_other_grad(ops: Any, g: Any, self: Any, vector: bool, other_shape: tuple) -> Any:
@@ -266,10 +238,13 @@ def slogdet(input: Tensor) -> SlogdetResult:
 
 
 def logdet(input: Tensor) -> Tensor:
-    """log(det): nan for a negative determinant, -inf for a singular matrix, as PyTorch's (a where over slogdet)."""
+    """log(det): nan for a negative determinant, -inf for a singular matrix, as PyTorch's (a where over slogdet);
+    for a complex matrix the complex log(sign) + logabsdet, recorded as those ops, as PyTorch's."""
     require_tensors("logdet", input=input)
-    check_square("logdet", input)
+    x = check_square("logdet", input, complex_ok=True)
     sign, logabsdet = linalg_slogdet(input)
+    if x.dtype.kind == "c":
+        return sign.log() + logabsdet
     return where(sign < 0, np.nan, logabsdet)
 
 
@@ -320,10 +295,17 @@ def solved(xp: Any, a: Any, b: Any) -> Any:
     return xp.linalg.solve(xp.broadcast_to(a, batch + a.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:]))
 
 
+def read_by_cholesky(xp: Any, x: Any, upper: bool) -> Any:
+    """The matrices whose lower triangles a Cholesky factorization reads: x, or with `upper` x^H, whose lower
+    triangle holds x's upper one (PyTorch's upper=True factors A's upper triangle, as LAPACK's uplo 'U')."""
+    return xp.swapaxes(x, -1, -2).conj() if upper else x
+
+
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
-    """The lower-triangular L with A = L L^H (only A's lower triangle is read), or with upper=True L^H."""
+    """The lower-triangular L with A = L L^H (only A's lower triangle is read), or with upper=True the upper U with
+    A = U^H U (only A's upper triangle read)."""
     require_tensors("linalg_cholesky", input=A)
-    x = check_square("linalg.cholesky", A, complex_ok=True)
+    x = read_by_cholesky(A._device.xp, check_square("linalg.cholesky", A, complex_ok=True), upper)
     xp = A._device.xp
     lower = xp.tril(x)
     symmetric = lower + xp.swapaxes(xp.tril(x, -1), -1, -2).conj()

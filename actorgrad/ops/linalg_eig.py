@@ -3,9 +3,9 @@ matrices, with PyTorch's gradient (linalg_eig_backward) and its check that the l
 eigenvectors' phases.
 
 numpy's eig returns real arrays when every eigenvalue is real; PyTorch always returns complex ones, so the results
-are cast. On CUDA it runs CuPy's eig (CuPy 14's, on cuSOLVER's geev). As for the other decompositions, the rule
-refactors the saved input; a backward with create_graph=True through the eigenvectors is refused (see
-`linalg_spectral.refuse_recorded_phases`), through the eigenvalues alone it differentiates again.
+are cast. On CUDA it runs CuPy's eig (CuPy 14's, on cuSOLVER's geev). As for the SVD and eigh, the rule takes the
+factors its node saved, which a backward with create_graph=True gets as that node's outputs: a second backward
+differentiates through the eigenvalues and eigenvectors both.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from actorgrad.grad_mode import _grad_enabled
-from actorgrad.ops.linalg_decompositions import _mH, record_outputs, square_matrices
+from actorgrad.ops.linalg_decompositions import _mH, square_matrices
+from actorgrad.ops.linalg_outputs import SavedFactors, record_outputs
 from actorgrad.ops.linalg_spectral import (
     _diag_embed,
     _diagonal,
@@ -24,7 +25,6 @@ from actorgrad.ops.linalg_spectral import (
     _i_imag,
     _row,
     check_phase_invariant,
-    refuse_recorded_phases,
 )
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import Rule, record
@@ -38,22 +38,14 @@ EIG_PHASE = ("linalg_eig_backward: The eigenvectors in the complex case are spec
              "e^{i phi}. The specified loss function depends on this quantity, so it is ill-defined.")
 
 
-def _factors(ops: Any, self: Any) -> tuple[Any, Any]:
-    """The eigenvalues and eigenvectors of the saved input: a recorded eig on Tensors, the kernel on arrays."""
-    if isinstance(self, Tensor):
-        return tuple(eig(self))
-    return _eig_arrays(ops.xp, self, vectors=True)
-
-
-def _eig_grad(ops: Any, g: tuple, self: Any) -> Any:
+def _eig_grad(ops: Any, g: tuple, self: Any, factors: SavedFactors) -> Any:
     """PyTorch's linalg_eig_backward: gA = V^-H (diag(gL) + offdiag((V^H gV - V^H V diag(Re diag(V^H gV))) / E*))
     V^H, E*_ij = conj(L_j - L_i); a real A takes its real part (the cast of every complex-to-real gradient)."""
     gL, gV = g
-    values, vectors = _factors(ops, self)
+    values, vectors = factors.like(self)
     vectors_h = _mH(ops, vectors)
     inner = None if gL is None else _diag_embed(ops, gL)
     if gV is not None:
-        refuse_recorded_phases("linalg.eig", self)
         VhgV = vectors_h @ gV
         diagonal = _diagonal(ops, VhgV)
         check_phase_invariant(EIG_PHASE, _i_imag(ops, diagonal))
@@ -65,7 +57,7 @@ def _eig_grad(ops: Any, g: tuple, self: Any) -> Any:
     return ops.solve(vectors_h, inner @ vectors_h)
 
 
-EIG = Rule("LinalgEigBackward0", (("self",), _eig_grad))
+EIG = Rule("LinalgEigBackward0", (("self", "factors"), _eig_grad))
 
 
 def _eig_arrays(xp: Any, x: Any, *, vectors: bool) -> Any:
@@ -95,7 +87,7 @@ def eig(A: Tensor) -> EigResult:
     unique (each eigenvector's phase), so a loss must not depend on the phases to be differentiated."""
     require_tensors("linalg_eig", input=A)
     x = _check("linalg.eig", A)
-    return EigResult(*record_outputs(EIG, _eig_arrays(A._device.xp, x, vectors=True), (A,)))
+    return EigResult(*record_outputs(EIG, _eig_arrays(A._device.xp, x, vectors=True), (A,), save_outputs=True))
 
 
 def eigvals(A: Tensor) -> Tensor:

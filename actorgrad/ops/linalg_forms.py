@@ -88,25 +88,48 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
 
 
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> CholeskyExResult:
-    """linalg.cholesky's factor and info, the order of the first leading minor that is not positive-definite (0
-    when there is none); such a matrix gives LAPACK's partial factor, or LinAlgError with `check_errors`."""
+    """linalg.cholesky's factor (of A's lower triangle, or with `upper` of its upper one, real or complex) and info,
+    the order of the first leading minor that is not positive-definite (0 when there is none); such a matrix gives
+    LAPACK's partial factor, or LinAlgError with `check_errors`."""
     require_tensors("linalg_cholesky_ex", A=A)
-    x = check_square("linalg.cholesky", A)
     xp = A._device.xp
+    x = decompositions.read_by_cholesky(xp, check_square("linalg.cholesky", A, complex_ok=True), upper)
     lower = xp.tril(x)
     try:
         with reporting(xp):
-            factor = xp.linalg.cholesky(lower + xp.swapaxes(xp.tril(x, -1), -1, -2))
+            factor = xp.linalg.cholesky(lower + xp.swapaxes(xp.tril(x, -1), -1, -2).conj())
         info = xp.zeros(x.shape[:-2], dtype=np.int32)
     except np.linalg.LinAlgError:
-        factor, info = cholesky_kernel(xp, x)
+        factor, info = (_hermitian_cholesky_kernel if x.dtype.kind == "c" else cholesky_kernel)(xp, x)
         index, order = first_failure(info)
         if check_errors:
             raise LinAlgError(f"linalg.cholesky_ex: {batch_prefix(x, index)}The factorization could not be completed "
                               f"because the input is not positive-definite (the leading minor of order {order} is "
                               "not positive-definite).") from None
     out = record(CHOLESKY, factor, (A,))
-    return CholeskyExResult(out.mT if upper else out, _info_tensor(info, A))
+    return CholeskyExResult(out.mH if upper else out, _info_tensor(info, A))
+
+
+def _hermitian_cholesky_kernel(xp: Any, x: Any) -> tuple[Any, Any]:
+    """LAPACK potf2's results for complex Hermitian matrices (their lower triangle read, the diagonal's imaginary
+    part ignored), from the real kernel: the real matrix that holds each entry a + ib as the block [[a, -b], [b, a]]
+    is symmetric, its factor holds L's entries in the same blocks, and it fails at step 2k - 1 where x's
+    factorization fails at order k (each Schur complement is a real number times the 2x2 identity). The diagonal
+    after a failure is x's own, imaginary part included, as potf2 leaves it."""
+    n = x.shape[-1]
+    imaginary = xp.diagonal(x, 0, -2, -1).imag
+    lower = xp.tril(x, -1) + xp.tril(xp.triu(x.real))
+    blocks = xp.zeros(x.shape[:-2] + (n, 2, n, 2), dtype=x.real.dtype)
+    blocks[..., :, 0, :, 0] = blocks[..., :, 1, :, 1] = lower.real
+    blocks[..., :, 1, :, 0] = lower.imag
+    blocks[..., :, 0, :, 1] = -lower.imag
+    factor, info = cholesky_kernel(xp, blocks.reshape(x.shape[:-2] + (2 * n, 2 * n)))
+    factor = factor.reshape(blocks.shape)
+    info = ((info + 1) // 2).astype(np.int32, copy=False)
+    untouched = (info[..., None] > 0) & (xp.arange(n) >= info[..., None])
+    complex_factor = factor[..., :, 0, :, 0] + 1j * (factor[..., :, 1, :, 0] + xp.eye(n) * xp.where(
+        untouched, imaginary, 0)[..., None, :])
+    return complex_factor.astype(x.dtype, copy=False), info
 
 
 def _lstsq_a_grad(ops: Any, g: Any, self: Any, other: Any, pinv: Any, vector: bool, self_shape: tuple) -> Any:

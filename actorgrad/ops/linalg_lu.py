@@ -16,7 +16,8 @@ import numpy as np
 from actorgrad.devices.triangular import lu_factor as lu_kernel
 from actorgrad.devices.triangular import permutation
 from actorgrad.grad_mode import _grad_enabled
-from actorgrad.ops.linalg_decompositions import _mH, _mT, record_outputs
+from actorgrad.ops.linalg_decompositions import _mH, _mT
+from actorgrad.ops.linalg_outputs import record_outputs
 from actorgrad.ops.linalg_triangular import triangle
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import Rule, record, same_device

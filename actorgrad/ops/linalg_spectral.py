@@ -2,9 +2,10 @@
 PyTorch's gradient rules (`actorgrad.linalg.svd`, `svdvals`, `eigh`, `eigvalsh`, `qr`, `pinv`, `matrix_rank`).
 
 A decomposition's outputs are the outputs of one node, as in PyTorch: its rule takes the tuple of their gradients,
-None for one that got none, as PyTorch's formulas take undefined ones. Each rule refactors the saved input with
-`ops.svd` / `ops.eigh` / `ops.qr` instead of saving the factors, so a backward with `create_graph=True`
-differentiates through the factors again. The gradients assume distinct singular values (eigenvalues), as PyTorch's do.
+None for one that got none, as PyTorch's formulas take undefined ones. The SVD's and eigh's rules take the factors
+their node saved (as PyTorch's), which a backward with `create_graph=True` gets as that node's outputs, so a second
+backward differentiates through them, complex singular vectors and eigenvectors too; qr's rule refactors the saved
+input with `ops.qr`. The gradients assume distinct singular values (eigenvalues), as PyTorch's do.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from actorgrad.grad_mode import _grad_enabled
-from actorgrad.ops.linalg_decompositions import _mH, _mT, check_floating, check_square, record_outputs
+from actorgrad.ops.linalg_decompositions import _mH, _mT, check_floating, check_square
+from actorgrad.ops.linalg_outputs import SavedFactors, record_outputs
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
@@ -66,16 +68,6 @@ def _i_imag(ops: Any, x: Any) -> Any:
     return (x - ops.conj(x)) * 0.5
 
 
-def refuse_recorded_phases(op: str, self: Any) -> None:
-    """A backward with create_graph=True recomputes the factors in a second node, so the loss each of the two nodes
-    sees depends on the vectors' phases (only their sum does not), and the phase check could not pass: refuse."""
-    if isinstance(self, Tensor):
-        raise NotImplementedError(
-            f"{op}: actorgrad does not support create_graph=True through the singular vectors or eigenvectors of "
-            "complex matrices (the values alone are supported); differentiate once, or use real matrices"
-        )
-
-
 def check_phase_invariant(message: str, im_u: Any, im_v: Any = None) -> None:
     """PyTorch's check that a complex loss does not depend on the phases of singular vectors (eigenvectors): the
     imaginary parts of diag(U^H gU) and -diag(V^H gV) (or zero) must agree, to PyTorch's tolerance of 1e-2."""
@@ -85,13 +77,15 @@ def check_phase_invariant(message: str, im_u: Any, im_v: Any = None) -> None:
         raise RuntimeError(message)
 
 
-def _svd_grad(ops: Any, g: tuple, self: Any) -> Any:
-    """PyTorch's linalg_svd_backward, skipping the factors that got no gradient. For complex matrices the loss
-    must not depend on the singular vectors' phases (checked), and the diagonal of U^H gU adds i Im(.) / S."""
+def _svd_grad(ops: Any, g: tuple, self: Any, factors: SavedFactors) -> Any:
+    """PyTorch's linalg_svd_backward, skipping the factors that got no gradient, with U and Vh narrowed to the k
+    singular values (full_matrices). For complex matrices the loss must not depend on the singular vectors' phases
+    (checked), and the diagonal of U^H gU adds i Im(.) / S."""
     gU, gS, gVh = g
-    u, s, vh = ops.svd(self)
+    u, s, vh = factors.like(self)
     m, n = self.shape[-2:]
     k = s.shape[-1]
+    u, vh = _narrow_last(ops, u, k), _mT(ops, _narrow_last(ops, _mT(ops, vh), k))
     if gU is None and gVh is None:
         return u @ (_column(ops, gS) * vh) if m >= n else (u * _row(ops, gS)) @ vh
     gA = UhgU = VhgV = None
@@ -108,7 +102,6 @@ def _svd_grad(ops: Any, g: tuple, self: Any) -> Any:
     if gS is not None:
         gA = gA + _diag_embed(ops, gS)
     if self.dtype.kind == "c":
-        refuse_recorded_phases("linalg.svd", self)
         im_u = None if UhgU is None else _i_imag(ops, _diagonal(ops, UhgU))
         im_v = None if VhgV is None else _i_imag(ops, _diagonal(ops, VhgV))
         check_phase_invariant(SVD_PHASE, im_v if im_u is None else im_u, None if im_u is None else im_v)
@@ -123,7 +116,7 @@ def _svd_grad(ops: Any, g: tuple, self: Any) -> Any:
     return u @ (gA @ vh) if m >= n else (u @ gA) @ vh
 
 
-SVD = Rule("LinalgSvdBackward0", (("self",), _svd_grad))
+SVD = Rule("LinalgSvdBackward0", (("self", "factors"), _svd_grad))
 
 
 def _check_matrices(op: str, A: Tensor) -> Any:
@@ -139,7 +132,8 @@ def svd(A: Tensor, full_matrices: bool = True) -> SvdResult:
     """U, S, Vh with A = U diag(S) Vh, S descending (U and Vh square with `full_matrices`)."""
     require_tensors("linalg_svd", A=A)
     x = _check_matrices("linalg.svd", A)
-    return SvdResult(*record_outputs(SVD, A._device.xp.linalg.svd(x, full_matrices=full_matrices), (A,)))
+    outputs = A._device.xp.linalg.svd(x, full_matrices=full_matrices)
+    return SvdResult(*record_outputs(SVD, outputs, (A,), save_outputs=True))
 
 
 def svdvals(A: Tensor) -> Tensor:
@@ -151,16 +145,15 @@ def svdvals(A: Tensor) -> Tensor:
     return record(SVD, A._device.xp.linalg.svd(x, compute_uv=False), (A,))
 
 
-def _eigh_grad(ops: Any, g: tuple, self: Any, uplo: str) -> Any:
+def _eigh_grad(ops: Any, g: tuple, self: Any, factors: SavedFactors) -> Any:
     """PyTorch's linalg_eig_backward (hermitian): V (skew(V^H gV) / 2 / E + diag(gL)) V^H; for complex matrices
     the loss must not depend on the eigenvectors' phases (checked)."""
     gL, gV = g
-    values, vectors = ops.eigh(self, uplo)
+    values, vectors = factors.like(self)
     if gV is None:
         return vectors @ (_column(ops, gL) * _mH(ops, vectors))
     VhgV = _mH(ops, vectors) @ gV
     if self.dtype.kind == "c":
-        refuse_recorded_phases("linalg.eigh", self)
         check_phase_invariant(EIGH_PHASE, _i_imag(ops, _diagonal(ops, VhgV)))
     inner = (VhgV - _mH(ops, VhgV)) * 0.5 / _gaps(ops, values)
     if gL is not None:
@@ -168,7 +161,7 @@ def _eigh_grad(ops: Any, g: tuple, self: Any, uplo: str) -> Any:
     return vectors @ inner @ _mH(ops, vectors)
 
 
-EIGH = Rule("LinalgEighBackward0", (("self", "uplo"), _eigh_grad))
+EIGH = Rule("LinalgEighBackward0", (("self", "factors"), _eigh_grad))
 
 
 def _check_uplo(UPLO: str) -> str:
@@ -184,7 +177,7 @@ def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
     require_tensors("linalg_eigh", input=A)
     x = check_square("linalg.eigh", A, complex_ok=True)
     uplo = _check_uplo(UPLO)
-    return EighResult(*record_outputs(EIGH, A._device.xp.linalg.eigh(x, UPLO=uplo), (A,), uplo=uplo))
+    return EighResult(*record_outputs(EIGH, A._device.xp.linalg.eigh(x, UPLO=uplo), (A,), save_outputs=True))
 
 
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
@@ -194,7 +187,7 @@ def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     uplo = _check_uplo(UPLO)
     if A.requires_grad and _grad_enabled.get():  # as PyTorch: output 0 of eigh's node, whose backward needs V
         return eigh(A, uplo).eigenvalues
-    return record(EIGH, A._device.xp.linalg.eigvalsh(x, UPLO=uplo), (A,), uplo=uplo)
+    return record(EIGH, A._device.xp.linalg.eigvalsh(x, UPLO=uplo), (A,))
 
 
 def _copyltu(ops: Any, M: Any) -> Any:

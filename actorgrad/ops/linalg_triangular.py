@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.linalg_decompositions import _mH, _mT, record_outputs
+from actorgrad.ops.linalg_decompositions import _mH, _mT
+from actorgrad.ops.linalg_outputs import record_outputs
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, require_tensors
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.tensor import Tensor
@@ -135,7 +136,8 @@ TRIANGULAR_SOLVE = Rule(
 def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False) -> TriangularSolveResult:
     """torch.triangular_solve (deprecated for linalg.solve_triangular, and warned so): X with A X = input (A^T X
-    = input when `transpose`), and a copy of A broadcast to the batch shape, both outputs of one node."""
+    = input when `transpose`, not conjugated for complex A, as PyTorch's), and a copy of A broadcast to the batch
+    shape, both outputs of one node."""
     require_tensors("triangular_solve", input=input, A=A)
     if not _warned["triangular_solve"]:
         _warned["triangular_solve"] = True
@@ -148,7 +150,7 @@ def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bo
     _check_same_dtype(b, a)
     _check_square(a)
     _check_rows("triangular_solve", a, b)
-    _check_solvable("triangular_solve_cpu", a.dtype)
+    _check_solvable("triangular_solve_cpu", a.dtype, complex_ok=True)
     same_device(input, A)
     xp = A._device.xp
     batch = _batch("triangular_solve", b, a)
@@ -179,9 +181,9 @@ def _check_rows(op: str, a: Any, b: Any) -> None:
 
 
 def solve_with_factor(ops: Any, b: Any, factor: Any, upper: bool) -> Any:
-    """x with A x = b for A = L L^T (L = factor's lower triangle), or A = U^T U (U its upper one) when `upper`."""
-    y = ops.solve_triangular(_mT(ops, factor) if upper else factor, b, False, True, False)
-    return ops.solve_triangular(factor if upper else _mT(ops, factor), y, True, True, False)
+    """x with A x = b for A = L L^H (L = factor's lower triangle), or A = U^H U (U its upper one) when `upper`."""
+    y = ops.solve_triangular(_mH(ops, factor) if upper else factor, b, False, True, False)
+    return ops.solve_triangular(factor if upper else _mH(ops, factor), y, True, True, False)
 
 
 def _cholesky_solve_b_grad(ops: Any, g: Any, other: Any, upper: bool, self_shape: tuple) -> Any:
@@ -189,9 +191,9 @@ def _cholesky_solve_b_grad(ops: Any, g: Any, other: Any, upper: bool, self_shape
 
 
 def _cholesky_solve_factor_grad(ops: Any, g: Any, other: Any, result: Any, upper: bool, other_shape: tuple) -> Any:
-    """PyTorch's cholesky_solve_backward: with C = gB X^T + X gB^T, -L C (-C L for a lower factor)."""
-    common = solve_with_factor(ops, g, other, upper) @ _mT(ops, result)
-    common = common + _mT(ops, common)
+    """PyTorch's cholesky_solve_backward: with C = gB X^H + X gB^H, -L C (-C L for a lower factor)."""
+    common = solve_with_factor(ops, g, other, upper) @ _mH(ops, result)
+    common = common + _mH(ops, common)
     return ops.sum_to(-(other @ common) if upper else -(common @ other), other_shape)
 
 
@@ -203,7 +205,7 @@ CHOLESKY_SOLVE = Rule(
 
 
 def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
-    """X with A X = input, given A's Cholesky factor input2 (lower, A = L L^T; upper, A = U^T U), of which only
+    """X with A X = input, given A's Cholesky factor input2 (lower, A = L L^H; upper, A = U^H U), of which only
     that triangle is read; batch dims broadcast."""
     require_tensors("cholesky_solve", input=input, input2=input2)
     b, a = input._data, input2._data
@@ -213,7 +215,7 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor
     _check_same_dtype(b, a)
     _check_square(a)
     _check_rows("cholesky_solve", a, b)
-    _check_solvable("cholesky_solve_cpu", a.dtype)
+    _check_solvable("cholesky_solve_cpu", a.dtype, complex_ok=True)
     same_device(input, input2)
     _batch("cholesky_solve", b, a)
     data = solve_with_factor(input._device.ops, b, a, upper)
@@ -221,8 +223,8 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor
 
 
 def _cholesky_inverse_grad(ops: Any, g: Any, self: Any, result: Any, upper: bool) -> Any:
-    """PyTorch's cholesky_inverse_backward: with C = A^-1 (g + g^T) A^-1, -L C (-C L for a lower factor)."""
-    common = result @ (g + _mT(ops, g)) @ result
+    """PyTorch's cholesky_inverse_backward: with C = A^-1 (g + g^H) A^-1, -L C (-C L for a lower factor)."""
+    common = result @ (g + _mH(ops, g)) @ result
     return -(self @ common) if upper else -(common @ self)
 
 
@@ -230,7 +232,7 @@ CHOLESKY_INVERSE = Rule("CholeskyInverseBackward0", (("self", "result", "upper")
 
 
 def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:
-    """The inverse of A from its Cholesky factor (lower, A = L L^T; upper, A = U^T U), of which only that triangle
+    """The inverse of A from its Cholesky factor (lower, A = L L^H; upper, A = U^H U), of which only that triangle
     is read."""
     require_tensors("cholesky_inverse", input=input)
     x = input._data
@@ -239,7 +241,7 @@ def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:
     if x.shape[-1] != x.shape[-2]:
         raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they are {x.shape[-2]} by "
                            f"{x.shape[-1]} matrices")
-    _check_solvable("cholesky_inverse_out_cpu", x.dtype)
+    _check_solvable("cholesky_inverse_out_cpu", x.dtype, complex_ok=True)
     xp = input._device.xp
     identity = xp.broadcast_to(xp.eye(x.shape[-1], dtype=x.dtype), x.shape)
     return record(CHOLESKY_INVERSE, solve_with_factor(input._device.ops, identity, x, upper), (input,), upper=upper)

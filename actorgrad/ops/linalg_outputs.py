@@ -1,0 +1,89 @@
+"""The outputs of linalg's decompositions as the outputs of one node each, as in PyTorch (svd's U, S and Vh, eigh's
+eigenvalues and eigenvectors, slogdet's sign and logabsdet ...), and the factors such a node saves for its
+backward."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from actorgrad.node import InputMetadata
+from actorgrad.ops.record import FormulaNode, Rule, record
+from actorgrad.tensor import Tensor
+from actorgrad.version_counter import version_counter
+
+__all__: list[str] = []
+
+
+class MultiOutputNode(FormulaNode):
+    """The one node of an op with several outputs (a decomposition's factors), output k in slot k as in PyTorch:
+    its formulas take the tuple of the outputs' gradients, None for an output that got none (PyTorch's formulas
+    skip undefined gradients rather than take zeros)."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list, task: Any) -> list:
+        return FormulaNode.apply(self, [None if all(g is None for g in grads) else tuple(grads)], task)
+
+
+class SavedFactors:
+    """A decomposition's outputs as its node saves them for its backward (PyTorch's nodes save U, S and Vh): the
+    arrays, or beside a recorded backward's tensors, tensors that are that node's outputs, so that a second
+    backward reaches the factors through the node that made them (its phase check then sees all of their
+    gradients at once, as PyTorch's). Neither a tensor nor an array, so a node keeps it as it is; it names the
+    node weakly, as the node holds it."""
+
+    __slots__ = ("arrays", "node")
+
+    def __init__(self, arrays: tuple) -> None:
+        self.arrays = arrays
+        self.node: Any = None
+
+    def like(self, input: Any) -> tuple:
+        """The factors as arrays beside an array `input`, as the node's output tensors beside a Tensor."""
+        if not isinstance(input, Tensor):
+            return self.arrays
+        node = self.node()
+        return tuple(Tensor(data, grad_fn=node, output_nr=k, device=node.device) for k, data in enumerate(self.arrays))
+
+
+class _SavedFactor:
+    """One factor among its node's saved versions: an error for a change in place names it as output k of the
+    node, as PyTorch's does (weakly: the node holds this)."""
+
+    __slots__ = ("_data", "_vc", "_node", "_output_nr")
+
+    def __init__(self, out: Tensor) -> None:
+        self._data = out._data
+        self._vc = version_counter(out)
+        self._node = weakref.ref(out._grad_fn)
+        self._output_nr = out._output_nr
+
+    @property
+    def _grad_fn(self) -> Any:
+        return self._node()
+
+
+def record_outputs(rule: Rule, outputs: tuple, inputs: tuple[Tensor, ...], *, save_outputs: bool = False,
+                   **params: Any) -> tuple[Tensor, ...]:
+    """Wrap the forward results `outputs` of an op on `inputs`, all of them outputs of one node of `rule` when
+    grad mode asks for one; with `save_outputs` its formulas get them all as `factors` (SavedFactors)."""
+    xp = inputs[0]._device.xp
+    outputs = tuple(xp.asarray(data) for data in outputs)  # numpy's slogdet of one matrix gives numpy scalars
+    if save_outputs:
+        params["factors"] = SavedFactors(outputs)
+    first = record(rule, outputs[0], inputs, **params)
+    node = first._grad_fn
+    if node is None:
+        return (first,) + tuple(record(rule, data, inputs, **params) for data in outputs[1:])
+    # record makes a FormulaNode with one slot; this node differs only in having a slot per output
+    node.__class__ = MultiOutputNode
+    device = node.device
+    node.input_metadata = tuple(InputMetadata(data.shape, data.dtype, device) for data in outputs)
+    outs = (first,) + tuple(Tensor(data, grad_fn=node, output_nr=k, device=device)
+                            for k, data in enumerate(outputs[1:], 1))
+    if save_outputs:
+        params["factors"].node = weakref.ref(node)
+        if node.stamp is not None:  # the factors' versions are checked at backward too (not under saved-tensor hooks)
+            node.versions += tuple(x for out in outs for x in (_SavedFactor(out), 0))
+    return outs
