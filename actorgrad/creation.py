@@ -20,6 +20,7 @@ from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device
 from actorgrad.ops.operands import (
     C_TYPES,
+    SCALAR_NAMES,
     checked_int,
     fitted_number,
     not_implemented,
@@ -85,6 +86,8 @@ def checked_shape(op: str, size: tuple, position: int | None = 1) -> tuple[int, 
         raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not {type_name(size[0])}")
     shape = tuple(_dim(op, dim, position) for position, dim in enumerate(size, 1))
     negative = [dim for dim in shape if dim < 0]
+    if negative and op == "zeros":  # PyTorch's zeros checks its sizes itself
+        raise RuntimeError("zeros: Dimension size must be non-negative.")
     if negative:
         raise RuntimeError(f"Trying to create tensor with negative dimension {negative[0]}: {list(shape)}")
     _check_storage(op, shape)
@@ -146,8 +149,8 @@ def empty(
 
 
 def _fill_value(op: str, fill_value: Any) -> Any:
-    """A fill value as a Python number; PyTorch also takes a one-element tensor's value."""
-    if isinstance(fill_value, Tensor) and fill_value.ndim == 0:
+    """A fill value as a Python number; PyTorch also takes a zero-dim tensor's value, unless it requires grad."""
+    if isinstance(fill_value, Tensor) and fill_value.ndim == 0 and not fill_value.requires_grad:
         fill_value = fill_value.item()
     if not isinstance(fill_value, int | float | complex | np.number | np.bool_):
         raise TypeError(f"{op}(): argument 'fill_value' (position 2) must be Number, not {type(fill_value).__name__}")
@@ -156,7 +159,7 @@ def _fill_value(op: str, fill_value: Any) -> Any:
 
 def _fill_dtype(fill_value: Any) -> np.dtype:
     """PyTorch 2.x infers full's dtype from the fill value: bool, int64, the default float or the default complex."""
-    if isinstance(fill_value, bool | np.bool_):
+    if isinstance(fill_value, bool):  # a numpy bool, as any numpy number but an integer, gives the default float
         return bool_
     if isinstance(fill_value, complex | np.complexfloating):
         return default_complex()
@@ -198,9 +201,9 @@ def full(
 def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     check_device(device)
     m = n if m is None else m
-    for name, value in (("n", n), ("m", m)):
+    for position, name, value in ((1, "n", n), (2, "m", m)):
         if not is_int(value):
-            raise TypeError(f"eye(): argument '{name}' must be int, not {type(value).__name__}")
+            raise TypeError(f"eye(): argument '{name}' (position {position}) must be int, not {type(value).__name__}")
         if value < 0:
             raise RuntimeError(f"{name} must be greater or equal to 0, got {value}")
     return leaf_on(np.eye(n, m, dtype=dtype_or(dtype, default_float())), requires_grad, device)
@@ -208,13 +211,11 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool 
 
 # -- ranges ------------------------------------------------------------------------------------------------------
 def _range_number(value: Any, name: str, position: int) -> int | float:
-    """An arange bound as PyTorch takes it: a number, or a zero-dim tensor's value; a bool counts as an int."""
-    if isinstance(value, Tensor) and value.ndim == 0:
+    """An arange bound as PyTorch takes it: a number or a zero-dim tensor's value (not one requiring grad)."""
+    if isinstance(value, Tensor) and value.ndim == 0 and not value.requires_grad:
         value = value.item()
-    if isinstance(value, bool | np.bool_ | np.integer):
-        value = int(value)
-    if isinstance(value, np.floating):
-        value = float(value)
+    if isinstance(value, bool | np.bool_ | np.integer | np.floating):  # a bool counts as an int
+        value = float(value) if isinstance(value, np.floating) else int(value)
     if not isinstance(value, int | float):
         raise TypeError(f"arange(): argument '{name}' (position {position}) must be Number, not {type(value).__name__}")
     return checked_int(value) if isinstance(value, int) else value
@@ -245,8 +246,8 @@ def arange(
                        enumerate(((start, "start"), (end, "end"), (step, "step")), 1))
     start, end, step = bounds
     resolved = dtype_or(dtype, int64 if all(isinstance(v, int) for v in bounds) else default_float())
-    if resolved == bool_:
-        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
+    if resolved == bool_ or resolved.kind == "c":
+        raise not_implemented("arange_cpu", resolved)
     # PyTorch checks the bounds as doubles, then computes in the dtype's accumulate type (int64 for integer dtypes,
     # so float bounds go toward 0 first: arange(0, 5, 1.5, dtype=int32) is 0, 1, 2, 3)
     first, last, stride = (float(v) for v in bounds)
@@ -276,12 +277,11 @@ def arange(
         return leaf_on(values.astype(resolved), requires_grad, device)
 
 
-def _space(
-    op: str, start: Any, end: Any, steps: int, dtype: Any, exponent: bool = False
-) -> tuple[Any, np.dtype]:
-    """The points of linspace (or logspace's exponents, in float64) as PyTorch's kernels compute them: the bounds
-    in the dtype (toward 0 for an integer one), a step between them, the first half counted up from `start`, the
-    rest down from `end`. linspace's float kernel fuses each multiply-add (emulated here in long double)."""
+def _space(op: str, start: Any, end: Any, steps: int, dtype: Any, exponent: bool = False) -> tuple[Any, np.dtype]:
+    """The points of linspace (or logspace's exponents) as PyTorch's kernels compute them: the bounds converted to
+    the dtype as full converts a fill value, a step in double (complex for a complex dtype), the first half counted
+    up from `start`, the rest down from `end`; linspace's float kernel fuses each multiply-add (emulated in long
+    double). One point is `start`, unconverted: PyTorch fills with it (base ** start for logspace)."""
     dims = [v.ndim if isinstance(v, Tensor) else 0 for v in (start, end)]
     if any(dims):
         raise RuntimeError(f"{op} only supports 0-dimensional start and end tensors, but got start with {dims[0]} "
@@ -291,17 +291,22 @@ def _space(
         raise TypeError(f"{op}(): argument 'steps' must be int, not {type(steps).__name__}")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    resolved = dtype_or(dtype, default_float())
+    is_complex = any(isinstance(v, complex | np.complexfloating) for v in (start, end))
+    resolved = dtype_or(dtype, default_complex() if is_complex else default_float())
+    if is_complex and resolved.kind != "c":
+        inferred = "c10::complex<float>" if default_complex() == np.complex64 else "c10::complex<double>"
+        raise RuntimeError(f"torch.{op}(): inferred dtype {inferred} can't be safely cast to passed dtype "
+                           f"{SCALAR_NAMES[resolved]}")
+    if steps <= 1:
+        return np.array([start] * steps), resolved
     if resolved == bool_:
         raise not_implemented(f"{op}_cpu", resolved)
-    integral = resolved.kind in "iu"
-    first, last = (fitted_number(v, resolved)[()] if integral else resolved.type(v) for v in (start, end))
+    first, last = (np.asarray(_fill(v, resolved), resolved) for v in (start, end))
     index = np.arange(steps)
-    if steps == 1:
-        return np.array([first], np.float64 if exponent else resolved), resolved
-    if integral or exponent:  # a step in double: the points too
-        step = np.float64(last - first) / (steps - 1)
-        low, high = np.float64(first), np.float64(last)
+    if resolved.kind in "iuc" or exponent:
+        work = np.complex128 if resolved.kind == "c" else np.float64
+        low, high = first.astype(work), last.astype(work)
+        step = (high - low) / (steps - 1)
     else:
         wide = np.longdouble
         step = wide((last - first) / resolved.type(steps - 1))
@@ -318,6 +323,7 @@ def linspace(
     """`steps` points evenly spaced from `start` to `end`, both included."""
     check_device(device)
     points, resolved = _space("linspace", start, end, steps, dtype)
+    points = np.array([_fill(points[0], resolved)]) if steps == 1 else points
     with np.errstate(invalid="ignore"):  # nan points, as in PyTorch
         return leaf_on(points.astype(resolved), requires_grad, device)
 
@@ -334,7 +340,9 @@ def logspace(
         raise TypeError(f"logspace(): argument 'base' must be float, not {type(base).__name__}")
     exponents, resolved = _space("logspace", start, end, steps, dtype, exponent=True)
     with np.errstate(all="ignore"):  # nan for a negative base, inf past the dtype's range, as in PyTorch
-        return leaf_on(np.power(np.float64(base), exponents).astype(resolved), requires_grad, device)
+        powers = np.power(np.float64(base), exponents)
+        powers = np.array([_fill(powers[0].item(), resolved)]) if steps == 1 else powers
+        return leaf_on(powers.astype(resolved), requires_grad, device)
 
 
 # -- *_like ------------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ new values are not a differentiable function of the parameters)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,17 +35,27 @@ __all__ = [
 ]
 
 
-def _float_dtype(kernel: str, dtype: Any) -> np.dtype:
-    """The dtype of a random float tensor, refused (as by PyTorch's `kernel`) unless floating."""
+def _float_dtype(kernel: str, dtype: Any, kinds: str = "f") -> np.dtype:
+    """The dtype of a random float tensor, refused (as by PyTorch's `kernel`) unless of `kinds` (floating, or
+    also complex for rand and randn)."""
     resolved = dtype_or(dtype, default_float())
-    if resolved.kind != "f":
+    if resolved.kind not in kinds:
         raise not_implemented(kernel, resolved)
     return resolved
 
 
 # -- draws ------------------------------------------------------------------------------------------------------
+# The scale of each part of a complex draw: PyTorch's complex randn has variance 1 in all, 1/2 in each part.
+_PART_SCALE = {"random": 1.0, "standard_normal": math.sqrt(0.5)}
+
+
 def _draw(sample: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """numpy samples float32 and float64 directly; other float dtypes are drawn in float64 and cast."""
+    """numpy samples float32 and float64 directly; other float dtypes are drawn in float64 and cast. A complex
+    dtype gets independent real and imaginary parts, each drawn as its real dtype."""
+    if dtype.kind == "c":
+        part = np.dtype(dtype.char.lower())
+        parts = _draw(sample, (*shape, 2), part) * part.type(_PART_SCALE[sample.__name__])
+        return parts.view(dtype)[..., 0]
     if dtype in (np.float32, np.float64):
         return sample(shape, dtype=dtype)
     return sample(shape, dtype=np.float64).astype(dtype)
@@ -58,7 +69,7 @@ def rand(
     check_device(device)
     rng = numpy_generator(generator)
     shape = size_argument("rand", args, size)
-    return leaf_on(_draw(rng.random, shape, _float_dtype("check_uniform_bounds", dtype)), requires_grad, device)
+    return leaf_on(_draw(rng.random, shape, _float_dtype("check_uniform_bounds", dtype, "fc")), requires_grad, device)
 
 
 def randn(
@@ -68,7 +79,8 @@ def randn(
     """Samples from the standard normal distribution."""
     check_device(device)
     rng = numpy_generator(generator)
-    draws = _draw(rng.standard_normal, size_argument("randn", args, size), _float_dtype("normal_kernel_cpu", dtype))
+    shape = size_argument("randn", args, size)
+    draws = _draw(rng.standard_normal, shape, _float_dtype("normal_kernel_cpu", dtype, "fc"))
     return leaf_on(draws, requires_grad, device)
 
 
@@ -83,6 +95,8 @@ def _random_ints(
     """Integers drawn uniformly from [low, high) as `dtype`, which must hold both ends, as PyTorch checks."""
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    if dtype.kind == "c":
+        raise RuntimeError("check_random_bounds handles only integral, floating-point and boolean types")
     if dtype == bool_:
         low_end, high_end = 0, 1
     elif dtype.kind in "iu":
@@ -155,7 +169,7 @@ def _random_like(op: str, sample: str, kernel: str, input: Tensor, generator: Ge
                  requires_grad: bool, device: Any) -> Tensor:
     """A tensor of `input`'s shape drawn by the numpy Generator method `sample` (PyTorch's `kernel`)."""
     check_device(device)
-    resolved = _float_dtype(kernel, like_dtype(op, input, dtype))
+    resolved = _float_dtype(kernel, like_dtype(op, input, dtype), "fc")
     draws = _draw(getattr(numpy_generator(generator), sample), input.shape, resolved)
     return leaf_on(draws, requires_grad, device or input.device)
 

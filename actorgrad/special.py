@@ -26,7 +26,7 @@ from actorgrad.ops.orthogonal_polynomials import (
 )
 from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.ops.reductions import log_softmax, logsumexp, softmax
-from actorgrad.ops.rounding import round
+from actorgrad.ops.rounding import special_round as round
 from actorgrad.ops.special import erf, erfc, xlog1py, xlogy
 from actorgrad.ops.special_functions import entr, i0, i0e, i1, i1e, log_ndtr, ndtri, zeta
 from actorgrad.ops.special_functions import special_gammainc as gammainc

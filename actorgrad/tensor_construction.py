@@ -29,10 +29,22 @@ _PLAIN = {bool, int, float}
 
 
 def checked_numpy(array: np.ndarray | np.generic) -> np.ndarray | np.generic:
-    """A numpy array PyTorch can make a tensor of: one of its dtypes, in the machine's byte order."""
-    dtype = array.dtype
+    """A numpy array PyTorch can make a tensor of as a whole: one of its dtypes, in the machine's byte order, with no
+    negative stride (a tensor has none; PyTorch refuses to copy such an array silently)."""
+    if array.strides and min(array.strides) < 0:
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with negative strides are not "
+            "currently supported. (You can probably work around this by making a copy of your array  with "
+            "array.copy().) "
+        )
+    _checked_dtype(array.dtype)
+    return array
+
+
+def _checked_dtype(dtype: np.dtype) -> np.dtype:
+    """A numpy dtype PyTorch makes tensors of (an array inside a list is read value by value: any strides)."""
     if dtype in _NUMPY_DTYPES:  # the common case, checked without making a dtype
-        return array
+        return dtype
     if dtype.newbyteorder("=") not in _NUMPY_DTYPES:
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{dtype.type.__name__}. The only supported types are: "
@@ -43,7 +55,7 @@ def checked_numpy(array: np.ndarray | np.generic) -> np.ndarray | np.generic:
             "given numpy array has byte order different from the native byte order. Conversion between byte "
             "orders is currently not supported."
         )
-    return array
+    return dtype
 
 
 def as_array(data: Any, dtype: Any = None) -> Any:
@@ -65,6 +77,10 @@ def as_array(data: Any, dtype: Any = None) -> Any:
     else:
         inferred = default_float() if wide.dtype == float64 else wide.dtype
     target = inferred if dtype is None else np.dtype(dtype)
+    if inferred.kind == "c" and target.kind in "iuf" and complex in _leaf_types([data]):
+        # PyTorch reads each Python number as the dtype's C type: a complex one is no real number
+        raise TypeError("must be real number, not complex" if target.kind == "f"
+                        else "'complex' object cannot be interpreted as an integer")
     if target.kind in "iu" and wide.dtype.kind in "iuf" and wide.size:
         # a number is stored checked, as PyTorch stores a Python number: an unsigned dtype takes a negative int
         # down to -max (it wraps), nothing takes nan or a value past its range
@@ -93,7 +109,7 @@ def _infer_dtype(data: Any) -> np.dtype:
     if isinstance(data, Tensor):
         return data._data.dtype
     if isinstance(data, np.ndarray | np.generic):
-        return checked_numpy(data).dtype
+        return _checked_dtype(data.dtype)
     if isinstance(data, bool):
         return bool_
     if isinstance(data, int):

@@ -123,7 +123,7 @@ def test_random_draws_repeat_under_a_seed(draw):
 
 def test_negative_sizes_are_refused():
     with pytest.raises(RuntimeError, match=r"Trying to create tensor with negative dimension -1: \[-1, 2\]"):
-        ag.zeros(-1, 2)
+        ag.ones(-1, 2)
     with pytest.raises(RuntimeError, match="negative dimension -3"):
         ag.randn((2, -3))
     with pytest.raises(TypeError, match="must be tuple of ints"):

@@ -170,13 +170,13 @@ def gradient(
 
 def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     """The Vandermonde matrix of x's powers x**(N-1) .. x**0 (x**0 .. x**(N-1) when increasing); integer and bool
-    x give int64, as in PyTorch."""
+    x give int64, floating and complex x keep their dtype, as in PyTorch."""
     if x.ndim != 1:
         raise RuntimeError("x must be a one-dimensional tensor.")
     n = x.shape[0] if N is None else N
     if n < 0:
         raise RuntimeError("N must be non-negative.")
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         x = x.to(int64)
     powers = x.new_ones((x.shape[0], min(n, 1)))
     if n > 1:

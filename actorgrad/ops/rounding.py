@@ -6,7 +6,10 @@ zeros, and so do these. frac (x - trunc(x)) passes the gradient on unchanged.
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 from actorgrad.ops.operands import not_implemented
 from actorgrad.ops.record import Rule, record
@@ -56,8 +59,8 @@ def fix(input: Tensor) -> Tensor:
 
 def round(input: Tensor, *, decimals: int | None = None) -> Tensor:
     """Rounds half to even; with `decimals`, to that many decimal places (negative: to tens, hundreds, ...),
-    scaling by 10 ** |decimals| in the input's dtype as PyTorch's kernel does. Giving `decimals`, even 0, picks
-    PyTorch's other overload (RoundBackward1, floating inputs only)."""
+    scaling by 10 ** |decimals| in the input's dtype (float32 for float16) as PyTorch's kernel does. Giving
+    `decimals`, even 0, picks PyTorch's other overload (RoundBackward1, floating inputs only)."""
     x = input._data
     if decimals is None:
         return _to_whole("round", ROUND, input)
@@ -66,9 +69,25 @@ def round(input: Tensor, *, decimals: int | None = None) -> Tensor:
     if x.dtype.kind != "f":  # PyTorch's kernel names differ by overload
         raise not_implemented("round_cpu" if decimals else "round_vml_cpu", x.dtype)
     xp = input._device.xp
-    scale = xp.asarray(10.0 ** abs(decimals), dtype=x.dtype)
-    data = xp.rint(x * scale) / scale if decimals >= 0 else xp.rint(x / scale) * scale
-    return record(ROUND_DECIMALS, data, (input,))
+    work = x.astype(np.float32) if x.dtype == np.float16 else x  # float16 scales in float32, as PyTorch's opmath
+    scale = xp.asarray(_power_of_ten(abs(decimals)), dtype=work.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):  # an infinite scale gives NaN, as PyTorch's kernel does
+        data = xp.rint(work * scale) / scale if decimals >= 0 else xp.rint(work / scale) * scale
+    return record(ROUND_DECIMALS, data.astype(x.dtype, copy=False), (input,))
+
+
+def _power_of_ten(exponent: int) -> float:
+    """10 ** exponent as a double, inf past the double range (PyTorch's std::pow) rather than Python's error."""
+    try:
+        return 10.0**exponent
+    except OverflowError:
+        return math.inf
+
+
+def special_round(input: Tensor, *, decimals: int = 0) -> Tensor:
+    """torch.special.round: round with `decimals` always given (0 by default), so PyTorch's decimals overload
+    (RoundBackward1, floating inputs only) even without it."""
+    return round(input, decimals=decimals)
 
 
 def frac(input: Tensor) -> Tensor:

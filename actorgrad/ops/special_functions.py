@@ -24,6 +24,7 @@ from actorgrad.ops.operands import (
     data_as,
     floating,
     kernel_operands,
+    not_implemented,
     require_tensors,
     result_type,
 )
@@ -109,13 +110,21 @@ def i1e(input: Tensor) -> Tensor:
     return float64_kernel_op(I1E, bessel.i1e, input, "i1e_cpu")
 
 
+def _refuse_half(name: str, input: Tensor) -> None:
+    """PyTorch's error for float16 where its kernel has no half version (ndtri, log_ndtr)."""
+    if input._data.dtype == float16:
+        raise not_implemented(f"{name}_{input._device.type}", float16)
+
+
 def ndtri(input: Tensor) -> Tensor:
     """The inverse of the standard normal cdf: -inf at 0, inf at 1, NaN outside [0, 1]."""
+    _refuse_half("ndtri", input)
     return float64_kernel_op(NDTRI, normal.ndtri, input, "ndtri_cpu")
 
 
 def log_ndtr(input: Tensor) -> Tensor:
     """The log of the standard normal cdf, accurate far into both tails."""
+    _refuse_half("log_ndtr", input)
     return float64_kernel_op(LOG_NDTR, normal.log_ndtr, input, "log_ndtr_cpu")
 
 
