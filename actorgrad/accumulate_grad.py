@@ -25,7 +25,8 @@ class AccumulateGrad(Node):
         self.variable = variable
 
     def apply(self, grads: list, task: Any) -> tuple:
-        if grads[0] is not None:
+        # A leaf set to not require grad after the graph was made gets no gradient, as in PyTorch.
+        if grads[0] is not None and self.variable._requires_grad:
             task.stage(self.variable, grads[0])
         return ()
 

@@ -14,6 +14,7 @@ from actorgrad.autograd.graph import GradientEdge
 from actorgrad.devices import cpu
 from actorgrad.node import Edge, GraphRoot
 from actorgrad.tensor import Tensor
+from actorgrad.user_warnings import warn
 
 
 def _sequence(value: Any, what: str, kinds: str) -> tuple:
@@ -66,6 +67,10 @@ def seed_grads(outputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
         if grad is None:
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if out._data.dtype.kind != "f":  # a complex loss needs its gradient given: 1 or 1j would be a choice
+                raise RuntimeError(
+                    f"grad can be implicitly created only for real scalar outputs but got actorgrad.{out._data.dtype}"
+                )
             where = out._device
             if where is cpu:
                 ones = np.empty(out.shape, out.dtype)
@@ -163,3 +168,20 @@ def allows_unused(allow_unused: bool | None, materialize_grads: bool) -> bool:
             "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False."
         )
     return materialize_grads if allow_unused is None else allow_unused
+
+
+CREATE_GRAPH_CYCLE = (
+    "Using backward() with create_graph=True will create a reference cycle between the parameter and its gradient "
+    "which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid this. If you "
+    "have to use this function, make sure to reset the .grad fields of your parameters to None after use to break "
+    "the cycle and avoid the leak."
+)
+_warned_create_graph_cycle = False  # PyTorch gives this warning once per process
+
+
+def warn_create_graph_cycle() -> None:
+    """PyTorch's warning for backward(create_graph=True), whose leaves' gradients keep the graph that reaches them."""
+    global _warned_create_graph_cycle
+    if not _warned_create_graph_cycle:
+        _warned_create_graph_cycle = True
+        warn(CREATE_GRAPH_CYCLE)

@@ -27,6 +27,7 @@ from actorgrad.backward_arguments import (
     renamed_grad_tensors,
     seed_grads,
     unbatched_grad_outputs,
+    warn_create_graph_cycle,
 )
 from actorgrad.grad_commit import commit_or_stage, commit_sync, owned
 from actorgrad.grad_mode import grad_mode_on
@@ -171,6 +172,8 @@ def _stacked(results: list[tuple], create_graph: bool) -> tuple:
 def _backward_task(tensors: Any, grad_tensors: Any, retain_graph: Any, create_graph: bool, inputs: Any) -> GraphTask:
     outputs = as_tuple(tensors, "tensors")
     root = graph_root(outputs, seed_grads(outputs, grad_tensors, create_graph))
+    if create_graph:
+        warn_create_graph_cycle()
     targets = None
     if inputs is not None:
         chosen = as_inputs(inputs, "inputs")

@@ -104,8 +104,8 @@ def commit(staged: dict) -> None:
             elif held is None:
                 dtype = grad.dtype if grad_dtypes else tensor.dtype  # cast to the tensor's grad dtype already
                 tensor._grad = Tensor(_as_new_grad(grad, dtype, tensor._device), device=tensor._device)
-            elif held._grad_fn is None and not held._requires_grad and is_writeable(held._data):
-                held._data += grad
+            elif is_writeable(held._data):  # in place even into a gradient with a graph (create_graph's), as PyTorch
+                held._data += grad  # adds without grad mode: it keeps its history and `.grad` stays the same tensor
                 bump_version(held)
             else:
                 tensor._grad = Tensor(held._data + grad, device=tensor._device)

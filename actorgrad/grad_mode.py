@@ -51,8 +51,28 @@ INFERENCE = InferenceVersion()
 _inference_mode: ContextVar[InferenceVersion | None] = ContextVar("actorgrad_inference_mode", default=None)
 
 
+# Grad mode as `is_grad_enabled()` reports it while inference mode is on. `_grad_enabled` says whether ops record,
+# which they never do in inference mode: as in PyTorch, `enable_grad()` inside `inference_mode()` turns the
+# reported mode on but records nothing (and the per-op path still reads one flag).
+_grad_in_inference: ContextVar[bool] = ContextVar("actorgrad_grad_in_inference", default=False)
+
+
 def is_grad_enabled() -> bool:
-    return _grad_enabled.get()
+    return _grad_enabled.get() if _inference_mode.get() is None else _grad_in_inference.get()
+
+
+def _set_grad_mode(mode: bool) -> tuple:
+    """Switch grad mode (recording only outside inference mode); the tokens undo it."""
+    if _inference_mode.get() is None:
+        return _grad_enabled.set(mode), None
+    return _grad_enabled.set(False), _grad_in_inference.set(mode)
+
+
+def _reset_grad_mode(tokens: tuple) -> None:
+    grad, reported = tokens
+    if reported is not None:
+        _grad_in_inference.reset(reported)
+    _grad_enabled.reset(grad)
 
 
 def is_inference_mode_enabled() -> bool:
@@ -150,10 +170,10 @@ class _GradMode(_DecoratorContextManager):
         return self.__class__()
 
     def __enter__(self) -> None:
-        self._tokens.append(_grad_enabled.set(self.mode))
+        self._tokens.append(_set_grad_mode(self.mode))
 
     def __exit__(self, *exc_info: object) -> None:
-        _grad_enabled.reset(self._tokens.pop())
+        _reset_grad_mode(self._tokens.pop())
 
 
 class no_grad(_GradMode):
@@ -181,20 +201,25 @@ class set_grad_enabled(_DecoratorContextManager):
 
     def __init__(self, mode: bool) -> None:
         self.mode = _as_flag(mode, "set_grad_enabled", "enabled")
-        self._before = _grad_enabled.get()
-        _grad_enabled.set(mode)
+        self._before = (_grad_enabled.get(), _grad_in_inference.get())
+        _set_grad_mode(mode)
 
     def clone(self) -> _GradMode:
         return enable_grad() if self.mode else no_grad()
 
     def __enter__(self) -> None:
-        _grad_enabled.set(self.mode)
+        _set_grad_mode(self.mode)
+
+    def _restore(self) -> None:
+        """The mode from before `set_grad_enabled(...)` switched it."""
+        _grad_enabled.set(self._before[0])
+        _grad_in_inference.set(self._before[1])
 
     def __exit__(self, *exc_info: object) -> None:
-        _grad_enabled.set(self._before)  # the mode from before set_grad_enabled(...) switched it
+        self._restore()
 
     def __call__(self, fn: F) -> F:
-        _grad_enabled.set(self._before)  # a decorator switches the mode only around each call
+        self._restore()  # a decorator switches the mode only around each call
         return super().__call__(fn)
 
     def __repr__(self) -> str:
@@ -223,9 +248,14 @@ class inference_mode(_DecoratorContextManager):
         return self.__class__(self.mode)
 
     def __enter__(self) -> None:
-        self._tokens.append((_grad_enabled.set(not self.mode), _inference_mode.set(INFERENCE if self.mode else None)))
+        self._tokens.append((
+            _grad_enabled.set(not self.mode),
+            _grad_in_inference.set(False),
+            _inference_mode.set(INFERENCE if self.mode else None),
+        ))
 
     def __exit__(self, *exc_info: object) -> None:
-        grad, inference = self._tokens.pop()
+        grad, reported, inference = self._tokens.pop()
         _inference_mode.reset(inference)
+        _grad_in_inference.reset(reported)
         _grad_enabled.reset(grad)

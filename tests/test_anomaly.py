@@ -81,7 +81,8 @@ def test_an_error_in_backward_carries_the_forward_stack_of_the_failing_node():
     stack = y.grad_fn.metadata["traceback_"]
     assert "record(FAILING" in stack[-1] and __file__ in stack[-1]
     with pytest.raises(ValueError, match="this backward always fails") as caught:
-        (y * 3).sum().backward()
+        with detect_anomaly():  # on during backward too: PyTorch reports the stack only then
+            (y * 3).sum().backward()
     notes = "\n".join(caught.value.__notes__)
     assert "Error detected in FailingBackward. Traceback of forward call that caused the error:" in notes
     assert "y = record(FAILING, x._data * 2, (x,))" in notes

@@ -86,11 +86,17 @@ def forward_stack() -> list[str]:
 
 
 def note_forward_stack(error: BaseException, node: Any) -> None:
-    """Warn with the forward stack of the node whose backward failed, as PyTorch does before it raises, and add it
-    to the error, if the node kept one."""
+    """With anomaly mode on during backward (as PyTorch checks): warn with the forward stack of the node whose
+    backward failed, before the error is raised, and add it to the error; or say that the node kept none because
+    its forward ran outside anomaly mode."""
+    if _anomaly_mode.get() is None:
+        return
     metadata = node._metadata
     if metadata is not None and FORWARD_STACK_KEY in metadata:
         stack = "".join(metadata[FORWARD_STACK_KEY])
         message = f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
         warnings.warn(message + stack, UserWarning, stacklevel=2)
         error.add_note(message + stack.rstrip())
+    else:
+        warnings.warn(f"Error detected in {node.name()}. No forward pass information available. Enable detect "
+                      "anomaly during forward pass for more information.", UserWarning, stacklevel=2)

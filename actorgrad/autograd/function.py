@@ -19,22 +19,15 @@ from typing import Any
 import numpy as np
 
 from actorgrad.accumulate_grad import gradient_edge
+from actorgrad.autograd.function_outputs import alias_input, note_views, pack_function_saved, take_dirty, wrap_output
 from actorgrad.grad_mode import _grad_enabled, no_grad, set_grad_enabled
 from actorgrad.hooks import own_staged_grads
 from actorgrad.node import InputMetadata, Node
-from actorgrad.ops.inplace_recording import CUSTOM_FUNCTION, CUSTOM_FUNCTION_VIEWS, MULTI_OUTPUT, rebase_view
-from actorgrad.ops.record import SECOND_BACKWARD, _modified_error, share_if_view
+from actorgrad.ops.record import MODIFIED, SECOND_BACKWARD, _modified_error
+from actorgrad.saved_tensors import _saved_tensors_hooks
 from actorgrad.tensor import Tensor
 
 __all__ = ["BackwardCFunction", "Function", "FunctionCtx", "InplaceFunction", "once_differentiable"]
-
-DIRTY_VIEW = (
-    "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot return more "
-    "than one Tensor. This is not supported by the current autograd engine. You should either make sure the input is "
-    "not a view (using .clone() for example) or make your Function only return one Tensor (potentially splitting it "
-    "into two Functions: one doing the inplace that returns a single Tensor and a second one that does the other "
-    "operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do this change."
-)
 
 
 class FunctionCtx:
@@ -62,9 +55,17 @@ class FunctionCtx:
         """The saved tensors, refused (as in PyTorch) if any was changed in place after forward returned."""
         if self._saved is None:
             raise RuntimeError(SECOND_BACKWARD)
-        for t, version in zip(self._saved, self._saved_versions):
+        for i, (t, version) in enumerate(zip(self._saved, self._saved_versions)):
             if t is not None and t._version != version:
+                nr = self._saved_output_nrs[i]
+                if nr is not None:  # a saved output names this node (its history when saved), as in PyTorch
+                    raise RuntimeError(MODIFIED.format(
+                        dtype=t._data.dtype, shape=list(t.shape), now=t._version, saved=version,
+                        source=f", which is output {nr} of {self._forward_cls.__name__},",
+                    ))
                 raise _modified_error(self, t, version)
+        if self._packed:
+            return tuple(None if p is None else p.value(False) for p in self._saved)
         return self._saved
 
     def mark_dirty(self, *tensors: Tensor) -> None:
@@ -92,6 +93,8 @@ class BackwardCFunction(FunctionCtx, Node):
         self._dirty: tuple = ()
         self._non_differentiable: tuple = ()
         self._materialize_grads = True
+        self._saved_output_nrs: tuple = ()  # per saved tensor: which output of this node it is, or None
+        self._packed = False  # True: `_saved` holds values packed by saved-tensor hooks
         self.needs_input_grad = ()
 
     def apply(self, grads: list, task: Any) -> Any:
@@ -125,12 +128,13 @@ class BackwardCFunction(FunctionCtx, Node):
         return out
 
     def _gradients_out(self, result: Any, task: Any) -> list:
-        """Check backward's gradients against the inputs, one per forward argument, as the engine passes them on."""
+        """Check backward's gradients against the inputs, one per forward argument (None for those that are not
+        tensors), and pass on one per edge: per tensor input, as PyTorch's node has."""
         if not task.keep_graph:
             self._saved = None
-        grads = result if isinstance(result, tuple | list) else (result,)
-        edges = self.next_functions
-        expected = len(edges)
+        grads = result if isinstance(result, tuple) else (result,)  # as PyTorch: a list is one (bad) gradient
+        inputs = self._forward_inputs
+        expected = len(inputs)
         if len(grads) > expected and all(g is None for g in grads[expected:]):
             grads = grads[:expected]
         if len(grads) != expected:
@@ -142,23 +146,26 @@ class BackwardCFunction(FunctionCtx, Node):
         recorded = ops is not None
         if not recorded:
             ops = self.device.ops
-        out = [None] * expected
-        for i, (g, (node, _)) in enumerate(zip(grads, edges)):
-            if g is None:
+        out = []  # one per edge: per tensor input
+        edges = iter(self.next_functions)
+        for i, (g, input_metadata) in enumerate(zip(grads, inputs)):
+            if input_metadata is None:
+                if g is not None:
+                    raise RuntimeError(
+                        f"function {self.name()} returned a gradient different than None at position {i + 1}, but "
+                        f"the corresponding forward input was not a Variable"
+                    )
                 continue
-            if self._forward_inputs[i] is None:
-                raise RuntimeError(
-                    f"function {self.name()} returned a gradient different than None at position {i + 1}, but the "
-                    f"corresponding forward input was not a Variable"
-                )
-            if node is None:
+            node = next(edges)[0]
+            if g is None or node is None:
+                out.append(None)
                 continue
             if not isinstance(g, Tensor):
                 raise RuntimeError(
                     f"function {self.name()} returned a gradient of type {type(g).__name__} at index {i}: "
                     f"expected Tensor or None"
                 )
-            shape, dtype, device = self._forward_inputs[i]
+            shape, dtype, device = input_metadata
             if g.shape != shape and _broadcast_shape(shape, g.shape) != g.shape:
                 raise RuntimeError(
                     f"Function {self.name()} returned an invalid gradient at index {i} - got {list(g.shape)} "
@@ -172,7 +179,7 @@ class BackwardCFunction(FunctionCtx, Node):
                     f"but got {g._device}"
                 )
             g = g if recorded else g._data
-            out[i] = ops.cast(ops.sum_to(g, shape), dtype)
+            out.append(ops.cast(ops.sum_to(g, shape), dtype))
         return out
 
 
@@ -246,12 +253,14 @@ class Function:
                 cls.setup_context(ctx, args, result)
             else:
                 result = cls.forward(ctx, *args, **kwargs)
+        outputs = result if isinstance(result, tuple) else (result,)
+        if ctx._dirty:
+            take_dirty(ctx, args, outputs)
         if not (_grad_enabled.get() and any(ctx.needs_input_grad)):
             if isinstance(result, tuple):
-                return tuple(_alias_input(ctx, o, args) for o in result)
-            return _alias_input(ctx, result, args)
-        outputs = result if isinstance(result, tuple) else (result,)
-        edges = tuple(gradient_edge(a) if isinstance(a, Tensor) else (None, 0) for a in args)
+                return tuple(alias_input(ctx, o, args) for o in result)
+            return alias_input(ctx, result, args)
+        edges = tuple(gradient_edge(a) for a in args if isinstance(a, Tensor))  # as PyTorch: one per tensor input
         metadata = tuple(
             InputMetadata(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in outputs
         )
@@ -261,8 +270,15 @@ class Function:
         ctx._forward_inputs = tuple(
             InputMetadata(a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args
         )
-        wrapped = tuple(_wrap_output(ctx, o, k, args) for k, o in enumerate(outputs))
-        _note_views(ctx, wrapped)
+        wrapped = tuple(wrap_output(ctx, o, k, args) for k, o in enumerate(outputs))
+        if ctx._saved:
+            ctx._saved_output_nrs = tuple(
+                next((k for k, o in enumerate(wrapped) if t is not None and o is t), None) for t in ctx._saved
+            )
+            hooks = _saved_tensors_hooks.get()
+            if hooks is not None:
+                pack_function_saved(ctx, wrapped, hooks)
+        note_views(ctx, wrapped)
         return wrapped if isinstance(result, tuple) else wrapped[0]
 
 
@@ -287,56 +303,6 @@ class InplaceFunction(Function):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(LEGACY_CALL)
-
-
-def _alias_input(ctx: BackwardCFunction, output: Any, args: tuple) -> Any:
-    """An output that is an input returned as is (not marked dirty) as a new tensor without history on its data,
-    sharing its version counter, as PyTorch returns `input.detach()` for it."""
-    if isinstance(output, Tensor) and any(output is a for a in args) and not any(output is t for t in ctx._dirty):
-        return output.detach()
-    return output
-
-
-def _wrap_output(ctx: BackwardCFunction, output: Any, k: int, args: tuple) -> Any:
-    """Output k as a tensor whose history is the node: a tensor marked dirty is rebased in place (through its
-    base, for a view); an input returned as is becomes a view of it (a new tensor on its data, sharing its version
-    counter). Outputs marked non-differentiable, and those of a dtype that cannot have gradients (integers, bools),
-    get no history."""
-    if not isinstance(output, Tensor):
-        return output
-    dirty = any(output is t for t in ctx._dirty)
-    differentiable = output.dtype.kind in "fc" and not any(output is t for t in ctx._non_differentiable)
-    if dirty:
-        if output._grad_fn is None and output._requires_grad:
-            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-        if output._base is not None and differentiable:
-            if len(ctx.input_metadata) > 1:
-                raise RuntimeError(DIRTY_VIEW)
-            rebase_view(output, ctx)
-            return output
-    elif any(output is a for a in args):
-        if not differentiable:
-            return output.detach()
-        view = Tensor(output._data, device=output._device)
-        share_if_view(view, (output,))
-        output = view
-    if not differentiable:
-        output._grad_fn = None
-        return output
-    output._grad_fn = ctx
-    output._output_nr = k
-    return output
-
-
-def _note_views(ctx: BackwardCFunction, outputs: tuple) -> None:
-    """Tell the in-place ops which outputs with this node as history are views (an input returned as is, a view
-    made in forward, not one marked dirty): as in PyTorch they refuse to change those (or views of them), which
-    would bypass this node's backward, with PyTorch's error for a function returning several views when it has
-    more than one differentiable output."""
-    ours = [k for k, o in enumerate(outputs) if isinstance(o, Tensor) and o._grad_fn is ctx]
-    views = [k for k in ours if outputs[k]._base is not None and not any(outputs[k] is t for t in ctx._dirty)]
-    if views:
-        CUSTOM_FUNCTION_VIEWS[ctx] = dict.fromkeys(views, MULTI_OUTPUT if len(ours) > 1 else CUSTOM_FUNCTION)
 
 
 class _DelayedErrorNode(Node):

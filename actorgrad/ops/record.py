@@ -139,7 +139,7 @@ def _modified_error(node: Node, saved: Any, version: int) -> RuntimeError:
         fn, nr = node, 0
     else:
         fn, nr = saved._grad_fn, saved._output_nr
-    source = "" if fn is None else f", which is output {nr} of {re.sub(r'Backward[0-9]+$', '', fn.name())},"
+    source = "" if fn is None else f", which is output {nr} of {re.sub(r'Backward[0-9]*$', '', fn.name())},"
     data = saved._data
     return RuntimeError(MODIFIED.format(
         dtype=data.dtype, shape=list(data.shape), source=source, now=saved._vc.value, saved=version
@@ -198,7 +198,7 @@ class FormulaNode(Node):
                         grad = formula(ops, g, *(ops.unpack(values, self) if recorded else raw))
                     if reduce is not None:
                         grad = ops.sum_to(grad, reduce)
-                    out[i] = grad if cast is None else ops.cast(grad, cast)
+                    out[i] = grad if cast is None or grad is None else ops.cast(grad, cast)  # None: no gradient
         finally:
             if recorded:
                 _grad_enabled.reset(mode)
