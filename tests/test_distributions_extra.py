@@ -677,7 +677,7 @@ def test_low_rank_broadcasts_the_batch_and_expands():
     wider = single.expand((3, 2))
     assert type(wider) is D.LowRankMultivariateNormal and wider.batch_shape == (3, 2)
     assert wider.cov_factor.shape == (3, 2, 4, 2) and wider.covariance_matrix.shape == (3, 2, 4, 4)
-    assert_close(wider.log_prob(f64(LR_LOC[::-1])), np.full((3, 2), mvn_log_density(LR_LOC[::-1], LR_LOC, LR_COV[1])))
+    assert_close(wider.log_prob(f64(LR_LOC[::-1].copy())), np.full((3, 2), mvn_log_density(LR_LOC[::-1], LR_LOC, LR_COV[1])))
     assert_close(wider.precision_matrix[2, 1], np.linalg.inv(LR_COV[1]))
 
 

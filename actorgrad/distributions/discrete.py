@@ -23,6 +23,7 @@ from actorgrad.distributions.utils import (
 from actorgrad.grad_mode import no_grad
 from actorgrad.ops.activations import one_hot
 from actorgrad.ops.losses import binary_cross_entropy_with_logits
+from actorgrad.ops.operands import broadcast_error
 from actorgrad.ops.selection import where
 from actorgrad.ops.unary import logit
 from actorgrad.random_tensors import bernoulli, multinomial
@@ -210,7 +211,10 @@ class Categorical(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         value = value.long().unsqueeze(-1)
-        shape = np.broadcast_shapes(value.shape, self.logits.shape)
+        try:
+            shape = np.broadcast_shapes(value.shape, self.logits.shape)
+        except ValueError:  # PyTorch's RuntimeError, as its broadcast_tensors raises it
+            raise broadcast_error("broadcast_tensors", value.shape, self.logits.shape) from None
         return self.logits.expand(shape).gather(-1, value.expand(shape)[..., :1]).squeeze(-1)
 
     def entropy(self) -> Tensor:

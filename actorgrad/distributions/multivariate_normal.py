@@ -7,12 +7,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
-
 from actorgrad.creation import eye
 from actorgrad.distributions import constraints
 from actorgrad.distributions.distribution import Distribution
 from actorgrad.distributions.utils import lazy_property
+from actorgrad.ops.index_sets import broadcast_shapes  # PyTorch's error for shapes that do not broadcast
 from actorgrad.ops.linalg import matmul
 from actorgrad.ops.linalg_decompositions import cholesky, solve
 from actorgrad.random_tensors import randn
@@ -99,7 +98,7 @@ class MultivariateNormal(VectorNormal):
         if matrix.shape[-1] != n:
             raise ValueError(f"{name} must be of shape (..., {n}, {n}) to match loc's last dim {n}, got "
                              f"{tuple(matrix.shape)}")
-        batch_shape = tuple(np.broadcast_shapes(matrix.shape[:-2], loc.shape[:-1]))
+        batch_shape = tuple(broadcast_shapes(matrix.shape[:-2], loc.shape[:-1]))
         setattr(self, name, matrix.expand(batch_shape + matrix.shape[-2:]))
         self.loc = loc.expand(batch_shape + (n,))
         super().__init__(batch_shape, (n,), validate_args=validate_args)

@@ -28,6 +28,7 @@ from actorgrad.distributions.transforms_structural import (
 )
 from actorgrad.distributions.utils import broadcast_all, sum_rightmost
 from actorgrad.ops.activations import logsigmoid, softplus
+from actorgrad.ops.index_sets import broadcast_shapes  # PyTorch's error for shapes that do not broadcast
 from actorgrad.ops.padding import pad
 from actorgrad.tensor import Tensor
 
@@ -172,7 +173,7 @@ class PowerTransform(Transform):
         return (self.exponent * y / x).abs().log()
 
     def forward_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
-        return tuple(np.broadcast_shapes(tuple(shape), self.exponent.shape))
+        return tuple(broadcast_shapes(tuple(shape), self.exponent.shape))
 
     def inverse_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
         return self.forward_shape(shape)
@@ -245,7 +246,7 @@ class AffineTransform(Transform):
 
     def forward_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
         loc_shape, scale_shape = getattr(self.loc, "shape", ()), getattr(self.scale, "shape", ())
-        return tuple(np.broadcast_shapes(tuple(shape), loc_shape, scale_shape))
+        return tuple(broadcast_shapes(tuple(shape), loc_shape, scale_shape))
 
     def inverse_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
         return self.forward_shape(shape)

@@ -11,6 +11,7 @@ import numpy as np
 
 from actorgrad.default_dtype import default_float
 from actorgrad.grad_mode import enable_grad
+from actorgrad.ops.operands import broadcast_error
 from actorgrad.ops.padding import pad
 from actorgrad.random_tensors import randn
 from actorgrad.tensor import Tensor
@@ -36,7 +37,10 @@ def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
     like = next((v for v in values if isinstance(v, Tensor)), None)
     dtype, device = (default_float(), None) if like is None else (like.dtype, like.device)
     tensors = [v if isinstance(v, Tensor) else tensor(v, dtype=dtype, device=device) for v in values]
-    shape = np.broadcast_shapes(*(t.shape for t in tensors))
+    try:
+        shape = np.broadcast_shapes(*(t.shape for t in tensors))
+    except ValueError:  # PyTorch's RuntimeError, as its broadcast_tensors raises it
+        raise broadcast_error("broadcast_tensors", *(t.shape for t in tensors)) from None
     return tuple(t if t.shape == shape else t.expand(shape) for t in tensors)
 
 

@@ -24,6 +24,7 @@ from actorgrad.distributions.multivariate_normal import (
 from actorgrad.distributions.student_t import Chi2
 from actorgrad.distributions.utils import is_number, lazy_property
 from actorgrad.ops.gamma import digamma, mvlgamma
+from actorgrad.ops.index_sets import broadcast_shapes  # PyTorch's error for shapes that do not broadcast
 from actorgrad.ops.linalg import matmul
 from actorgrad.ops.linalg_decompositions import cholesky, slogdet
 from actorgrad.ops.sections import diag_embed
@@ -84,7 +85,7 @@ class Wishart(ExponentialFamily):
             batch_shape = matrix.shape[:-2]
             self.df = tensor(df, dtype=matrix.dtype, device=matrix.device).expand(batch_shape)
         else:
-            batch_shape = tuple(np.broadcast_shapes(matrix.shape[:-2], df.shape))
+            batch_shape = tuple(broadcast_shapes(matrix.shape[:-2], df.shape))
             self.df = df.expand(batch_shape)
         p = matrix.shape[-1]
         if bool(self.df.le(p - 1).any()):

@@ -27,6 +27,7 @@ class Adafactor(CountingOptimizer):
     u = g / sqrt(max(v, eps1^2)); p -= alpha / max(1, rms(u) / d) * u. eps1 None is the dtype's epsilon."""
 
     _loaded_group_defaults = dict(foreach=None)
+    _complex_error = "Adafactor does not support complex parameters"
 
     def __init__(
         self,

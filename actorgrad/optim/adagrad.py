@@ -49,7 +49,10 @@ class Adagrad(CountingOptimizer):
                 self.state[p] = self._fresh_state(p._data, p._device)
 
     def _fresh_state(self, param: Any, device: Device) -> dict:
-        initial = device.xp.full_like(param, self.defaults["initial_accumulator_value"])
+        value = self.defaults["initial_accumulator_value"]
+        if param.dtype.kind == "c":  # PyTorch starts both parts of a complex parameter's sum at the value
+            value = complex(value, value)
+        initial = device.xp.full_like(param, value)
         return {"step": counter(), "sum": Tensor(initial, device=device)}
 
     def _update(self, group: dict, param: Any, grad: Any, state: dict, device: Device) -> None:

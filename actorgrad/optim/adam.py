@@ -40,10 +40,14 @@ class Adam(Optimizer):
         fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
+        if isinstance(lr, Tensor) and foreach and not capturable:  # PyTorch's first check, for its foreach kernels
+            raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
         check_adam_arguments(lr, eps, betas, weight_decay)
         if not (all(isinstance(b, float) for b in betas[:2]) or all(isinstance(b, Tensor) for b in betas[:2])):
             raise ValueError("betas must be either both floats or both Tensors")
         for i in (0, 1):
+            if isinstance(betas[i], Tensor) and foreach and not capturable:
+                raise ValueError(f"betas[{i}] as a Tensor is not supported for capturable=False and foreach=True")
             if isinstance(betas[i], Tensor) and betas[i].numel() != 1:
                 raise ValueError(f"Tensor betas[{i}] must be 1-element")
         defaults = dict(
@@ -54,6 +58,8 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, group: dict, param: Any, grad: Any, state: dict, device: Device) -> None:
+        if group["foreach"] and isinstance(group["lr"], Tensor) and not group["capturable"]:  # a group added later
+            raise RuntimeError("lr as a Tensor is not supported for capturable=False and foreach=True")
         lr = number(group["lr"])
         beta1, beta2 = map(number, group["betas"])
         if not state:
@@ -79,9 +85,9 @@ class Adam(Optimizer):
         param -= step_size * exp_avg / denom
 
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        """Load as every optimizer does; a step saved as a number (by an older version) becomes a tensor."""
-        super().load_state_dict(state_dict)
+    def _fill_loaded(self) -> None:
+        """A step saved as a number (by an older version) becomes a tensor."""
+        super()._fill_loaded()
         for state in self.state.values():
             if "step" in state and not isinstance(state["step"], Tensor):
                 state["step"] = Tensor(np.array(float(state["step"]), default_float()))
@@ -111,8 +117,8 @@ class AdamW(Adam):
             capturable=capturable, differentiable=differentiable, fused=fused, decoupled_weight_decay=True,
         )
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        """Load as Adam does, keeping weight decay decoupled whatever the saved groups say (as PyTorch does)."""
-        super().load_state_dict(state_dict)
+    def _fill_loaded(self) -> None:
+        """Weight decay stays decoupled whatever the saved groups say (as PyTorch's)."""
+        super()._fill_loaded()
         for group in self.param_groups:
             group["decoupled_weight_decay"] = True

@@ -21,8 +21,8 @@ class CountingOptimizer(Optimizer):
 
     _counters: tuple[str, ...] = ("step",)
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        super().load_state_dict(state_dict)
+    def _fill_loaded(self) -> None:
+        super()._fill_loaded()
         for state in self.state.values():
             for name in self._counters:
                 if name in state and not isinstance(state[name], Tensor):

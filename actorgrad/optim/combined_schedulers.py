@@ -7,7 +7,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
-from actorgrad.optim.lr_scheduler import LRScheduler, _lrs
+from actorgrad.optim.lr_scheduler import LRScheduler, _lrs, set_group_value
 from actorgrad.optim.optimizer import Optimizer
 from actorgrad.optim.plateau_scheduler import ReduceLROnPlateau
 
@@ -66,7 +66,7 @@ class SequentialLR(_SchedulerOfSchedulers):
         self.optimizer = optimizer
         # Undo the first step each scheduler took when it was made, then take it again for the first one only.
         for group in optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
+            set_group_value(group, "lr", group["initial_lr"])
         self.recursive_undo()
         first = self._schedulers[bisect_right(milestones, 0)]
         first._initial_step()

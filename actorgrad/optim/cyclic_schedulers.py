@@ -9,22 +9,25 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from actorgrad.optim.lr_scheduler import LRScheduler
+from actorgrad.optim.lr_scheduler import LRScheduler, set_group_value
 from actorgrad.optim.optimizer import Optimizer
+from actorgrad.tensor import Tensor
 
 _PHASE_KEYS = ("end_step", "start_lr", "end_lr", "start_momentum", "end_momentum")
 
 
 def _format_param(name: str, optimizer: Optimizer, param: Any) -> list[Any]:
-    """One value per parameter group: a list of them as given (checked for length), or one value repeated."""
+    """One value per parameter group: a list of them as given (checked for length), or one value repeated; a
+    Tensor value is copied for each group, as PyTorch's, so no two groups share one."""
     if isinstance(param, list | tuple):
         if len(param) != len(optimizer.param_groups):
             raise ValueError(
                 f"{name} must have the same length as optimizer.param_groups. {name} has {len(param)} values, "
                 f"param_groups has {len(optimizer.param_groups)}."
             )
-        return list(param)
-    return [param] * len(optimizer.param_groups)
+    else:
+        param = [param] * len(optimizer.param_groups)
+    return [value.clone() if isinstance(value, Tensor) else value for value in param]
 
 
 def _uses_beta1(optimizer: Optimizer) -> bool:
@@ -76,7 +79,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
-                group["lr"] = lr
+                set_group_value(group, "lr", lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
         step_size_up = float(step_size_up)
         step_size_down = float(step_size_down) if step_size_down is not None else step_size_up

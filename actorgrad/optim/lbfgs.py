@@ -13,7 +13,7 @@ from typing import Any
 
 from actorgrad.grad_mode import enable_grad, no_grad
 from actorgrad.optim.line_search import strong_wolfe
-from actorgrad.optim.optimizer import Optimizer, check_non_negative, check_tensor_lr, number
+from actorgrad.optim.optimizer import Optimizer, check_non_negative, check_tensor_lr, number, real_pairs
 from actorgrad.tensor import Tensor
 from actorgrad.version_counter import bump_version
 
@@ -50,16 +50,18 @@ class LBFGS(Optimizer):
 
     # -- the parameters as one flat vector -------------------------------------------------------------------
     def _flat_grad(self) -> Any:
+        """The gradients as one vector; a complex parameter's as its (re, im) pairs, as PyTorch gathers them."""
         xp = self._params[0]._device.xp
-        return xp.concatenate([
-            xp.zeros(p.numel(), p.dtype) if p.grad is None else p.grad._data.reshape(-1) for p in self._params
-        ])
+        grads = [xp.zeros(p.numel(), p.dtype) if p.grad is None else p.grad._data.reshape(-1) for p in self._params]
+        return xp.concatenate([real_pairs(g).reshape(-1) if g.dtype.kind == "c" else g for g in grads])
 
     def _move(self, step: Any, direction: Any) -> None:
         """Parameters += step * direction, in place."""
         offset = 0
         for p in self._params:
             data = self._own_array(p)
+            if data.dtype.kind == "c":
+                data = real_pairs(data)
             data += step * direction[offset:offset + data.size].reshape(data.shape)
             offset += data.size
             bump_version(p)

@@ -17,7 +17,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from actorgrad.grad_mode import no_grad
 from actorgrad.optim.optimizer import Optimizer
+from actorgrad.tensor import Tensor
 
 __all__ = [
     "ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "CyclicLR", "ExponentialLR",
@@ -34,8 +36,19 @@ EPOCH_DEPRECATION_WARNING = (
 HOW_TO_ADJUST = "See more details at https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate"
 
 
-def _lrs(optimizer: Optimizer) -> list[float]:
-    return [group["lr"] for group in optimizer.param_groups]
+def _lrs(optimizer: Optimizer, key: str = "lr") -> list[float | Tensor]:
+    """Each group's `key`, a Tensor one copied (as PyTorch's), so a later in-place change leaves the list as it is."""
+    return [group[key].clone() if isinstance(group[key], Tensor) else group[key] for group in optimizer.param_groups]
+
+
+def set_group_value(group: dict, key: str, value: float | Tensor) -> None:
+    """Write a scheduled value into a group: a Tensor option (`lr=tensor(0.1)`) is filled in place, as PyTorch
+    does, so the Tensor the optimizer (and its user) holds follows the schedule; a number is replaced."""
+    if isinstance(group[key], Tensor):
+        with no_grad():
+            group[key].fill_(value.reshape(()) if isinstance(value, Tensor) else value)
+    else:
+        group[key] = value
 
 
 def _track_step_called(optimizer: Optimizer) -> None:
@@ -72,7 +85,8 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                lr = group["lr"]
+                group.setdefault("initial_lr", lr.clone() if isinstance(lr, Tensor) else lr)
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
@@ -82,7 +96,7 @@ class LRScheduler:
                         "checkpoint but haven't properly loaded the optimizer state\n2. You're using last_epoch >= 0 "
                         "for a fresh training run (not recommended)"
                     )
-        self.base_lrs: list[float] = [group["initial_lr"] for group in optimizer.param_groups]
+        self.base_lrs: list[float | Tensor] = _lrs(optimizer, "initial_lr")
         self.last_epoch = last_epoch
         _track_step_called(optimizer)
         self._initial_step()
@@ -153,7 +167,7 @@ class LRScheduler:
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values, strict=True):
-            group["lr"] = lr
+            set_group_value(group, "lr", lr)
         self._last_lr = _lrs(self.optimizer)
 
 

@@ -6,7 +6,7 @@ import math
 import warnings
 from typing import Any
 
-from actorgrad.optim.lr_scheduler import EPOCH_DEPRECATION_WARNING, LRScheduler, _lrs
+from actorgrad.optim.lr_scheduler import EPOCH_DEPRECATION_WARNING, LRScheduler, _lrs, set_group_value
 from actorgrad.optim.optimizer import Optimizer
 
 
@@ -80,7 +80,7 @@ class ReduceLROnPlateau(LRScheduler):
             old_lr = float(group["lr"])
             new_lr = max(old_lr * self.factor, min_lr)
             if old_lr - new_lr > self.eps:  # changes smaller than eps are ignored
-                group["lr"] = new_lr
+                set_group_value(group, "lr", new_lr)
 
     @property
     def in_cooldown(self) -> bool:
