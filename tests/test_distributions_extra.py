@@ -677,7 +677,8 @@ def test_low_rank_broadcasts_the_batch_and_expands():
     wider = single.expand((3, 2))
     assert type(wider) is D.LowRankMultivariateNormal and wider.batch_shape == (3, 2)
     assert wider.cov_factor.shape == (3, 2, 4, 2) and wider.covariance_matrix.shape == (3, 2, 4, 4)
-    assert_close(wider.log_prob(f64(LR_LOC[::-1].copy())), np.full((3, 2), mvn_log_density(LR_LOC[::-1], LR_LOC, LR_COV[1])))
+    reversed_loc = LR_LOC[::-1].copy()
+    assert_close(wider.log_prob(f64(reversed_loc)), np.full((3, 2), mvn_log_density(reversed_loc, LR_LOC, LR_COV[1])))
     assert_close(wider.precision_matrix[2, 1], np.linalg.inv(LR_COV[1]))
 
 
@@ -840,7 +841,7 @@ GPU_CASES = {
     "RelaxedBernoulli": (lambda t, p: D.RelaxedBernoulli(t, probs=p), [0.7, [0.1, 0.8]], [0.2, 0.6]),
     "RelaxedOneHotCategorical": (lambda t, lg: D.RelaxedOneHotCategorical(t, logits=lg),
                                  [0.7, [0.1, -0.5, 1.0]], [0.1, 0.2, 0.7]),
-    "LowRankMultivariateNormal": (D.LowRankMultivariateNormal, [LR_LOC, LR_FACTOR, LR_DIAG], LR_LOC[::-1]),
+    "LowRankMultivariateNormal": (D.LowRankMultivariateNormal, [LR_LOC, LR_FACTOR, LR_DIAG], LR_LOC[::-1].copy()),
     "MixtureSameFamily": (lambda lg, m, s: D.MixtureSameFamily(D.Categorical(logits=lg), D.Normal(m, s)),
                           [MIX_LOGITS, MIX_LOC, MIX_SCALE], [0.3, -0.2]),
 }

@@ -215,7 +215,8 @@ def test_multivariate_normal_kl_divergence_equals_the_closed_form_and_passes_gra
         return D.kl_divergence(D.MultivariateNormal(loc_p, lower_factor_to_covariance(factor_p)),
                                D.MultivariateNormal(loc_q, scale_tril=factor_q, validate_args=False))
 
-    assert gradcheck(kl, [f64(LOC, True), f64(SCALE_TRIL, True), f64(other_loc, True), f64(SCALE_TRIL[::-1].copy(), True)])
+    other_tril = SCALE_TRIL[::-1].copy()
+    assert gradcheck(kl, [f64(LOC, True), f64(SCALE_TRIL, True), f64(other_loc, True), f64(other_tril, True)])
 
 
 def test_multivariate_normal_expand_broadcasts_the_batch():
@@ -684,9 +685,9 @@ def test_new_constraints_check_as_torchs():
 
 # -- on cuda:0 (CuPy, or the stand-in in CI) --------------------------------------------------------------------------
 GPU_CASES = {
-    "MultivariateNormal": (lambda loc, cov: D.MultivariateNormal(loc, cov), [LOC, COVARIANCE], LOC[::-1]),
+    "MultivariateNormal": (lambda loc, cov: D.MultivariateNormal(loc, cov), [LOC, COVARIANCE], LOC[::-1].copy()),
     "MultivariateNormal(precision)": (lambda loc, p: D.MultivariateNormal(loc, precision_matrix=p),
-                                      [LOC, np.linalg.inv(COVARIANCE)], LOC[::-1]),
+                                      [LOC, np.linalg.inv(COVARIANCE)], LOC[::-1].copy()),
     "StudentT": (D.StudentT, list(T_PARAMS), [0.1, 0.4, -2.0, 5.0]),
     **{name: (build, params, value) for name, (build, params, value, _) in COUNT_CASES.items()},
 }

@@ -193,14 +193,22 @@ def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
     if name == "pow":
         if dtype == bool_:  # bools to a bool tensor's power: PyTorch has no kernel (numpy's gives int8)
             raise not_implemented("pow", dtype)
-        if dtype.kind in "iu" and np.any(b._data < 0):
-            raise RuntimeError(NEGATIVE_INTEGER_POWER)
     elif name in ("floor_divide", "remainder"):
         if dtype == bool_ or dtype.kind == "c":  # complex numbers have no floor
             raise not_implemented("div_floor_cpu" if name == "floor_divide" else "remainder_cpu", dtype)
-        if dtype.kind in "iu" and np.any(b._data == 0):  # numpy would give 0 with a warning
+        if dtype.kind in "iu" and a._data.size and np.any(b._data == 0):  # numpy gives 0; none for an empty a
             raise RuntimeError(f"ZeroDivisionError: integer {name} by zero; divide floating tensors for inf or nan")
     return a, b, data_as(a, dtype), data_as(b, dtype)
+
+
+def _integer_power(xp: Any, x: Any, y: Any) -> Any:
+    """PyTorch's integer power, where a negative exponent (numpy refuses it) gives 1 for a base of 1, -1 or 1 for
+    -1 by the exponent's parity, and 0 for any other base (0 included)."""
+    negative = y < 0
+    power = xp.power(x, xp.where(negative, 0, y))
+    odd = (y % 2).astype(bool)
+    ones = (x == 1) | ((x == -1) & ~odd)
+    return xp.where(negative, ones.astype(power.dtype) - ((x == -1) & odd).astype(power.dtype), power)
 
 
 def _binary(name: str, a: Any, b: Any, rule: Rule | None = None) -> Tensor:
@@ -220,6 +228,8 @@ def _binary(name: str, a: Any, b: Any, rule: Rule | None = None) -> Tensor:
     where = a._device if a._device is not cpu else b._device
     if where is not cpu and name in ("floor_divide", "remainder") and x.dtype.kind == "f":
         kernel = partial(python_division, where.xp, name == "remainder")
+    elif name == "pow" and x.dtype.kind in "iu" and (y < 0).any():
+        kernel = partial(_integer_power, where.xp)
     elif where is not cpu:  # the device's own ufunc: numpy's would reach it only through __array_ufunc__
         kernel = getattr(where.xp, kernel.__name__)
     try:
@@ -313,7 +323,9 @@ def pow(input: Any, exponent: Any) -> Tensor:
         return record(POW_SCALAR, data, (input,), exponent=exponent)
     if isinstance(exponent, Tensor) and _is_number(input):
         dtype = result_type(input, exponent)
-        data = np.power(*kernel_operands(as_operand(input, dtype, wrap=True)._data, data_as(exponent, dtype)))
+        base, power = kernel_operands(as_operand(input, dtype, wrap=True)._data, data_as(exponent, dtype))
+        negative = dtype.kind in "iu" and (power < 0).any()
+        data = _integer_power(exponent._device.xp, base, power) if negative else np.power(base, power)
         return record(RPOW_SCALAR, data, (exponent,), base=input)
     if exponent.__class__ is bool and isinstance(input, Tensor) and input._data.dtype == bool_:
         # numpy's power of bools is int8; PyTorch's stays bool: x ** True is x, x ** False is all True

@@ -16,6 +16,7 @@ import numpy as np
 from actorgrad.ops.arithmetic import _no_derivative, pow
 from actorgrad.ops.operands import (
     SCALAR_NAMES,
+    as_operand,
     common_dtype,
     data_as,
     floating,
@@ -23,7 +24,7 @@ from actorgrad.ops.operands import (
     require_tensors,
 )
 from actorgrad.ops.pointwise import _broadcast_kernel, _method
-from actorgrad.ops.record import Rule, as_tensor_operand, common_device, record
+from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.shape import to_dtype
 from actorgrad.tensor import Tensor, float64
 
@@ -73,14 +74,14 @@ def fmod(input: Tensor, other: Tensor | float) -> Tensor:
     if not isinstance(input, Tensor):
         raise TypeError(f"fmod(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     number = not isinstance(other, Tensor)
-    other_t = as_tensor_operand(other, input)
-    device = common_device((input, other_t))
     dtype = common_dtype(input, other)
+    other_t = as_operand(other, dtype, input, wrap=True)  # an int out of the dtype's range wraps, as PyTorch's
+    device = common_device((input, other_t))
     xp = device.xp
-    if dtype.kind == "b":
-        raise NotImplementedError("\"fmod_cpu\" not implemented for 'Bool'")
+    if dtype.kind in "bc":
+        raise NotImplementedError(f"\"fmod_{device.type}\" not implemented for '{SCALAR_NAMES[dtype]}'")
     x, y = kernel_operands(data_as(input, dtype), data_as(other_t, dtype))
-    if dtype.kind in "biu" and bool((y == 0).any()):
+    if dtype.kind in "biu" and x.size and bool((y == 0).any()):  # an empty input divides nothing
         raise RuntimeError("ZeroDivisionError")
     with np.errstate(invalid="ignore", divide="ignore"):
         data = xp.asarray(_broadcast_kernel("fmod", xp.fmod, x, y), dtype=dtype)
@@ -93,6 +94,8 @@ def _choose(op: str, rule: Rule, kernel: str, input: Tensor, other: Tensor) -> T
     require_tensors(op, input=input, other=other)
     device = common_device((input, other))
     dtype = common_dtype(input, other)
+    if dtype.kind == "c":
+        raise RuntimeError(f"{op} not implemented for complex tensors.")
     xp = device.xp
     x, y = kernel_operands(data_as(input, dtype), data_as(other, dtype))
     data = xp.asarray(_broadcast_kernel(op, getattr(xp, kernel), x, y), dtype=dtype)
@@ -133,9 +136,9 @@ def copysign(input: Tensor, other: Tensor | float) -> Tensor:
             f"{type(other).__name__}), but expected one of:\n * (Tensor input, Tensor other)\n"
             " * (Tensor input, Number other)"
         )
-    other_t = as_tensor_operand(other, input)
-    device = common_device((input, other_t))
     dtype = floating(common_dtype(input, other))
+    other_t = as_operand(other, dtype, input)  # a number in the floating result dtype: copysign(uint8, -3) is fine
+    device = common_device((input, other_t))
     x, y = kernel_operands(data_as(input, dtype), data_as(other_t, dtype))
     data = _broadcast_kernel("copysign", device.xp.copysign, x, y)
     if isinstance(other, Tensor):
@@ -149,6 +152,8 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
     require_tensors("heaviside", input=input, values=values)
     if input.dtype != values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    if input.dtype.kind == "c":
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
     device = common_device((input, values))
     xp = device.xp
     x, y = kernel_operands(input._data, values._data)
@@ -157,16 +162,20 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
 
 
 def float_power(input: Tensor | float, exponent: Tensor | float) -> Tensor:
-    """input ** exponent in float64, whatever the operands' dtypes: each tensor not in float64 is copied to it first
-    (ToCopyBackward0) and the power recorded as pow's, as PyTorch does."""
+    """input ** exponent in float64 (complex128 when either operand is complex), whatever the operands' dtypes:
+    each tensor not in that dtype is copied to it first (ToCopyBackward0) and the power recorded as pow's, as
+    PyTorch does."""
     tensors = [isinstance(v, Tensor) for v in (input, exponent)]
-    if not any(tensors) or not all(isinstance(v, Tensor | int | float) for v in (input, exponent)):
+    if not any(tensors) or not all(isinstance(v, Tensor | int | float | complex) for v in (input, exponent)):
         raise TypeError(
             f"float_power() received an invalid combination of arguments - got ({type(input).__name__}, "
             f"{type(exponent).__name__}), but expected one of:\n * (Tensor input, Tensor exponent)\n"
             " * (Number self, Tensor exponent)\n * (Tensor input, Number exponent)"
         )
-    base, power = (to_dtype(v, float64) if t and v.dtype != float64 else v for v, t in zip((input, exponent), tensors))
+    pair = tuple(zip((input, exponent), tensors))
+    is_complex = any(v.is_complex() if t else isinstance(v, complex) for v, t in pair)
+    dtype = np.dtype(np.complex128) if is_complex else float64
+    base, power = (to_dtype(v, dtype) if t and v.dtype != dtype else v for v, t in pair)
     return pow(base, power)
 
 

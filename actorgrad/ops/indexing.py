@@ -18,6 +18,7 @@ from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
 from actorgrad.ops.shape import MASKED_GRAD, single_dim
 from actorgrad.tensor import Tensor
+from actorgrad.user_warnings import warn
 
 __all__ = ["gather", "index_select", "masked_fill", "scatter_add"]
 
@@ -85,6 +86,9 @@ def index_put_zeros(g: Tensor, shape: tuple[int, ...], basic: tuple, advanced: t
 
 
 # -- tensor[index] -----------------------------------------------------------------------------------------------
+UINT8_INDEX = "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead."
+
+
 def _host(array: Any) -> np.ndarray:
     """An index array on the host, where indexes are checked and parsed (a GPU array copies over)."""
     return array if isinstance(array, np.ndarray) else array.get()
@@ -94,6 +98,9 @@ def _index_array(entry: Any) -> np.ndarray | None:
     """An index entry as a host array when it is a tensor, array or list, else None."""
     if isinstance(entry, Tensor):
         entry = _host(entry._data)
+        if entry.dtype == np.uint8:  # a byte tensor is a mask, as in PyTorch (not the ints 0 and 1)
+            warn(UINT8_INDEX)
+            entry = entry.astype(np.bool_)
     elif isinstance(entry, list):
         entry = np.asarray([_host(e._data) if isinstance(e, Tensor) else e for e in entry])
         if entry.size == 0:
@@ -125,8 +132,8 @@ def _entries(index: Any) -> list:
             entry = int(array)  # a 0-dim integer tensor indexes as an int, as in PyTorch
         elif array is not None:
             entry = array
-        elif isinstance(entry, bool):
-            raise IndexError("indexing with a Python bool is not supported; use a boolean mask tensor")
+        elif isinstance(entry, bool | np.bool_):  # a 0-d mask, as in PyTorch: x[True] is x[None]
+            entry = np.array(entry)
         elif isinstance(entry, np.integer):
             entry = int(entry)
         elif not (isinstance(entry, int | slice) or entry is None or entry is Ellipsis):
@@ -185,12 +192,15 @@ def parse_index(index: Any, shape: tuple[int, ...]) -> tuple[tuple, tuple | None
             if entry.indices(shape[dim]) != (0, shape[dim], 1) or not isinstance(index, tuple):
                 name = "SliceBackward0"  # PyTorch skips a slice that keeps the whole dim, unless it is alone
             dim += 1
+        elif entry.dtype.kind == "b" and not entry.ndim:  # x[True] is x[None], x[False] that with 0 rows
+            basic.append(None)
+            advanced.append(np.zeros(int(entry), dtype=np.intp))
+            any_array = True
         elif entry.dtype.kind == "b":
-            covered = shape[dim:dim + entry.ndim]
-            if entry.shape != covered:
+            if entry.shape != shape[dim:dim + entry.ndim]:
                 raise IndexError(
                     f"The shape of the mask {list(entry.shape)} at index {dim} does not match the shape of the "
-                    f"indexed tensor {list(covered)} at index {dim}"
+                    f"indexed tensor {list(shape)} at index {dim}"
                 )
             basic += [slice(None)] * entry.ndim
             advanced += list(np.nonzero(entry))

@@ -105,11 +105,11 @@ def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return cat(tensors, dim)
 
 
-def concatenate(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Alias of cat."""
+def concatenate(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
+    """Alias of cat; numpy's name `axis` for the dim is taken too, as PyTorch takes it."""
     if not isinstance(tensors, list | tuple):
         raise not_tensors("concatenate", tensors)
-    return cat(tensors, dim)
+    return cat(tensors, dim if axis is None else axis)
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:

@@ -15,7 +15,7 @@ import numpy as np
 from actorgrad.ops.extrema import _extreme_all_grad, _select_grad
 from actorgrad.ops.operands import SCALAR_NAMES, not_implemented
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import MEAN, _spread, input_size, kept, one_dim, reduced_dims, sum
+from actorgrad.ops.reductions import MEAN, _spread, accumulation_dtype, input_size, kept, one_dim, reduced_dims, sum
 from actorgrad.ops.shape import single_dim
 from actorgrad.ops.statistics import STD, VAR, _variance
 from actorgrad.tensor import Tensor, int64
@@ -53,7 +53,7 @@ def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any 
         x = x.astype(int64)
     dims = reduced_dims(dim, x.ndim, "nansum") if x.ndim else one_dim(dim or 0, 0, "nansum")
     kernel = input._device.xp.nansum if x.dtype.kind == "f" else input._device.xp.sum
-    data = kernel(x, axis=dims, keepdims=keepdim)
+    data = kernel(x, axis=dims, keepdims=keepdim, dtype=accumulation_dtype(x.dtype))
     return record(NANSUM, data.astype(x.dtype, copy=False), (input,), kept_shape=kept(x.shape, dims),
                   self_shape=x.shape)
 
@@ -127,7 +127,8 @@ def _moments(op: str, rules: tuple[Rule, Rule], input: Tensor, dim: Any, unbiase
     if rules is STD_MEAN:
         data = np.sqrt(data)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = x.sum(axis=params["dims"], keepdims=keepdim) / np.float64(params["count"])
+        total = x.sum(axis=params["dims"], keepdims=keepdim, dtype=accumulation_dtype(x.dtype))
+        mean = total / np.float64(params["count"])
     spread = record(rules[0], data, (input,), **params)
     return spread, record(rules[1], mean.astype(x.dtype, copy=False), (input,), **params)
 

@@ -37,17 +37,17 @@ ATAN2 = Rule(
     (("self", "other"), lambda ops, g, self, other: _atan2_grad(ops, g, self, other, True)),
     broadcasts=True,
 )
-LERP_NUMBER = Rule(
+LERP_NUMBER = Rule(  # conjugated for complex tensors (conjugate() of a real number is itself)
     "LerpBackward0",
-    (("weight",), lambda ops, g, weight: g * (1 - weight)),
-    (("weight",), lambda ops, g, weight: g * weight),
+    (("weight",), lambda ops, g, weight: g * (1 - weight).conjugate()),
+    (("weight",), lambda ops, g, weight: g * weight.conjugate()),
     broadcasts=True,
 )
 LERP_TENSOR = Rule(
     "LerpBackward1",
-    (("weight",), lambda ops, g, weight: g * (1 - weight)),
-    (("weight",), lambda ops, g, weight: g * weight),
-    (("self", "end"), lambda ops, g, self, end: g * (end - self)),
+    (("weight",), lambda ops, g, weight: g * ops.conj(1 - weight)),
+    (("weight",), lambda ops, g, weight: g * ops.conj(weight)),
+    (("self", "end"), lambda ops, g, self, end: g * ops.conj(end - self)),
     broadcasts=True,
 )
 ADDCMUL = Rule(
@@ -90,7 +90,7 @@ def arctan2(input: Tensor, other: Tensor) -> Tensor:
 
 def lerp(input: Tensor, end: Tensor, weight: float | Tensor) -> Tensor:
     """input + weight * (end - input), computed from whichever end is nearer (as PyTorch's kernel, so weight 1
-    gives `end` exactly). All tensors must share one floating dtype."""
+    gives `end` exactly). All tensors must share one floating or complex dtype."""
     require_tensors("lerp", input=input, end=end)
     tensors = {"end": end, "weight": weight} if isinstance(weight, Tensor) else {"end": end}
     x = input._data
@@ -98,7 +98,7 @@ def lerp(input: Tensor, end: Tensor, weight: float | Tensor) -> Tensor:
         if t.dtype != x.dtype:
             raise RuntimeError(f"expected dtype {TYPE_META_NAMES.get(x.dtype, x.dtype)} for `{name}` but got dtype "
                                f"{TYPE_META_NAMES.get(t.dtype, t.dtype)}")
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
         raise NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES.get(x.dtype, x.dtype)}\'')
     device = common_device((input, *tensors.values()))

@@ -63,15 +63,33 @@ LOGSUMEXP = Rule(
     ),
     cost=input_size,
 )
+
+FLOAT32 = np.dtype(np.float32)
+
+
+def float16_in_float32(formula: Any) -> Any:
+    """`formula` (a gradient rule's, which sums along dims) run in float32 for a float16 gradient and cast back,
+    as PyTorch's float16 kernels accumulate: a float16 sum along a long dim stops growing at 2048."""
+
+    def run(ops: Any, g: Any, *saved: Any) -> Any:
+        if g.dtype != np.float16:
+            return formula(ops, g, *saved)
+        wide = [ops.cast(v, FLOAT32) if getattr(v, "dtype", None) == np.float16 else v for v in saved]
+        return ops.cast(formula(ops, ops.cast(g, FLOAT32), *wide), g.dtype)
+
+    return run
+
+
 LOG_SOFTMAX = Rule(
     "LogSoftmaxBackward0",
-    (("result", "dim"), lambda ops, g, result, dim: ops.log_softmax_grad(g, result, dim)),
+    (("result", "dim"), float16_in_float32(lambda ops, g, result, dim: ops.log_softmax_grad(g, result, dim))),
 )
 SOFTMAX = Rule(
     "SoftmaxBackward0",
-    (("result", "dim"), lambda ops, g, result, dim: result * (g - ops.sum(g * result, dim, keepdim=True))),
+    (("result", "dim"),
+     float16_in_float32(lambda ops, g, result, dim: result * (g - ops.sum(g * result, dim, keepdim=True)))),
 )
-CUMSUM = Rule("CumsumBackward0", (("dim",), lambda ops, g, dim: ops.reverse_cumsum(g, dim)))
+CUMSUM = Rule("CumsumBackward0", (("dim",), float16_in_float32(lambda ops, g, dim: ops.reverse_cumsum(g, dim))))
 CUMSUM_SCALAR = Rule("CumsumBackward0", ((), None))
 
 
@@ -116,23 +134,32 @@ def kept(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(1 if i in dims else n for i, n in enumerate(shape))
 
 
+def accumulation_dtype(dtype: np.dtype) -> Any:
+    """The dtype a sum of `dtype` runs in: float32 for float16, as PyTorch's (numpy's float16 sum along a strided
+    dim stops growing at 2048), else None (the array's own)."""
+    return np.float32 if dtype == np.float16 else None
+
+
 def _reduce(rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bool, op: str, dtype: Any):
     """`op` over `dim`; with `dtype`, the input is cast to it first, as PyTorch does (the gradient comes back in
     the input's dtype)."""
     x = input._data if dtype is None else input._data.astype(dtype, copy=False)
     if dim is not None and not isinstance(dim, int) and len(dim) == 0:
         dim = None  # an empty dim list reduces every dim, as in PyTorch
+    acc = accumulation_dtype(x.dtype)
     if dim is None:
-        data = getattr(x, op)(keepdims=keepdim)  # the ndarray method of the same name
+        data = getattr(x, op)(keepdims=keepdim, dtype=acc).astype(x.dtype, copy=False)  # the ndarray method
         return record(rule_all, data, (input,), kept_shape=(1,) * x.ndim, self_shape=x.shape, count=x.size)
     dims = normalize_dims(dim, x.ndim, op) if x.ndim else one_dim(dim, 0, op)  # a 0-d tensor has no dim to reduce
     kept_shape = kept(x.shape, dims)
-    data = getattr(x, op)(axis=dims, keepdims=keepdim)
+    data = getattr(x, op)(axis=dims, keepdims=keepdim, dtype=acc).astype(x.dtype, copy=False)
     count = math.prod(x.shape[d] for d in dims)
     return record(rule_dim, data, (input,), kept_shape=kept_shape, self_shape=x.shape, count=count)
 
 
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    if dtype is None and input._data.dtype.kind in "biu":
+        dtype = np.int64  # integers and bools sum in int64, as in PyTorch (numpy's sum of uint8 is uint64)
     return _reduce(SUM, SUM_DIM, input, dim, keepdim, "sum", dtype)
 
 
@@ -204,7 +231,8 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     shift = kept_max(x.real, dims)  # complex inputs shift by the largest real part; the log is the principal one
     shift = np.where(np.isfinite(shift), shift, 0)  # a row of -inf (or an empty one) sums to 0: its log is -inf
     with np.errstate(divide="ignore"):
-        data = np.log(np.exp(x - shift).sum(axis=dims, keepdims=True)) + shift
+        total = np.exp(x - shift).sum(axis=dims, keepdims=True, dtype=accumulation_dtype(x.dtype))
+        data = (np.log(total) + shift).astype(x.dtype, copy=False)
     if not keepdim:
         data = data.reshape([n for i, n in enumerate(x.shape) if i not in dims])
     return record(LOGSUMEXP, data, (input,), kept_shape=kept_shape, self_shape=x.shape)
@@ -229,17 +257,18 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, op: str) -> tuple[Any, t
 
 def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     x, dims = _softmax_input(input, dim, dtype, "log_softmax")
+    acc = accumulation_dtype(x.dtype)  # float16 normalises in float32, as PyTorch's
     # an empty input has nothing to normalise (its empty sums would take log(0) and warn)
-    data = input._device.ops.log_softmax(x, dims) if x.size else x.copy()
-    return record(LOG_SOFTMAX, data, (input,), dim=dims)
+    data = input._device.ops.log_softmax(x.astype(acc or x.dtype, copy=False), dims) if x.size else x.copy()
+    return record(LOG_SOFTMAX, data.astype(x.dtype, copy=False), (input,), dim=dims)
 
 
 def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     x, dims = _softmax_input(input, dim, dtype, "softmax")
     with np.errstate(invalid="ignore"):  # a row of -inf gives nan, as in PyTorch
         e = np.exp(x - kept_max(x, dims))
-        data = e / e.sum(axis=dims, keepdims=True)
-    return record(SOFTMAX, data, (input,), dim=dims)
+        data = e / e.sum(axis=dims, keepdims=True, dtype=accumulation_dtype(x.dtype))  # float16 sums in float32
+    return record(SOFTMAX, data.astype(x.dtype, copy=False), (input,), dim=dims)
 
 
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
@@ -251,6 +280,8 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
         normalize_dims(dim, 0, "cumsum")
         return record(CUMSUM_SCALAR, x.astype(dtype or x.dtype), (input,))
     (d,) = normalize_dims(dim, x.ndim, "cumsum")
+    if np.dtype(dtype or x.dtype) == np.float16:  # accumulated in float32, as PyTorch's (numpy's stalls at 2048)
+        return record(CUMSUM, np.cumsum(x, axis=d, dtype=np.float32).astype(np.float16), (input,), dim=d)
     return record(CUMSUM, np.cumsum(x, axis=d, dtype=dtype), (input,), dim=d)
 
 

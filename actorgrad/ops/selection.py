@@ -22,6 +22,7 @@ from actorgrad.ops.operands import (
     result_type,
 )
 from actorgrad.ops.record import Rule, common_device, record
+from actorgrad.ops.searching import nonzero
 from actorgrad.tensor import Tensor, bool_
 
 __all__ = ["clamp", "clamp_max", "clamp_min", "clip", "maximum", "minimum", "where"]
@@ -192,10 +193,25 @@ def _kernel_operand(array: Any, xp: Any) -> Any:
     return array if isinstance(array, xp.ndarray) else array[()]
 
 
-def where(condition: Tensor, input: Any, other: Any) -> Tensor:
-    """input where condition holds, else other; all three broadcast, input and other may be Python numbers."""
+_WHERE_FORMS = (
+    "but expected one of:\n * (Tensor condition)"
+    "\n * (Tensor condition, Tensor input, Tensor other, *, Tensor out = None)"
+    "\n * (Tensor condition, Number self, Tensor other)\n * (Tensor condition, Tensor input, Number other)"
+    "\n * (Tensor condition, Number self, Number other)\n"
+)
+_UNSET: Any = object()
+
+
+def where(condition: Tensor, input: Any = _UNSET, other: Any = _UNSET) -> Tensor | tuple[Tensor, ...]:
+    """input where condition holds, else other; all three broadcast, input and other may be Python numbers.
+    where(condition) alone is nonzero(condition, as_tuple=True), as in PyTorch."""
     if not isinstance(condition, Tensor):
         raise TypeError(f"where(): argument 'condition' must be Tensor, not {type(condition).__name__}")
+    if input is _UNSET and other is _UNSET:
+        return nonzero(condition, as_tuple=True)
+    if input is _UNSET or other is _UNSET:
+        given = "Tensor" if other is _UNSET else "other=Tensor"
+        raise TypeError(f"where() received an invalid combination of arguments - got (Tensor, {given}), {_WHERE_FORMS}")
     if condition._data.dtype != bool_:
         raise RuntimeError(
             f"where expected condition to be a boolean tensor, but got a tensor with dtype {condition._data.dtype}"

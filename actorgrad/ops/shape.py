@@ -9,12 +9,14 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.padding import pad
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import normalize_dims, one_dim
 from actorgrad.ops.resampling import pixel_shuffle, pixel_unshuffle
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn
+from actorgrad.version_counter import version_counter
 
 __all__ = [
     "broadcast_to", "clone", "flatten", "flip", "pad", "permute", "pixel_shuffle", "pixel_unshuffle", "repeat",
@@ -29,8 +31,8 @@ def _reshape_back(ops: Any, g: Any, self_shape: tuple[int, ...]) -> Any:
 _RESHAPE_BACK = (("self_shape",), _reshape_back)
 MASKED_GRAD = (("mask",), lambda ops, g, mask: g * mask)  # the gradient where a mask is 1
 VIEW = Rule("ViewBackward0", _RESHAPE_BACK)
-TRANSPOSE = Rule(
-    "TransposeBackward0", (("dim0", "dim1"), lambda ops, g, dim0, dim1: ops.swapaxes(g, dim0, dim1))
+TRANSPOSE = Rule(  # a 0-d tensor's transpose(0, -1) swaps nothing: numpy has no axis 0 to swap with itself
+    "TransposeBackward0", (("dim0", "dim1"), lambda ops, g, dim0, dim1: ops.swapaxes(g, dim0, dim1) if g.ndim else g)
 )
 T_RULE = Rule("TBackward0", (("dims",), lambda ops, g, dims: ops.permute(g, dims)))
 PERMUTE = Rule(
@@ -71,9 +73,18 @@ def _shape_arg(shape: tuple) -> tuple:
     return tuple(shape)
 
 
-def reshape(input: Tensor, *shape: Any) -> Tensor:
+def _sizes_or_keyword(op: str, positional: tuple, keyword: Any, name: str) -> tuple:
+    """Sizes or dims given as separate ints, one sequence, or PyTorch's keyword (`x.flip(dims=[0])`)."""
+    if keyword is None:
+        return _shape_arg(positional)
+    if positional:
+        raise TypeError(f"{op}() got multiple values for argument '{name}'")
+    return _shape_arg((keyword,))
+
+
+def reshape(input: Tensor, *sizes: Any, shape: Any = None) -> Tensor:
     x = input._data
-    target = _shape_arg(shape)
+    target = _sizes_or_keyword("reshape", sizes, shape, "shape")
     for i, n in enumerate(target):
         if isinstance(n, int) and n < -1:
             raise RuntimeError(f"invalid shape dimension {n} at index {i} of shape {list(target)}")
@@ -100,8 +111,45 @@ VIEW_INCOMPATIBLE = (
 )
 
 
-def view(input: Tensor, *shape: Any) -> Tensor:
-    """`reshape` that refuses to copy: the result must share the input's memory, as PyTorch's view does."""
+def _is_dtype(value: Any) -> bool:
+    return isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic))
+
+
+def _view_as_dtype(input: Tensor, dtype: np.dtype) -> Tensor:
+    """The input's memory read as `dtype` (bits reinterpreted, no gradient, as PyTorch's view(dtype)); a dtype of
+    another size scales the last dim, on PyTorch's conditions on the layout."""
+    x = input._data
+    if dtype.itemsize != x.dtype.itemsize:
+        names = (SCALAR_NAMES.get(d, d) for d in (x.dtype, dtype))
+        pair = "view {} as {} (different element sizes)".format(*names)
+        if not x.ndim:
+            raise RuntimeError(f"self.dim() cannot be 0 to {pair}")
+        strides, ratio = input.stride(), dtype.itemsize // x.dtype.itemsize
+        if strides[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 to {pair}, but got {strides[-1]}")
+        if ratio > 1:
+            checks = [("size(-1)", x.shape[-1]), ("storage_offset()", input.storage_offset())]
+            for what, n in checks + [(f"stride({d})", st) for d, st in enumerate(strides[:-1])]:
+                if n % ratio:
+                    raise RuntimeError(f"self.{what} must be divisible by {ratio} to {pair}, but got {n}")
+        if not x.size:
+            last = x.shape[-1] * x.dtype.itemsize // dtype.itemsize
+            x = input._device.xp.empty(x.shape[:-1] + (last,), x.dtype)  # numpy views no empty array as another size
+    out = Tensor(x.view(dtype), device=input._device)
+    out._vc = version_counter(input)  # a write through either is a change of both, as for detach()
+    return out
+
+
+def view(input: Tensor, *shape: Any, size: Any = None, dtype: Any = None) -> Tensor:
+    """`reshape` that refuses to copy: the result must share the input's memory, as PyTorch's view does.
+    view(dtype) reads the memory as another dtype instead."""
+    shape = _sizes_or_keyword("view", shape, size, "size")
+    if dtype is None and len(shape) == 1 and _is_dtype(shape[0]):
+        (dtype,), shape = shape, ()
+    if dtype is not None:
+        if shape:
+            raise TypeError("view() takes either a shape or a dtype, not both")
+        return _view_as_dtype(input, np.dtype(dtype))
     out = reshape(input, *shape)
     if out._base is None and out._data.size:  # numpy's reshape copied: no strides give this shape in place
         raise RuntimeError(VIEW_INCOMPATIBLE)
@@ -117,9 +165,9 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     return record(TRANSPOSE, np.swapaxes(x, d0, d1) if x.ndim else x, (input,), dim0=d0, dim1=d1)
 
 
-def permute(input: Tensor, *dims: Any) -> Tensor:
+def permute(input: Tensor, *order: Any, dims: Any = None) -> Tensor:
     x = input._data
-    order = _shape_arg(dims)
+    order = _sizes_or_keyword("permute", order, dims, "dims")
     if len(order) != x.ndim:
         raise RuntimeError(
             f"permute(): number of dims in the ordering ({len(order)}) does not match the tensor's {x.ndim} dims"
@@ -259,9 +307,10 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
     )
 
 
-def flip(input: Tensor, *dims: Any) -> Tensor:
+def flip(input: Tensor, *flipped: Any, dims: Any = None) -> Tensor:
     x = input._data
-    dims = normalize_dims(_shape_arg(dims), x.ndim, "flip") if x.ndim else one_dim(_shape_arg(dims), 0, "flip")
+    flipped = _sizes_or_keyword("flip", flipped, dims, "dims")
+    dims = normalize_dims(flipped, x.ndim, "flip") if x.ndim else one_dim(flipped, 0, "flip")
     # a copy, as PyTorch's flip is: numpy's flipped view would follow later in-place changes of the input
     return record(FLIP, np.flip(x, dims).copy(), (input,), dims=dims)
 
@@ -316,9 +365,14 @@ def to_dtype(input: Tensor, dtype: Any) -> Tensor:
     return record(TO_COPY, x.astype(dtype), (input,), self_dtype=x.dtype)
 
 
+def expand(input: Tensor, *sizes: Any, size: Any = None) -> Tensor:
+    """Tensor.expand: broadcast_to with the sizes as separate ints, one sequence, or `size=`."""
+    return broadcast_to(input, _sizes_or_keyword("expand", sizes, size, "size"))
+
+
 METHODS = {
     "reshape": reshape, "view": view, "transpose": transpose, "permute": permute, "t": t, "mT": property(matrix_T),
-    "broadcast_to": broadcast_to, "expand": lambda self, *shape: broadcast_to(self, _shape_arg(shape)),
+    "broadcast_to": broadcast_to, "expand": expand,
     "T": property(numpy_T), "flatten": flatten, "squeeze": squeeze, "unsqueeze": unsqueeze, "repeat": repeat,
     "flip": flip, "roll": roll, "tril": tril, "triu": triu, "clone": clone, "contiguous": contiguous,
 }

@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.linalg_decompositions import check_floating
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import input_size, kept, one_dim, reduced_dims
+from actorgrad.ops.reductions import accumulation_dtype, float16_in_float32, input_size, kept, one_dim, reduced_dims
 from actorgrad.ops.selection import where
-from actorgrad.ops.shape import single_dim
+from actorgrad.ops.shape import single_dim, to_dtype
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn
 
@@ -35,12 +36,14 @@ def _std_grad(ops: Any, g: Any, self: Any, result: Any, dims: tuple, kept_shape:
 
 
 _MOMENTS = ("self", "dims", "kept_shape", "count", "scale")
-VAR = Rule("VarBackward0", (_MOMENTS, _var_grad), cost=input_size)
-STD = Rule("StdBackward0", (("self", "result", *_MOMENTS[1:]), _std_grad), cost=input_size)
+VAR = Rule("VarBackward0", (_MOMENTS, float16_in_float32(_var_grad)), cost=input_size)
+STD = Rule("StdBackward0", (("self", "result", *_MOMENTS[1:]), float16_in_float32(_std_grad)), cost=input_size)
 
 
 def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool, correction: Any):
     x = input._data
+    if x.dtype.kind not in "fc":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
     if isinstance(dim, bool):  # var(True): the legacy positional `unbiased`
         dim, unbiased = None, dim
     if unbiased is not None and correction is not None:
@@ -56,12 +59,13 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
             "(input numel divided by output numel)."
         )
     # dof <= 0 gives inf or nan, and an empty reduction nan whatever the correction, as in PyTorch
+    w = x.astype(accumulation_dtype(x.dtype) or x.dtype, copy=False)  # float16 in float32, as PyTorch's
     with np.errstate(divide="ignore", invalid="ignore"):
-        centered = x - x.mean(axis=dims, keepdims=True) if count else x  # empty: nothing to center (mean() warns)
+        centered = w - w.mean(axis=dims, keepdims=True) if count else w  # empty: nothing to center (mean() warns)
         if x.dtype.kind == "c":  # |x - mean|^2: a real variance, whose gradient is the same rule's
             centered = input._device.xp.abs(centered)
         data = (centered * centered).sum(axis=dims, keepdims=keepdim) / np.float64(max(dof, 0) if count else 0)
-    data = data.astype(centered.dtype, copy=False)
+    data = data.astype(np.float16 if x.dtype == np.float16 else centered.dtype, copy=False)
     # With dof <= 0 PyTorch's gradient over given dims still scales by 2 / dof (negative, or inf at 0); over all
     # dims (dim=None or a 0-d input) it is inf, or nan where x is its mean: see _var_grad.
     if dof > 0 or (dim is not None and x.ndim):
@@ -138,8 +142,32 @@ def _check_identity(p: float, dim: Any, shape: tuple[int, ...]) -> None:
             )
 
 
-def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
-    """The vector p-norm over `dim` (all dims by default): p = 'fro' (2), any number, inf or -inf."""
+def _norm_input(input: Tensor, dtype: Any) -> Tensor:
+    """The input norm computes on: floating or complex, cast first to `dtype` when one is given (PyTorch's checks
+    on it: the same kind as the input's, and no narrower)."""
+    x = input._data
+    if x.dtype.kind not in "fc":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{SCALAR_NAMES[x.dtype]}")
+    if dtype is None or np.dtype(dtype) == x.dtype:
+        return input
+    dtype = np.dtype(dtype)
+    name = SCALAR_NAMES.get(dtype, dtype)
+    if dtype.kind not in "fc":
+        raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but got {name}")
+    if (dtype.kind == "c") != (x.dtype.kind == "c"):
+        kind = "complex for complex" if x.dtype.kind == "c" else "real for real"
+        raise RuntimeError(f"linalg.vector_norm: dtype should be {kind} inputs, but got {name}")
+    if dtype.itemsize < x.dtype.itemsize:
+        raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({SCALAR_NAMES[x.dtype]}) should be "
+                           f"convertible without narrowing to the specified dtype ({name})")
+    return to_dtype(input, dtype)
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """The vector p-norm over `dim` (all dims by default): p = 'fro' (2), any number, inf or -inf; with `dtype`,
+    computed in that dtype."""
+    input = _norm_input(input, dtype)
     x = input._data
     if p == "fro" or p is None:
         p = 2
@@ -148,14 +176,16 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) 
     dims = reduced_dims(dim, x.ndim, "norm") if x.ndim else one_dim(dim or 0, 0, "norm")  # a 0-d tensor: dim 0, -1
     params = dict(dims=dims, kept_shape=kept(x.shape, dims), self_shape=x.shape)
     magnitude = np.abs(x)
+    real = magnitude.dtype  # the result's dtype: real for complex x
     if x.size == 0 and (p < 0 or p == math.inf):
         _check_identity(p, dim, x.shape)
     if math.isinf(p):
         data = (np.amax if p > 0 else np.amin)(magnitude, axis=dims, keepdims=keepdim)
         return record(INF_NORM, data, (input,), **params)
     if p == 0:
-        data = np.count_nonzero(x, axis=dims, keepdims=keepdim).astype(magnitude.dtype)  # real for complex x
+        data = np.count_nonzero(x, axis=dims, keepdims=keepdim).astype(real)
         return record(ZERO_NORM, data, (input,))
+    magnitude = magnitude.astype(accumulation_dtype(real) or real, copy=False)  # float16 sums in float32
     if p == 2:
         data = np.sqrt(np.sum(magnitude * magnitude, axis=dims, keepdims=keepdim))  # |x|^2: x * x for real x
     elif p == 1:
@@ -163,7 +193,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) 
     else:
         with np.errstate(divide="ignore"):  # for p < 0 a zero makes the norm 0, as in PyTorch
             data = np.sum(magnitude**p, axis=dims, keepdims=keepdim) ** (1 / p)
-    return record(P_NORM, data, (input,), p=p, **params)
+    return record(P_NORM, data.astype(real, copy=False), (input,), p=p, **params)
 
 
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:

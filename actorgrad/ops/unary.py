@@ -282,6 +282,8 @@ def sgn(input: Tensor) -> Tensor:
 
 def signbit(input: Tensor) -> Tensor:
     """Whether each element's sign bit is set (True for -0.0 and a negative NaN); a bool tensor without grad."""
+    if input.dtype.kind == "c":
+        raise NotImplementedError("signbit is not implemented for complex tensors.")
     xp = input._device.xp
     return Tensor(xp.asarray(xp.signbit(input._data)), device=input._device)  # 0-d: a numpy scalar
 
