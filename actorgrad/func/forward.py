@@ -119,7 +119,7 @@ def jvp(func: Callable, primals: tuple, tangents: Any, *, strict: bool = False, 
     lin = _Linearization(func, primals, None, has_aux, _JVP_API)
     output = lin.level.unwrap(tree_unflatten(lin.outputs, lin.output_spec))
     pushed = tree_unflatten(lin.push(flat_tangents, strict), lin.output_spec)
-    return (output, pushed, lin.level.unwrap(lin.aux)) if has_aux else (output, pushed)
+    return (output, pushed, lin.level.unwrap_aux(lin.aux)) if has_aux else (output, pushed)
 
 
 def _check_tangents(flat: list, primals: list) -> None:
@@ -178,7 +178,7 @@ def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = F
             for cols, p in zip(per_output, lin.primals)
         ] for per_output, out in zip(columns, lin.outputs)]
         result = nest_jacobian(blocks, lin.primals_spec, wrapped, lin.output_spec)
-        return (result, lin.level.unwrap(lin.aux)) if has_aux else result
+        return (result, lin.level.unwrap_aux(lin.aux)) if has_aux else result
 
     return wrapper
 

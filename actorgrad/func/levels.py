@@ -19,7 +19,7 @@ from typing import Any
 from actorgrad.accumulate_grad import AccumulateGrad
 from actorgrad.creation import zeros, zeros_like
 from actorgrad.engine import grad_sync, refuse_inside_trio
-from actorgrad.func.pytree import TreeSpec, tree_map, tree_unflatten
+from actorgrad.func.pytree import TreeSpec, tree_flatten, tree_map, tree_unflatten
 from actorgrad.grad_mode import enable_grad, is_grad_enabled
 from actorgrad.tensor import Tensor
 
@@ -81,6 +81,13 @@ class Level:
         keep = self.outer_grad
         return tree_map(lambda v: v if not isinstance(v, Tensor) or keep and self.reaches_outside(v) else v.detach(),
                         tree)
+
+    def unwrap_aux(self, aux: Any) -> Any:
+        """A has_aux function's aux, unwrapped; as in PyTorch, its leaves must all be tensors."""
+        for leaf in tree_flatten(aux)[0]:
+            if not isinstance(leaf, Tensor):
+                raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
+        return self.unwrap(aux)
 
     def gradients(self, outputs: list, inputs: list, grad_outputs: list | None = None, *,
                   create_graph: bool | None = None, retain_graph: bool | None = True,

@@ -46,7 +46,7 @@ def _grad_and_value(func: Callable, argnums: Any, has_aux: bool, args: tuple, kw
                                f"{output.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
     grads = level.gradients([output], fresh, retain_graph=None)  # kept only where a graph is recorded
     gradient = level.unwrap(tree_unflatten(grads, spec))
-    return gradient, (level.unwrap(output), level.unwrap(aux))
+    return gradient, (level.unwrap(output), level.unwrap_aux(aux) if has_aux else None)
 
 
 def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
@@ -123,7 +123,7 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     state = _Vjp(func, primals, None, has_aux)
     output = state.level.unwrap(state.output)
     if has_aux:
-        return output, state.vjp_fn, state.level.unwrap(state.aux)
+        return output, state.vjp_fn, state.level.unwrap_aux(state.aux)
     return output, state.vjp_fn
 
 
@@ -161,6 +161,6 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, *, has_aux: bool 
         state = _Vjp(func, args, argnums, has_aux)
         refuse_complex("jacrev", state.outputs, is_input=False)
         result = nest_jacobian(_jacobian_blocks(state), state.primals_spec, state.argnums, state.output_spec)
-        return (result, state.level.unwrap(state.aux)) if has_aux else result
+        return (result, state.level.unwrap_aux(state.aux)) if has_aux else result
 
     return wrapper

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import copy
+from collections.abc import Mapping, MutableMapping, MutableSequence, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,9 +21,20 @@ def _is_namedtuple(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(value, "_fields")
 
 
-def _rebuild(like: Any, values: Any) -> Any:
-    """`values` in a container of `like`'s type where that type can be built from them, else as they are."""
+def _rebuild(like: Any, values: dict | list) -> Any:
+    """`values` in a container of `like`'s type, as PyTorch does it: a mutable one is copied (so a defaultdict,
+    or a dict subclass whose constructor takes other arguments, keeps its type and attributes) and filled in,
+    another is built from the values; where that fails, the plain dict or list."""
     try:
+        if isinstance(like, MutableMapping):
+            clone = copy.copy(like)
+            clone.update(values)
+            return clone
+        if isinstance(like, MutableSequence):
+            clone = copy.copy(like)
+            for i, value in enumerate(values):
+                clone[i] = value
+            return clone
         return type(like)(values)
     except TypeError:
         return values

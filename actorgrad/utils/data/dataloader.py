@@ -4,7 +4,7 @@ dataset), fetches the samples and collates them into batches. Worker processes a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from actorgrad.random import Generator
 from actorgrad.utils.data.collate import default_collate, default_convert
@@ -29,7 +29,28 @@ class _RepeatNone(Sampler):
             yield None
 
 
-class DataLoader:
+class _LoaderIterator:
+    """One pass over a DataLoader of a map-style dataset: its batches, and (as PyTorch's iterator has) the
+    loader's length."""
+
+    def __init__(self, loader: DataLoader, batches: Iterator[Any]) -> None:
+        self._loader = loader
+        self._batches = batches
+
+    def __iter__(self) -> _LoaderIterator:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._batches)
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+
+T_co = TypeVar("T_co", covariant=True)
+
+
+class DataLoader(Generic[T_co]):
     """Batches of `dataset`'s samples: `batch_size` indices at a time from `sampler` (sequential, or random with
     `shuffle`; each pass over a shuffled loader draws a new order), or lists of indices from `batch_sampler`,
     collated by `collate_fn`. `batch_size=None` turns batching off (each sample is only converted)."""
@@ -118,9 +139,9 @@ class DataLoader:
         return self.batch_sampler if self.batch_sampler is not None else self.sampler
 
     def __iter__(self) -> Iterator[Any]:
-        if isinstance(self.dataset, IterableDataset):
+        if isinstance(self.dataset, IterableDataset):  # as PyTorch's, its iterator has no length
             return self._iter_stream()
-        return self._iter_indexed()
+        return _LoaderIterator(self, self._iter_indexed())
 
     def _iter_indexed(self) -> Iterator[Any]:
         # A dataset that can fetch many samples at once says so with __getitems__, as in PyTorch.

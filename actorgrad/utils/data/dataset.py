@@ -8,7 +8,7 @@ import itertools
 import math
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import actorgrad as ag
 from actorgrad.random import Generator
@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
-class Dataset:
-    """A map from keys (usually the indices 0 ... len - 1) to samples; `a + b` concatenates two."""
+T_co = TypeVar("T_co", covariant=True)
+
+
+def _fetch_many(dataset: Any, indices: list) -> list:
+    """`dataset`'s samples at `indices`, through its own `__getitems__` where it has one."""
+    fetch_many = getattr(dataset, "__getitems__", None)
+    if callable(fetch_many):
+        return fetch_many(indices)
+    return [dataset[i] for i in indices]
+
+
+class Dataset(Generic[T_co]):
+    """A map from keys (usually the indices 0 ... len - 1) to samples; `a + b` concatenates two. Generic in the
+    sample type, as PyTorch's, so that typed code can subclass `Dataset[Sample]`."""
 
     def __getitem__(self, index: Any) -> Any:
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
@@ -30,7 +42,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[T_co]):
     """A stream of samples (`__iter__`), for data that cannot be indexed; `a + b` chains two."""
 
     def __iter__(self) -> Iterator:
@@ -55,7 +67,7 @@ class TensorDataset(Dataset):
         return self.tensors[0].size(0)
 
 
-class StackDataset(Dataset):
+class StackDataset(Dataset[T_co]):
     """Sample i gathers sample i of each dataset, as a tuple (datasets given by position) or a dict (by name)."""
 
     def __init__(self, *args: Dataset, **kwargs: Dataset) -> None:
@@ -75,11 +87,24 @@ class StackDataset(Dataset):
             return {key: dataset[index] for key, dataset in self.datasets.items()}
         return tuple(dataset[index] for dataset in self.datasets)
 
+    def __getitems__(self, indices: list) -> list[tuple | dict]:
+        """The samples at `indices` in one call, each dataset fetching its part of them at once where it can."""
+        named = self.datasets if isinstance(self.datasets, dict) else dict(enumerate(self.datasets))
+        columns = {}
+        for key, dataset in named.items():
+            column = _fetch_many(dataset, indices)
+            if len(column) != len(indices):
+                raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(column)}")
+            columns[key] = column
+        if isinstance(self.datasets, dict):
+            return [{key: column[j] for key, column in columns.items()} for j in range(len(indices))]
+        return [tuple(column[j] for column in columns.values()) for j in range(len(indices))]
+
     def __len__(self) -> int:
         return self._length
 
 
-class ConcatDataset(Dataset):
+class ConcatDataset(Dataset[T_co]):
     """The samples of several map-style datasets one after another."""
 
     def __init__(self, datasets: Iterable[Dataset]) -> None:
@@ -119,7 +144,7 @@ class ChainDataset(IterableDataset):
         return sum(len(dataset) for dataset in self.datasets)
 
 
-class Subset(Dataset):
+class Subset(Dataset[T_co]):
     """The samples of `dataset` at `indices`, in that order."""
 
     def __init__(self, dataset: Dataset, indices: Sequence[int]) -> None:
@@ -130,6 +155,10 @@ class Subset(Dataset):
         if isinstance(idx, list):
             return self.dataset[[self.indices[i] for i in idx]]
         return self.dataset[self.indices[idx]]
+
+    def __getitems__(self, indices: list[int]) -> list:
+        """The samples at `indices` in one call: how a DataLoader fetches a batch, as in PyTorch."""
+        return _fetch_many(self.dataset, [self.indices[i] for i in indices])
 
     def __len__(self) -> int:
         return len(self.indices)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence, Sized
 from itertools import islice
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import actorgrad as ag
 from actorgrad.random import Generator
@@ -16,14 +16,17 @@ __all__ = [
 ]
 
 
-class Sampler:
-    """Yields dataset indices (or, for a batch sampler, lists of them)."""
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Sampler(Generic[T_co]):
+    """Yields dataset indices (or, for a batch sampler, lists of them); generic in what it yields, as PyTorch's."""
 
     def __iter__(self) -> Iterator:
         raise NotImplementedError
 
 
-class SequentialSampler(Sampler):
+class SequentialSampler(Sampler[int]):
     """0, 1, ..., len(data_source) - 1."""
 
     def __init__(self, data_source: Sized) -> None:
@@ -45,7 +48,7 @@ def _own_generator(generator: Generator | None) -> Generator:
     return Generator().manual_seed(seed)
 
 
-class RandomSampler(Sampler):
+class RandomSampler(Sampler[int]):
     """A random permutation of the indices, or `num_samples` indices drawn with replacement."""
 
     def __init__(self, data_source: Sized, replacement: bool = False, num_samples: int | None = None,
@@ -77,7 +80,7 @@ class RandomSampler(Sampler):
         return self.num_samples
 
 
-class SubsetRandomSampler(Sampler):
+class SubsetRandomSampler(Sampler[int]):
     """The given indices in a random order, without replacement."""
 
     def __init__(self, indices: Sequence[int], generator: Generator | None = None) -> None:
@@ -92,7 +95,7 @@ class SubsetRandomSampler(Sampler):
         return len(self.indices)
 
 
-class WeightedRandomSampler(Sampler):
+class WeightedRandomSampler(Sampler[int]):
     """`num_samples` indices drawn with probabilities proportional to `weights` (which need not sum to one)."""
 
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
@@ -117,7 +120,7 @@ class WeightedRandomSampler(Sampler):
         return self.num_samples
 
 
-class BatchSampler(Sampler):
+class BatchSampler(Sampler[list[int]]):
     """Groups another sampler's indices into lists of `batch_size`; `drop_last` drops a shorter last one."""
 
     def __init__(self, sampler: Iterable[Any], batch_size: int, drop_last: bool) -> None:
