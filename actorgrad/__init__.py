@@ -26,6 +26,7 @@ from actorgrad.creation import *  # noqa: F403
 from actorgrad.default_device import get_default_device, set_default_device
 from actorgrad.default_dtype import get_default_dtype, set_default_dtype
 from actorgrad.devices import Device, device, stream
+from actorgrad.dtype_info import finfo, iinfo
 from actorgrad.engine import backward, grad
 from actorgrad.grad_mode import (
     enable_grad,
@@ -37,10 +38,11 @@ from actorgrad.grad_mode import (
 )
 from actorgrad.interop import *  # noqa: F403
 from actorgrad.interop import range as range  # not in __all__: keeps the builtin
+from actorgrad.legacy_types import LEGACY_TYPES, set_default_tensor_type
 from actorgrad.node import Node
 from actorgrad.ops import *  # noqa: F403
 from actorgrad.ops.complex_parts import complex as complex  # not in __all__: keeps the builtin
-from actorgrad.ops.storage_methods import strided
+from actorgrad.ops.storage_methods import Layout, strided
 from actorgrad.print_options import set_printoptions
 from actorgrad.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from actorgrad.random_tensors import *  # noqa: F403
@@ -56,11 +58,15 @@ complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 cfloat, cdouble = complex64, complex128
 # PyTorch's names; left out of __all__, so that `import *` keeps the builtins
 bool, float, double, half, long, int = bool_, float32, float64, float16, int64, int32
+# PyTorch's constants (math's and numpy's) and type names (a dtype is numpy's, a shape a tuple), also outside __all__
+e, inf, nan, newaxis, pi = np.e, np.inf, np.nan, None, np.pi
+dtype, Size, layout = np.dtype, tuple, Layout
+globals().update(LEGACY_TYPES)  # FloatTensor, LongTensor ...
 
 __all__ = [
     "AccumulateGrad", "Device", "Generator", "Node", "Tensor", "autograd", "backward", "bool_", "complex128",
     "complex64", "device", "distributions",
-    "enable_grad", "fft", "float16", "float32", "float64", "func", "functional", "get_default_dtype",
+    "enable_grad", "fft", "finfo", "iinfo", "float16", "float32", "float64", "func", "functional", "get_default_dtype",
     "get_num_workers",
     "grad", "initial_seed", "set_default_dtype",
     "int8",
@@ -69,7 +75,7 @@ __all__ = [
     "profile", "set_grad_enabled", "set_num_workers", "special", "stream", "tensor", "testing", "uint8", "utils",
     *ops.__all__, *creation.__all__, *random_tensors.__all__, *windows.__all__,
     "get_default_device", "get_rng_state", "load", "save", "seed", "set_default_device", "set_printoptions",
-    "set_rng_state", "strided", *interop.__all__, *settings.__all__,
+    "set_default_tensor_type", "set_rng_state", "strided", *interop.__all__, *settings.__all__,
 ]
 
 # Last: nn and optim build on the whole package above.
@@ -77,3 +83,4 @@ from actorgrad import func, functional, functional_aliases, nn, optim, testing, 
 from actorgrad.functional_aliases import *  # noqa: E402, F403  (torch.kl_div ...: built on nn.functional)
 
 __all__ += functional_aliases.__all__
+vmap = func.vmap  # PyTorch's top-level name for torch.func.vmap

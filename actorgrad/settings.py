@@ -11,10 +11,14 @@ Determinism. actorgrad's CPU kernels are deterministic, and a backward pass sums
 senders' order, so its results are bitwise the same however many workers run it. The flags are kept, and read
 back, as PyTorch's, for code that sets or checks them; no op changes behaviour under them (CuPy's scatter-adds use
 atomics and are not covered).
+
+Matmul precision. `set_float32_matmul_precision` lets PyTorch use TF32 or bfloat16 passes for float32 products;
+actorgrad's float32 products always run in full float32, so the setting is kept and read back only.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from actorgrad.scheduler import get_num_workers, set_num_workers
@@ -22,8 +26,9 @@ from actorgrad.scheduler.workers import _blas, blas_threads
 
 __all__ = [
     "are_deterministic_algorithms_enabled", "get_deterministic_debug_mode", "get_num_interop_threads",
-    "get_num_threads", "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
-    "set_num_interop_threads", "set_num_threads", "use_deterministic_algorithms",
+    "get_float32_matmul_precision", "get_num_threads", "is_deterministic_algorithms_warn_only_enabled",
+    "set_deterministic_debug_mode", "set_float32_matmul_precision", "set_num_interop_threads", "set_num_threads",
+    "use_deterministic_algorithms",
 ]
 
 
@@ -94,3 +99,23 @@ def set_deterministic_debug_mode(debug_mode: str | int) -> None:
 def get_deterministic_debug_mode() -> int:
     enabled, warn_only = _deterministic
     return 0 if not enabled else 1 if warn_only else 2
+
+
+_MATMUL_PRECISIONS = ("highest", "high", "medium")
+_matmul_precision = ["highest"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Record PyTorch's float32 matmul precision ('highest', 'high' or 'medium'); any other name warns and
+    changes nothing, as in PyTorch."""
+    if not isinstance(precision, str):
+        raise RuntimeError(f"set_float32_matmul_precision expects a str, but got {type(precision).__name__}")
+    if precision not in _MATMUL_PRECISIONS:
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      f"set_float32_matmul_precision call has no effect.", UserWarning, stacklevel=2)
+        return
+    _matmul_precision[0] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    return _matmul_precision[0]

@@ -322,7 +322,12 @@ class Tensor:
     def is_cuda(self) -> bool:
         return self._device.type == "cuda"
 
-    def numpy(self) -> np.ndarray:
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The tensor's memory as a numpy array. `force=True` gives it whatever the tensor, as PyTorch's: also one
+        that requires grad, and a host copy of one on a device."""
+        if force:
+            x = self._data
+            return x if isinstance(x, np.ndarray) else x.get()  # a device array's get() is a host copy
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         if self._device.type == "cuda":
@@ -372,7 +377,7 @@ class Tensor:
             raise RuntimeError(
                 f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}."
             )
-        return bool((self == element)._data.any())
+        return bool((element == self)._data.any())
 
     def __format__(self, spec: str) -> str:
         """A 0-d tensor formats as its value (`f"{loss:.4f}"`), as in PyTorch; others as their repr."""
@@ -393,16 +398,32 @@ class Tensor:
             raise ValueError("only one element tensors can be converted to Python scalars")
         return self._data.item()
 
+    def _real_scalar(self, target: str) -> float | int | bool:
+        """The one element for float() and int(): a complex one only when its imaginary part is zero, as in
+        PyTorch (`target` names the C type its error names)."""
+        value = self._scalar()
+        if isinstance(value, complex):
+            if value.imag:
+                raise RuntimeError(f"value cannot be converted to type {target} without overflow")
+            return value.real
+        return value
+
     def __float__(self) -> float:
         if self.requires_grad:  # the number leaves the graph: PyTorch warns, where `.item()` does not
             warnings.warn(
                 "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
                 "Consider using tensor.detach() first.", UserWarning, stacklevel=2,
             )
-        return float(self._scalar())
+        return float(self._real_scalar("double"))
 
     def __int__(self) -> int:
-        return int(self._scalar())
+        return int(self._real_scalar("int64_t"))
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar())
+
+    def __delitem__(self, index: Any) -> None:
+        raise TypeError("Tensor does not support deleting items")
 
     def __index__(self) -> int:
         """Lets an integer tensor of one element index a list or slice a sequence (`items[t]`)."""

@@ -27,8 +27,20 @@ DEVICE_NAMES = (*DEVICE_TYPES, "mps")  # mps parses as a device here, so that de
 
 
 def is_device(value: Any) -> bool:
-    """Whether a positional argument of `to()` names a device (rather than a dtype)."""
+    """Whether a positional argument of `to()` names a device (rather than a dtype): a Device, a device name or,
+    as in PyTorch, a bare CUDA device index."""
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        return True
     return isinstance(value, Device) or (isinstance(value, str) and value.split(":")[0] in DEVICE_NAMES)
+
+
+def _indexed(device: Any) -> Any:
+    """A bare index names a CUDA device (`x.to(rank)`), as in PyTorch; any other device as it is."""
+    if not isinstance(device, int | np.integer) or isinstance(device, bool):
+        return device
+    if device < 0:
+        raise RuntimeError("Device index must not be negative")
+    return f"cuda:{device}"
 
 
 TO_DEVICE = Rule(
@@ -74,13 +86,16 @@ def to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, non_bloc
         if len(args) == 2:
             raise TypeError(f"to(): expected a device before the dtype, got {args[0]!r}")
         dtype = args[0]
-    return _convert(self, dtype, copy, device)
+    return _convert(self, dtype, copy, _indexed(device))
 
 
 def legacy_type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:
     """Without a dtype, PyTorch's legacy type name ('actorgrad.FloatTensor', 'actorgrad.cuda.FloatTensor');
-    with one, `to(dtype)`, where a name also picks the device, as in PyTorch."""
+    with one, `to(dtype)`, where a name or a legacy type (`actorgrad.FloatTensor`, a cpu type) also picks the
+    device, as in PyTorch."""
     on_cuda = self._device.type == "cuda"
+    if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), np.dtype):  # FloatTensor ...
+        dtype = f"actorgrad.{dtype.__name__}"
     if dtype is None:
         return f"actorgrad.{'cuda.' if on_cuda else ''}{TYPE_NAMES.get(self._data.dtype, str(self._data.dtype))}"
     device = None

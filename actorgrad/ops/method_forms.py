@@ -1,6 +1,9 @@
 """PyTorch's spellings of ops actorgrad already has: the top-level functions of in-place methods (`torch.exp_(x)` is
-`x.exp_()`), rsub, sum_to_size, fill_diagonal_, conj_physical_, scalar_tensor, asarray, and the Tensor methods of
-functions defined elsewhere (bernoulli, multinomial, prelu).
+`x.exp_()`), rsub, sum_to_size, fill_diagonal_, conj_physical_, scalar_tensor, asarray, the top-level detach and
+get_device, the `_copy` forms of the view ops (a copy of the view, as PyTorch's functionalized ops), the Tensor
+methods of functions defined elsewhere (bernoulli, multinomial, prelu), and the augmented assignments (`x **= 2`,
+`x %= 2`, `x //= 2`, `x &= m` ...) as the in-place methods they are in PyTorch, so that every name bound to the
+tensor sees the change.
 """
 
 from __future__ import annotations
@@ -29,7 +32,20 @@ IN_PLACE_FUNCTIONS = (
     "negative_", "rad2deg_", "reciprocal_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_",
     "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_",
 )
-__all__ = ["asarray", "rsub", "scalar_tensor", *IN_PLACE_FUNCTIONS]
+# PyTorch's `<view>_copy(input, ...)`: the view op's result as new memory, differentiable as the view is.
+VIEW_COPIES = (
+    "as_strided", "diagonal", "expand", "permute", "select", "split", "split_with_sizes", "squeeze", "t", "transpose",
+    "unbind", "unfold", "unsqueeze", "view", "view_as_complex", "view_as_real",
+)
+# The augmented assignments PyTorch binds to in-place methods (+=, -=, *=, /= and the shifts are bound elsewhere).
+AUGMENTED = {
+    "__ipow__": "pow_", "__imod__": "remainder_", "__ifloordiv__": "floor_divide_", "__iand__": "bitwise_and_",
+    "__ior__": "bitwise_or_", "__ixor__": "bitwise_xor_",
+}
+__all__ = [
+    "alias_copy", "asarray", "detach", "detach_copy", "get_device", "rsub", "scalar_tensor", "slice_copy",
+    *IN_PLACE_FUNCTIONS, *(f"{name}_copy" for name in VIEW_COPIES),
+]
 
 # rsub(input, other) is other - alpha * input: sub's rules with its operands swapped, under PyTorch's names
 RSUB = {(number, alpha): Rule(f"RsubBackward{int(number)}", *(SUB_ALPHA if alpha else SUB).grads, broadcasts=True)
@@ -46,6 +62,57 @@ def _in_place_function(name: str) -> Any:
 
 
 globals().update({name: _in_place_function(name) for name in IN_PLACE_FUNCTIONS})
+
+
+def _view_copy(name: str) -> Any:
+    def function(input: Tensor, *args: Any, **kwargs: Any) -> Any:
+        from actorgrad import ops  # the view ops of every family: at call time, once all are bound
+
+        view = getattr(ops, name, None) or getattr(Tensor, name)  # view, expand, unfold are methods only
+        view = view(input, *args, **kwargs)
+        return tuple(part.clone() for part in view) if isinstance(view, tuple | list) else view.clone()
+
+    function.__name__ = function.__qualname__ = f"{name}_copy"
+    function.__doc__ = f"`{name}(input, ...)` copied into new memory."
+    return function
+
+
+globals().update({f"{name}_copy": _view_copy(name) for name in VIEW_COPIES})
+
+
+def slice_copy(input: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
+               step: int = 1) -> Tensor:
+    """`input[start:end:step]` along `dim`, copied into new memory."""
+    index = (slice(None),) * (dim % max(input.ndim, 1)) + (slice(start, end, step),)
+    return input[index].clone()
+
+
+def alias_copy(input: Tensor) -> Tensor:
+    """A copy of `input`, differentiable (PyTorch's copy of its alias op)."""
+    return input.clone()
+
+
+def detach(input: Tensor) -> Tensor:
+    """`input.detach()`: the same memory, outside the graph."""
+    return input.detach()
+
+
+def detach_copy(input: Tensor) -> Tensor:
+    """A copy of `input` outside the graph."""
+    return input.detach().clone()
+
+
+def get_device(input: Tensor) -> int:
+    """`input.get_device()`: the device's index, -1 on the cpu."""
+    return input.get_device()
+
+
+def _augmented(name: str) -> Any:
+    def method(self: Tensor, other: Any) -> Tensor:
+        return getattr(self, name)(other)
+
+    method.__name__ = method.__qualname__ = f"augmented_{name}"
+    return method
 
 
 def rsub(input: Tensor, other: Any, alpha: Any = 1) -> Tensor:
@@ -154,4 +221,5 @@ def _multinomial(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
 METHODS: dict[str, Any] = {
     "sum_to_size": sum_to_size, "fill_diagonal_": fill_diagonal_, "conj_physical_": _conj_physical_in_place,
     "bernoulli": _bernoulli, "multinomial": _multinomial, "prelu": prelu,
+    **{dunder: _augmented(name) for dunder, name in AUGMENTED.items()},
 }

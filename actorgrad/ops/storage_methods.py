@@ -1,7 +1,8 @@
 """PyTorch's Tensor methods about storage and legacy construction: resize_ / resize_as_, the elementwise Python
 callbacks apply_ / map_ / map2_ (cpu only, never recorded, as PyTorch's), the legacy constructor `Tensor.new`,
 data_ptr, the trivial cpu answers about shared and pinned memory (is_shared, share_memory_, is_pinned, pin_memory,
-layout, name), the DLPack protocol methods, and the top-level fill, unsafe_chunk, unsafe_split and is_inference."""
+layout, name), the DLPack protocol methods, pickling (and `copy.copy`) as PyTorch's, and the top-level fill,
+unsafe_chunk, unsafe_split, unsafe_split_with_sizes and is_inference."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices import cpu
+from actorgrad.devices import device as as_device
 from actorgrad.ops.joining import chunk, split
-from actorgrad.ops.operands import SCALAR_NAMES
-from actorgrad.tensor import Tensor
+from actorgrad.ops.operands import SCALAR_NAMES, type_name
+from actorgrad.tensor import Tensor, memory_owner
 from actorgrad.tensor_construction import copied_leaf
 from actorgrad.version_counter import bump_version
 
-__all__ = ["fill", "is_inference", "unsafe_chunk", "unsafe_split"]
+__all__ = ["fill", "is_inference", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes"]
 
 
 class Layout:
@@ -49,6 +52,11 @@ def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]
 def unsafe_split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """split (see unsafe_chunk)."""
     return split(input, split_size_or_sections, dim)
+
+
+def unsafe_split_with_sizes(input: Tensor, split_sizes: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """split_with_sizes (see unsafe_chunk)."""
+    return input.split_with_sizes(split_sizes, dim)
 
 
 def is_inference(input: Tensor) -> bool:
@@ -141,7 +149,10 @@ def new(self: Tensor, *args: Any, device: Any = None) -> Tensor:
     if len(args) == 1 and type(args[0]).__name__ == "Size":
         return self.new_empty(tuple(args[0]), device=where)
     if len(args) == 1:
-        return copied_leaf(args[0], self.dtype, where)
+        data = args[0]
+        if data is None or isinstance(data, bool | float | complex | np.bool_ | np.inexact):
+            raise TypeError(f"new(): data must be a sequence (got {type_name(data)})")
+        return copied_leaf(data, self.dtype, where)
     raise TypeError(f"new() received an invalid combination of arguments: {args!r}")
 
 
@@ -149,6 +160,38 @@ def data_ptr(self: Tensor) -> int:
     """The address of the tensor's first element."""
     data = self._data
     return data.ctypes.data if isinstance(data, np.ndarray) else int(data.data.ptr)
+
+
+def _reduce_ex(self: Tensor, protocol: int) -> tuple:
+    """Pickling and `copy.copy`, as PyTorch's: a leaf with the same values and requires_grad, without history or
+    `.grad`. The memory goes whole, once per pickle, so tensors pickled together that shared memory (a base and its
+    views) share it again, each at its offset and strides, as after PyTorch's torch.save (its plain pickle gives
+    each its own copy); `copy.copy` shares this tensor's memory, as PyTorch's."""
+    x, root = self._data, memory_owner(self)
+    state = {slot: getattr(self, slot) for cls in type(self).__mro__ if cls not in (Tensor, object)
+             for slot in cls.__dict__.get("__slots__", ()) if hasattr(self, slot)}  # a subclass's own fields
+    state.update(getattr(self, "__dict__", {}))
+    device = str(self._device)
+    if isinstance(x, np.ndarray) and root.dtype == x.dtype and root.flags.c_contiguous and x.size:
+        place = (self.storage_offset() * x.itemsize, x.shape, x.strides)
+        return rebuild_tensor, (type(self), root, place, self.requires_grad, device, state)
+    return rebuild_tensor, (type(self), x, None, self.requires_grad, device, state)
+
+
+def rebuild_tensor(cls: type, memory: Any, place: tuple | None, requires_grad: bool, device: str,
+                   state: dict) -> Tensor:
+    """A pickled tensor back: the array at its byte offset and strides in `memory` (or `memory` itself)."""
+    data = memory
+    if place is not None:
+        offset, shape, strides = place
+        data = np.ndarray(shape, memory.dtype, buffer=memory, offset=offset, strides=strides)
+    target = as_device(device)
+    out = cls.__new__(cls)
+    Tensor.__init__(out, data if target is cpu else target.asarray(data), device=target)
+    out._requires_grad = requires_grad
+    for name, value in state.items():
+        setattr(out, name, value)
+    return out
 
 
 def _same(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -162,6 +205,7 @@ def _to_dlpack(self: Tensor, **kwargs: Any) -> Any:
 METHODS: dict[str, Any] = {
     "resize_": resize_, "resize_as_": resize_as_, "apply_": apply_, "map_": map_, "map2_": map2_, "new": new,
     "data_ptr": data_ptr, "unsafe_chunk": unsafe_chunk, "unsafe_split": unsafe_split,
+    "unsafe_split_with_sizes": unsafe_split_with_sizes, "__reduce_ex__": _reduce_ex,
     "is_shared": lambda self: False, "is_pinned": lambda self, device=None: False,
     # On the cpu every tensor is already usable by other processes' copies and by the host: nothing to move.
     "share_memory_": _same, "pin_memory": _same,
