@@ -39,6 +39,7 @@ from actorgrad.grad_mode import (
 from actorgrad.interop import *  # noqa: F403
 from actorgrad.interop import range as range  # not in __all__: keeps the builtin
 from actorgrad.legacy_types import LEGACY_TYPES, set_default_tensor_type
+from actorgrad.memory_formats import *  # noqa: F403
 from actorgrad.node import Node
 from actorgrad.ops import *  # noqa: F403
 from actorgrad.ops.complex_parts import complex as complex  # not in __all__: keeps the builtin

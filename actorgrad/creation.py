@@ -18,6 +18,7 @@ from actorgrad.default_device import default_device
 from actorgrad.default_dtype import default_complex, default_float
 from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device
+from actorgrad.memory_formats import contiguous_format, formatted, preserve_format
 from actorgrad.ops.operands import (
     C_TYPES,
     SCALAR_NAMES,
@@ -141,11 +142,13 @@ def ones(
 
 
 def empty(
-    *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
+    *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+    memory_format: Any = contiguous_format,
 ) -> Tensor:
     check_device(device)
     shape = size_argument("empty", args, size)
-    return leaf_on(np.empty(shape, dtype_or(dtype, default_float())), requires_grad, device)
+    return formatted("empty", leaf_on(np.empty(shape, dtype_or(dtype, default_float())), requires_grad, device),
+                     memory_format)
 
 
 def _fill_value(op: str, fill_value: Any) -> Any:
@@ -352,25 +355,31 @@ def like_dtype(op: str, input: Tensor, dtype: Any) -> np.dtype:
     return input.dtype if dtype is None else np.dtype(dtype)
 
 
-def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+               memory_format: Any = preserve_format) -> Tensor:
     check_device(device)
     resolved = like_dtype("zeros_like", input, dtype)
-    return leaf_on(np.zeros(input.shape, resolved), requires_grad, device or input.device)
+    return formatted("zeros_like", leaf_on(np.zeros(input.shape, resolved), requires_grad, device or input.device),
+                     memory_format)
 
 
-def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+              memory_format: Any = preserve_format) -> Tensor:
     check_device(device)
     resolved = like_dtype("ones_like", input, dtype)
-    return leaf_on(np.ones(input.shape, resolved), requires_grad, device or input.device)
+    return formatted("ones_like", leaf_on(np.ones(input.shape, resolved), requires_grad, device or input.device),
+                     memory_format)
 
 
 def full_like(
-    input: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
+    input: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+    memory_format: Any = preserve_format,
 ) -> Tensor:
     check_device(device)
     resolved = like_dtype("full_like", input, dtype)
     fill_value = _fill(_fill_value("full_like", fill_value), resolved)
-    return leaf_on(np.full(input.shape, fill_value, resolved), requires_grad, device or input.device)
+    leaf = leaf_on(np.full(input.shape, fill_value, resolved), requires_grad, device or input.device)
+    return formatted("full_like", leaf, memory_format)
 
 
 # -- from existing data ------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from actorgrad.creation import (
     size_argument,
 )
 from actorgrad.default_dtype import default_float
+from actorgrad.memory_formats import formatted, preserve_format
 from actorgrad.ops.arithmetic import _no_derivative
 from actorgrad.ops.indexing import _host, on_device
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, not_implemented, type_name
@@ -152,7 +153,7 @@ def randint(
 
 def randint_like(
     input: Tensor, low: int = 0, high: int | None = None, *, generator: Generator | None = None, dtype: Any = None,
-    requires_grad: bool = False, device: Any = None,
+    requires_grad: bool = False, device: Any = None, memory_format: Any = preserve_format,
 ) -> Tensor:
     """A tensor of `input`'s shape (and dtype) of integers drawn from [low, high): `randint_like(input, high)` or
     `randint_like(input, low, high)`."""
@@ -162,31 +163,33 @@ def randint_like(
     resolved = like_dtype("randint_like", input, dtype)
     low, high = _int_bound("randint_like", low, "low", 2), _int_bound("randint_like", high, "high", 3)
     draws = _random_ints(low, high, input.shape, generator, resolved)
-    return leaf_on(draws, requires_grad, device or input.device)
+    return formatted("randint_like", leaf_on(draws, requires_grad, device or input.device), memory_format)
 
 
 def _random_like(op: str, sample: str, kernel: str, input: Tensor, generator: Generator | None, dtype: Any,
-                 requires_grad: bool, device: Any) -> Tensor:
+                 requires_grad: bool, device: Any, memory_format: Any) -> Tensor:
     """A tensor of `input`'s shape drawn by the numpy Generator method `sample` (PyTorch's `kernel`)."""
     check_device(device)
     resolved = _float_dtype(kernel, like_dtype(op, input, dtype), "fc")
     draws = _draw(getattr(numpy_generator(generator), sample), input.shape, resolved)
-    return leaf_on(draws, requires_grad, device or input.device)
+    return formatted(op, leaf_on(draws, requires_grad, device or input.device), memory_format)
 
 
 def rand_like(
     input: Tensor, *, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False,
-    device: Any = None,
+    device: Any = None, memory_format: Any = preserve_format,
 ) -> Tensor:
-    return _random_like("rand_like", "random", "check_uniform_bounds", input, generator, dtype, requires_grad, device)
+    return _random_like("rand_like", "random", "check_uniform_bounds", input, generator, dtype, requires_grad, device,
+                        memory_format)
 
 
 def randn_like(
     input: Tensor, *, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False,
-    device: Any = None,
+    device: Any = None, memory_format: Any = preserve_format,
 ) -> Tensor:
     return _random_like(
-        "randn_like", "standard_normal", "normal_kernel_cpu", input, generator, dtype, requires_grad, device
+        "randn_like", "standard_normal", "normal_kernel_cpu", input, generator, dtype, requires_grad, device,
+        memory_format,
     )
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from actorgrad.devices import Device, cpu
 from actorgrad.grad_mode import INFERENCE, _inference_mode
+from actorgrad.memory_formats import checked_format, is_laid_out
 from actorgrad.tensor_repr import format_tensor
 from actorgrad.version_counter import VersionCounter, version_counter
 
@@ -274,9 +275,12 @@ class Tensor:
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._data, self._device = value._data, value._device
 
-    def is_contiguous(self) -> bool:
-        """Whether the elements lie in memory in row-major order with no gaps (size-1 dims' strides aside)."""
-        return bool(self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Whether the elements lie in memory in row-major order with no gaps (size-1 dims' strides aside), or in
+        the order of the given memory format (channels last)."""
+        if memory_format is None:
+            return bool(self._data.flags.c_contiguous)
+        return is_laid_out(self._data, checked_format("is_contiguous", memory_format))
 
     @property
     def shape(self) -> tuple[int, ...]:

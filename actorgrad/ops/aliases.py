@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.memory_formats import formatted, preserve_format
 from actorgrad.ops import arithmetic
 from actorgrad.ops.arithmetic import DIV, FLOOR_QUOTIENT, _binary, mul, sub
 from actorgrad.ops.indexing import gather, getitem
@@ -225,13 +226,15 @@ def diff(
     return input
 
 
-def empty_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+def empty_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+               memory_format: Any = preserve_format) -> Tensor:
     from actorgrad.creation import empty  # creation imports the ops package: at call time, not import time
 
     if not isinstance(input, Tensor):
         raise TypeError(f"empty_like(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    return empty(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad,
-                          device=input.device if device is None else device)
+    leaf = empty(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad,
+                 device=input.device if device is None else device)
+    return formatted("empty_like", leaf, memory_format)
 
 
 def multiply(input: Any, other: Any) -> Tensor:

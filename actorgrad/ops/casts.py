@@ -11,9 +11,10 @@ import numpy as np
 from actorgrad.devices import Device
 from actorgrad.devices import device as as_device
 from actorgrad.devices.device import DEVICE_TYPES
+from actorgrad.memory_formats import checked_format, preserve_format
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.shape import to_dtype
+from actorgrad.ops.shape import contiguous, to_dtype
 from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, int64
 
 __all__: list[str] = []
@@ -86,7 +87,10 @@ def to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, non_bloc
         if len(args) == 2:
             raise TypeError(f"to(): expected a device before the dtype, got {args[0]!r}")
         dtype = args[0]
-    return _convert(self, dtype, copy, _indexed(device))
+    out = _convert(self, dtype, copy, _indexed(device))
+    if memory_format is None or checked_format("to", memory_format) is preserve_format:
+        return out
+    return contiguous(out, memory_format)  # a copy in that layout unless it has it
 
 
 def legacy_type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:

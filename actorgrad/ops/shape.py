@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.memory_formats import checked_format, contiguous_format, is_laid_out, laid_out, preserve_format
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.padding import pad
 from actorgrad.ops.record import Rule, record
@@ -347,16 +348,24 @@ def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     return _triangle(TRIU, input, diagonal, "triu", lower=False)
 
 
-def clone(input: Tensor) -> Tensor:
-    return record(CLONE, input._data.copy(), (input,))
+def clone(input: Tensor, *, memory_format: Any = preserve_format) -> Tensor:
+    """A copy in new memory, row-major unless a channels-last `memory_format` is asked for."""
+    if memory_format is preserve_format:
+        return record(CLONE, input._data.copy(), (input,))
+    return record(CLONE, laid_out(input._device.xp, input._data, checked_format("clone", memory_format)), (input,))
 
 
-def contiguous(input: Tensor) -> Tensor:
-    """The tensor itself when its memory is already in row-major order, else a row-major copy."""
+def contiguous(input: Tensor, memory_format: Any = contiguous_format) -> Tensor:
+    """The tensor itself when its memory is already in `memory_format`'s order (row-major by default), else a copy
+    in that order."""
     x = input._data
-    if x.flags.c_contiguous:
+    if memory_format is contiguous_format or memory_format is preserve_format:
+        if x.flags.c_contiguous:
+            return input
+        return record(CLONE, input._device.xp.ascontiguousarray(x), (input,))  # array creation does not dispatch
+    if is_laid_out(x, checked_format("contiguous", memory_format)):
         return input
-    return record(CLONE, input._device.xp.ascontiguousarray(x), (input,))  # array creation does not dispatch
+    return record(CLONE, laid_out(input._device.xp, x, memory_format), (input,))
 
 
 def to_dtype(input: Tensor, dtype: Any) -> Tensor:
