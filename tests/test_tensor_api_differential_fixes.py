@@ -352,3 +352,10 @@ def test_pickling_and_numpy_force_on_cuda():
     back = round_trip(x[1:] * 2)
     assert back.device == x.device and back.is_leaf and back.requires_grad
     np.testing.assert_array_equal(back.numpy(force=True), [2.0, 4.0, 6.0])
+
+
+def test_a_tensor_is_not_equal_to_a_dtype():
+    t = ag.zeros(2)  # float32, whose numpy dtype would call itself equal to anything with that `.dtype`
+    assert (t == ag.float32) is False and (t != ag.float32) is True
+    assert (t == None) is False and (t != "float32") is True  # noqa: E711 - the operator itself is tested
+    assert (t == 0).tolist() == [True, True]

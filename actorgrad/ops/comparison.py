@@ -230,8 +230,19 @@ def _reflected_operator(op: Any) -> Any:
     return method
 
 
+def _equality_operator(op: Any, with_dtype: bool) -> Any:
+    """`==` / `!=`: as the other operators, but a dtype is no operand to compare with (`t == actorgrad.float32` is
+    False, as PyTorch's): numpy's dtype would answer in its place, equal to anything whose `.dtype` it is."""
+    def method(self: Tensor, other: Any) -> Any:
+        if isinstance(other, OPERAND):
+            return op(self, other)
+        return with_dtype if isinstance(other, np.dtype) else NotImplemented
+
+    return method
+
+
 METHODS: dict[str, Any] = {
-    "__eq__": _operator(eq), "__ne__": _operator(ne), "__lt__": _operator(lt), "__le__": _operator(le),
+    "__eq__": _equality_operator(eq, False), "__ne__": _equality_operator(ne, True), "__lt__": _operator(lt), "__le__": _operator(le),
     "__gt__": _operator(gt), "__ge__": _operator(ge),
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "greater": greater, "greater_equal": greater_equal,
     "less": less, "less_equal": less_equal, "not_equal": not_equal,
