@@ -242,8 +242,8 @@ def _equality_operator(op: Any, with_dtype: bool) -> Any:
 
 
 METHODS: dict[str, Any] = {
-    "__eq__": _equality_operator(eq, False), "__ne__": _equality_operator(ne, True), "__lt__": _operator(lt), "__le__": _operator(le),
-    "__gt__": _operator(gt), "__ge__": _operator(ge),
+    "__eq__": _equality_operator(eq, False), "__ne__": _equality_operator(ne, True),
+    "__lt__": _operator(lt), "__le__": _operator(le), "__gt__": _operator(gt), "__ge__": _operator(ge),
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "greater": greater, "greater_equal": greater_equal,
     "less": less, "less_equal": less_equal, "not_equal": not_equal,
     "logical_and": logical_and, "logical_or": logical_or, "logical_xor": logical_xor, "logical_not": logical_not,
