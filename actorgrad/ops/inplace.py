@@ -3,8 +3,8 @@ copy_, `tensor[index] = value`, `+=` ...) and their autograd.
 
 Each op is its out-of-place computation handed to `write_in_place` (actorgrad.ops.inplace_recording), which
 writes the result into the tensor, bumps its version and rebases its history; `tensor[index] = value` does those
-steps itself, since it writes only the indexed positions and records them as CopySlices (IndexPutBackward0 for an
-advanced index).
+steps itself, since it writes only the indexed positions: as PyTorch's, it records CopySlices where the index makes a
+view of the tensor to write through, else CopyBackwards (IndexPutBackward0 for an advanced index).
 """
 
 from __future__ import annotations
@@ -20,14 +20,19 @@ from actorgrad.ops.aliases import TRUE_DIVISION, divide
 from actorgrad.ops.arithmetic import add, exp, mul, neg, relu, sigmoid, sub, tanh
 from actorgrad.ops.indexing import KEPT_GRAD, fill_value, masked_fill, on_device, parse_index, placed_index
 from actorgrad.ops.inplace_recording import (
+    NO_GRAD_VIEW,
+    NO_GRAD_VIEW_OF_VIEW,
+    VIEW_OF_LEAF,
     _check_grad_mode_view,
     _check_rebase,
+    _differentiable,
     _invalidate_views,
     _rebase,
     _requires_grad,
     _stand_in,
     _store,
     _view_positions,
+    _view_template,
     write_in_place,
 )
 from actorgrad.ops.operands import broadcast_error, fitted_number
@@ -61,6 +66,7 @@ FILL_TENSOR = Rule("FillBackward3", ((), zeros_grad), ((), None), broadcasts=Tru
 COPY = Rule("torch::autograd::CopyBackwards", ((), zeros_grad), ((), None), broadcasts=True)
 _SETITEM_GRADS = (KEPT_GRAD, (("basic", "advanced", "value_shape"), _written_grad))
 COPY_SLICES = Rule("torch::autograd::CopySlices", *_SETITEM_GRADS)
+COPY_WHOLE = Rule("torch::autograd::CopyBackwards", *_SETITEM_GRADS)  # `x[...] = value`: PyTorch's copy_ into x
 INDEX_PUT = Rule("IndexPutBackward0", *_SETITEM_GRADS)
 
 
@@ -120,7 +126,7 @@ def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """`src`'s values (broadcast to this tensor's shape, cast to its dtype) written into this tensor."""
     if not isinstance(src, Tensor):
-        raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not {type(src).__name__}")
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
     if src._device is not self._device:  # a copy across devices; its gradient goes back through ToCopyBackward0
         src = src.to(self._device)
 
@@ -128,7 +134,13 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
         try:
             data = s._device.xp.broadcast_to(src._data, s.shape).astype(s.dtype)  # astype copies
         except ValueError:
-            raise broadcast_error("copy_", s.shape, src.shape) from None
+            try:
+                shape = np.broadcast_shapes(s.shape, src.shape)
+            except ValueError:
+                raise broadcast_error("copy_", s.shape, src.shape) from None
+            raise RuntimeError(  # src broadcasts with this tensor but would make it bigger
+                f"output with shape {list(s.shape)} doesn't match the broadcast shape {list(shape)}"
+            ) from None
         return record(COPY, data, (s, src))
 
     return write_in_place(self, compute, (src,), False)
@@ -148,7 +160,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         value = value.to(self._device)  # as PyTorch, a tensor from another device is copied over
     if isinstance(value, Tensor):
         values = value._data
-    elif isinstance(value, int | float):  # checked as PyTorch stores a number: int8_tensor[0] = 1000 raises
+    elif isinstance(value, int | float | complex):  # checked as PyTorch stores a number: int8[0] = 1000 raises
         if value.__class__ is int and not -(1 << 63) <= value < 1 << 63:
             raise ValueError("Overflow when unpacking long long")
         values = on_device(self, fitted_number(value, self._data.dtype))
@@ -164,10 +176,19 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         ) from None
     grad_mode = _grad_enabled.get()
     if grad_mode:
-        _check_grad_mode_view(self)
-    records = grad_mode and (self.requires_grad or _requires_grad(value))
+        try:
+            _check_grad_mode_view(self)
+        except RuntimeError as error:
+            raise _through_view_error(self, _index_view(basic, self._data.shape), error) from None
+    records = grad_mode and (self.requires_grad or (_requires_grad(value) and _differentiable(self)))
     if records:
-        _check_rebase(self)
+        view = _index_view(basic, self._data.shape)
+        if view is not None and self._grad_fn is None and self._requires_grad:
+            raise RuntimeError(VIEW_OF_LEAF)  # PyTorch writes through self[index], a view of the leaf
+        try:
+            _check_rebase(self)
+        except RuntimeError as error:
+            raise _through_view_error(self, view, error) from None
     if advanced is None:
         _store(self, basic, written)
     else:
@@ -181,13 +202,44 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         keep[basic] = False
     else:
         keep[basic][advanced] = False
-    rule = COPY_SLICES if advanced is None else INDEX_PUT
+    rule = COPY_SLICES if view is not None else COPY_WHOLE if advanced is None else INDEX_PUT
     positions = _view_positions(self)
     written_value = value if isinstance(value, Tensor) else Tensor(values, device=self._device)
     inputs = (_stand_in(self, False, positions), written_value)
     params = dict(keep=on_device(self, keep), basic=basic, advanced=placed, value_shape=values.shape)
     _rebase(self, record(rule, np.empty_like(self._data), inputs, **params), positions)
     _invalidate_views(self)
+
+
+def _index_view(basic: tuple, shape: tuple) -> str | None:
+    """The view of self that PyTorch writes `self[index] = value` through, named by its last op (Select, Slice,
+    Unsqueeze), or None where the index's basic part keeps self whole (Ellipsis, whole slices, an advanced index
+    alone), so the write goes into self itself. That decides the write's node (CopySlices through a view, else
+    CopyBackwards or IndexPutBackward0) and how its refusals read."""
+    name, dim = None, 0
+    for entry in basic:
+        if entry is None:
+            name = "Unsqueeze"
+            continue
+        if isinstance(entry, int):
+            name = "Select"
+        elif entry.indices(shape[dim]) != (0, shape[dim], 1):
+            name = "Slice"
+        dim += 1
+    return name
+
+
+def _through_view_error(self: Tensor, view: str | None, error: RuntimeError) -> RuntimeError:
+    """`error`, self's refusal of an in-place change, as PyTorch words it for the `view` of self that a write
+    `self[index] = value` goes through: a view of a view made in no_grad mode, or of a piece of split ..."""
+    if view is None:
+        return error
+    if str(error) == NO_GRAD_VIEW:
+        return RuntimeError(NO_GRAD_VIEW_OF_VIEW.format(nr=0, name=view))
+    template = None if self._base is None else _view_template(self, self._base._grad_fn)
+    if template is None:
+        return error
+    return RuntimeError(template.format(nr=0, name=view, what="is being modified inplace"))
 
 
 def _store_advanced(self: Tensor, basic: tuple, advanced: tuple, values: np.ndarray) -> None:

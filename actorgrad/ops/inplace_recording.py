@@ -10,7 +10,7 @@ a stand-in for the tensor (its array, its grad_fn), and the node this makes beco
 tensor's previous grad_fn as its first edge. The stand-in gets a copy of the array when the node saves it, since
 the write would otherwise change what was saved. A leaf that requires grad, or a view of one, is refused (unless
 grad mode is off, as optimizers run); so, as in PyTorch, are a view made in no_grad mode of a tensor that requires
-grad, a piece of split, chunk or unbind, and a custom Function's output that is a view of its input (or a view of
+grad (and a view made of that view), a piece of split, chunk or unbind, and a custom Function's output that is a view of its input (or a view of
 either): rebasing such a view would bypass the node that made it.
 
 A write through a view changes its base too, so, as in PyTorch, the base's history becomes a CopySlices node (the
@@ -50,6 +50,10 @@ NO_GRAD_VIEW = (
     "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
     "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if "
     "you want the inplace to be tracked)."
+)
+NO_GRAD_VIEW_OF_VIEW = (
+    "Output {nr} of {name} is a view of a view which was created in no_grad mode and is being modified inplace with "
+    "grad mode enabled." + NO_GRAD_VIEW.split("grad mode enabled.", 1)[1]
 )
 MULTI_OUTPUT = (
     "Output {nr} of {name} is a view and {what}. This view is the output of a function that returns multiple "
@@ -109,6 +113,12 @@ def _requires_grad(value: Any) -> bool:
     return isinstance(value, Tensor) and value.requires_grad
 
 
+def _differentiable(self: Tensor) -> bool:
+    """Whether a write into `self` can take a gradient from what it writes: as in PyTorch, an integer or bool tensor
+    stays out of the graph (`int_tensor.copy_(x)` with `x` requiring grad records nothing)."""
+    return self._data.dtype.kind in "fc"
+
+
 def _check_grad_mode_view(self: Tensor) -> None:
     """Refuse, with grad mode on, an in-place change of a view made in no_grad mode from a tensor that requires
     grad (it has no history of its own), as PyTorch does."""
@@ -127,8 +137,18 @@ def _check_rebase(self: Tensor) -> None:
     error = _view_error(self, base._grad_fn, "is being modified inplace")
     if error is not None:
         raise error
+    if _cut_from_base(self, base):
+        _, nr, name = _view_name(self)
+        raise RuntimeError(NO_GRAD_VIEW_OF_VIEW.format(nr=nr, name=name))
     if base._grad_fn is None and base._requires_grad:
         raise RuntimeError(VIEW_OF_LEAF)
+
+
+def _cut_from_base(view: Tensor, base: Tensor) -> bool:
+    """Whether `view` was made (with grad mode on) from a view taken in no_grad mode of its base, which requires
+    grad: its node's input had no history, so a write could not reach the base's; PyTorch refuses it."""
+    node = view._grad_fn
+    return node is not None and base.requires_grad and node.next_functions[0][0] is None
 
 
 def _view_error(view: Tensor, base_node: Any, what: str) -> RuntimeError | None:
@@ -317,7 +337,7 @@ def write_in_place(self: Tensor, compute: Callable[[Tensor], Tensor], operands: 
     grad_mode = _grad_enabled.get()
     if grad_mode:
         _check_grad_mode_view(self)
-    records = grad_mode and (self.requires_grad or any(_requires_grad(o) for o in operands))
+    records = grad_mode and (self.requires_grad or (any(_requires_grad(o) for o in operands) and _differentiable(self)))
     if records:
         _check_rebase(self)
         positions = _view_positions(self)

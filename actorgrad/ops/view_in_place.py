@@ -14,11 +14,22 @@ from typing import Any
 
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops.inplace_recording import _check_rebase, _move_history
-from actorgrad.ops.shape import squeeze, transpose, unsqueeze
+from actorgrad.ops.record import Rule
+from actorgrad.ops.shape import SQUEEZE, SQUEEZE_DIM, SQUEEZE_DIMS, TRANSPOSE, UNSQUEEZE, squeeze, transpose, unsqueeze
 from actorgrad.tensor import Tensor
 from actorgrad.version_counter import bump_version, refuse_inference_change
 
 __all__: list[str] = []
+
+
+# The out-of-place view's rule -> the same gradient under the name PyTorch gives the in-place form's node.
+_IN_PLACE_RULES = {
+    rule: Rule(name, *rule.grads) for rule, name in (
+        (TRANSPOSE, "TransposeBackward1"), (SQUEEZE, "SqueezeBackward3"), (SQUEEZE_DIM, "SqueezeBackward4"),
+        (SQUEEZE_DIMS, "SqueezeBackward5"), (UNSQUEEZE, "UnsqueezeBackward1"),
+    )
+}
+_T_RULE = Rule("TBackward1", *TRANSPOSE.grads)  # t_ runs transpose(0, 1)
 
 
 def _in_place_view(name: str, view: Callable[..., Tensor]) -> Callable[..., Tensor]:
@@ -33,7 +44,9 @@ def _in_place_view(name: str, view: Callable[..., Tensor]) -> Callable[..., Tens
         if out is not self:
             self._data = out._data
             if recorded:
-                _move_history(self, out._grad_fn)
+                node = out._grad_fn
+                node._rule = _T_RULE if name == "t_" else _IN_PLACE_RULES[node._rule]
+                _move_history(self, node)
         bump_version(self)
         return self
 
@@ -44,7 +57,7 @@ def _in_place_view(name: str, view: Callable[..., Tensor]) -> Callable[..., Tens
 def _t(self: Tensor) -> Tensor:
     if self.ndim > 2:
         raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
-    return self if self.ndim < 2 else transpose(self, 0, 1)
+    return transpose(self, 0, -1)  # swaps nothing below 2 dims, but is recorded (TBackward1), as in PyTorch
 
 
 METHODS: dict[str, Any] = {
