@@ -10,8 +10,8 @@ a stand-in for the tensor (its array, its grad_fn), and the node this makes beco
 tensor's previous grad_fn as its first edge. The stand-in gets a copy of the array when the node saves it, since
 the write would otherwise change what was saved. A leaf that requires grad, or a view of one, is refused (unless
 grad mode is off, as optimizers run); so, as in PyTorch, are a view made in no_grad mode of a tensor that requires
-grad (and a view made of that view), a piece of split, chunk or unbind, and a custom Function's output that is a view of its input (or a view of
-either): rebasing such a view would bypass the node that made it.
+grad (and a view made of that view), a piece of split, chunk or unbind, and a custom Function's output that is a
+view of its input (or a view of either): rebasing such a view would bypass the node that made it.
 
 A write through a view changes its base too, so, as in PyTorch, the base's history becomes a CopySlices node (the
 base's old gradient path everywhere but the view's positions, the op's node there; the op's first edge reads those
