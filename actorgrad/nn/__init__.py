@@ -1,7 +1,7 @@
 """Neural-network layers in PyTorch's shape: Module, Parameter, the layers and containers, the losses,
 `functional`, `init` and `utils`."""
 
-from actorgrad.nn import functional, init, utils
+from actorgrad.nn import functional, init, modules, utils
 from actorgrad.nn.activation import (
     CELU,
     ELU,
@@ -196,5 +196,5 @@ __all__ = [
     "Embedding", "Flatten", "GELU", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax",
     "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ParameterDict",
     "ParameterList", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus", "Tanh", "Unflatten",
-    "functional", "init", "utils",
+    "functional", "init", "modules", "utils",
 ]

@@ -103,8 +103,11 @@ class Hardsigmoid(_InplaceActivation):
         return ""
 
 
-class Hardswish(Hardsigmoid):
+class Hardswish(_InplaceActivation):
+    """A sibling of Hardsigmoid, as PyTorch's; its repr never shows `inplace` either."""
+
     function = staticmethod(F.hardswish)
+    extra_repr = Hardsigmoid.extra_repr
 
 
 class Sigmoid(_Stateless):
@@ -148,19 +151,23 @@ class Softmax2d(Module):
         return F.softmax(input, -3, _stacklevel=5)
 
 
-class Hardshrink(Module):
+class _Shrink(Module):
+    """The shrinks' threshold; Hardshrink and Softshrink are siblings, as PyTorch's."""
+
     def __init__(self, lambd: float = 0.5) -> None:
         super().__init__()
         self.lambd = lambd
-
-    def forward(self, input: Tensor) -> Tensor:
-        return hardshrink(input, self.lambd)
 
     def extra_repr(self) -> str:
         return f"{self.lambd}"
 
 
-class Softshrink(Hardshrink):
+class Hardshrink(_Shrink):
+    def forward(self, input: Tensor) -> Tensor:
+        return hardshrink(input, self.lambd)
+
+
+class Softshrink(_Shrink):
     def forward(self, input: Tensor) -> Tensor:
         return softshrink(input, self.lambd)
 
@@ -224,20 +231,24 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class ELU(Module):
+class _AlphaActivation(Module):
+    """ELU's and CELU's settings; the two are siblings, as PyTorch's."""
+
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         self.alpha = alpha
         self.inplace = inplace
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.elu(input, self.alpha, self.inplace)
-
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}{_inplace_suffix(self.inplace)}"
 
 
-class CELU(ELU):
+class ELU(_AlphaActivation):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.elu(input, self.alpha, self.inplace)
+
+
+class CELU(_AlphaActivation):
     def forward(self, input: Tensor) -> Tensor:
         return F.celu(input, self.alpha, self.inplace)
 

@@ -116,6 +116,23 @@ class Sequential(Module):
             )
         return self.extend(list(other))
 
+    def _check_factor(self, other: Any) -> None:
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+
+    def __mul__(self, other: int) -> Sequential:
+        """A new Sequential of this one's modules `other` times over (the same module objects, numbered on)."""
+        self._check_factor(other)
+        return Sequential().extend(list(self) * other)
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other: int) -> Sequential:
+        self._check_factor(other)
+        return self.extend(list(self) * (other - 1))
+
     def append(self, module: Module) -> Sequential:
         self.add_module(str(len(self)), module)
         return self

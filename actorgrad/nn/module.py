@@ -33,8 +33,12 @@ def indent(text: str, spaces: int) -> str:
 
 
 def _type_name(value: Any) -> str:
-    """The name PyTorch's registration errors give a value: a tensor's legacy type ('actorgrad.FloatTensor')."""
-    return value.type() if isinstance(value, Tensor) else type(value).__name__
+    """The name PyTorch's registration errors give a value (its `typename`): a tensor's legacy type
+    ('actorgrad.FloatTensor'), a builtin's bare name ('int'), any other class's dotted path."""
+    if isinstance(value, Tensor):
+        return value.type()
+    cls = type(value)
+    return cls.__qualname__ if cls.__module__ in ("builtins", "") else f"{cls.__module__}.{cls.__qualname__}"
 
 
 class Module(StateDictMethods, CastMethods, ModuleExtras):
@@ -173,10 +177,6 @@ class Module(StateDictMethods, CastMethods, ModuleExtras):
             self._registry("_parameters", "parameters")
             self._forget(name, "_parameters")
             self.register_parameter(name, value)
-        elif isinstance(value, Module):
-            self._registry("_modules", "module")
-            self._forget(name, "_modules")
-            self._modules[name] = value
         elif name in self.__dict__.get("_parameters", ()):
             if value is not None:
                 raise TypeError(
@@ -184,6 +184,10 @@ class Module(StateDictMethods, CastMethods, ModuleExtras):
                     "(actorgrad.nn.Parameter or None expected)"
                 )
             self._parameters[name] = None
+        elif isinstance(value, Module):
+            self._registry("_modules", "module")
+            self._forget(name, "_modules")
+            self._modules[name] = value
         elif name in self.__dict__.get("_modules", ()):
             if value is not None:
                 raise TypeError(
@@ -208,6 +212,12 @@ class Module(StateDictMethods, CastMethods, ModuleExtras):
             if registry is not None and name in registry:
                 return registry[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __dir__(self) -> list[str]:
+        """Attributes, parameters, buffers and submodules, for completion; names that start with a digit (a
+        Sequential's `0`) are left out, as in PyTorch."""
+        names = [*dir(type(self)), *self.__dict__, *self._parameters, *self._modules, *self._buffers]
+        return sorted({name for name in names if not name[:1].isdigit()})
 
     def __delattr__(self, name: str) -> None:
         for kind in ("_parameters", "_buffers", "_modules"):

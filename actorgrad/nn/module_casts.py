@@ -20,8 +20,8 @@ class CastMethods:
     def to(self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False,
            memory_format: Any = None) -> Self:
         """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(tensor)` (its device and dtype) or keywords, as
-        PyTorch's: casts floating parameters and buffers (and their gradients) and moves them. The Parameter
-        objects stay the same, so cast or move a model before building its optimizer."""
+        PyTorch's: casts floating and complex parameters and buffers (and their gradients) and moves them. The
+        Parameter objects stay the same, so cast or move a model before building its optimizer."""
         rest = list(args)
         if rest and isinstance(rest[0], Tensor):
             other = rest.pop(0)
@@ -44,18 +44,21 @@ class CastMethods:
         if device is not None:
             self._move(as_device(device))
         if dtype is not None:
-            self._cast(dtype, floating_only=True)
+            self._cast(dtype, "fc")
         return self
 
-    def _cast(self, dtype: np.dtype, floating_only: bool) -> Self:
-        """Cast parameters and buffers (and gradients) in place: the floating ones, or all of them."""
+    def _cast(self, dtype: np.dtype, kinds: str | None) -> Self:
+        """Cast parameters and buffers (and gradients) in place: those of the numpy dtype `kinds` ("f" floating,
+        "c" complex), or all of them where `kinds` is None."""
         tensors = [*self.parameters(), *self.buffers()]
         if dtype.kind not in "fc" and any(t.requires_grad for t in tensors):
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         for tensor in tensors:
-            if tensor.dtype.kind == "f" or not floating_only:
-                tensor._data = tensor._data.astype(dtype)
-                if tensor.grad is not None:
+            if kinds is None or tensor.dtype.kind in kinds:
+                # A tensor already of `dtype` keeps its array and its gradient object, as PyTorch's no-op cast.
+                if tensor.dtype != dtype:
+                    tensor._data = tensor._data.astype(dtype)
+                if tensor.grad is not None and tensor.grad.dtype != dtype:
                     tensor.grad = Tensor(tensor.grad._data.astype(dtype), device=tensor._device)
         return self
 
@@ -73,7 +76,7 @@ class CastMethods:
                 if (tensor._device.type == "cuda") != on_cuda:
                     self._move_tensor(tensor, as_device("cuda" if on_cuda else "cpu"))
             dst_type = dtype
-        return self._cast(np.dtype(dst_type), floating_only=False)
+        return self._cast(np.dtype(dst_type), None)
 
     def _move(self, where: Device) -> Self:
         for tensor in [*self.parameters(), *self.buffers()]:
@@ -95,11 +98,12 @@ class CastMethods:
     def cuda(self, index: int = 0) -> Self:
         return self._move(as_device("cuda", index))
 
+    # double, float and half leave complex parameters and buffers as they are, as PyTorch's do; `to` casts them.
     def double(self) -> Self:
-        return self.to(np.float64)
+        return self._cast(np.dtype(np.float64), "f")
 
     def float(self) -> Self:
-        return self.to(np.float32)
+        return self._cast(np.dtype(np.float32), "f")
 
     def half(self) -> Self:
-        return self.to(np.float16)
+        return self._cast(np.dtype(np.float16), "f")

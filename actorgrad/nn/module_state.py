@@ -13,6 +13,7 @@ import numpy as np
 
 from actorgrad.hooks import RemovableHandle
 from actorgrad.nn.module_hooks import add_hook
+from actorgrad.nn.parameter import Parameter
 from actorgrad.tensor import Tensor
 from actorgrad.version_counter import bump_version
 
@@ -46,6 +47,11 @@ def _hooks(module: Any, kind: str) -> tuple[Callable, ...]:
     return tuple(module.__dict__.get(kind, {}).values())
 
 
+def _without_module(hook: Callable) -> Callable:
+    """`hook` called without the module its caller passes first."""
+    return lambda module, *args: hook(*args)
+
+
 def _never_called(method: str) -> RuntimeError:
     return RuntimeError(f"Reached a code path in Module.{method}() that should never be called: a module with extra "
                         f"state overrides both get_extra_state() and set_extra_state()")
@@ -62,10 +68,11 @@ class StateDictMethods:
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
-        self._save_state(destination, prefix, keep_vars)
-        return destination
+        return self._save_state(destination, prefix, keep_vars)
 
-    def _save_state(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+    def _save_state(self, destination: dict, prefix: str, keep_vars: bool) -> dict:
+        """Add this module's entries and its children's; what a private hook returns replaces the dict
+        returned (the children's replacements are dropped, as PyTorch's recursion drops them)."""
         for hook in _hooks(self, "_state_dict_pre_hooks"):
             hook(self, prefix, keep_vars)
         local_metadata = {"version": self._version}
@@ -79,9 +86,14 @@ class StateDictMethods:
         for name, module in self._modules.items():
             if module is not None:
                 module._save_state(destination, f"{prefix}{name}.", keep_vars)
-        for hook in _hooks(self, "_state_dict_post_hooks"):
-            if hook(self, destination, prefix, local_metadata) is not None:
-                raise RuntimeError("state_dict post-hook must return None")
+        may_return = self.__dict__.get("_state_dict_hooks_may_return", ())
+        for hook_id, hook in self.__dict__.get("_state_dict_post_hooks", {}).items():
+            result = hook(self, destination, prefix, local_metadata)
+            if result is not None:
+                if hook_id not in may_return:
+                    raise RuntimeError("state_dict post-hook must return None")
+                destination = result
+        return destination
 
     def get_extra_state(self) -> Any:
         """State beyond parameters and buffers that `state_dict()` should hold (any picklable value); a module
@@ -100,6 +112,19 @@ class StateDictMethods:
         """`hook(module, state_dict, prefix, local_metadata)` runs after `state_dict()` added this module's entries
         and its children's, and may change `state_dict` in place (it must return None)."""
         return add_hook(self.__dict__.setdefault("_state_dict_post_hooks", OrderedDict()), hook, False)
+
+    def _register_state_dict_hook(self, hook: Callable) -> RemovableHandle:
+        """PyTorch's private post-hook, which libraries use: as `register_state_dict_post_hook`'s, but a state dict
+        it returns replaces the one `state_dict()` returns."""
+        may_return = self.__dict__.setdefault("_state_dict_hooks_may_return", {})
+        return add_hook(self.__dict__.setdefault("_state_dict_post_hooks", OrderedDict()), hook, False, may_return)
+
+    def _register_load_state_dict_pre_hook(self, hook: Callable, with_module: bool = False) -> RemovableHandle:
+        """PyTorch's private pre-hook, which libraries use: `hook(state_dict, prefix, local_metadata, strict,
+        missing_keys, unexpected_keys, error_msgs)`, taking the module first only `with_module`."""
+        if not with_module:
+            hook = _without_module(hook)
+        return self.register_load_state_dict_pre_hook(hook)
 
     def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
         """`hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)`
@@ -138,9 +163,12 @@ class StateDictMethods:
             slots.update(module._own_state(module_prefix))
         return slots
 
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> _IncompatibleKeys:
-        """Copy the values of `state_dict` (Tensors or arrays) into this module's parameters and buffers, and
-        each module's extra state into its `set_extra_state`.
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
+                        assign: bool = False) -> _IncompatibleKeys:
+        """Copy the values of `state_dict` (Tensors or numpy arrays) into this module's parameters and buffers,
+        and each module's extra state into its `set_extra_state`. With `assign`, the checkpoint's tensors
+        themselves take the slots (keeping their dtype and device; a tensor for a parameter becomes a Parameter
+        with the old one's requires_grad), as PyTorch's `assign=True` for modules built on the meta device.
 
         Nothing is loaded when a shape mismatches, a pre-hook reports an error or, with `strict` and no post-hooks
         to see them first, when keys are missing or unexpected; the error lists them all, in PyTorch's words.
@@ -158,6 +186,7 @@ class StateDictMethods:
         errors: list[str] = []
         for prefix, module in modules:
             local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+            module._upgrade_state_dict(state_dict, prefix, local_metadata.get("version"))
             for hook in _hooks(module, "_load_state_dict_pre_hooks"):
                 hook(module, state_dict, prefix, local_metadata, strict, missing, unexpected, errors)
         slots = self._state_slots()
@@ -165,13 +194,21 @@ class StateDictMethods:
                   if type(module).set_extra_state is not StateDictMethods.set_extra_state}
         missing += [key for key in (*slots, *extras) if key not in state_dict]
         unexpected += [key for key in state_dict if key not in slots and key not in extras]
-        arrays = {}
+        loaded = {}  # the arrays to copy in, or with `assign` the tensors to put in place
         for key, current in slots.items():
             if key not in state_dict:
                 continue
             incoming = state_dict[key]
             if _is_placeholder(incoming) and _is_placeholder(current):
                 continue  # neither has a shape yet: both stay lazy, as in PyTorch
+            if not isinstance(incoming, (Tensor, np.ndarray)) and not _is_placeholder(incoming):
+                errors.append(f'While copying the parameter named "{key}", expected actorgrad.Tensor or Tensor-like '
+                              f"object from checkpoint but received {type(incoming)}")
+                continue
+            if not _is_placeholder(current) and not _is_placeholder(incoming) and current.ndim == 0 \
+                    and incoming.ndim == 1 and len(incoming):
+                # PyTorch's reading of old checkpoints that saved a scalar as a vector: its first element
+                incoming = incoming[0] if isinstance(incoming, Tensor) else np.asarray(incoming[0])
             array = _as_array(incoming)
             # a placeholder's shape raises PyTorch's error for loading it into a materialized tensor
             shape = incoming.shape if _is_placeholder(incoming) else array.shape
@@ -182,14 +219,17 @@ class StateDictMethods:
                     f"size mismatch for {key}: copying a param with shape {shape} from checkpoint, "
                     f"the shape in current model is {current.shape}."
                 )
-            arrays[key] = array
+            loaded[key] = incoming if assign else array
         post_hooked = any(_hooks(module, "_load_state_dict_post_hooks") for _, module in modules)
         if errors or (strict and not post_hooked and (missing or unexpected)):
             self._refuse_load(strict, missing, unexpected, errors)
-        for key, array in arrays.items():
-            current = slots[key]
-            current._data = current._device.asarray(array).astype(current.dtype, copy=False)  # a copy on its device
-            bump_version(current)  # PyTorch copies in place, so graphs that saved the old value refuse backward
+        if assign:
+            self._assign_state(loaded, slots)
+        else:
+            for key, array in loaded.items():
+                current = slots[key]
+                current._data = current._device.asarray(array).astype(current.dtype, copy=False)  # a copy on its device
+                bump_version(current)  # PyTorch copies in place, so graphs that saved the old value refuse backward
         for key, module in extras.items():
             if key in state_dict:
                 module.set_extra_state(state_dict[key])
@@ -201,6 +241,28 @@ class StateDictMethods:
         if strict and (missing or unexpected):
             self._refuse_load(strict, missing, unexpected, errors)
         return keys
+
+    def _assign_state(self, incoming: dict[str, Any], slots: dict[str, Tensor]) -> None:
+        """`load_state_dict(assign=True)`: set each slot's attribute to the checkpoint's own tensor (a slot shared
+        under several names takes the last one, as in PyTorch)."""
+        owners = {}
+        for prefix, module in self._prefixed_modules(""):
+            for name in module._own_state(""):
+                owners[prefix + name] = (module, name)
+        for key, value in incoming.items():
+            if not isinstance(value, Tensor):
+                value = Tensor(value)
+            if isinstance(slots[key], Parameter):
+                if isinstance(value, Parameter):
+                    value.requires_grad_(slots[key].requires_grad)
+                else:
+                    value = Parameter(value, requires_grad=slots[key].requires_grad)
+            module, name = owners[key]
+            setattr(module, name, value)
+
+    def _upgrade_state_dict(self, state_dict: dict, prefix: str, version: int | None) -> None:
+        """Bring a checkpoint this module's class saved at an older `version` (None: unknown) up to the current
+        format, in place, before the keys are matched; layers whose format changed override it."""
 
     def _refuse_load(self, strict: bool, missing: list, unexpected: list, errors: list) -> None:
         listed = []

@@ -32,9 +32,10 @@ def _reset_affine(module: Module) -> None:
             init.zeros_(module.bias)
 
 
-class _BatchNorm(Module):
-    """Per-channel (dim 1) normalisation. `momentum=None` makes the running statistics a cumulative average
-    (factor 1 / num_batches_tracked); `track_running_stats=False` keeps no buffers and always uses the batch."""
+class _NormBase(Module):
+    """What the batch and instance norms share: per-channel (dim 1) affine parameters and running statistics.
+    `momentum=None` makes the running statistics a cumulative average (factor 1 / num_batches_tracked);
+    `track_running_stats=False` keeps no buffers. The two families are siblings, as PyTorch's."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, device: Any = None, dtype: Any = None, *,
@@ -66,6 +67,27 @@ class _BatchNorm(Module):
     def _check_input_dim(self, input: Tensor) -> None:
         raise NotImplementedError
 
+    # Version 2 added `num_batches_tracked`; the state dict records the version as PyTorch's does.
+    _version = 2
+
+    def _upgrade_state_dict(self, state_dict: dict, prefix: str, version: int | None) -> None:
+        """A checkpoint from before version 2 (or of unknown version) without `num_batches_tracked` loads,
+        keeping the module's count, as in PyTorch."""
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
+            count = self.num_batches_tracked
+            state_dict[key] = tensor(0, dtype=int64) if count is None else count
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+            f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}"
+        )
+
+
+class _BatchNorm(_NormBase):
+    """Batch statistics while training (the running ones updated when tracked), running statistics in eval."""
+
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
@@ -80,12 +102,6 @@ class _BatchNorm(Module):
         return F.batch_norm(
             input, self.running_mean if pass_buffers else None, self.running_var if pass_buffers else None,
             self.weight, self.bias, use_batch, factor, self.eps,
-        )
-
-    def extra_repr(self) -> str:
-        return (
-            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-            f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}"
         )
 
 
@@ -140,7 +156,7 @@ class GroupNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-class _InstanceNorm(_BatchNorm):
+class _InstanceNorm(_NormBase):
     """Normalises each sample's channels over their positions. The running statistics, when tracked, are the
     mean over the batch of its per-sample ones, and are used in eval; an unbatched input is taken as a batch of
     one. `num_batches_tracked` is kept but never counted, as in PyTorch."""

@@ -23,6 +23,8 @@ class Parameter(Tensor):
             data = Tensor(np.empty(0, default_float()))
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): data must be a Tensor, got {type(data).__name__}")
+        if requires_grad and data.dtype.kind not in "fc":
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         super().__init__(data._data, requires_grad=requires_grad, device=data._device)
 
     def __deepcopy__(self, memo: dict) -> Parameter:

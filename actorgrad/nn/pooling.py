@@ -25,7 +25,9 @@ class _Pool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class MaxPool2d(_Pool2d):
+class _MaxPoolNd(_Pool2d):
+    """The max poolings' settings; MaxPool1d, 2d and 3d are siblings, as PyTorch's."""
+
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                  return_indices: bool = False, ceil_mode: bool = False) -> None:
         super().__init__(kernel_size, stride, padding)
@@ -33,15 +35,19 @@ class MaxPool2d(_Pool2d):
         self.return_indices = return_indices
         self.ceil_mode = ceil_mode
 
-    def forward(self, input: Tensor) -> Any:
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
-
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, dilation={self.dilation}, ceil_mode={self.ceil_mode}"
 
 
-class AvgPool2d(_Pool2d):
+class MaxPool2d(_MaxPoolNd):
+    def forward(self, input: Tensor) -> Any:
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class _AvgPoolNd(_Pool2d):
+    """AvgPool2d's and AvgPool3d's settings; the two are siblings, as PyTorch's."""
+
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None) -> None:
         super().__init__(kernel_size, stride, padding)
@@ -49,24 +55,26 @@ class AvgPool2d(_Pool2d):
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
 
+
+class AvgPool2d(_AvgPoolNd):
     def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
 
-class MaxPool3d(MaxPool2d):
+class MaxPool3d(_MaxPoolNd):
     def forward(self, input: Tensor) -> Any:
         return pooling.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                                   ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
-class AvgPool3d(AvgPool2d):
+class AvgPool3d(_AvgPoolNd):
     def forward(self, input: Tensor) -> Tensor:
         return pooling.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                                   self.count_include_pad, self.divisor_override)
 
 
-class MaxPool1d(MaxPool2d):
+class MaxPool1d(_MaxPoolNd):
     def forward(self, input: Tensor) -> Any:
         return pooling.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                                   ceil_mode=self.ceil_mode, return_indices=self.return_indices)
