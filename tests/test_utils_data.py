@@ -237,7 +237,8 @@ def test_loader_with_samplers_collate_fn_and_iterable_datasets():
     ({"batch_size": None, "drop_last": True},
      "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"),
     ({"num_workers": -1}, "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing."),
-    ({"num_workers": 2}, "actorgrad's DataLoader loads in the calling thread"),
+    ({"prefetch_factor": 2}, "prefetch_factor option could only be specified in multiprocessing"),
+    ({"num_workers": 2, "prefetch_factor": -1}, "prefetch_factor option should be non-negative"),
     ({"timeout": -1}, "timeout option should be non-negative"),
     ({"persistent_workers": True}, "persistent_workers option needs num_workers > 0"),
 ])

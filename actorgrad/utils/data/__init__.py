@@ -1,5 +1,5 @@
-"""`actorgrad.utils.data`: datasets, samplers, collation and a DataLoader, as torch.utils.data's (loading in the
-calling thread: no worker processes)."""
+"""`actorgrad.utils.data`: datasets, samplers, collation and a DataLoader, as torch.utils.data's (`num_workers`
+loads on worker threads, with PyTorch's multi-process semantics)."""
 
 from actorgrad.utils.data.collate import default_collate, default_convert
 from actorgrad.utils.data.dataloader import DataLoader, get_worker_info

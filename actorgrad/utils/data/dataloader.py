@@ -1,24 +1,22 @@
-"""DataLoader, as torch.utils.data's, loading in the calling thread: it walks a sampler (or an iterable
-dataset), fetches the samples and collates them into batches. Worker processes are not supported."""
+"""DataLoader, as torch.utils.data's: it walks a sampler (or an iterable dataset), fetches the samples and
+collates them into batches, in the calling thread or (`num_workers > 0`) on worker threads (see worker_threads)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any, Generic, TypeVar
 
+import actorgrad as ag
 from actorgrad.random import Generator
 from actorgrad.utils.data.collate import default_collate, default_convert
 from actorgrad.utils.data.dataset import Dataset, IterableDataset
 from actorgrad.utils.data.sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from actorgrad.utils.data.worker_threads import StreamFetcher, WorkerPool, fetch_indexed, get_worker_info
 
 __all__ = ["DataLoader", "get_worker_info"]
 
 _FIXED_AFTER_INIT = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
-
-
-def get_worker_info() -> None:
-    """None, as in PyTorch's main process: every sample is loaded in the calling thread, never in a worker."""
-    return None
 
 
 class _RepeatNone(Sampler):
@@ -53,7 +51,9 @@ T_co = TypeVar("T_co", covariant=True)
 class DataLoader(Generic[T_co]):
     """Batches of `dataset`'s samples: `batch_size` indices at a time from `sampler` (sequential, or random with
     `shuffle`; each pass over a shuffled loader draws a new order), or lists of indices from `batch_sampler`,
-    collated by `collate_fn`. `batch_size=None` turns batching off (each sample is only converted)."""
+    collated by `collate_fn`. `batch_size=None` turns batching off (each sample is only converted).
+    `num_workers > 0` loads on that many threads with PyTorch's worker semantics (see worker_threads);
+    `pin_memory` and `multiprocessing_context` are accepted and have nothing to do here."""
 
     def __init__(self, dataset: Dataset, batch_size: int | None = 1, shuffle: bool | None = None,
                  sampler: Sampler | None = None, batch_sampler: Sampler | None = None, num_workers: int = 0,
@@ -64,17 +64,19 @@ class DataLoader(Generic[T_co]):
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
                              "multiprocessing.")
-        if num_workers > 0:
-            raise ValueError(f"num_workers={num_workers}: actorgrad's DataLoader loads in the calling thread and "
-                             "has no worker processes; use num_workers=0")
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
-        if prefetch_factor is not None:
+        if num_workers == 0 and prefetch_factor is not None:
             raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > "
                              "0 to enable multiprocessing, otherwise set prefetch_factor to None.")
-        if persistent_workers:
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        if prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
-        if multiprocessing_context is not None:
+        # Worker threads need no start method: a context is accepted with workers and ignored.
+        if multiprocessing_context is not None and num_workers == 0:
             raise ValueError("multiprocessing_context can only be used with multi-process loading "
                              f"(num_workers > 0), but got num_workers={num_workers}")
 
@@ -124,6 +126,8 @@ class DataLoader(Generic[T_co]):
         self.persistent_workers = persistent_workers
         self.in_order = in_order
         self.generator = generator
+        self.multiprocessing_context = multiprocessing_context
+        self._worker_pool: WorkerPool | None = None  # kept between epochs with persistent_workers
         if collate_fn is None:
             collate_fn = default_collate if batch_sampler is not None else default_convert
         self.collate_fn = collate_fn
@@ -139,30 +143,31 @@ class DataLoader(Generic[T_co]):
         return self.batch_sampler if self.batch_sampler is not None else self.sampler
 
     def __iter__(self) -> Iterator[Any]:
+        # As PyTorch, every pass draws the workers' base seed (with or without workers, so that a shuffled order
+        # does not depend on num_workers).
+        base_seed = int(ag.empty((), dtype=ag.int64).random_(generator=self.generator).item())
+        batches = self._iter_workers(base_seed) if self.num_workers > 0 else self._iter_in_thread()
         if isinstance(self.dataset, IterableDataset):  # as PyTorch's, its iterator has no length
-            return self._iter_stream()
-        return _LoaderIterator(self, self._iter_indexed())
+            return batches
+        return _LoaderIterator(self, batches)
 
-    def _iter_indexed(self) -> Iterator[Any]:
-        # A dataset that can fetch many samples at once says so with __getitems__, as in PyTorch.
-        fetch_many = getattr(self.dataset, "__getitems__", None)
-        for index in self._index_sampler:
-            if self.batch_sampler is None:
-                yield self.collate_fn(self.dataset[index])
-            elif fetch_many is not None:
-                yield self.collate_fn(fetch_many(index))
-            else:
-                yield self.collate_fn([self.dataset[i] for i in index])
+    def _iter_workers(self, base_seed: int) -> Iterator[Any]:
+        pool = self._worker_pool
+        if pool is None or pool.closed:
+            pool = WorkerPool(self, base_seed)
+            if self.persistent_workers:
+                self._worker_pool = pool
+        return pool.batches(iter(self._index_sampler), in_order=self.in_order, prefetch_factor=self.prefetch_factor,
+                            timeout=self.timeout, close_at_end=not self.persistent_workers)
 
-    def _iter_stream(self) -> Iterator[Any]:
-        samples = iter(self.dataset)
-        if self.batch_size is None:
-            yield from map(self.collate_fn, samples)
-            return
-        while batch := [sample for _, sample in zip(range(self.batch_size), samples)]:
-            if len(batch) < self.batch_size and self.drop_last:
-                return
-            yield self.collate_fn(batch)
+    def _iter_in_thread(self) -> Iterator[Any]:
+        if isinstance(self.dataset, IterableDataset):
+            fetch = StreamFetcher(self.dataset, self.batch_size, self.drop_last, self.collate_fn)
+        else:
+            fetch = partial(fetch_indexed, self.dataset, batched=self.batch_sampler is not None,
+                            collate_fn=self.collate_fn)
+        # map ends where a fetch raises StopIteration (a dataset's too), as PyTorch's single-process iterator does.
+        return map(fetch, self._index_sampler)
 
     def __len__(self) -> int:
         if isinstance(self.dataset, IterableDataset):
