@@ -7,6 +7,7 @@ pseudo-inverse, rank, condition numbers, matrix powers and the matrix exponentia
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -112,13 +113,17 @@ def matrix_norm(
     if ord in ("nuc", 2, -2):
         rest = [d for d in range(A.ndim) if d not in (first, second)]
         values = svdvals(permute(A, (*rest, first, second)))
-        out = values.sum(-1) if ord == "nuc" else values.amax(-1) if ord == 2 else values.amin(-1)
+        # the largest of no values is 0 here (norms are not negative), as PyTorch's: a sum over the empty dim
+        empty_max = ord == 2 and not values.shape[-1]
+        out = values.sum(-1) if ord == "nuc" or empty_max else values.amax(-1) if ord == 2 else values.amin(-1)
         return out.unsqueeze(min(first, second)).unsqueeze(max(first, second)) if keepdim else out
     summed, extreme = (first, second) if abs(ord) == 1 else (second, first)
     sums = A.abs().sum(summed, keepdim=keepdim)
     if not keepdim and summed < extreme:
         extreme -= 1
-    return sums.amax(extreme, keepdim=keepdim) if ord > 0 else sums.amin(extreme, keepdim=keepdim)
+    if ord > 0:
+        return sums.amax(extreme, keepdim=keepdim) if sums.shape[extreme] else sums.sum(extreme, keepdim=keepdim)
+    return sums.amin(extreme, keepdim=keepdim)
 
 
 def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -147,6 +152,9 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     """A multiplied by itself n times (the inverse's power for n < 0, the identity for 0), by repeated squaring
     in PyTorch's order."""
     require_tensors("linalg_matrix_power", input=A)
+    if isinstance(n, bool | float):  # an int-like tensor is read as its value, as PyTorch's
+        raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
+    n = operator.index(n)
     x = A._data
     if x.ndim < 2:
         raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")

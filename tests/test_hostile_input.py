@@ -33,7 +33,7 @@ def leaf(values, dtype=np.float64) -> ag.Tensor:
 INVALID = {
     # wrong shapes
     "add without broadcast": (lambda: ag.ones(2, 3) + ag.ones(4), RuntimeError, r"size of tensor a \(3\).*b \(4\)"),
-    "matmul inner mismatch": (lambda: ag.ones(2, 3) @ ag.ones(4, 5), RuntimeError, r"\(2, 3\) and \(4, 5\)"),
+    "matmul inner mismatch": (lambda: ag.ones(2, 3) @ ag.ones(4, 5), RuntimeError, r"\(2x3 and 4x5\)"),
     "matmul of a 0-d tensor": (lambda: ag.ones(()) @ ag.ones(3), RuntimeError, "at least 1D"),
     "reshape to another size": (lambda: ag.ones(2, 3).reshape(4, 2), RuntimeError, r"shape '\[4, 2\]' is invalid"),
     "reshape with -2": (lambda: ag.ones(2, 3).reshape(-2, 3), RuntimeError, "invalid shape dimension -2"),
@@ -79,7 +79,8 @@ INVALID = {
     "where on a float condition": (lambda: ag.where(ag.ones(2), ag.ones(2), ag.ones(2)), RuntimeError, "boolean"),
     "embedding float indices": (lambda: F.embedding(ag.tensor([0.0]), ag.ones(3, 2)), RuntimeError, "'indices'"),
     "matmul of float64 and float32": (
-        lambda: ag.ones(2, 3, dtype=ag.float64) @ ag.ones(3), RuntimeError, "same dtype, but got: double != float",
+        lambda: ag.ones(2, 3, dtype=ag.float64) @ ag.ones(3), RuntimeError,
+        "same dtype, but got Float, Double, and Float",
     ),
     "matmul of float and int": (lambda: ag.ones(2, 3) @ ag.ones(3, dtype=ag.int64), RuntimeError, "same dtype"),
     "linear of float64 input, float32 weight": (
@@ -408,7 +409,9 @@ def test_matmul_of_any_shapes_matches_numpy_or_refuses(shape_a, shape_b):
     try:
         expected = np.matmul(a_data, b_data)
     except ValueError:
-        with pytest.raises(RuntimeError, match="matmul|cannot be multiplied|must match"):
+        # PyTorch's texts, from the kernel the shapes lead to (dot, mv, mm or bmm)
+        with pytest.raises(RuntimeError, match="cannot be multiplied|must match|inconsistent tensor size|size "
+                                               "mismatch|Expected size for first two dimensions"):
             a @ b
         return
     out = a @ b

@@ -95,9 +95,10 @@ def test_einsum_accepts_a_list_of_operands_and_transposed_inputs():
 
 
 @pytest.mark.parametrize("equation, shapes, match", [
-    ("ii->i", [(2, 2)], "subscript 'i' is repeated in operand 0"),
-    ("...ij->i", [(2, 2)], "ellipsis"),
-    ("ij,jk->ik", [(2, 3), (4, 4)], "subscript 'j' has size 4 for operand 1 but size 3"),
+    ("ii->i", [(2, 3)], "subscript i is repeated for operand 0 but the sizes don't match, 3 != 2"),
+    ("...ij->i", [(2,)], r"number of subscripts in the equation \(2\) is more than the number of dimensions \(1\)"),
+    ("ij,jk->ik", [(2, 3), (4, 4)], "subscript j has size 4 for operand 1 which does not broadcast with previously "
+                                    "seen size 3"),
     ("ij", [(2, 3), (3,)], "more operands were provided than specified in the equation"),
     ("ij->i", [(2, 3, 4)], r"number of subscripts in the equation \(2\) does not match the number of dimensions \(3\)"),
 ])

@@ -2,22 +2,24 @@
 product); tensordot and inner (diagonals and trace: `diagonals.py`). Each gradient is itself an einsum, so a
 recorded backward differentiates again.
 
-einsum refuses repeated subscripts within one operand (diagonals: use diagonal) and '...' with a clear error.
+einsum reads its equation as PyTorch does (`einsum_labels.py`): ellipses, diagonals and size-1 broadcasting become
+views of the operands before one contraction.
 """
 
 from __future__ import annotations
 
 import math
-import string
 from typing import Any
 
 import numpy as np
 
 from actorgrad.ops.arithmetic import mul
+from actorgrad.ops.diagonals import diagonal
+from actorgrad.ops.einsum_labels import equation_from_sublists, operand_labels, output_labels
 from actorgrad.ops.linalg import MACS_PER_NS, TYPE_META_NAMES, mm
 from actorgrad.ops.operands import SCALAR_NAMES, number_array, require_tensor_elements
 from actorgrad.ops.record import Rule, common_device, record, same_device
-from actorgrad.ops.shape import _expanded_shape, permute, reshape, single_dim
+from actorgrad.ops.shape import _expanded_shape, expand, permute, reshape, single_dim
 from actorgrad.tensor import Tensor
 
 __all__ = [
@@ -56,52 +58,79 @@ def _rule(count: int) -> Rule:
     return _RULES[count]
 
 
-def _parse(equation: str, arrays: list[np.ndarray]) -> tuple[list[str], str, dict[str, int]]:
-    """The operands' subscripts, the output's, and each letter's size."""
-    arrow = equation.find("->")
-    for index, c in enumerate(equation):
-        if not (c in string.ascii_letters or c in " ,." or arrow >= 0 and index in (arrow, arrow + 1)):
-            raise RuntimeError(f"einsum(): invalid subscript given at index {index} in the equation string, "
-                               "subscripts must be in [a-zA-Z]")
-    equation = equation.replace(" ", "")
-    if "." in equation:
-        raise RuntimeError("einsum(): '...' (ellipsis) is not supported by actorgrad; name every dimension")
-    lhs, arrow, out = equation.partition("->")
-    subs = lhs.split(",")
-    if len(subs) != len(arrays):
-        more = "more" if len(arrays) > len(subs) else "fewer"
-        raise RuntimeError(f"einsum(): {more} operands were provided than specified in the equation")
+def _take_diagonals(k: int, operand: Tensor, term: str) -> tuple[Tensor, str]:
+    """A letter repeated within operand k names its diagonal: taken (as a view, last) until each letter is once."""
+    while len(set(term)) != len(term):
+        letter = next(c for c in term if term.count(c) > 1)
+        first = term.index(letter)
+        second = term.index(letter, first + 1)
+        if operand.shape[first] != operand.shape[second]:
+            raise RuntimeError(f"einsum(): subscript {letter} is repeated for operand {k} but the sizes don't match, "
+                               f"{operand.shape[second]} != {operand.shape[first]}")
+        operand = diagonal(operand, 0, first, second)
+        term = term[:first] + term[first + 1:second] + term[second + 1:] + letter
+    return operand, term
+
+
+def _broadcast_sizes(operands: list[Tensor], terms: list[str], ellipsis: str) -> dict[str, int]:
+    """Each letter's size; a size-1 dim broadcasts against the others (expanded here), as in PyTorch."""
     sizes: dict[str, int] = {}
-    for k, (s, a) in enumerate(zip(subs, arrays)):
-        if len(s) != a.ndim:
-            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match the "
-                               f"number of dimensions ({a.ndim}) for operand {k} and no ellipsis was given")
-        if len(set(s)) != len(s):
-            letter = next(c for c in s if s.count(c) > 1)
-            raise RuntimeError(f"einsum(): subscript '{letter}' is repeated in operand {k}; diagonals are not "
-                               f"supported by actorgrad")
-        for c, n in zip(s, a.shape):
-            if sizes.setdefault(c, n) != n:
-                raise RuntimeError(f"einsum(): subscript '{c}' has size {n} for operand {k} but size {sizes[c]} "
-                                   f"for an earlier operand")
-    if not arrow:
-        out = "".join(sorted(c for c in sizes if lhs.count(c) == 1))
-    elif len(set(out)) != len(out) or any(c not in sizes for c in out):
-        raise RuntimeError(f"einsum(): output subscripts '{out}' must be distinct letters of the inputs")
-    return subs, out, sizes
+    for k, (t, term) in enumerate(zip(operands, terms)):
+        for c, n in zip(term, t.shape):
+            seen = sizes.setdefault(c, n)
+            if seen == 1:
+                sizes[c] = n
+            elif n not in (1, seen):
+                if c in ellipsis:
+                    dim = ellipsis.index(c)
+                    raise RuntimeError(f"einsum(): dimension {dim} covered by ellipsis in operand {k}has size {n} "
+                                       f"which does not broadcast with previously seen ellipsis with size {seen} "
+                                       "for the respective dimension")
+                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} which does not broadcast "
+                                   f"with previously seen size {seen}")
+    for k, (t, term) in enumerate(zip(operands, terms)):
+        shape = tuple(sizes[c] for c in term)
+        if shape != t.shape:
+            operands[k] = expand(t, shape)
+    return sizes
 
 
-def einsum(equation: str, *operands: Any) -> Tensor:
-    if len(operands) == 1 and isinstance(operands[0], list | tuple):
-        operands = tuple(operands[0])
+def _integer_operands(arrays: list, terms: list[str], out: str) -> list:
+    """PyTorch's einsum sums one operand's own letters with sum (integers and booleans summed in int64) and
+    contracts shared ones with bmm (which refuses booleans)."""
+    summed = set("".join(terms)) - set(out)
+    if len(terms) > 1 and arrays[0].dtype.kind == "b" and any(sum(c in t for t in terms) > 1 for c in summed):
+        raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
+    return [arrays[0].astype(np.int64)] if len(terms) == 1 and summed else arrays
+
+
+def einsum(*args: Any) -> Tensor:
+    """einsum(equation, *operands), einsum(equation, [operands]) or the sublist form (op0, [0, 1], op1, ...)."""
+    if args and isinstance(args[0], Tensor):
+        equation, operands = equation_from_sublists(args)
+    else:
+        equation, *operands = args
+        if len(operands) == 1 and isinstance(operands[0], list | tuple):
+            operands = list(operands[0])
     if not operands:
         raise RuntimeError("einsum(): must provide at least one operand")
     require_tensor_elements(operands, 1)
     common_device(operands)  # PyTorch's error for operands on two devices, before a kernel mixes them
+    dtype = operands[0].dtype
+    for t in operands:
+        if t.dtype != dtype:
+            raise RuntimeError(f"expected scalar type {_dtype_name(operands[0])} but found {_dtype_name(t)}")
+    terms, ellipsis, written = operand_labels(equation, [t.shape for t in operands])
+    out = output_labels(written, terms, ellipsis)
+    operands = list(operands)
+    for k, (t, term) in enumerate(zip(operands, terms)):
+        operands[k], terms[k] = _take_diagonals(k, t, term)
+    sizes = _broadcast_sizes(operands, terms, ellipsis)
     arrays = [t._data for t in operands]
-    subs, out, sizes = _parse(equation, arrays)
-    data = np.einsum(f"{','.join(subs)}->{out}", *arrays, optimize=len(arrays) > 2)
-    spec = (tuple(subs), out, tuple(a.shape for a in arrays))
+    if dtype.kind in "biu":
+        arrays = _integer_operands(arrays, terms, out)
+    data = operands[0]._device.xp.einsum(f"{','.join(terms)}->{out}", *arrays, optimize=len(arrays) > 2)
+    spec = (tuple(terms), out, tuple(a.shape for a in arrays))
     saved = {f"operand{k}": t for k, t in enumerate(operands)}
     return record(_rule(len(operands)), data, tuple(operands), spec=spec, macs=int(np.prod(list(sizes.values()))),
                   **saved)
@@ -136,9 +165,14 @@ ADDMV = _add_product_rule("AddmvBackward0")
 BADDBMM = _add_product_rule("BaddbmmBackward0")
 
 
+# PyTorch's addmm, addmv and addbmm do not read the product with alpha 0 (its NaNs do not spread); baddbmm and
+# addr do.
+_UNREAD_AT_ZERO_ALPHA = frozenset({"AddmmBackward0", "AddmvBackward0", "AddbmmBackward0"})
+
+
 def _add_product(rule: Rule, subs: tuple, input: Tensor, a: Tensor, b: Tensor, beta: Any, alpha: Any) -> Tensor:
     """beta * input + alpha * einsum(subs)(a, b), input broadcast to the product's shape; with beta 0 the input
-    is not read (its NaNs do not spread), as in PyTorch."""
+    is not read (its NaNs do not spread), as in PyTorch, nor for some ops the product with alpha 0."""
     same_device(a, b)
     device = common_device((input, a, b))
     xp = device.xp
@@ -146,7 +180,10 @@ def _add_product(rule: Rule, subs: tuple, input: Tensor, a: Tensor, b: Tensor, b
     dtype = x.dtype
     product = xp.einsum(f"{subs[0]},{subs[1]}->{subs[2]}", x, y)
     _expanded_shape(input.shape, product.shape)  # PyTorch's expand errors
-    scaled = product if alpha == 1 else product * number_array(alpha, dtype)[()]
+    if alpha == 0 and rule.name in _UNREAD_AT_ZERO_ALPHA:
+        scaled = xp.zeros_like(product)
+    else:
+        scaled = product if alpha == 1 else product * number_array(alpha, dtype)[()]
     data = scaled if beta == 0 else input._data * number_array(beta, dtype)[()] + scaled
     data = xp.asarray(data, dtype=dtype)
     if data.shape != product.shape:
@@ -281,7 +318,10 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
 # -- tensordot, inner --------------------------------------------------------------------------------------------
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
     """The sum over the dims `dims` names (the last n of a with the first n of b, or two lists) of a * b,
-    as one matrix product between permutes and reshapes, as PyTorch computes it."""
+    as one matrix product between permutes and reshapes, as PyTorch computes it. A tensor of dims is read as
+    PyTorch reads one: one element is the count, two rows are the lists."""
+    if isinstance(dims, Tensor):
+        dims = int(dims.item()) if dims.numel() == 1 else dims.tolist()
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")

@@ -153,10 +153,16 @@ def adjoint(input: Tensor) -> Tensor:
     return _adjoint(input, "adjoint", batched=True)
 
 
+def _warn_jit_only(name: str, instead: str) -> None:
+    warn(f"at::{name} is deprecated and it is just left for JIT compatibility. It will be removed in a future "
+         f"PyTorch release. Please use `{instead}` instead", UserWarning)
+
+
 def nuclear_norm(input: Tensor, dim: Any = (-2, -1), keepdim: bool = False) -> Tensor:
     """The sum of the singular values over the two dims `dim`."""
     from actorgrad.linalg import matrix_norm
 
+    _warn_jit_only("nuclear_norm", "linalg.matrix_norm(A, 'nuc', dim, keepdim)")
     if isinstance(dim, bool):  # torch.nuclear_norm(input, keepdim)
         dim, keepdim = (-2, -1), dim
     return matrix_norm(input, "nuc", dim, keepdim)
@@ -165,6 +171,7 @@ def nuclear_norm(input: Tensor, dim: Any = (-2, -1), keepdim: bool = False) -> T
 def frobenius_norm(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """The 2-norm over one or two dims."""
     require_tensors("frobenius_norm", input=input)
+    _warn_jit_only("frobenius_norm", "linalg.vector_norm(A, 2., dim, keepdim)")
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     if len(dims) > 2:
         raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} dimensions instead.")

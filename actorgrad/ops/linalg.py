@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.ops.loss_arguments import size_mismatch
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.shape import _expanded_shape
@@ -67,6 +68,7 @@ RULES = {
 MATMUL = _matmul_rule("MatmulBackward0")
 
 
+BOOL = np.dtype(np.bool_)
 # PyTorch's C++ names of dtypes, as its matmul and convolution errors print them
 TYPE_META_NAMES = {
     np.dtype(t): name for t, name in (
@@ -84,6 +86,42 @@ def _check_same_dtype(a: np.ndarray, b: np.ndarray) -> None:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {first} != {second}")
 
 
+def _shape_error(a: tuple, b: tuple) -> RuntimeError:
+    """PyTorch's error for operands matmul cannot multiply, from the kernel its shapes lead to: dot, mv or mm
+    (a left operand of 3 or more dims folded into one matrix), else bmm after broadcasting the batch dims."""
+    if len(a) == len(b) == 1:
+        return RuntimeError(f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have the same "
+                            f"number of elements, but got {a[0]} and {b[0]} elements respectively")
+    rows = math.prod(a[:-1])
+    if len(b) == 1:
+        return RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{a[-1]}), vec ({b[0]})")
+    if len(b) == 2:
+        return RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{a[-1]} and {b[0]}x{b[1]})")
+    try:
+        batch = math.prod(np.broadcast_shapes(a[:-2], b[:-2]))
+    except ValueError:
+        return size_mismatch(a[:-2], b[:-2])
+    return RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {a[-1]}] but got: "
+                        f"[{batch}, {b[-2]}].")
+
+
+def _dtype_error(a: Any, b: Any) -> Exception:
+    """PyTorch's error for operands of two dtypes, or booleans, from the kernel their shapes lead to."""
+    kernel = "dot" if a.ndim == b.ndim == 1 else "addmv_impl_cpu" if b.ndim == 1 else (
+        "addmm_impl_cpu_" if b.ndim == 2 else "bmm")
+    if a.dtype == b.dtype:
+        return NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_NAMES[a.dtype]}'")
+    first, second = SCALAR_NAMES[a.dtype], SCALAR_NAMES[b.dtype]
+    if kernel == "dot":
+        return RuntimeError(f"dot : expected both vectors to have same dtype, but found {first} and {second}")
+    if kernel == "addmv_impl_cpu":  # PyTorch names the result's dtype (the vector's) first
+        return RuntimeError(f"addmv input tensors must have the same dtype, but got {second}, {first}, and {second}")
+    if kernel == "bmm":
+        return RuntimeError(f"expected scalar type {first} but found {second}")
+    first, second = (TYPE_META_NAMES.get(d, d) for d in (a.dtype, b.dtype))
+    return RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {first} != {second}")
+
+
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
         require_tensors("matmul", input=input, other=other)
@@ -95,17 +133,13 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     a2 = (1, *a.shape) if a.ndim == 1 else a.shape
     b2 = (*b.shape, 1) if b.ndim == 1 else b.shape
     if a2[-1] != b2[-2]:
-        raise RuntimeError(
-            f"matmul: shapes {a.shape} and {b.shape} cannot be multiplied ({a2[-1]} != {b2[-2]} in the "
-            f"contracted dimension)"
-        )
+        raise _shape_error(a.shape, b.shape)
     try:
         batch = np.broadcast_shapes(a2[:-2], b2[:-2]) if a.ndim > 2 or b.ndim > 2 else ()
     except ValueError:
-        raise RuntimeError(
-            f"matmul: the batch dimensions of {a.shape} and {b.shape} do not broadcast"
-        ) from None
-    _check_same_dtype(a, b)
+        raise _shape_error(a.shape, b.shape) from None
+    if a.dtype != b.dtype or a.dtype is BOOL:  # PyTorch multiplies one dtype only, and no booleans
+        raise _dtype_error(a, b)
     if a.__class__ is not b.__class__:
         common_device((input, other))
     data = a @ b  # the array's own matmul (numpy's would reach CuPy's only through __array_ufunc__)

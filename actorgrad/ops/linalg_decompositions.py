@@ -252,7 +252,14 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """X with A X = B (batch dims broadcast); B may be a vector, or a batch of vectors (B.ndim == A.ndim - 1 with
     A's leading shape), as in PyTorch. left=False solves X A = B."""
     require_tensors("linalg_solve", A=A, B=B)
+    if B.ndim == 0:
+        raise RuntimeError("linalg.solve: The input tensor B must have at least 2 dimensions.")
     if not left:
+        n = check_square("linalg.solve", A, complex_ok=True).shape[-1]
+        if B.ndim < 2 or B.shape[-1] != n:  # a vector B is a column, which X A = B cannot take
+            rows, cols = (B.shape[-2], B.shape[-1]) if B.ndim > 1 else (B.shape[0], 1)
+            raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation XA = B ({n}x{n} and "
+                               f"{rows}x{cols})")
         return solve(A.mT, B.mT).mT
     a, b = A._data, B._data
     return solve_matrices(A, B, vector=b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1]))

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.grad_mode import _grad_enabled
-from actorgrad.ops.linalg_decompositions import _mH, _mT, check_floating, check_square
+from actorgrad.ops.linalg_decompositions import _mH, _mT, check_floating, check_square, square_matrices
 from actorgrad.ops.linalg_outputs import SavedFactors, record_outputs
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import Rule, record
@@ -128,18 +128,27 @@ def _check_matrices(op: str, A: Tensor) -> Any:
     return x
 
 
-def svd(A: Tensor, full_matrices: bool = True) -> SvdResult:
+def _check_driver(A: Tensor, driver: str | None) -> None:
+    """PyTorch takes a cuSOLVER driver name for CUDA tensors only; the factors do not depend on it."""
+    if driver is not None and A._device.type != "cuda":
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend.")
+
+
+def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> SvdResult:
     """U, S, Vh with A = U diag(S) Vh, S descending (U and Vh square with `full_matrices`)."""
     require_tensors("linalg_svd", A=A)
     x = _check_matrices("linalg.svd", A)
+    _check_driver(A, driver)
     outputs = A._device.xp.linalg.svd(x, full_matrices=full_matrices)
     return SvdResult(*record_outputs(SVD, outputs, (A,), save_outputs=True))
 
 
-def svdvals(A: Tensor) -> Tensor:
+def svdvals(A: Tensor, *, driver: str | None = None) -> Tensor:
     """The singular values of each matrix, descending."""
     require_tensors("linalg_svdvals", A=A)
     x = _check_matrices("linalg.svd", A)  # PyTorch's svdvals names the svd it calls
+    _check_driver(A, driver)
     if A.requires_grad and _grad_enabled.get():  # as PyTorch: output 1 of the SVD's node, whose backward needs U, Vh
         return svd(A, full_matrices=False).S
     return record(SVD, A._device.xp.linalg.svd(x, compute_uv=False), (A,))
@@ -171,11 +180,20 @@ def _check_uplo(UPLO: str) -> str:
     return UPLO.upper()
 
 
+def _eigh_input(A: Tensor) -> Any:
+    """The array of a batch of square float32/64 or complex matrices, with PyTorch's errors (its kernel's name for
+    other dtypes); eigvalsh checks under eigh's name, as PyTorch's."""
+    x = square_matrices("linalg.eigh", A)
+    if x.dtype.kind not in "fc" or x.dtype == np.float16:
+        raise NotImplementedError(f"\"linalg_eigh_{A._device.type}\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
+    return x
+
+
 def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
     """The ascending eigenvalues and orthonormal eigenvectors of each symmetric matrix; only the triangle UPLO
     names is read."""
     require_tensors("linalg_eigh", input=A)
-    x = check_square("linalg.eigh", A, complex_ok=True)
+    x = _eigh_input(A)
     uplo = _check_uplo(UPLO)
     return EighResult(*record_outputs(EIGH, A._device.xp.linalg.eigh(x, UPLO=uplo), (A,), save_outputs=True))
 
@@ -183,7 +201,7 @@ def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     """The ascending eigenvalues of each symmetric matrix."""
     require_tensors("linalg_eigvalsh", input=A)
-    x = check_square("linalg.eigvalsh", A, complex_ok=True)
+    x = _eigh_input(A)
     uplo = _check_uplo(UPLO)
     if A.requires_grad and _grad_enabled.get():  # as PyTorch: output 0 of eigh's node, whose backward needs V
         return eigh(A, uplo).eigenvalues
@@ -261,13 +279,27 @@ def _pinv_grad(ops: Any, g: Any, self: Any, result: Any) -> Any:
 PINV = Rule("LinalgPinvBackward0", (("self", "result"), _pinv_grad))
 
 
-def _tolerance(xp: Any, x: Any, s: Any, atol: float | None, rtol: float | None) -> Any:
-    """max(atol, rtol * the largest of `s` (singular values or absolute eigenvalues)), rtol defaulting to
-    eps * max(m, n) unless atol > 0, as PyTorch."""
+def _tolerance(xp: Any, x: Any, s: Any, atol: Any, rtol: Any) -> Any:
+    """max(atol, rtol * the largest of `s` (singular values or absolute eigenvalues)) per matrix, rtol defaulting
+    to eps * max(m, n) where atol is not above 0, as PyTorch. Either may be a tensor, one value per matrix of the
+    batch (broadcasting against the batch dims)."""
+    atol, rtol = (t._data if isinstance(t, Tensor) else t for t in (atol, rtol))
     if rtol is None:
-        rtol = np.finfo(x.dtype).eps * max(x.shape[-2:]) if atol is None or atol <= 0 else 0.0
+        default = np.finfo(x.dtype).eps * max(x.shape[-2:])
+        rtol = default if atol is None else xp.where(xp.asarray(atol) > 0, 0.0, default)
     largest = s.max(-1, keepdims=True) if s.shape[-1] else xp.zeros(s.shape[:-1] + (1,), s.dtype)
-    return xp.maximum(atol or 0.0, rtol * largest)
+    atol, rtol = (xp.asarray(0.0 if t is None else t, dtype=s.dtype)[..., None] for t in (atol, rtol))
+    return xp.maximum(atol, rtol * largest)
+
+
+def _deprecated_tolerance(op: str, name: str, value: Any, atol: Any, rtol: Any) -> tuple[Any, Any]:
+    """PyTorch's older positional tolerance: pinv's rcond is an rtol, matrix_rank's tol an atol (the other 0)."""
+    if value is None:
+        return atol, rtol
+    if atol is not None or rtol is not None:
+        raise TypeError(f"{op}() received an invalid combination of arguments: {name} with atol or rtol; pass "
+                        "atol and rtol alone")
+    return (0.0, value) if name == "rcond" else (value, 0.0)
 
 
 def _reciprocals_above(xp: Any, values: Any, magnitudes: Any, tolerance: Any) -> Any:
@@ -276,10 +308,11 @@ def _reciprocals_above(xp: Any, values: Any, magnitudes: Any, tolerance: Any) ->
     return xp.where(kept, 1 / xp.where(kept, values, 1), 0).astype(values.dtype, copy=False)
 
 
-def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False) -> Tensor:
+def pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = None, rtol: Any = None) -> Tensor:
     """The Moore-Penrose pseudo-inverse: singular values at or below the tolerance count as zero. With `hermitian`
     it comes from the eigendecomposition of the symmetric matrix A's lower triangle gives (absolute eigenvalues
     for singular values), as PyTorch's; its gradient is the general one either way, as PyTorch's."""
+    atol, rtol = _deprecated_tolerance("linalg_pinv", "rcond", rcond, atol, rtol)
     x = A._data
     if x.ndim < 2 or x.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
         raise RuntimeError(f"linalg.pinv({SCALAR_NAMES[x.dtype]}{{{list(x.shape)}}}): expected a tensor with 2 or more "
@@ -297,9 +330,10 @@ def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None, her
                   (A,))
 
 
-def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False) -> Tensor:
+def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: Any = None, rtol: Any = None) -> Tensor:
     """The number of singular values (absolute eigenvalues with `hermitian`) above the tolerance, as int64; complex
     matrices too, their tolerance from the eps of their real dtype."""
+    atol, rtol = _deprecated_tolerance("linalg_matrix_rank", "tol", tol, atol, rtol)
     x = A._data
     if x.ndim < 2:
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")

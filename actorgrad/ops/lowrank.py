@@ -36,10 +36,12 @@ def _range_basis(A: Tensor, q: int, niter: int, M: Tensor | None) -> Tensor:
 
 
 def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2, M: Tensor | None = None) -> tuple:
-    """(U, S, V) of rank q with A - M ~ U diag(S) V^T; exact when A - M has rank at most q."""
+    """(U, S, V) of rank q with A - M ~ U diag(S) V^T; exact when A - M has rank at most q (M broadcast to A)."""
     require_tensors("svd_lowrank", A=A)
     q = 6 if q is None else q
     niter = 2 if niter is None else niter
+    if M is not None:  # a mean broadcasts to A's shape, as PyTorch's (a row of column means, say)
+        M = M.broadcast_to(A.shape)
     m, n = A.shape[-2:]
     if m < n or n > q:  # sketch the transpose, so the small matrix is (…, m, q)
         Q = _range_basis(A.mT, q, niter, None if M is None else M.mT)

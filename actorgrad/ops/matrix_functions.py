@@ -39,7 +39,7 @@ def linalg_matrix_exp(A: Tensor) -> Tensor:
     require_tensors("linalg_matrix_exp", A=A)
     x = square_matrices("linalg.matrix_exp", A)
     if x.dtype.kind not in "fc":
-        check_floating("matrix_exp", x)  # PyTorch's kernel checks the dtype under this name, and takes float16
+        check_floating("linalg.matrix_exp", x)  # PyTorch's kernel takes float16, so only other dtypes are checked
     return record(MATRIX_EXP, A._device.ops.matrix_exp(x), (A,))
 
 
