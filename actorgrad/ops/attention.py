@@ -17,6 +17,8 @@ from actorgrad.creation import ones, zeros
 from actorgrad.ops.dim_activations import softmax
 from actorgrad.ops.joining import cat
 from actorgrad.ops.linalg import TYPE_META_NAMES, linear, matmul
+from actorgrad.ops.loss_arguments import broadcast_into
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.regularization import dropout
 from actorgrad.ops.selection import where
 from actorgrad.ops.shape import pad
@@ -48,7 +50,7 @@ def _check_sdpa_inputs(query: Tensor, key: Tensor, value: Tensor, attn_mask: Ten
             f"{_type_name(attn_mask)} and  query.dtype: {_type_name(query)} instead."
         )
     if q.dtype.kind != "f":
-        raise RuntimeError(f"expected scalar type Float but found {_type_name(query).capitalize()}")
+        raise RuntimeError(f"expected scalar type Float but found {SCALAR_NAMES.get(q.dtype, q.dtype)}")
     # PyTorch multiplies q by k's transpose, then the weights by v, as batched matrices: its size errors name
     # the second factor's flattened batch and the size it should have had.
     for (a, a_dim), (b, b_dim) in (((q, -1), (k, -1)), ((k, -2), (v, -2))):
@@ -101,11 +103,7 @@ def scaled_dot_product_attention(
     scores = matmul(query, key.transpose(-2, -1)) * scale
     if attn_mask is not None:
         # PyTorch adds the mask in place into the scores: the mask may broadcast to them, not they to it.
-        mask_shape = np.broadcast_shapes(scores.shape, attn_mask.shape)
-        if mask_shape != scores.shape:
-            raise RuntimeError(
-                f"output with shape {list(scores.shape)} doesn't match the broadcast shape {list(mask_shape)}"
-            )
+        broadcast_into(scores.shape, attn_mask.shape)
         if attn_mask.dtype == np.bool_:
             scores = where(attn_mask, scores, float("-inf"))
         else:

@@ -13,11 +13,12 @@ back at the same positions with `index_add`, and each one's gradient is the othe
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.ops.padding import pad
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn
@@ -192,10 +193,13 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
         pools = (adaptive_pooling.adaptive_avg_pool1d, adaptive_pooling.adaptive_avg_pool2d,
                  adaptive_pooling.adaptive_avg_pool3d)
         return pools[input.ndim - 3](input, sizes)
-    if antialias or mode == "lanczos":
-        raise NotImplementedError(f"interpolate(): mode={mode!r} with antialias={antialias} on {input.ndim}D input is "
-                                  "not supported by actorgrad; use 'nearest', 'nearest-exact', the linear modes, "
-                                  "'bicubic' or 'area'")
+    if mode == "lanczos":
+        raise NotImplementedError("interpolate(): mode='lanczos' is not supported by actorgrad; use 'nearest', "
+                                  "'nearest-exact', the linear modes, 'bicubic' or 'area'")
+    if antialias:
+        from actorgrad.ops.antialias import antialiased  # it resamples with this module's helpers
+
+        return antialiased(input, mode, sizes, scales, bool(align_corners))
     if mode in _LINEAR_MODES and input.ndim in (3, 4, 5) and input.ndim != _LINEAR_MODES[mode]:
         wanted = _LINEAR_MODES[mode]
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {wanted}D input")
@@ -235,18 +239,22 @@ def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 # -- pixel_shuffle, pixel_unshuffle -------------------------------------------------------------------------
-def _check_factor(op: str, input: Tensor, factor: int, name: str) -> None:
+def _check_factor(op: str, input: Tensor, factor: int, name: str) -> int:
+    """The factor as an int (anything with __index__ but a bool, as PyTorch's int arguments take)."""
+    if isinstance(factor, bool) or not hasattr(type(factor), "__index__"):
+        raise TypeError(f"{op}(): argument '{name}' (position 2) must be int, not {type_name(factor)}")
+    factor = operator.index(factor)
     if input.ndim < 3:
         raise RuntimeError(f"{op} expects input to have at least 3 dimensions, but got input with {input.ndim} "
                            "dimension(s)")
     if factor <= 0:
         raise RuntimeError(f"{op} expects a positive {name}, but got {factor}")
+    return factor
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """(*, C*r*r, H, W) -> (*, C, H*r, W*r): each channel block of r*r becomes an r-by-r patch."""
-    _check_factor("pixel_shuffle", input, upscale_factor, "upscale_factor")
-    r = upscale_factor
+    r = _check_factor("pixel_shuffle", input, upscale_factor, "upscale_factor")
     *batch, c, h, w = input.shape
     if c % (r * r):
         raise RuntimeError("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
@@ -259,8 +267,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """(*, C, H*r, W*r) -> (*, C*r*r, H, W), pixel_shuffle's inverse."""
-    _check_factor("pixel_unshuffle", input, downscale_factor, "downscale_factor")
-    r = downscale_factor
+    r = _check_factor("pixel_unshuffle", input, downscale_factor, "downscale_factor")
     *batch, c, h, w = input.shape
     for name, n, dim in (("height", h, -2), ("width", w, -1)):
         if n % r:
