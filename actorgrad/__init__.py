@@ -45,7 +45,15 @@ from actorgrad.ops import *  # noqa: F403
 from actorgrad.ops.complex_parts import complex as complex  # not in __all__: keeps the builtin
 from actorgrad.ops.storage_methods import Layout, strided
 from actorgrad.print_options import set_printoptions
-from actorgrad.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from actorgrad.random import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
 from actorgrad.random_tensors import *  # noqa: F403
 from actorgrad.scheduler import get_num_workers, profile, set_num_workers
 from actorgrad.serialization import load, save
@@ -75,8 +83,8 @@ __all__ = [
     "is_anomaly_enabled", "is_inference_mode_enabled", "linalg", "manual_seed", "nn", "no_grad", "ops", "optim",
     "profile", "set_grad_enabled", "set_num_workers", "special", "stream", "tensor", "testing", "uint8", "utils",
     *ops.__all__, *creation.__all__, *random_tensors.__all__, *windows.__all__,
-    "get_default_device", "get_rng_state", "load", "save", "seed", "set_default_device", "set_printoptions",
-    "set_default_tensor_type", "set_rng_state", "strided", *interop.__all__, *settings.__all__,
+    "default_generator", "get_default_device", "get_rng_state", "load", "save", "seed", "set_default_device",
+    "set_printoptions", "set_default_tensor_type", "set_rng_state", "strided", *interop.__all__, *settings.__all__,
 ]
 
 # Last: nn and optim build on the whole package above.

@@ -6,9 +6,13 @@ one unless a `generator=` is passed, so one `manual_seed` makes a whole run repe
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+
+from actorgrad.devices import cpu
 
 # PyTorch's default seed for a fresh generator.
 DEFAULT_SEED = 67280421310721
@@ -21,7 +25,7 @@ class Generator:
     def __init__(self, device: Any = "cpu") -> None:
         if str(device) != "cpu":
             raise RuntimeError(f"Generator: device {device!r} is not supported here; only 'cpu' is")
-        self.device = "cpu"
+        self.device = cpu  # a device, as PyTorch's generator.device
         self.manual_seed(DEFAULT_SEED)
 
     def manual_seed(self, seed: int) -> Generator:
@@ -43,6 +47,10 @@ class Generator:
 
     def initial_seed(self) -> int:
         return self._initial_seed
+
+    def clone_state(self) -> Generator:
+        """A new generator at this one's state, drawing the same stream from here on."""
+        return Generator().set_state(self.get_state())
 
     def get_state(self) -> Any:
         """The generator's state as a uint8 tensor, as PyTorch's (our own layout: PCG64's state and increment, its
@@ -101,6 +109,20 @@ def get_rng_state() -> Any:
 def set_rng_state(new_state: Any) -> None:
     """Restore the default generator to a state `get_rng_state` returned."""
     default_generator.set_state(new_state)
+
+
+@contextmanager
+def fork_rng(devices: Any = None, enabled: bool = True, device_type: str = "cuda") -> Iterator[None]:
+    """Restore the default generator's state on exit, so draws inside leave the stream outside as it was. Every
+    device draws from the default generator here, so `devices` and `device_type` need no forking of their own."""
+    if not enabled:
+        yield
+        return
+    state = default_generator.get_state()
+    try:
+        yield
+    finally:
+        default_generator.set_state(state)
 
 
 def numpy_generator(generator: Generator | None) -> np.random.Generator:

@@ -59,6 +59,9 @@ def _draw(sample: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         return parts.view(dtype)[..., 0]
     if dtype in (np.float32, np.float64):
         return sample(shape, dtype=dtype)
+    if sample.__name__ == "random":  # on the dtype's grid, as PyTorch: a float64 draw could round up to 1
+        steps = float(1 << (np.finfo(dtype).nmant + 1))
+        return (np.floor(sample(shape) * steps) / steps).astype(dtype)
     return sample(shape, dtype=np.float64).astype(dtype)
 
 
@@ -113,7 +116,15 @@ def _random_ints(
     return numpy_generator(generator).integers(low, high, shape, dtype=np.int64).astype(dtype, copy=False)
 
 
+def _one_int(value: Any) -> Any:
+    """A one-element integer tensor as the int PyTorch's parser reads it for an int argument; anything else as is."""
+    if isinstance(value, Tensor) and value.dtype.kind in "iu" and value.numel() == 1:
+        return value.item()
+    return value
+
+
 def _int_bound(op: str, value: Any, name: str, position: int) -> int:
+    value = _one_int(value)
     if not is_int(value):
         raise TypeError(f"{op}(): argument '{name}' (position {position}) must be int, not {type(value).__name__}")
     if not -(1 << 63) <= value < 1 << 63:
@@ -196,7 +207,7 @@ def randn_like(
 # -- randperm -------------------------------------------------------------------------------------------------
 # The C++ integer names PyTorch's overflow error gives, and the largest n its float dtypes hold every index of.
 _INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t"}
-_FLOAT_LIMITS = {float16: ("Half", 2049), float32: ("Float", (1 << 24) + 1)}
+_FLOAT_LIMITS = {float16: ("Half", 2049, "2049"), float32: ("Float", (1 << 24) + 1, "2^24+1")}
 
 
 def randperm(
@@ -204,6 +215,7 @@ def randperm(
 ) -> Tensor:
     """A random permutation of 0, ..., n - 1 (int64 by default)."""
     check_device(device)
+    n = _one_int(n)
     if not is_int(n):
         raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not {type_name(n)}")
     if n < 0:
@@ -214,7 +226,7 @@ def randperm(
     if resolved.name in _INT_NAMES and n - 1 > np.iinfo(resolved).max:
         raise RuntimeError(f"value cannot be converted to type {_INT_NAMES[resolved.name]} without overflow")
     if resolved in _FLOAT_LIMITS and n > _FLOAT_LIMITS[resolved][1]:
-        name, limit = _FLOAT_LIMITS[resolved]
+        name, _, limit = _FLOAT_LIMITS[resolved]
         raise RuntimeError(f"n cannot be greater than {limit} for {name} type.")
     return leaf_on(numpy_generator(generator).permutation(n).astype(resolved), requires_grad, device)
 
@@ -238,6 +250,12 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
 
+def _noise_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype normal draws its standard noise in before scaling: float64, or complex128 for a complex result (as
+    PyTorch, each part of a complex sample gets half the variance)."""
+    return np.dtype(np.complex128 if dtype.kind == "c" else np.float64)
+
+
 def normal(
     mean: Any, std: Any = 1.0, size: Sequence[int] | None = None, *, generator: Generator | None = None,
     dtype: Any = None, requires_grad: bool = False, device: Any = None,
@@ -254,18 +272,21 @@ def normal(
         if not std >= 0.0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
         shape = size_argument("normal", (size,), None)
-        draws = float(mean) + float(std) * rng.standard_normal(shape)
-        return leaf_on(draws.astype(_float_dtype("normal_kernel_cpu", dtype)), requires_grad, device)
+        resolved = _float_dtype("normal_kernel_cpu", dtype, "fc")
+        draws = float(mean) + float(std) * _draw(rng.standard_normal, shape, _noise_dtype(resolved))
+        return leaf_on(draws.astype(resolved), requires_grad, device)
     tensors = tuple(v for v in (mean, std) if isinstance(v, Tensor))
     if len(tensors) + sum(_number(v) for v in (mean, std)) != 2 or size is not None:
         given = ", ".join(type_name(v) for v in (mean, std, *(() if size is None else (size,))))
         raise TypeError(f"normal() received an invalid combination of arguments - got ({given}), but expected one of:"
                         f"\n{NORMAL_SIGNATURES}")
     like = tensors[0]
-    if like.dtype.kind != "f":
+    if isinstance(std, Tensor) and std.dtype.kind == "c":
+        raise RuntimeError("normal expects standard deviation to be non-complex")
+    if like.dtype.kind not in "fc":
         raise not_implemented("normal_kernel_cpu", like.dtype)
     if isinstance(std, Tensor):
-        if bool((std._data < 0).any()):
+        if not bool((std._data >= 0).all()):  # NaN fails too
             raise RuntimeError("normal expects all elements of std >= 0.0")
     elif not std >= 0.0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
@@ -274,7 +295,7 @@ def normal(
         shape = np.broadcast_shapes(np.shape(m), np.shape(s))
     except ValueError:
         raise broadcast_error("normal", np.shape(m), np.shape(s)) from None
-    draws = m + s * on_device(like, rng.standard_normal(shape))
+    draws = m + s * on_device(like, _draw(rng.standard_normal, shape, _noise_dtype(like.dtype)))
     rule = NORMAL_TENSORS if len(tensors) == 2 else NORMAL_TENSOR_NUMBER if tensors[0] is mean else NUMBER_NORMAL_TENSOR
     return record(rule, draws.astype(like.dtype, copy=False), tensors)
 
@@ -296,6 +317,8 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
         if x.size and not bool(((x >= 0) & (x <= 1)).all()):
             raise RuntimeError(P_IN)
         return record(BERNOULLI, (on_device(input, rng.random(x.shape)) < x).astype(x.dtype), (input,))
+    if isinstance(p, Tensor) and p.ndim == 0:  # PyTorch's parser reads a 0-d tensor as a float
+        p = p.item()
     if not _number(p):
         raise TypeError(f"bernoulli(): argument 'p' (position 2) must be float, not {type_name(p)}")
     if not 0.0 <= p <= 1.0:
@@ -314,6 +337,10 @@ def multinomial(
     if x.dtype.kind != "f":
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
                            f"{SCALAR_NAMES.get(x.dtype, x.dtype)}")
+    if not is_int(num_samples):
+        raise TypeError(f"multinomial(): argument 'num_samples' (position 2) must be int, not {type_name(num_samples)}")
+    if x.shape[-1] > 1 << 24:
+        raise RuntimeError("number of categories cannot exceed 2^24")
     if num_samples <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     if not replacement and num_samples > x.shape[-1]:

@@ -33,7 +33,7 @@ C_NAMES = {
     np.dtype(t): name for t, name in (
         (np.bool_, "bool"), (np.uint8, "unsigned char"), (np.int8, "signed char"), (np.int16, "short int"),
         (np.int32, "int"), (np.int64, "long int"), (np.float16, "c10::Half"), (np.float32, "float"),
-        (np.float64, "double"),
+        (np.float64, "double"), (np.complex64, "c10::complex<float>"), (np.complex128, "c10::complex<double>"),
     )
 }
 P_IN = (
@@ -73,6 +73,23 @@ def _write_draws(self: Tensor, rule: Rule, draw: Callable[[Tensor], Any], operan
         return record(rule, values, (s, *operands))
 
     return write_in_place(self, compute, operands, False)
+
+
+def below(draws: np.ndarray, low: float, high: float, dtype: np.dtype) -> np.ndarray:
+    """`draws` from [low, high) cast to `dtype`, the ones the cast rounded up to `high` moved to the largest value
+    of `dtype` below it, so the range stays half-open as PyTorch's (float16 rounds 1 - 2**-12 up to 1)."""
+    values = draws.astype(dtype)
+    if not low < high:
+        return values
+    top = dtype.type(high)
+    if float(top) >= high:
+        top = np.nextafter(top, dtype.type(-np.inf))
+    return values if float(top) < low else np.minimum(values, top)  # no value of dtype lies in [low, high)
+
+
+def _complex(parts: np.ndarray) -> np.ndarray:
+    """Complex values from draws of shape (..., 2): real parts first."""
+    return parts[..., 0] + 1j * parts[..., 1]
 
 
 # -- arguments ------------------------------------------------------------------------------------------------------
@@ -122,6 +139,8 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Gen
     def draw(s: Tensor) -> np.ndarray:
         if not std >= 0.0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+        if s.dtype.kind == "c":  # as PyTorch: each part from N(mean, std^2 / 2), so the variance is std^2 in all
+            return _complex(rng.normal(mean, std / np.sqrt(2.0), (*s.shape, 2)))
         _check_floating(s, "normal_kernel_cpu")
         return rng.normal(mean, std, s.shape)
 
@@ -136,20 +155,23 @@ def uniform_(self: Tensor, *args: Any, generator: Generator | None = None, **kwa
     rng = numpy_generator(generator)
 
     def draw(s: Tensor) -> np.ndarray:
-        if s.dtype.kind != "f":
+        if s.dtype.kind not in "fc":
             raise not_implemented("check_uniform_bounds", s.dtype)
-        top = float(np.finfo(s.dtype).max)
+        part = np.dtype(s.dtype.char.lower())  # a complex tensor's parts are each drawn from [from, to)
+        top = float(np.finfo(part).max)
         for name, value in (("from", low), ("to", high)):
             if not -top <= value <= top:
-                raise RuntimeError(f"{name} is out of bounds for {C_NAMES[s.dtype]}")
+                raise RuntimeError(f"{name} is out of bounds for {C_NAMES[part]}")
         if low > high:
             raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={low:g} > to={high:g}")
         if high - low > top:
             raise RuntimeError(
-                f"uniform_ expects to-from <= std::numeric_limits<{SCALAR_NAMES[s.dtype]}>::max(), but found "
+                f"uniform_ expects to-from <= std::numeric_limits<{SCALAR_NAMES[part]}>::max(), but found "
                 f"to={high:g} and from={low:g} which result in to-from to exceed the limit"
             )
-        return rng.uniform(low, high, s.shape)
+        if s.dtype.kind == "c":
+            return _complex(below(rng.uniform(low, high, (*s.shape, 2)), low, high, part))
+        return below(rng.uniform(low, high, s.shape), low, high, part)
 
     return _write_draws(self, UNIFORM, draw)
 
@@ -213,6 +235,8 @@ def bernoulli_(self: Tensor, p: Tensor | float = 0.5, *, generator: Generator | 
         def draw(s: Tensor) -> np.ndarray:
             if not 0.0 <= p <= 1.0:
                 raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+            if s._data.size and s.dtype.kind == "c":
+                raise not_implemented("bernoulli_scalar_cpu_", s.dtype)
             return rng.random(s.shape) < p
 
         return _write_draws(self, BERNOULLI_NUMBER, draw)
@@ -223,6 +247,8 @@ def bernoulli_(self: Tensor, p: Tensor | float = 0.5, *, generator: Generator | 
         probabilities = p.detach().expand(s.shape)._data  # PyTorch's error for a p that does not expand
         if p.dtype.kind != "f":
             raise not_implemented("bernoulli_tensor_cpu_p_", p.dtype)
+        if s._data.size and s.dtype.kind == "c":
+            raise not_implemented("bernoulli_tensor_cpu_self_", s.dtype)
         if s._data.size and not bool(((probabilities >= 0) & (probabilities <= 1)).all()):
             raise RuntimeError(P_IN)
         return on_device(s, rng.random(s.shape)) < probabilities
@@ -238,7 +264,7 @@ def geometric_(self: Tensor, p: float, *, generator: Generator | None = None) ->
     def draw(s: Tensor) -> np.ndarray:
         if not 0.0 < p < 1.0:
             raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
-        if s._data.size and s.dtype == bool_:
+        if s._data.size and (s.dtype == bool_ or s.dtype.kind == "c"):
             raise not_implemented("geometric_cpu", s.dtype)
         return rng.geometric(p, s.shape)
 
@@ -316,6 +342,12 @@ def random_(self: Tensor, *args: Any, generator: Generator | None = None, **kwar
     rng = numpy_generator(generator)
 
     def draw(s: Tensor) -> np.ndarray:
+        if s.dtype.kind == "c":  # PyTorch checks the bounds of random_(from, to) and random_(to) first
+            if rule is not RANDOM:
+                raise RuntimeError("check_random_bounds handles only integral, floating-point and boolean types")
+            if s._data.size:
+                raise not_implemented("random_kernel_cpu", s.dtype)
+            return np.zeros(s.shape)
         first, last = random_range(s.dtype, low, high)
         return rng.integers(first, last, s.shape, dtype=np.int64, endpoint=True)
 
