@@ -10,6 +10,7 @@ import numpy as np
 from actorgrad import (
     autograd,
     creation,
+    cuda,
     distributions,
     fft,
     interop,
@@ -74,7 +75,7 @@ globals().update(LEGACY_TYPES)  # FloatTensor, LongTensor ...
 
 __all__ = [
     "AccumulateGrad", "Device", "Generator", "Node", "Tensor", "autograd", "backward", "bool_", "complex128",
-    "complex64", "device", "distributions",
+    "complex64", "cuda", "device", "distributions",
     "enable_grad", "fft", "finfo", "iinfo", "float16", "float32", "float64", "func", "functional", "get_default_dtype",
     "get_num_workers",
     "grad", "initial_seed", "set_default_dtype",

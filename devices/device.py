@@ -41,8 +41,10 @@ class Device:
         """The stream kernels queue on now from this thread (the default stream until `actorgrad.stream(s)` says
         otherwise)."""
         current = getattr(self.here, "current", None)
-        if current is not None:
-            return current
+        return self.default_stream() if current is None else current
+
+    def default_stream(self) -> Any:
+        """The stream kernels queue on unless `actorgrad.stream(s)` says otherwise, made on first use."""
         if self.default is None:
             self.default = self.streams(self, default=True)
         return self.default

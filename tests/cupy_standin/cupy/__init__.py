@@ -417,6 +417,26 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+class _MemoryPool:
+    """CuPy's memory pool, as far as actorgrad.cuda asks it: the stand-in's arrays are numpy's, so it holds none."""
+
+    def used_bytes(self) -> int:
+        return 0
+
+    def total_bytes(self) -> int:
+        return 0
+
+    def free_all_blocks(self) -> None:
+        pass
+
+
+_MEMORY_POOL = _MemoryPool()
+
+
+def get_default_memory_pool() -> _MemoryPool:
+    return _MEMORY_POOL
+
+
 _DLPACK_CUDA = 2  # DLPack's kDLCUDA
 
 

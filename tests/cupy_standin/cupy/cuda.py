@@ -25,6 +25,14 @@ class runtime:  # noqa: N801 - CuPy's name
     def getDeviceCount() -> int:  # noqa: N802 - CuPy's name
         return 1
 
+    @staticmethod
+    def getDevice() -> int:  # noqa: N802 - CuPy's name
+        return getattr(_current, "device", 0)
+
+    @staticmethod
+    def getDeviceProperties(device: int) -> dict:  # noqa: N802 - CuPy's name
+        return {"name": b"CuPy stand-in"}
+
 
 class Device:
     def __init__(self, device: int = 0) -> None:
@@ -38,6 +46,10 @@ class Device:
 
     def synchronize(self) -> None:
         pass
+
+    def use(self) -> Device:
+        _current.device = self.id
+        return self
 
 
 class Stream:
