@@ -322,3 +322,12 @@ def test_an_integer_parameter_that_requires_grad_is_refused_in_pytorchs_words():
         nn.ParameterList([ag.ones(1, dtype=ag.int32)])
     frozen = nn.Parameter(ag.ones(2, dtype=ag.int64), requires_grad=False)
     assert not frozen.requires_grad and frozen.dtype == ag.int64
+
+
+def test_module_to_a_bare_index_names_a_cuda_device():
+    m = nn.Linear(2, 2)
+    with pytest.raises(RuntimeError, match="^Device index must not be negative$"):
+        m.to(-1)
+    if not ag.cuda.is_available():
+        with pytest.raises(RuntimeError, match="CUDA"):  # cuda:0 is asked for, as PyTorch's to(0)
+            m.to(0)

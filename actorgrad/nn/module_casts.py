@@ -10,7 +10,7 @@ import numpy as np
 
 from actorgrad.devices.device import Device
 from actorgrad.devices.device import device as as_device
-from actorgrad.ops.casts import TYPE_BY_NAME, is_device
+from actorgrad.ops.casts import TYPE_BY_NAME, device_from_index, is_device
 from actorgrad.tensor import Tensor
 
 
@@ -42,7 +42,7 @@ class CastMethods:
                     f"dtype=actorgrad.{dtype}"
                 )
         if device is not None:
-            self._move(as_device(device))
+            self._move(as_device(device_from_index(device)))  # a bare index names a CUDA device
         if dtype is not None:
             self._cast(dtype, "fc")
         return self

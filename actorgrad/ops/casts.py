@@ -35,7 +35,7 @@ def is_device(value: Any) -> bool:
     return isinstance(value, Device) or (isinstance(value, str) and value.split(":")[0] in DEVICE_NAMES)
 
 
-def _indexed(device: Any) -> Any:
+def device_from_index(device: Any) -> Any:
     """A bare index names a CUDA device (`x.to(rank)`), as in PyTorch; any other device as it is."""
     if not isinstance(device, int | np.integer) or isinstance(device, bool):
         return device
@@ -87,7 +87,7 @@ def to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, non_bloc
         if len(args) == 2:
             raise TypeError(f"to(): expected a device before the dtype, got {args[0]!r}")
         dtype = args[0]
-    out = _convert(self, dtype, copy, _indexed(device))
+    out = _convert(self, dtype, copy, device_from_index(device))
     if memory_format is None or checked_format("to", memory_format) is preserve_format:
         return out
     return contiguous(out, memory_format)  # a copy in that layout unless it has it
