@@ -110,7 +110,8 @@ def test_on_cuda_histograms_are_the_cpus():
     results = []
     for device in ("cpu", "cuda"):
         x = ag.tensor(points, device=device)
-        dd = ag.histogramdd(x, bins=[3, ag.tensor([0.0, 0.5, 2.0], device=device)], weight=x[:, 0], density=True)
+        edges = ag.tensor([0.0, 0.5, 2.0], dtype=ag.float64, device=device)  # the input's dtype, as PyTorch wants
+        dd = ag.histogramdd(x, bins=[3, edges], weight=x[:, 0], density=True)
         one = ag.histogram(x, 5, range=(0.0, 2.0))
         assert dd.hist.device == one.hist.device == x.device
         results.append([t.cpu().numpy() for t in itertools.chain((dd.hist, one.hist, one.bin_edges), dd.bin_edges)])

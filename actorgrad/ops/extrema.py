@@ -109,8 +109,8 @@ def min(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -
 
 def _arg(op: str, input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     x = input._data
-    if x.dtype.kind == "c":
-        raise RuntimeError(f"{op}(): does not support complex input")
+    if x.dtype.kind in "cb":
+        raise RuntimeError(f"{op}(): does not support {'complex' if x.dtype.kind == 'c' else 'bool'} input")
     if dim is None:
         if x.size == 0:
             raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")

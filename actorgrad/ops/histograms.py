@@ -28,6 +28,11 @@ HISTOGRAMDD = _no_derivative("histogramdd")
 ERROR = "torch.histogramdd: "
 
 
+def _c_name(dtype: np.dtype) -> str:
+    """The C++ name PyTorch's histogram errors give a dtype."""
+    return {np.float64: "double", np.float32: "float", np.int64: "long int"}.get(dtype.type, dtype.name)
+
+
 def _edges(x: Any, d: int, bins: Any, low: float | None, high: float | None, input: Tensor) -> Any:
     """Dimension d's bin edges: `bins` itself when it is a tensor of edges, else `bins` + 1 points from low to high
     (the data's min and max when no range is given, widened by 0.5 each way when they are equal)."""
@@ -36,7 +41,10 @@ def _edges(x: Any, d: int, bins: Any, low: float | None, high: float | None, inp
             raise RuntimeError(f"{ERROR}bins tensor should have one dimension, but got {bins.ndim} dimensions in the "
                                f"bins tensor for dimension {d}")
         same_device(input, bins)
-        return bins._data.astype(x.dtype, copy=False)
+        if bins.dtype != x.dtype:
+            raise RuntimeError(f"{ERROR}input tensor and bins tensors should have the same dtype, but got input with "
+                               f"dtype {_c_name(x.dtype)} and bins for dimension {d} with dtype {_c_name(bins.dtype)}")
+        return bins._data
     if isinstance(bins, bool) or not isinstance(bins, int | np.integer):
         raise TypeError(f"histogram(): argument 'bins' must be int or Tensor, not {type(bins).__name__}")
     if bins <= 0:
@@ -86,6 +94,9 @@ def _histogramdd(
             f"{ERROR}if weight tensor is provided it should have the same shape as the input tensor excluding its "
             f"innermost dimension, but got input with shape {list(x.shape)} and weight with shape {list(weight.shape)}"
         )
+    if weight is not None and weight.dtype != x.dtype:
+        raise RuntimeError(f"{ERROR}if weight tensor is provided, input tensor and weight tensor should have the same "
+                           f"dtype, but got input({_c_name(x.dtype)}), and weight({_c_name(weight.dtype)})")
     xp = input._device.xp
     edges = [_edges(points, d, b, *((None, None) if range is None else (float(range[2 * d]), float(range[2 * d + 1]))),
                     input) for d, b in enumerate(bins)]

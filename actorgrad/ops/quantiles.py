@@ -10,10 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.operands import not_implemented, type_name
+from actorgrad.ops.operands import not_implemented, refuse_complex, type_name
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
 from actorgrad.ops.searching import unique
+from actorgrad.ops.selection import where
 from actorgrad.ops.shape import single_dim
 from actorgrad.ops.sorting import _put_back, sort
 from actorgrad.tensor import Tensor, float32, int64
@@ -74,11 +75,15 @@ def _quantile(op: str, input: Tensor, q: Any, dim: int | None, keepdim: bool, in
     nans = xp.isnan(data)
     shape = qs.shape + rest + (1,)  # q's dim (if any) first, as in PyTorch
     qs = qs.reshape(qs.shape + (1,) * (len(rest) + 1))
+    # ranks = qs * scale, except where PyTorch fills in a fixed rank (which cuts q's gradient there)
     if op == "nanquantile":  # ranks among the non-NaN values; a row of NaNs takes rank 0, so its quantile is NaN
-        counts = (~nans).sum(-1, keepdims=True).astype(data.dtype)
-        ranks = xp.maximum(qs * (counts - 1), 0)
+        scale = (~nans).sum(-1, keepdims=True).astype(data.dtype) - 1
+        filled = qs * scale < 0
+        ranks = xp.where(filled, data.dtype.type(0), qs * scale)
     else:  # a row holding NaN takes the last rank, so its quantile is NaN
-        ranks = xp.where(nans.any(-1, keepdims=True), data.dtype.type(last), qs * data.dtype.type(last))
+        scale = data.dtype.type(last)
+        filled = nans.any(-1, keepdims=True)
+        ranks = xp.where(filled, scale, qs * scale)
     ranks = xp.broadcast_to(ranks, shape)
     if interpolation in ("lower", "higher", "nearest"):
         ranks = {"lower": xp.floor, "higher": xp.ceil, "nearest": xp.round}[interpolation](ranks)
@@ -89,8 +94,19 @@ def _quantile(op: str, input: Tensor, q: Any, dim: int | None, keepdim: bool, in
     if interpolation in ("linear", "midpoint"):
         above = ordered.take_along_dim(Tensor(xp.ceil(ranks).astype(int64), device=input._device), -1)
         weights = xp.full(shape, 0.5, data.dtype) if interpolation == "midpoint" else ranks - below
-        out = out.lerp(above, Tensor(weights.astype(data.dtype), device=input._device))
+        weights = Tensor(weights.astype(data.dtype), device=input._device)
+        if interpolation == "linear" and isinstance(q, Tensor) and q.requires_grad:
+            slope = _rank_slope(q, qs) * Tensor(xp.asarray(scale), device=input._device)
+            weights = weights + where(Tensor(filled, device=input._device), 0.0, slope)
+        out = out.lerp(above, weights)
     return record(SQUEEZE_LAST, out._data.reshape(shape[:-1]), (out,), self_shape=shape)
+
+
+def _rank_slope(q: Tensor, qs: Any) -> Tensor:
+    """Zero in value with q's gradient: times the ranks' scale and added to a linear quantile's weights, it gives
+    q (a tensor requiring grad) its gradient as in PyTorch while the weights stay bit for bit the array path's."""
+    q = q.reshape(qs.shape)
+    return q - q.detach()
 
 
 def quantile(
@@ -114,6 +130,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ModeResult:
     smallest, at its last position; each NaN counts as its own value."""
     x = input._data
     xp = input._device.xp
+    refuse_complex(x.dtype, "mode_cpu")
     d = single_dim(dim, x.ndim, "mode")
     if x.ndim and x.shape[d] == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
@@ -145,7 +162,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ModeResult:
 
 # -- unique_consecutive -----------------------------------------------------------------------------------------
 def _no_derivative(ops: Any, g: Any) -> Any:
-    raise RuntimeError("the derivative for 'unique_consecutive' is not implemented.")
+    raise NotImplementedError("the derivative for 'unique_consecutive' is not implemented.")
 
 
 # PyTorch records a node for unique_consecutive that refuses its backward.
@@ -159,6 +176,7 @@ def unique_consecutive(
     which run each element went to, with return_counts, each run's length."""
     xp = input._device.xp
     x = input._data
+    refuse_complex(x.dtype, "unique")
     if dim is None:
         flat = x.reshape(-1)
         rows = flat.reshape(flat.shape[0], 1)

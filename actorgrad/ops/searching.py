@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES, refuse_complex
 from actorgrad.ops.record import Rule, common_device, record, same_device
 from actorgrad.ops.reductions import normalize_dims
-from actorgrad.tensor import Tensor, bool_, float64, int32, int64
+from actorgrad.tensor import Tensor, bool_, float32, float64, int32, int64
 
 __all__ = [
     "argwhere", "bincount", "bucketize", "count_nonzero", "isin", "masked_select", "nonzero", "searchsorted",
@@ -96,6 +96,7 @@ def unique(
     with return_inverse, where each element went, with return_counts, how often each occurs."""
     xp = input._device.xp
     x = input._data
+    refuse_complex(x.dtype, "unique" if dim is None else "unique_dim")
     if dim is not None and x.ndim == 0:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     axis = None if dim is None else normalize_dims(dim, x.ndim, "unique")[0]
@@ -144,7 +145,7 @@ def _unique_slices(xp: Any, x: Any, axis: int) -> tuple[Any, Any, Any]:
 
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """How often each value 0, 1, ... occurs in a 1-D tensor of non-negative integers (weighted: the sum of their
-    weights, float weights in their dtype, others in float64)."""
+    weights, float32 weights in float32, all others (float16 too, as in PyTorch) in float64)."""
     x = input._data
     if x.dtype.kind not in "iu":
         raise NotImplementedError(f'"bincount_cpu" not implemented for \'{SCALAR_NAMES.get(x.dtype, x.dtype)}\'')
@@ -159,7 +160,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
         return Tensor(xp.bincount(x, minlength=minlength).astype(int64, copy=False), device=input._device)
     same_device(input, weights)
     w = weights._data
-    dtype = w.dtype if w.dtype.kind == "f" else float64
+    dtype = float32 if w.dtype == float32 else float64
     counts = xp.bincount(x, weights=w.astype(float64, copy=False), minlength=minlength)
     return Tensor(counts.astype(dtype, copy=False), device=input._device)
 
@@ -185,13 +186,19 @@ def searchsorted(
     seq = sorted_sequence._data
     values = input._data if isinstance(input, Tensor) else xp.asarray(input)
     chosen = _side("torch.searchsorted", right, side)
-    if sorter is not None:
-        seq = xp.take_along_axis(seq, sorter._data, axis=-1)
-    if seq.ndim > 1 and values.ndim == 0:
+    refuse_complex(seq.dtype, "searchsorted_out_cpu")
+    refuse_complex(values.dtype, "searchsorted_out_cpu")
+    if seq.ndim != 1 and values.ndim == 0:
         raise RuntimeError(
             "torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension is 1, but we got "
             f"boundaries tensor dim({seq.ndim}) and input value's dim({values.ndim}) numel({values.size})"
         )
+    if seq.ndim == 0:
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension"
+        )
+    if sorter is not None:
+        seq = xp.take_along_axis(seq, _checked_sorter(sorter._data, seq.shape), axis=-1)
     if seq.ndim > 1 and seq.shape[:-1] != values.shape[:-1]:
         raise RuntimeError(
             "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
@@ -202,6 +209,22 @@ def searchsorted(
     out = _bisect(xp, seq.reshape(rows, seq.shape[-1] if seq.ndim else 1), values.reshape(rows, -1 if rows else 0),
                   chosen == "right")
     return Tensor(out.reshape(values.shape).astype(int32 if out_int32 else int64), device=where)
+
+
+def _checked_sorter(order: Any, shape: tuple[int, ...]) -> Any:
+    """searchsorted's sorter, refused as PyTorch's unless it is an int64 index array of the boundaries' shape whose
+    entries are in range: a negative entry would otherwise silently count from the end."""
+    if order.shape != shape:
+        raise RuntimeError(
+            "torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor "
+            f"{list(shape)}and got sorter tensor {list(order.shape)}"
+        )
+    if order.dtype != int64:
+        raise RuntimeError("torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
+                           f"{SCALAR_NAMES.get(order.dtype, order.dtype)}")
+    if order.size and bool(((order < 0) | (order >= shape[-1])).any()):
+        raise RuntimeError("torch.searchsorted(): sorter index out of range")
+    return order
 
 
 def _bisect(xp: Any, rows: Any, values: Any, right: bool) -> Any:
