@@ -165,7 +165,11 @@ class TensorOps:
         return pad(g, pad_widths)
 
     @staticmethod
-    def where(condition: Tensor, x: Any, y: Any) -> Tensor:
+    def where(condition: Any, x: Any, y: Any) -> Tensor:
+        """As ArrayOps.where: the condition may also be a mask a rule saved as an array, or a Python bool."""
+        if not isinstance(condition, Tensor):
+            device = (x if isinstance(x, Tensor) else y)._device
+            condition = Tensor(device.xp.asarray(condition), device=device)
         return where(condition, x, y)
 
     @staticmethod

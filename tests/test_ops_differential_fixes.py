@@ -351,3 +351,27 @@ def test_the_fixes_on_cuda_give_the_cpu_results():
     for (cpu_dtype, cpu), (cuda_dtype, cuda) in zip(*results):
         assert cpu_dtype == cuda_dtype
         np.testing.assert_allclose(cuda, cpu, rtol=1e-12)
+
+
+@pytest.mark.parametrize("write", [
+    lambda x, m: x.masked_fill(m, 0.0),
+    lambda x, m: ag.where(m, ag.zeros(3, dtype=ag.float64), x),
+    lambda x, m: x.masked_scatter(m, ag.zeros(3, dtype=ag.float64)),
+])
+def test_positions_written_over_get_a_zero_gradient_even_from_a_nan(write):
+    x = ag.tensor([1.0, 2.0, 3.0], dtype=ag.float64, requires_grad=True)
+    mask = ag.tensor([True, False, True])
+    for create_graph in (False, True):
+        (grad,) = ag.autograd.grad(write(x, mask), x, ag.tensor([np.nan, 1.0, np.nan], dtype=ag.float64),
+                                   create_graph=create_graph)
+        assert grad.tolist() == [0.0, 1.0, 0.0]
+
+
+def test_a_zero_dim_tensor_flattens_with_its_dims_checked_as_one_dims():
+    x = ag.tensor(3.0)
+    for dims in [(), (0,), (0, 0), (-1,), (-1, 0)]:
+        assert x.flatten(*dims).shape == (1,)
+    out_of_range = re.escape("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    for dims in [(1,), (0, 1), (1, -1)]:
+        with pytest.raises(IndexError, match=out_of_range):
+            x.flatten(*dims)

@@ -50,7 +50,8 @@ SCATTER_ADD = Rule(
     ((), None),
     (("where", "src_pad"), lambda ops, g, where, src_pad: _padded(ops, ops.index(g, (), where), src_pad)),
 )
-KEPT_GRAD = (("keep",), lambda ops, g, keep: g * keep)  # the gradient where the input's values were kept
+# The gradient where the input was kept, 0 where it was written over (even from a NaN, as PyTorch's masked_fill).
+KEPT_GRAD = (("keep",), lambda ops, g, keep: ops.where(keep, g, 0))
 MASKED_FILL = Rule("MaskedFillBackward0", KEPT_GRAD, broadcasts=True)
 MASKED_FILL_TENSOR = Rule("MaskedFillBackward1", KEPT_GRAD, MASKED_GRAD, broadcasts=True)
 FLOAT_INDEX = "tensors used as indices must be long, int, byte or bool tensors"

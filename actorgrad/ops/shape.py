@@ -258,7 +258,8 @@ def single_dim(dim: int, ndim: int, op: str) -> int:
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     x = input._data
-    if x.ndim == 0:
+    if x.ndim == 0:  # its dims are checked as one dim's, as PyTorch's
+        single_dim(start_dim, 1, "flatten"), single_dim(end_dim, 1, "flatten")
         return reshape(input, (1,))
     start, end = single_dim(start_dim, x.ndim, "flatten"), single_dim(end_dim, x.ndim, "flatten")
     if start > end:
