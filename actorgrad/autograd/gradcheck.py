@@ -43,6 +43,20 @@ def _requiring_grad(inputs: tuple) -> list[int]:
     return [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
 
 
+def _checked_outputs(result: Any) -> tuple:
+    """The function's outputs as a flat tuple, refusing results that would hide tensors from the check: a nested
+    container, or a result that is neither a Tensor nor a tuple (None, a number); PyTorch fails on these too."""
+    if not isinstance(result, Tensor | tuple | list):
+        raise TypeError(f"gradcheck: the function returned a {type(result).__name__}; it must return a Tensor or a "
+                        f"tuple of Tensors")
+    outputs = _as_tuple(result)
+    for j, o in enumerate(outputs):
+        if isinstance(o, tuple | list | dict):
+            raise TypeError(f"gradcheck: output {j} of the function is a {type(o).__name__}, whose tensors would go "
+                            f"unchecked; return a flat tuple of Tensors")
+    return outputs
+
+
 def _differentiable_outputs(outputs: tuple) -> list[tuple[int, Tensor]]:
     return [(j, o) for j, o in enumerate(outputs) if isinstance(o, Tensor) and o.dtype.kind in "fc"]
 
@@ -193,7 +207,8 @@ def _refuse_contradictions(options: dict[str, Any], either: tuple[str, str], *ne
 FAILED_NONDET = (
     "Backward is not reentrant, i.e., running backward with same input and grad_output multiple times gives "
     "different values, although analytical gradient matches numerical gradient.The tolerance for nondeterminism "
-    "was {}."
+    "was {}.\n\nNOTE: if the backward relies on non-deterministic operations, this failure might be expected: "
+    "call gradcheck/gradgradcheck with `nondet_tol=<tol>`."
 )
 
 
@@ -259,7 +274,7 @@ def _gradcheck(func: Callable, inputs: tuple, eps: float, atol: float, rtol: flo
             "gradcheck expects at least one input tensor to require gradient, but none of them have "
             "requires_grad=True."
         )
-    outputs = {j: o for j, o in _differentiable_outputs(_as_tuple(func(*inputs))) if o.requires_grad}
+    outputs = {j: o for j, o in _differentiable_outputs(_checked_outputs(func(*inputs))) if o.requires_grad}
     if not outputs:
         if any(np.any(n != 0) for n in _numerical_jacobians(func, inputs, wrt, eps).values()):
             raise GradcheckError("Numerical gradient for function expected to be zero")
