@@ -20,6 +20,7 @@ from actorgrad.nn import functional as F
 from actorgrad.nn import init
 from actorgrad.nn.module import Module
 from actorgrad.nn.parameter import Parameter
+from actorgrad.nn.recurrent_checks import _check_cell_hidden, _lstm_states
 from actorgrad.nn.recurrent_steps import (
     _MODES,
     State,
@@ -37,16 +38,10 @@ from actorgrad.tensor import Tensor
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
 
 
-def _check_cell_hidden(input: Tensor, hx: Tensor, hidden_size: int, index: int) -> None:
-    if input.size(0) != hx.size(0):
-        raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden{index} batch size {hx.size(0)}")
-    if hx.size(1) != hidden_size:
-        raise RuntimeError(f"hidden{index} has inconsistent hidden_size: got {hx.size(1)}, expected {hidden_size}")
-
-
 def _init_uniform(module: Module, hidden_size: int) -> None:
-    """PyTorch's recurrent init: every parameter ~ U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), in order."""
-    bound = 1.0 / math.sqrt(hidden_size)
+    """PyTorch's recurrent init: every parameter ~ U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), in order (all
+    zeros for a cell of hidden_size 0, which PyTorch allows)."""
+    bound = 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0.0
     for weight in module.parameters():
         init.uniform_(weight, -bound, bound)
 
@@ -133,7 +128,7 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
-        return self._run(input, None if hx is None else tuple(hx), _lstm_step)
+        return self._run(input, _lstm_states(hx, "lstm_cell"), _lstm_step)
 
 
 class GRUCell(RNNCellBase):
@@ -221,6 +216,16 @@ class RNNBase(Module):
         """Each (layer, direction)'s parameters, in PyTorch's order."""
         return [[getattr(self, name) for name in names] for names in self._all_weights]
 
+    @property
+    def _flat_weights_names(self) -> list[str]:
+        """The parameter names of all_weights in one list, for code (weight drop, parametrizations) that reads it."""
+        return [name for names in self._all_weights for name in names]
+
+    @property
+    def _flat_weights(self) -> list[Tensor | None]:
+        """The tensors named by _flat_weights_names now (None for one removed), as PyTorch's."""
+        return [getattr(self, name, None) for name in self._flat_weights_names]
+
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
         for name, default in (("proj_size", 0), ("num_layers", 1), ("bias", True), ("batch_first", False),
@@ -253,6 +258,8 @@ class RNNBase(Module):
             if not batched:
                 hx = tuple(h.unsqueeze(1) for h in hx)
         self._check_input(input)
+        if input.size(0) == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         output, final = self._layers(input, self._checked_states(hx, input.size(1), input))
         if not batched:
             return output.squeeze(1), tuple(h.squeeze(1) for h in final)
@@ -365,7 +372,7 @@ class LSTM(RNNBase):
 
     def forward(self, input: Tensor | PackedSequence, hx: tuple[Tensor, Tensor] | None = None
                 ) -> tuple[Tensor | PackedSequence, tuple[Tensor, Tensor]]:
-        output, (h_n, c_n) = self._run_sequence(input, None if hx is None else tuple(hx))
+        output, (h_n, c_n) = self._run_sequence(input, _lstm_states(hx, "lstm"))
         return output, (h_n, c_n)
 
 

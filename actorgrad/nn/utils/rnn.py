@@ -18,7 +18,7 @@ from actorgrad.ops.indexing import index_select
 from actorgrad.ops.joining import stack
 from actorgrad.ops.padding import pad
 from actorgrad.ops.sorting import argsort
-from actorgrad.tensor import Tensor, float32, float64, int64
+from actorgrad.tensor import Tensor, float16, float32, float64, int32, int64
 from actorgrad.tensor_construction import tensor
 
 __all__ = [
@@ -75,6 +75,36 @@ class PackedSequence(_PackedFields):
     def float(self) -> PackedSequence:
         return self.to(dtype=float32)
 
+    def half(self) -> PackedSequence:
+        return self.to(dtype=float16)
+
+    def long(self) -> PackedSequence:
+        return self.to(dtype=int64)
+
+    def int(self) -> PackedSequence:
+        return self.to(dtype=int32)
+
+    def short(self) -> PackedSequence:
+        return self.to(dtype=np.dtype(np.int16))
+
+    def char(self) -> PackedSequence:
+        return self.to(dtype=np.dtype(np.int8))
+
+    def byte(self) -> PackedSequence:
+        return self.to(dtype=np.dtype(np.uint8))
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether `data` is on a GPU (`batch_sizes` never is)."""
+        return self.data.is_cuda
+
+    def is_pinned(self) -> bool:
+        return self.data.is_pinned()
+
+    def pin_memory(self) -> PackedSequence:
+        """Every field in pinned memory, `batch_sizes` too, as PyTorch pins them all."""
+        return type(self)(*(None if t is None else t.pin_memory() for t in self))
+
     def _with_data(self, data: Tensor) -> PackedSequence:
         if data is self.data:
             return self
@@ -95,7 +125,7 @@ def _lengths_array(lengths: Tensor | Sequence[int]) -> np.ndarray:
     lengths = lengths.to(dtype=int64)
     if lengths.dim() != 1 or lengths.device.type != "cpu":
         raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {lengths.dim()}D "
-                           f"{lengths.device.type} Long tensor")
+                           f"{lengths.device} Long tensor")
     return lengths.numpy()
 
 
@@ -169,7 +199,7 @@ def pad_sequence(sequences: Tensor | Iterable[Tensor], batch_first: bool = False
                  padding_side: str = "right") -> Tensor:
     """Stack sequences of shape (length_i, *) into one (longest, batch, *) tensor ((batch, longest, *) with
     `batch_first`), each padded with `padding_value` after its end, or before its start with
-    padding_side='left'."""
+    padding_side='left'. The result has the first sequence's dtype."""
     if not isinstance(sequences, Iterable):
         raise RuntimeError(
             f"pad_sequence: Expected iterable for input sequences, but got arg of type: {type(sequences)}"
@@ -179,12 +209,16 @@ def pad_sequence(sequences: Tensor | Iterable[Tensor], batch_first: bool = False
         raise RuntimeError("received an empty list of sequences")
     if padding_side not in ("left", "right"):
         raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+    for index, s in enumerate(sequences):
+        if not isinstance(s, Tensor):
+            raise TypeError(f"expected Tensor as element {index} in argument 0, but got {type(s).__name__}")
     longest = max(s.size(0) for s in sequences)
+    dtype = sequences[0].dtype
     padded = []
     for s in sequences:
         missing = longest - s.size(0)
         widths = (0, missing) if padding_side == "right" else (missing, 0)
-        padded.append(pad(s, (0, 0) * (s.dim() - 1) + widths, value=padding_value))
+        padded.append(pad(s.to(dtype=dtype), (0, 0) * (s.dim() - 1) + widths, value=padding_value))
     return stack(padded, 0 if batch_first else 1)
 
 
