@@ -296,7 +296,8 @@ def test_weight_norm_gradcheck(dim):
 def test_weight_norm_with_a_negative_dim_counts_from_the_end():
     m = parametrizations.weight_norm(linear(W), dim=-2)
     assert m.parametrizations.weight.original0.shape == (4, 1)
-    with pytest.raises(IndexError, match=r"^Dimension out of range \(expected to be in range of \[-2, 1\] but got 5\)"):
+    with pytest.raises(IndexError,
+                       match=r"^Dimension out of range \(expected to be in range of \[-2, 1\], but got 5\)"):
         parametrizations.weight_norm(linear(W), dim=5)
 
 

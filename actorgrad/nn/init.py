@@ -19,6 +19,7 @@ import numpy as np
 from actorgrad.devices import cpu, is_writeable
 from actorgrad.grad_mode import no_grad
 from actorgrad.ops import random_fills
+from actorgrad.ops.operands import not_implemented
 from actorgrad.random import Generator, numpy_generator
 from actorgrad.tensor import Tensor
 from actorgrad.version_counter import bump_version
@@ -119,19 +120,50 @@ def trunc_normal_(
     tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
     generator: Generator | None = None,
 ) -> Tensor:
-    """N(mean, std^2) restricted to [a, b]: values outside are drawn again until they fall inside."""
+    """N(mean, std^2) restricted to [a, b]. Where [a, b] holds over 30% of the mass, normal draws outside it are
+    drawn again; otherwise (a narrow or far-off interval, where that could run for ever) uniform draws on [a, b]
+    are kept with probability exp(-(x - mean)^2 / (2 std^2)) relative to the density's peak in [a, b], as
+    PyTorch's."""
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn(
             "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may be "
             "incorrect.", stacklevel=2,
         )
+    _check_normal_dtype(tensor)
     draw = numpy_generator(generator)
-    values = draw.normal(mean, std, tensor.shape)
-    outside = (values < a) | (values > b)
-    while outside.any():
-        values[outside] = draw.normal(mean, std, int(outside.sum()))
-        outside = (values < a) | (values > b)
+    mass = _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std)
+    if mass > 0.3:
+        def propose(count: int | tuple[int, ...]) -> np.ndarray:
+            return draw.normal(mean, std, count)
+
+        def accept(x: np.ndarray) -> np.ndarray:
+            return (x >= a) & (x <= b)
+    else:
+        peak = min(max(mean, a), b)
+
+        def propose(count: int | tuple[int, ...]) -> np.ndarray:
+            return draw.uniform(a, b, count)
+
+        def accept(x: np.ndarray) -> np.ndarray:
+            log_ratio = -0.5 * (((x - mean) / std) ** 2 - ((peak - mean) / std) ** 2)
+            return np.log(draw.uniform(0.0, 1.0, x.shape)) <= log_ratio
+    values = propose(tensor.shape)
+    rejected = ~accept(values)
+    while rejected.any():
+        retry = propose(int(rejected.sum()))
+        values[rejected] = retry
+        rejected[rejected] = ~accept(retry)
     return _fill(tensor, values)
+
+
+def _normal_cdf(z: float) -> float:
+    return (1.0 + math.erf(z / math.sqrt(2.0))) / 2.0
+
+
+def _check_normal_dtype(tensor: Tensor) -> None:
+    """PyTorch's refusal to draw normal values into an integer or bool tensor (with elements)."""
+    if tensor.numel() and tensor.dtype.kind in "biu":
+        raise not_implemented("normal_kernel_cpu", tensor.dtype)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -176,6 +208,7 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Gener
     so a seeded generator repeats the whole tensor."""
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
+    _check_normal_dtype(tensor)
     rows, cols = tensor.shape
     draw = numpy_generator(generator)
     values = draw.normal(0, std, (rows, cols))
@@ -192,6 +225,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
+    _check_normal_dtype(tensor)
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
     flattened = numpy_generator(generator).normal(0, 1, (rows, cols))
@@ -211,7 +245,7 @@ def _kaiming(tensor: Tensor, a: float, mode: str, nonlinearity: str, uniform: bo
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
         return tensor
-    gain, fan = calculate_gain(nonlinearity, a), _calculate_correct_fan(tensor, mode)
+    fan, gain = _calculate_correct_fan(tensor, mode), calculate_gain(nonlinearity, a)
     if uniform:
         bound = gain * math.sqrt(3.0 / fan)
         return uniform_(tensor, -bound, bound, generator)

@@ -15,7 +15,7 @@ def skip_init(module_cls: type[ModuleT], *args: Any, **kwargs: Any) -> ModuleT:
     """`module_cls(*args, **kwargs)` with every `nn.init` initialiser it runs left out, for a module about to be
     initialised otherwise (or loaded): its tensors hold what `empty` gave them. PyTorch builds the module on its
     meta device for this, and so asks for a `device` argument; actorgrad, which has none, asks the same."""
-    if not (isinstance(module_cls, type) and issubclass(module_cls, Module)):
+    if not issubclass(module_cls, Module):  # a TypeError for a non-class, as PyTorch's
         raise RuntimeError(f"Expected a Module; got {module_cls}")
     if "device" not in inspect.signature(module_cls).parameters:
         raise RuntimeError("Module must support a 'device' arg to skip initialization")

@@ -21,10 +21,13 @@ from actorgrad.tensor import Tensor
 __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
 
-def _check_dim(dim: int, ndim: int) -> int:
-    """`dim` counted from the front, with PyTorch's error for one out of range."""
+def _check_dim(dim: int, ndim: int, separator: str = "") -> int:
+    """`dim` counted from the front, with PyTorch's error for one out of range (whose weight_norm, in C++, writes
+    a comma before "but" where its spectral_norm, in Python, does not)."""
     if not -ndim <= dim < ndim:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}] but got {dim})")
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}]{separator} but got {dim})"
+        )
     return dim % ndim
 
 
@@ -33,8 +36,10 @@ def _norm_except_dim(v: Tensor, dim: int) -> Tensor:
     PyTorch's norm_except_dim."""
     if dim == -1:
         return v.norm()
-    dim = _check_dim(dim, v.ndim)
-    return v.norm(2, dim=tuple(d for d in range(v.ndim) if d != dim), keepdim=True)
+    dim = _check_dim(dim, v.ndim, ",")
+    others = tuple(d for d in range(v.ndim) if d != dim)
+    # A 1-D `v` has no other dims: each element is its own slice (an empty dim tuple would reduce over all).
+    return v.norm(2, dim=others, keepdim=True) if others else v.abs()
 
 
 class _WeightNorm(Module):
