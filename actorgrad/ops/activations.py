@@ -140,7 +140,7 @@ THRESHOLD = Rule(
     (
         ("self", "threshold"),
         recorded_grad(
-            "ThresholdBackwardBackward0", lambda ops, g, self, threshold: ops.where(self > threshold, g, 0), "threshold"
+            "ThresholdBackwardBackward0", lambda ops, g, self, limit: ops.where(self <= limit, 0, g), "threshold"
         ),
     ),
 )
@@ -317,7 +317,7 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    """x where x > threshold, else value; integer tensors stay integer."""
+    """value where x <= threshold, else x (so NaN stays NaN, with its gradient); integer tensors stay integer."""
     if inplace:
         return write_in_place(input, lambda s: _threshold(s, threshold, value), (), True)
     return _threshold(input, threshold, value)
@@ -327,7 +327,7 @@ def _threshold(input: Tensor, threshold: float, value: float) -> Tensor:
     x = input._data
     if x.dtype.kind == "b":
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
-    data = np.where(x > threshold, x, value).astype(x.dtype, copy=False)
+    data = np.where(x <= threshold, value, x).astype(x.dtype, copy=False)
     return record(THRESHOLD, data, (input,), threshold=threshold)
 
 
