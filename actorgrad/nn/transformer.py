@@ -3,12 +3,14 @@ the encoder-decoder Transformer, with PyTorch's parameter names, initialisation,
 The attention is `nn.attention`'s MultiheadAttention.
 
 PyTorch's eval-mode fast paths (the fused kernel and nested tensors) are left out: their results are the same
-except that with nested tensors the padded positions of a TransformerEncoder's output come back as zeros.
+except that with nested tensors the padded positions of a TransformerEncoder's output come back as zeros. The
+encoder still sets `use_nested_tensor` and warns at construction as PyTorch does, though nothing reads it.
 """
 
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -51,6 +53,26 @@ def _is_causal_mask(mask: Tensor | None, is_causal: bool | None, size: int) -> b
 
 def _seq_len(x: Tensor, batch_first: bool) -> int:
     return x.shape[1 if batch_first and x.ndim == 3 else 0]
+
+
+def _why_no_nested_tensor(layer: Module) -> str:
+    """PyTorch's reason, if any, why an encoder of copies of `layer` would not take its nested-tensor fast path;
+    kept so that `use_nested_tensor` and the constructor's warning read as PyTorch's do."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    attention = layer.self_attn
+    reasons = (
+        (layer.norm_first, f"{name}.norm_first was True"),
+        (not attention.batch_first,
+         f"{name}.self_attn.batch_first was not True(use batch_first for better inference performance)"),
+        (not attention._qkv_same_embed_dim, f"{name}.self_attn._qkv_same_embed_dim was not True"),
+        (attention.in_proj_bias is None, f"{name}.self_attn was passed bias=False"),
+        (not layer.activation_relu_or_gelu, f"{name}.activation_relu_or_gelu was not True"),
+        (layer.norm1.eps != layer.norm2.eps, f"{name}.norm1.eps was not equal to {name}.norm2.eps"),
+        (attention.num_heads % 2 == 1, f"{name}.self_attn.num_heads is odd"),
+    )
+    return next((reason for failed, reason in reasons if failed), "")
 
 
 def _clones(layer: Module, num_layers: int) -> ModuleList:
@@ -130,7 +152,13 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
+        reason = _why_no_nested_tensor(encoder_layer)
+        if enable_nested_tensor and reason:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {reason}",
+                          stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src: Tensor, mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
                 is_causal: bool | None = None) -> Tensor:

@@ -71,9 +71,12 @@ def checked_tensors(fn: Callable, op: str) -> Callable:
 
 def check_tensor_arguments(namespace: dict, names: list[str], prefix: str = "") -> None:
     """Wrap each function of `namespace` listed in `names` whose first parameter is annotated Tensor in
-    `checked_tensors`, under PyTorch's name for it (`prefix` + its name: `special_expit`, `linalg_pinv`)."""
+    `checked_tensors`, under PyTorch's name for it (`prefix` + its name: `special_expit`, `linalg_pinv`). The
+    wrapper is named after its place in `namespace`, so pickle (a saved module holding `F.relu`) finds it there."""
     for public in names:
         fn = namespace[public]
         code = getattr(fn, "__code__", None)
         if code is not None and code.co_argcount and fn.__annotations__.get(code.co_varnames[0]) in TENSOR:
-            namespace[public] = checked_tensors(fn, prefix + public)
+            checked = checked_tensors(fn, prefix + public)
+            checked.__module__, checked.__qualname__ = namespace["__name__"], public
+            namespace[public] = checked
