@@ -375,3 +375,10 @@ def test_a_zero_dim_tensor_flattens_with_its_dims_checked_as_one_dims():
     for dims in [(1,), (0, 1), (1, -1)]:
         with pytest.raises(IndexError, match=out_of_range):
             x.flatten(*dims)
+
+
+def test_dist_with_p_0_gives_no_gradient_through_broadcasting_too():
+    a = ag.tensor([1.0, 2.0], dtype=ag.float64, requires_grad=True)
+    b = ag.tensor([0.0, 3.0], dtype=ag.float64)
+    assert ag.autograd.grad(ag.dist(a, b, 0), a, allow_unused=True) == (None,)  # PyTorch's undefined gradient
+    assert ag.autograd.grad(ag.dist(a, b, 0), a, materialize_grads=True)[0].tolist() == [0.0, 0.0]

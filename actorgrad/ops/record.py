@@ -196,7 +196,7 @@ class FormulaNode(Node):
                         grad = g
                     else:
                         grad = formula(ops, g, *(ops.unpack(values, self) if recorded else raw))
-                    if reduce is not None:
+                    if reduce is not None and grad is not None:  # None: a formula that gives no gradient
                         grad = ops.sum_to(grad, reduce)
                     out[i] = grad if cast is None or grad is None else ops.cast(grad, cast)  # None: no gradient
         finally:
