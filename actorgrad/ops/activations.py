@@ -37,6 +37,7 @@ SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 GELU_CUBIC = 0.044715  # the cubic term of gelu's tanh approximation
 SELU_ALPHA = 1.6732632423543772848170429916717  # selu's constants, as PyTorch's
 SELU_SCALE = 1.0507009873554804934193349852946
+MISH_FLAT = 20.0  # 1 - tanh(softplus(20)) is about 8e-18, below half an ulp of 1.0 in float64
 
 
 def _gelu_grad(ops: Any, g: Any, self: Any, approximate: str) -> Any:
@@ -79,9 +80,10 @@ def _leaky_relu_inplace_grad(ops: Any, g: Any, result: Any, negative_slope: floa
 
 def _elu_grad(ops: Any, g: Any, self: Any, alpha: float, scale: float, input_scale: float) -> Any:
     # exp of the negative part only: no overflow for large inputs, and no 0 * inf in a double backward. At 0 the
-    # exponential side, whose own gradient PyTorch takes from x < 0 only: the second derivative at 0 is 0.
+    # exponential side, whose own gradient PyTorch takes from x < 0 only: the second derivative at 0 is 0. A NaN
+    # fails x <= 0 and takes the linear side, as in PyTorch's kernel (not the exponential side's alpha * scale).
     negative = ops.where(self < 0, self, 0)
-    return ops.where(self > 0, g * scale, g * (scale * alpha * input_scale) * ops.exp(negative * input_scale))
+    return ops.where(self <= 0, g * (scale * alpha * input_scale) * ops.exp(negative * input_scale), g * scale)
 
 
 def _mish_grad(ops: Any, g: Any, self: Any) -> Any:
@@ -98,7 +100,8 @@ def _inside(ops: Any, g: Any, self: Any, low: float, high: float) -> Any:
 
 
 def _hardswish_grad(ops: Any, g: Any, self: Any) -> Any:
-    return ops.where(self > -3, ops.where(self < 3, g * (self / 3 + 0.5), g), 0)
+    # A NaN fails both comparisons and passes `g`, as in PyTorch's kernel.
+    return ops.where(self <= -3, 0, ops.where(self < 3, g * (self / 3 + 0.5), g))
 
 
 # leaky_relu's kink: at 0 the gradient is negative_slope, as in PyTorch (self > 0 picks the slope 1).
@@ -207,7 +210,9 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     """log(1 + exp(beta * x)) / beta, switching to x where beta * x > threshold."""
     x = floating_data("softplus_cpu", input)
     scaled = x * beta
-    data = np.where(scaled > threshold, x, np.logaddexp(0, scaled) / beta)
+    # log1p(exp(.)) as PyTorch writes it, cut at the threshold so exp cannot overflow where the identity is kept
+    # (np.logaddexp would warn on NaN; this is also twice as fast on large arrays, 1 us slower on tiny ones).
+    data = np.where(scaled > threshold, x, np.log1p(np.exp(np.minimum(scaled, threshold))) / beta)
     return record(SOFTPLUS, data, (input,), beta=beta, threshold=threshold)
 
 
@@ -227,7 +232,7 @@ def _elu(rule: Rule, input: Tensor, alpha: float, scale: float, input_scale: flo
     if inplace:
         return write_in_place(input, lambda s: _elu(rule, s, alpha, scale, input_scale, False), (), True)
     x = floating_data("elu_cpu", input)
-    negative = np.expm1(np.minimum(x, 0) * input_scale) * (scale * alpha)
+    negative = np.expm1(np.where(x > 0, 0, x) * input_scale) * (scale * alpha)  # keeps -0.0 and NaN
     data = np.where(x > 0, x * scale, negative).astype(x.dtype, copy=False)
     return record(rule, data, (input,), alpha=alpha, scale=scale, input_scale=input_scale)
 
@@ -293,7 +298,8 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return write_in_place(input, mish, (), True)
     x = floating_data("mish_cpu", input)
-    return record(MISH, x * np.tanh(np.logaddexp(0, x)), (input,))
+    # Cut at MISH_FLAT, where tanh(softplus(x)) is already 1.0, so exp cannot overflow; NaN passes silently.
+    return record(MISH, x * np.tanh(np.log1p(np.exp(np.minimum(x, MISH_FLAT)))), (input,))
 
 
 def logsigmoid(input: Tensor) -> Tensor:
@@ -339,13 +345,14 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """x - lambd above lambd, x + lambd below -lambd, else 0."""
+    """x - lambd above lambd, x + lambd below -lambd, else 0 (with no 0 * inf, so +-inf pass without numpy's
+    warning); NaN fails x >= -lambd and stays NaN."""
     x = floating_data("softshrink_check", input)
     top = float(np.finfo(x.dtype).max)
     if not 0 <= lambd <= top:
         raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype {SCALAR_NAMES[x.dtype]}, but found "
                            f"{lambd:g}")
-    data = np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, x * 0)).astype(x.dtype, copy=False)
+    data = np.where(x > lambd, x - lambd, np.where(x >= -lambd, 0, x + lambd)).astype(x.dtype, copy=False)
     return record(SOFTSHRINK, data, (input,), lambd=lambd)
 
 
