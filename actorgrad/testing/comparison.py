@@ -3,11 +3,13 @@ its failure messages (how many elements differ, the greatest differences and whe
 
 from __future__ import annotations
 
+import cmath
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from actorgrad.ops.operands import promote_types
 from actorgrad.tensor import Tensor
 
 __all__ = ["assert_close"]
@@ -22,9 +24,9 @@ _TOLERANCES = {
 class _Mismatch(Exception):
     """A failed comparison: the error to raise, its message, and where in the inputs' nesting it happened."""
 
-    def __init__(self, kind: type[Exception], message: str, path: tuple = ()) -> None:
+    def __init__(self, kind: type[Exception], message: str, path: tuple = (), structural: bool = False) -> None:
         super().__init__(message)
-        self.kind, self.message, self.path = kind, message, path
+        self.kind, self.message, self.path, self.structural = kind, message, path, structural
 
 
 def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True, rtol: float | None = None,
@@ -40,44 +42,58 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True, r
     options = dict(rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=check_device, check_dtype=check_dtype,
                    check_stride=check_stride, allow_subclasses=allow_subclasses)
     try:
-        _compare(actual, expected, (), options)
+        # as PyTorch's: the inputs' structure is checked as a whole before any values are compared
+        pairs: list[tuple[Callable, Any, Any, tuple]] = []
+        _pair_up(actual, expected, (), options["allow_subclasses"], pairs)
+        for compare, a, e, path in pairs:
+            compare(a, e, path, **options)
     except _Mismatch as mismatch:
-        if isinstance(msg, str):
+        if isinstance(msg, str) and not mismatch.structural:
             raise mismatch.kind(msg) from None
         message = mismatch.message
         if mismatch.path:
             message += f"\n\nThe failure occurred for item {''.join(f'[{key!r}]' for key in mismatch.path)}"
-        raise mismatch.kind(msg(message) if callable(msg) else message) from None
+        raise mismatch.kind(msg(message) if callable(msg) and not mismatch.structural else message) from None
 
 
-def _compare(actual: Any, expected: Any, path: tuple, options: dict) -> None:
+def _pair_up(actual: Any, expected: Any, path: tuple, allow_subclasses: bool, pairs: list) -> None:
+    """Walk both inputs' nesting, appending (comparison, actual, expected, path) for each leaf pair; a mismatch of
+    the nesting itself (lengths, keys, types) is raised at once, and `msg` does not replace it, as in PyTorch."""
     if actual is None or expected is None:
-        if actual is not expected:
-            raise _Mismatch(AssertionError, f"None mismatch: {actual} is not {expected}", path)
-    elif _same_kind_of_array(actual, expected, options["allow_subclasses"]):
-        _compare_arrays(actual, expected, path, **options)
+        pairs.append((_compare_none, actual, expected, path))
+    elif _same_kind_of_array(actual, expected, allow_subclasses):
+        pairs.append((_compare_arrays, actual, expected, path))
     elif isinstance(actual, bool | np.bool_) and isinstance(expected, bool | np.bool_):
-        if bool(actual) is not bool(expected):
-            raise _Mismatch(AssertionError, f"Booleans mismatch: {actual} is not {expected}", path)
+        pairs.append((_compare_booleans, actual, expected, path))
     elif _is_number(actual) and _is_number(expected):
-        _compare_numbers(actual, expected, path, **options)
+        pairs.append((_compare_numbers, actual, expected, path))
     elif isinstance(actual, Mapping) and isinstance(expected, Mapping):
         if actual.keys() != expected.keys():
             raise _Mismatch(AssertionError, "The keys of the mappings do not match:\n"
                             f"Missing keys in the actual mapping: {sorted(expected.keys() - actual.keys())}\n"
                             f"Additional keys in the actual mapping: {sorted(actual.keys() - expected.keys())}",
-                            path)
+                            path, structural=True)
         for key in actual:
-            _compare(actual[key], expected[key], (*path, key), options)
+            _pair_up(actual[key], expected[key], (*path, key), allow_subclasses, pairs)
     elif _is_sequence(actual) and _is_sequence(expected):
         if len(actual) != len(expected):
             raise _Mismatch(AssertionError, f"The length of the sequences mismatch: {len(actual)} != {len(expected)}",
-                            path)
+                            path, structural=True)
         for i, (a, e) in enumerate(zip(actual, expected)):
-            _compare(a, e, (*path, i), options)
+            _pair_up(a, e, (*path, i), allow_subclasses, pairs)
     else:
         raise _Mismatch(TypeError, f"No comparison pair was able to handle inputs of type {type(actual)} and "
-                        f"{type(expected)}.", path)
+                        f"{type(expected)}.", path, structural=True)
+
+
+def _compare_none(actual: Any, expected: Any, path: tuple, **_: Any) -> None:
+    if actual is not expected:
+        raise _Mismatch(AssertionError, f"None mismatch: {actual} is not {expected}", path)
+
+
+def _compare_booleans(actual: Any, expected: Any, path: tuple, **_: Any) -> None:
+    if bool(actual) is not bool(expected):
+        raise _Mismatch(AssertionError, f"Booleans mismatch: {actual} is not {expected}", path)
 
 
 def _same_kind_of_array(actual: Any, expected: Any, allow_subclasses: bool) -> bool:
@@ -92,7 +108,11 @@ def _is_number(value: Any) -> bool:
 
 
 def _is_sequence(value: Any) -> bool:
-    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+    return isinstance(value, Sequence) and not isinstance(value, str)  # bytes compare as their numbers, as in PyTorch
+
+
+def _finite(value: int | float | complex) -> bool:
+    return isinstance(value, int) or cmath.isfinite(value)
 
 
 def _compare_numbers(actual: Any, expected: Any, path: tuple, *, rtol: float | None, atol: float | None,
@@ -107,7 +127,8 @@ def _compare_numbers(actual: Any, expected: Any, path: tuple, *, rtol: float | N
         rtol, atol = _TOLERANCES.get(np.dtype(dtype), (0.0, 0.0))
     if actual == expected or (equal_nan and actual != actual and expected != expected):
         return
-    if abs(actual - expected) <= atol + rtol * abs(expected):
+    # an infinity is close only to itself: inf - -inf would otherwise be within rtol * inf
+    if _finite(actual) and _finite(expected) and abs(actual - expected) <= atol + rtol * abs(expected):
         return
     raise _Mismatch(AssertionError, _scalar_message(actual, expected, rtol, atol), path)
 
@@ -126,16 +147,19 @@ def _compare_arrays(actual: Any, expected: Any, path: tuple, *, rtol: float | No
             attribute("stride()", actual.stride(), expected.stride())
         a, e = actual.detach().cpu().numpy(), expected.detach().cpu().numpy()
     else:
-        if check_stride:
-            attribute("stride()", actual.strides, expected.strides)
+        if check_stride:  # in elements, as the tensors PyTorch makes of the arrays count them
+            attribute("stride()", *(tuple(step // array.itemsize for step in array.strides)
+                                    for array in (actual, expected)))
         a, e = actual, expected
     if check_dtype and a.dtype != e.dtype:
         raise _Mismatch(AssertionError, f"The values for attribute 'dtype' do not match: actorgrad.{a.dtype} != "
                         f"actorgrad.{e.dtype}.", path)
     if rtol is None:
         rtol, atol = map(max, zip(_TOLERANCES.get(a.dtype, (0.0, 0.0)), _TOLERANCES.get(e.dtype, (0.0, 0.0))))
-    common = np.result_type(a, e)
+    common = promote_types(a.dtype, e.dtype)  # PyTorch's promotion: int64 with float32 compares in float32
     a, e = a.astype(common), e.astype(common)
+    if a.ndim == 0 and common == np.bool_ and a != e:
+        raise _Mismatch(AssertionError, _scalar_message(a.item(), e.item(), 0, 0), path)
     if common.kind not in "fc":
         matches = a == e
         if rtol or atol:  # tolerances given for integers apply to them, as in PyTorch's isclose
@@ -179,5 +203,5 @@ def _message(identifier: str, rtol: float, atol: float, extra: str, abs_diff: tu
     for kind, (diff, index), tol in (("absolute", abs_diff, atol), ("relative", rel_diff, rtol)):
         line = (f"{kind.title()} difference: {diff}" if index is None
                 else f"Greatest {kind} difference: {diff} at index {index}")
-        lines.append(line + (f" (up to {tol} allowed)" if tol > 0 else ""))
+        lines.append(line + ("" if rtol == 0 and atol == 0 else f" (up to {tol} allowed)"))
     return "\n".join(lines)

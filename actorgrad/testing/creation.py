@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 
 import actorgrad as ag
+from actorgrad.creation import checked_shape
+from actorgrad.ops.operands import int_tuple
 from actorgrad.random import numpy_generator
 from actorgrad.tensor import Tensor
 
@@ -48,11 +50,13 @@ def make_tensor(*shape: int | Sequence[int], dtype: Any, device: Any = None, low
                 high: float | None = None, requires_grad: bool = False, noncontiguous: bool = False,
                 exclude_zero: bool = False, memory_format: Any = None) -> Tensor:
     """A tensor of `shape` filled with values drawn uniformly from [low, high) (from the default generator, so
-    `actorgrad.manual_seed` repeats them). `noncontiguous` gives a strided view; `exclude_zero` replaces zeros
-    by 1 (bool, integers) or the dtype's smallest normal number (floating, and both parts of complex)."""
+    `actorgrad.manual_seed` repeats them). `noncontiguous` gives a strided view; `memory_format` lays the values
+    out in that order (channels_last, ...); `exclude_zero` replaces zeros by 1 (bool, integers) or the dtype's
+    smallest normal number (floating, and both parts of complex)."""
     if len(shape) == 1 and isinstance(shape[0], Sequence):
         shape = shape[0]
-    shape = tuple(int(size) for size in shape)
+    # checked as torch.empty checks it: integers only (not 2.0, not nested), none negative
+    shape = checked_shape("empty", (int_tuple(tuple(shape), "empty", "size", 1),))
     dtype = np.dtype(dtype)
     if noncontiguous and memory_format is not None:
         raise ValueError(f"The parameters `noncontiguous` and `memory_format` are mutually exclusive, but got "
@@ -87,6 +91,8 @@ def make_tensor(*shape: int | Sequence[int], dtype: Any, device: Any = None, low
     result = ag.tensor(values, dtype=dtype, device=device)
     if noncontiguous:
         result = result[..., 1::2]  # offset by one, as PyTorch's, to catch offset bugs too
+    elif memory_format is not None:
+        result = result.contiguous(memory_format=memory_format)
     if dtype.kind in "fc":
         result.requires_grad_(requires_grad)
     return result
