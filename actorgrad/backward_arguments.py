@@ -14,7 +14,7 @@ from actorgrad.autograd.graph import GradientEdge
 from actorgrad.devices import cpu
 from actorgrad.node import Edge, GraphRoot
 from actorgrad.tensor import Tensor
-from actorgrad.user_warnings import warn
+from actorgrad.user_warnings import warn_once
 
 
 def _sequence(value: Any, what: str, kinds: str) -> tuple:
@@ -176,12 +176,9 @@ CREATE_GRAPH_CYCLE = (
     "have to use this function, make sure to reset the .grad fields of your parameters to None after use to break "
     "the cycle and avoid the leak."
 )
-_warned_create_graph_cycle = False  # PyTorch gives this warning once per process
 
 
 def warn_create_graph_cycle() -> None:
-    """PyTorch's warning for backward(create_graph=True), whose leaves' gradients keep the graph that reaches them."""
-    global _warned_create_graph_cycle
-    if not _warned_create_graph_cycle:
-        _warned_create_graph_cycle = True
-        warn(CREATE_GRAPH_CYCLE)
+    """PyTorch's warning (once per process) for backward(create_graph=True), whose leaves' gradients keep the graph
+    that reaches them."""
+    warn_once(CREATE_GRAPH_CYCLE)

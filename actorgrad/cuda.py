@@ -66,6 +66,11 @@ def _index(device: Any) -> int:
     return where.index or 0
 
 
+def _cuda_device(device: Any) -> Device:
+    """The CUDA Device `device` names (None: the current one)."""
+    return as_device(f"cuda:{_index(device)}")
+
+
 def current_device() -> int:
     """The index of the current CUDA device of this thread."""
     return _cupy().cuda.runtime.getDevice()
@@ -112,16 +117,16 @@ def initial_seed() -> int:
 
 def Stream(device: Any = None, priority: int = 0) -> Any:  # noqa: N802 - PyTorch's class name
     """A new stream of a CUDA device, for `with actorgrad.cuda.stream(s):`."""
-    return as_device(f"cuda:{_index(device)}").new_stream()
+    return _cuda_device(device).new_stream()
 
 
 def current_stream(device: Any = None) -> Any:
-    return as_device(f"cuda:{_index(device)}").current_stream()
+    return _cuda_device(device).current_stream()
 
 
 def default_stream(device: Any = None) -> Any:
     """The device's default stream, whatever stream is current."""
-    return as_device(f"cuda:{_index(device)}").default_stream()
+    return _cuda_device(device).default_stream()
 
 
 @contextmanager

@@ -27,7 +27,8 @@ import numpy as np
 
 from actorgrad.devices import Device, cpu
 from actorgrad.devices import device as as_device
-from actorgrad.tensor import Tensor, memory_owner
+from actorgrad.ops.storage_methods import memory_place, placed
+from actorgrad.tensor import Tensor
 from actorgrad.tensor_construction import new_leaf
 
 __all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "load", "safe_globals", "save"]
@@ -112,9 +113,8 @@ class _Pickler(pickle.Pickler):
         """The number of the entry holding `t`'s values, and where `t` lies in it: (byte offset, shape, strides),
         or None when the entry holds exactly `t`'s values (a device tensor's, or one that views its memory as
         another dtype)."""
-        x, root = t._data, memory_owner(t)
-        shared = isinstance(x, np.ndarray) and root.dtype == x.dtype and root.flags.c_contiguous and x.size > 0
-        owner = root if shared else x
+        owner, place = memory_place(t)
+        shared = place is not None
         number = self.memories.get(id(owner)) if shared else None
         if number is None:
             number = len(self.memories)
@@ -123,7 +123,7 @@ class _Pickler(pickle.Pickler):
             values = io.BytesIO()
             np.save(values, owner if shared else t.detach().cpu().numpy(), allow_pickle=False)
             self.archive.writestr(f"actorgrad/tensors/{number}.npy", values.getvalue())
-        return number, (t.storage_offset() * x.itemsize, x.shape, x.strides) if shared else None
+        return number, place
 
 
 def save(obj: Any, f: Any, pickle_module: Any = pickle, pickle_protocol: int = 2,
@@ -188,10 +188,7 @@ class _Unpickler(pickle.Unpickler):
         if memory is None:
             entry = io.BytesIO(self.archive.read(f"actorgrad/tensors/{number}.npy"))
             memory = self.memories[number] = np.load(entry, allow_pickle=False)
-        values = memory
-        if place is not None:
-            offset, shape, strides = place
-            values = np.ndarray(shape, memory.dtype, buffer=memory, offset=offset, strides=strides)
+        values = placed(memory, place)
         target, out = _target(self.map_location, saved), None
         if callable(target):  # as PyTorch's, it gets the values on the cpu; its None means the saved device
             out, target = target(new_leaf(values, requires_grad, cpu), saved), None

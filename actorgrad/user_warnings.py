@@ -19,3 +19,14 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
+
+
+# The messages `warn_once` has given in this process.
+_warned_once: set[str] = set()
+
+
+def warn_once(message: str, category: type[Warning] = UserWarning) -> None:
+    """`warn`, once per process for each message, as PyTorch's TORCH_WARN_ONCE."""
+    if message not in _warned_once:
+        _warned_once.add(message)
+        warn(message, category)

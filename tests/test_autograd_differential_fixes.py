@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import actorgrad as ag
-import actorgrad.backward_arguments as backward_arguments
+from actorgrad import user_warnings
 from actorgrad.autograd import Function, gradcheck
 
 
@@ -289,7 +289,7 @@ def test_a_complex_loss_needs_its_gradient_given():
 
 
 def test_backward_with_create_graph_warns_once_about_the_reference_cycle(monkeypatch):
-    monkeypatch.setattr(backward_arguments, "_warned_create_graph_cycle", False)
+    monkeypatch.setattr(user_warnings, "_warned_once", set())
     x = leaf()
     with pytest.warns(UserWarning, match="Using backward\\(\\) with create_graph=True will create a reference cycle"):
         (x * x).sum().backward(create_graph=True)

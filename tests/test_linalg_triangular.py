@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import actorgrad as ag
+from actorgrad import user_warnings
 from actorgrad.autograd import gradcheck, gradgradcheck
 
 RNG = np.random.default_rng(11)
@@ -103,10 +104,8 @@ def test_triangular_solve_gradients_match_finite_differences(upper: bool, transp
         assert gradgradcheck(f, [b, a])
 
 
-def test_triangular_solve_warns_once_that_it_is_deprecated() -> None:
-    from actorgrad.ops import linalg_triangular
-
-    linalg_triangular._warned["triangular_solve"] = False
+def test_triangular_solve_warns_once_that_it_is_deprecated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(user_warnings, "_warned_once", set())
     with pytest.warns(UserWarning, match="torch.triangular_solve is deprecated"):
         ag.triangular_solve(t(np.ones((2, 1))), t(np.eye(2)))
     with warnings.catch_warnings():

@@ -6,7 +6,6 @@ and the same on cuda:0 (CuPy, or the stand-in in CI).
 
 from __future__ import annotations
 
-import importlib
 import math
 import warnings
 
@@ -14,8 +13,7 @@ import numpy as np
 import pytest
 
 import actorgrad as ag
-
-SCATTER_MODULE = importlib.import_module("actorgrad.ops.scatter")  # actorgrad.ops.scatter names the function
+from actorgrad import user_warnings
 
 NAN = math.nan
 
@@ -300,7 +298,7 @@ def test_scatter_with_reduce_records_no_derivative_as_pytorch(form: str) -> None
 
 
 def test_scatter_with_reduce_and_a_src_warns_once_as_pytorch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(SCATTER_MODULE, "_warned_reduce", False)
+    monkeypatch.setattr(user_warnings, "_warned_once", set())
     x, index = f64([1, 2, 3]), ag.tensor([0, 1])
     with pytest.warns(UserWarning, match=r"^The reduce argument of torch.scatter with Tensor src is deprecated and "
                                          r"will be removed in a future PyTorch release. Use torch.scatter_reduce "

@@ -13,7 +13,7 @@ import pytest
 
 import actorgrad as ag
 import actorgrad.nn.functional as F
-from actorgrad.ops import conv
+from actorgrad import user_warnings
 
 f32, f64 = ag.float32, ag.float64
 
@@ -141,7 +141,7 @@ def test_conv_expands_a_single_value_tuple_to_every_dim(numpy_gradient):
 
 
 def test_conv_same_padding_with_an_odd_total_warns_once(monkeypatch):
-    monkeypatch.setattr(conv, "_warned_same", False)
+    monkeypatch.setattr(user_warnings, "_warned_once", set())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         F.conv2d(ag.zeros(1, 1, 4, 4), ag.zeros(1, 1, 3, 3), padding="same")  # even totals: no copy, no warning

@@ -215,10 +215,14 @@ def all(input: Tensor, dim: int | tuple[int, ...] | None = None, keepdim: bool =
     return _truth_reduction("all", input, dim, keepdim)
 
 
-def _operator(op: Any) -> Any:
-    """The operator form: an operand of another type gives NotImplemented, so `tensor == None` is False."""
+def _operator(op: Any, against_dtype: Any = NotImplemented) -> Any:
+    """The operator form: an operand of another type gives NotImplemented, so `tensor == None` is False. A dtype
+    gives `against_dtype` (`t == actorgrad.float32` is False, as PyTorch's): numpy's dtype would answer in its
+    place, equal to anything whose `.dtype` it is."""
     def method(self: Tensor, other: Any) -> Any:
-        return op(self, other) if isinstance(other, OPERAND) else NotImplemented
+        if isinstance(other, OPERAND):
+            return op(self, other)
+        return against_dtype if isinstance(other, np.dtype) else NotImplemented
 
     return method
 
@@ -230,19 +234,8 @@ def _reflected_operator(op: Any) -> Any:
     return method
 
 
-def _equality_operator(op: Any, with_dtype: bool) -> Any:
-    """`==` / `!=`: as the other operators, but a dtype is no operand to compare with (`t == actorgrad.float32` is
-    False, as PyTorch's): numpy's dtype would answer in its place, equal to anything whose `.dtype` it is."""
-    def method(self: Tensor, other: Any) -> Any:
-        if isinstance(other, OPERAND):
-            return op(self, other)
-        return with_dtype if isinstance(other, np.dtype) else NotImplemented
-
-    return method
-
-
 METHODS: dict[str, Any] = {
-    "__eq__": _equality_operator(eq, False), "__ne__": _equality_operator(ne, True),
+    "__eq__": _operator(eq, False), "__ne__": _operator(ne, True),
     "__lt__": _operator(lt), "__le__": _operator(le), "__gt__": _operator(gt), "__ge__": _operator(ge),
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "greater": greater, "greater_equal": greater_equal,
     "less": less, "less_equal": less_equal, "not_equal": not_equal,

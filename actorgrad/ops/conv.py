@@ -18,7 +18,7 @@ from actorgrad.ops.linalg import MACS_PER_NS, TYPE_META_NAMES
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
-from actorgrad.user_warnings import warn
+from actorgrad.user_warnings import warn_once
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
@@ -84,9 +84,6 @@ def _expanded(value: Any, name: str, dims: int, weight_dims: int, op: str = "") 
     return values
 
 
-_warned_same = False  # PyTorch warns once per process (TORCH_WARN_ONCE)
-
-
 def _same_padding(dims: int, x: Any, w: Any, stride: Any, dilation: Any) -> list[tuple[int, int]]:
     """'same' pads d*(k-1) in all, the extra one after, with the checks of PyTorch's 'same' path."""
     if x.ndim != w.ndim:
@@ -98,11 +95,9 @@ def _same_padding(dims: int, x: Any, w: Any, stride: Any, dilation: Any) -> list
     if any(s != 1 for s in _expanded(stride, "stride", dims, dims)):
         raise RuntimeError("padding='same' is not supported for strided convolutions")
     totals = [d * (k - 1) for d, k in zip(_expanded(dilation, "dilation", dims, dims), w.shape[2:])]
-    global _warned_same
-    if any(t % 2 for t in totals) and not _warned_same:
-        _warned_same = True
-        warn("Using padding='same' with even kernel lengths and odd dilation may require a zero-padded copy of the "
-             "input be created")
+    if any(t % 2 for t in totals):
+        warn_once("Using padding='same' with even kernel lengths and odd dilation may require a zero-padded copy of "
+                  "the input be created")
     return [(t // 2, t - t // 2) for t in totals]
 
 

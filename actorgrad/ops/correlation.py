@@ -24,7 +24,7 @@ from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.shape import single_dim
 from actorgrad.ops.statistics import _inf_norm_grad, _pnorm_grad, norm
 from actorgrad.tensor import Tensor, bool_
-from actorgrad.user_warnings import warn
+from actorgrad.user_warnings import warn, warn_once
 
 __all__ = ["corrcoef", "cov", "cross", "dist", "isneginf", "isposinf", "isreal"]
 
@@ -164,7 +164,6 @@ CROSS_DEFAULT_DIM = (
     "simply use torch.linalg.cross.\nThe default value of dim will change to agree with that of linalg.cross in a "
     "future release."
 )
-_warned = {"cross default dim": False}  # PyTorch warns once a process (TORCH_WARN_ONCE)
 
 
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
@@ -172,9 +171,7 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     default: the first dim of input of size 3."""
     require_tensors("cross", input=input, other=other)
     if dim is None:
-        if not _warned["cross default dim"]:
-            _warned["cross default dim"] = True
-            warn(CROSS_DEFAULT_DIM)
+        warn_once(CROSS_DEFAULT_DIM)
         dim = next((d for d, size in enumerate(input.shape) if size == 3), None)
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")

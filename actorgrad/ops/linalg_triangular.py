@@ -20,7 +20,7 @@ from actorgrad.ops.linalg_outputs import record_outputs
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, require_tensors
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.tensor import Tensor
-from actorgrad.user_warnings import warn
+from actorgrad.user_warnings import warn_once
 
 __all__ = ["cholesky_inverse", "cholesky_solve", "triangular_solve"]
 
@@ -32,7 +32,6 @@ TRIANGULAR_SOLVE_DEPRECATED = (
     "of the inputs.\nX = torch.triangular_solve(B, A).solution\nshould be replaced with\n"
     "X = torch.linalg.solve_triangular(A, B)."
 )
-_warned = {"triangular_solve": False}  # PyTorch warns once a process (TORCH_WARN_ONCE)
 
 
 def triangle(ops: Any, x: Any, upper: bool, unitriangular: bool) -> Any:
@@ -139,9 +138,7 @@ def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bo
     = input when `transpose`, not conjugated for complex A, as PyTorch's), and a copy of A broadcast to the batch
     shape, both outputs of one node."""
     require_tensors("triangular_solve", input=input, A=A)
-    if not _warned["triangular_solve"]:
-        _warned["triangular_solve"] = True
-        warn(TRIANGULAR_SOLVE_DEPRECATED)
+    warn_once(TRIANGULAR_SOLVE_DEPRECATED)
     b, a = input._data, A._data
     for name, x in (("b", b), ("A", a)):
         if x.ndim < 2:

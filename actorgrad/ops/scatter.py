@@ -26,7 +26,7 @@ from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.scatter_reduce import check_scatter, on_at_least_1d, reduced_into, scatter_index, scatter_plan
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
-from actorgrad.user_warnings import warn
+from actorgrad.user_warnings import warn_once
 
 __all__ = ["index_add", "index_copy", "index_fill", "scatter"]
 
@@ -52,7 +52,6 @@ def _kept_mask(input: Tensor, where: tuple) -> Any:
 
 _SCATTER_REDUCTIONS = {"add": "sum", "multiply": "prod"}  # scatter's reduce= names, as scatter_reduce's
 _NO_DERIVATIVE = {op: _no_derivative(op) for op in ("scatter", "scatter_")}
-_warned_reduce = False  # PyTorch warns once per process (TORCH_WARN_ONCE)
 
 
 def scatter(
@@ -70,11 +69,8 @@ def _scatter(input: Tensor, dim: int, index: Tensor, src: Any, value: Any, reduc
         src = value
     tensor_src = isinstance(src, Tensor)
     if reduce is not None and tensor_src:
-        global _warned_reduce
-        if not _warned_reduce:
-            _warned_reduce = True
-            warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
-                 "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.")
+        warn_once("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
+                  "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.")
     d, positions = scatter_index("scatter", input, dim, index, src)
     x = input._data
     if x.ndim == 0 or positions.ndim == 0 or (tensor_src and src.ndim == 0):

@@ -167,24 +167,35 @@ def _reduce_ex(self: Tensor, protocol: int) -> tuple:
     `.grad`. The memory goes whole, once per pickle, so tensors pickled together that shared memory (a base and its
     views) share it again, each at its offset and strides, as after PyTorch's torch.save (its plain pickle gives
     each its own copy); `copy.copy` shares this tensor's memory, as PyTorch's."""
-    x, root = self._data, memory_owner(self)
+    memory, place = memory_place(self)
     state = {slot: getattr(self, slot) for cls in type(self).__mro__ if cls not in (Tensor, object)
              for slot in cls.__dict__.get("__slots__", ()) if hasattr(self, slot)}  # a subclass's own fields
     state.update(getattr(self, "__dict__", {}))
-    device = str(self._device)
+    return rebuild_tensor, (type(self), memory, place, self.requires_grad, str(self._device), state)
+
+
+def memory_place(t: Tensor) -> tuple[Any, tuple | None]:
+    """The array whose memory `t` views, whole, and where `t` lies in it (byte offset, shape, strides), so that
+    tensors pickled or saved together that shared memory share it again; `t`'s own array and None for one that
+    cannot be placed so (a device array, a view of the memory as another dtype, an empty tensor)."""
+    x, root = t._data, memory_owner(t)
     if isinstance(x, np.ndarray) and root.dtype == x.dtype and root.flags.c_contiguous and x.size:
-        place = (self.storage_offset() * x.itemsize, x.shape, x.strides)
-        return rebuild_tensor, (type(self), root, place, self.requires_grad, device, state)
-    return rebuild_tensor, (type(self), x, None, self.requires_grad, device, state)
+        return root, (t.storage_offset() * x.itemsize, x.shape, x.strides)
+    return x, None
+
+
+def placed(memory: Any, place: tuple | None) -> Any:
+    """The array at `place` (byte offset, shape, strides) in `memory`, or `memory` itself for no place."""
+    if place is None:
+        return memory
+    offset, shape, strides = place
+    return np.ndarray(shape, memory.dtype, buffer=memory, offset=offset, strides=strides)
 
 
 def rebuild_tensor(cls: type, memory: Any, place: tuple | None, requires_grad: bool, device: str,
                    state: dict) -> Tensor:
     """A pickled tensor back: the array at its byte offset and strides in `memory` (or `memory` itself)."""
-    data = memory
-    if place is not None:
-        offset, shape, strides = place
-        data = np.ndarray(shape, memory.dtype, buffer=memory, offset=offset, strides=strides)
+    data = placed(memory, place)
     target = as_device(device)
     out = cls.__new__(cls)
     Tensor.__init__(out, data if target is cpu else target.asarray(data), device=target)
