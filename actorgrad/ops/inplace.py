@@ -257,5 +257,4 @@ METHODS = {
     "neg_": _unary_inplace(neg), "negative_": _unary_inplace(neg), "sign_": _unary_inplace(sign),
     "sgn_": _unary_inplace(sgn),
     "zero_": zero_, "fill_": fill_, "masked_fill_": masked_fill_, "copy_": copy_, "__setitem__": setitem,
-    "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_,
 }

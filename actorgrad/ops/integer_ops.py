@@ -120,17 +120,9 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:
     return record(NEXTAFTER, _broadcast_kernel("nextafter", device.xp.nextafter, x, y), (input, other))
 
 
-def _in_place_shift(name: str) -> Any:
-    def method(self: Tensor, other: Any) -> Any:
-        return getattr(self, name)(other)
-
-    return method
-
-
 METHODS: dict[str, Any] = {
     "gcd": gcd, "lcm": lcm, "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
     "frexp": frexp, "nextafter": nextafter,
     "__lshift__": _operator(bitwise_left_shift), "__rshift__": _operator(bitwise_right_shift),
     "__rlshift__": _reflected_operator(bitwise_left_shift), "__rrshift__": _reflected_operator(bitwise_right_shift),
-    "__ilshift__": _in_place_shift("bitwise_left_shift_"), "__irshift__": _in_place_shift("bitwise_right_shift_"),
 }

@@ -16,7 +16,7 @@ from actorgrad.devices import device as as_device
 from actorgrad.ops.arithmetic import SUB, SUB_ALPHA, _binary, _scaled
 from actorgrad.ops.dim_activations import prelu
 from actorgrad.ops.operand_checks import check_subtraction
-from actorgrad.ops.operands import SCALAR_NAMES, type_name
+from actorgrad.ops.operands import SCALAR_NAMES, UnsupportedOperand, type_name
 from actorgrad.ops.record import Rule
 from actorgrad.ops.reductions import sum as summed
 from actorgrad.tensor import Tensor
@@ -37,10 +37,11 @@ VIEW_COPIES = (
     "as_strided", "diagonal", "expand", "permute", "select", "split", "split_with_sizes", "squeeze", "t", "transpose",
     "unbind", "unfold", "unsqueeze", "view", "view_as_complex", "view_as_real",
 )
-# The augmented assignments PyTorch binds to in-place methods (+=, -=, *=, /= and the shifts are bound elsewhere).
+# The augmented assignments PyTorch binds to in-place methods.
 AUGMENTED = {
-    "__ipow__": "pow_", "__imod__": "remainder_", "__ifloordiv__": "floor_divide_", "__iand__": "bitwise_and_",
-    "__ior__": "bitwise_or_", "__ixor__": "bitwise_xor_",
+    "__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_", "__itruediv__": "div_", "__ipow__": "pow_",
+    "__imod__": "remainder_", "__ifloordiv__": "floor_divide_", "__iand__": "bitwise_and_", "__ior__": "bitwise_or_",
+    "__ixor__": "bitwise_xor_", "__ilshift__": "bitwise_left_shift_", "__irshift__": "bitwise_right_shift_",
 }
 __all__ = [
     "alias_copy", "asarray", "detach", "detach_copy", "get_device", "rsub", "scalar_tensor", "slice_copy",
@@ -108,8 +109,13 @@ def get_device(input: Tensor) -> int:
 
 
 def _augmented(name: str) -> Any:
+    """`x += y` runs `x.add_(y)`; an operand it cannot take gives NotImplemented, so Python falls back to
+    `x = x + y` (and so to the other operand's `__radd__`), as PyTorch's augmented assignments do."""
     def method(self: Tensor, other: Any) -> Tensor:
-        return getattr(self, name)(other)
+        try:
+            return getattr(self, name)(other)
+        except UnsupportedOperand:
+            return NotImplemented
 
     method.__name__ = method.__qualname__ = f"augmented_{name}"
     return method

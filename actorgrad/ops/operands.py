@@ -92,7 +92,7 @@ def _group_and_dtype(value: Any) -> tuple[int, np.dtype]:
         return NUMBER, default_complex()
     if isinstance(getattr(value, "dtype", None), np.dtype):  # an array: numpy's, or a device's (CuPy's)
         return (DIMENSIONED if value.ndim else ZERO_DIM), value.dtype
-    raise TypeError(f"expected a Tensor or a Python number as an operand, got {type(value).__name__}")
+    raise UnsupportedOperand(value)
 
 
 def common_dtype(*operands: Any) -> np.dtype:
@@ -162,6 +162,37 @@ def require_tensor_elements(tensors: Any, argument: int = 0) -> None:
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"expected Tensor as element {i} in argument {argument}, but got {type(t).__name__}")
+
+
+class UnsupportedOperand(TypeError):
+    """An operand that is neither a tensor, a Python number nor an array: the operators answer NotImplemented to
+    it (see `operator_form`), the functions raise it."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__(f"expected a Tensor or a Python number as an operand, got {type(value).__name__}")
+
+
+def operator_form(op: Any) -> Any:
+    """`op` as a binary operator: an operand it cannot take gives NotImplemented, so Python asks the other
+    operand (its `__radd__`, say) and otherwise raises its own "unsupported operand type(s)" error."""
+    def method(self: Tensor, other: Any) -> Any:
+        try:
+            return op(self, other)
+        except UnsupportedOperand:
+            return NotImplemented
+
+    return method
+
+
+def reflected_form(op: Any) -> Any:
+    """`op` as a reflected operator (`__rsub__` runs `op(other, self)`), NotImplemented as `operator_form`."""
+    def method(self: Tensor, other: Any) -> Any:
+        try:
+            return op(other, self)
+        except UnsupportedOperand:
+            return NotImplemented
+
+    return method
 
 
 def not_implemented(kernel: str, dtype: np.dtype) -> NotImplementedError:
@@ -254,7 +285,7 @@ def as_operand(value: Any, dtype: np.dtype, beside: Any = None, *, wrap: bool = 
         return Tensor(value, device=where)
     if isinstance(value, np.ndarray | np.generic):
         return Tensor(np.asarray(value))
-    raise TypeError(f"expected a Tensor or a Python number as an operand, got {type(value).__name__}")
+    raise UnsupportedOperand(value)
 
 
 def kernel_operands(x: Any, y: Any) -> tuple[Any, Any]:
