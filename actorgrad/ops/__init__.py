@@ -56,6 +56,7 @@ FAMILY_NAMES = (
     "normalization",
     "numerical",
     "operands",
+    "operators",
     "pointwise",
     "placements",
     "pooling",

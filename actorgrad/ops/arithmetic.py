@@ -16,7 +16,6 @@ from actorgrad.devices import cpu
 from actorgrad.devices.floor_division import python_division
 from actorgrad.ops.operand_checks import check_subtraction, check_unsigned_number
 from actorgrad.ops.operands import (
-    UnsupportedOperand,
     as_operand,
     broadcast_error,
     data_as,
@@ -26,8 +25,6 @@ from actorgrad.ops.operands import (
     kernel_operands,
     not_implemented,
     number_array,
-    operator_form,
-    reflected_form,
     result_type,
 )
 from actorgrad.ops.record import Rule, common_device, record
@@ -242,35 +239,6 @@ def _binary(name: str, a: Any, b: Any, rule: Rule | None = None) -> Tensor:
     return record(rule or own_rule, data, (a, b))
 
 
-# The hottest operators, each with its NotImplemented answer inline (as `operator_form` gives it) to spare a call.
-def _add(input: Any, other: Any) -> Tensor:
-    try:
-        return _binary("add", input, other)
-    except UnsupportedOperand:
-        return NotImplemented
-
-
-def _sub(input: Any, other: Any) -> Tensor:
-    try:
-        return _binary("sub", input, other)
-    except UnsupportedOperand:
-        return NotImplemented
-
-
-def _mul(input: Any, other: Any) -> Tensor:
-    try:
-        return _binary("mul", input, other)
-    except UnsupportedOperand:
-        return NotImplemented
-
-
-def _div(input: Any, other: Any) -> Tensor:
-    try:
-        return _binary("div", input, other)
-    except UnsupportedOperand:
-        return NotImplemented
-
-
 def _scaled(name: str, rule: Rule, input: Tensor, other: Any, alpha: Any) -> Tensor:
     """`input + alpha * other` (or minus) as one node, as PyTorch records add/sub with alpha."""
     if result_type(input, other).kind in "biu" and isinstance(alpha, float):
@@ -410,15 +378,7 @@ def relu(input: Tensor) -> Tensor:
 
 
 METHODS = {
-    # `2 * x` records as `x * 2`, as PyTorch does, so the tensor stays the first input
-    "__add__": _add, "__radd__": _add, "add": add,
-    "__sub__": _sub, "__rsub__": operator_form(rsub), "sub": sub,
-    "__mul__": _mul, "__rmul__": _mul, "mul": mul,
-    "__truediv__": _div, "__rtruediv__": operator_form(rtruediv),
-    "__floordiv__": operator_form(floor_divide), "__rfloordiv__": reflected_form(floor_divide),
-    "floor_divide": floor_divide,
-    "__mod__": operator_form(remainder), "__rmod__": reflected_form(remainder), "remainder": remainder,
-    "__pow__": operator_form(pow), "__rpow__": reflected_form(pow), "pow": pow,
+    "add": add, "sub": sub, "mul": mul, "floor_divide": floor_divide, "remainder": remainder, "pow": pow,
     "__neg__": neg, "neg": neg,
     "exp": exp, "log": log, "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "reciprocal": reciprocal,
 }

@@ -257,16 +257,7 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     return input.reshape(-1, 1) * vec2
 
 
-def _matmul_operator(self: Tensor, other: Any) -> Any:
-    """`self @ other`: NotImplemented to an operand that is not a tensor, so Python asks it (its `__rmatmul__`)."""
-    return matmul(self, other) if isinstance(other, Tensor) else NotImplemented
-
-
-def _rmatmul_operator(self: Tensor, other: Any) -> Any:
-    return matmul(other, self) if isinstance(other, Tensor) else NotImplemented
-
-
 METHODS = {
-    "__matmul__": _matmul_operator, "__rmatmul__": _rmatmul_operator, "matmul": matmul,
+    "matmul": matmul,
     "mm": mm, "bmm": bmm, "outer": outer,
 }

@@ -166,33 +166,10 @@ def require_tensor_elements(tensors: Any, argument: int = 0) -> None:
 
 class UnsupportedOperand(TypeError):
     """An operand that is neither a tensor, a Python number nor an array: the operators answer NotImplemented to
-    it (see `operator_form`), the functions raise it."""
+    it (see operators.py), the functions raise it."""
 
     def __init__(self, value: Any) -> None:
         super().__init__(f"expected a Tensor or a Python number as an operand, got {type(value).__name__}")
-
-
-def operator_form(op: Any) -> Any:
-    """`op` as a binary operator: an operand it cannot take gives NotImplemented, so Python asks the other
-    operand (its `__radd__`, say) and otherwise raises its own "unsupported operand type(s)" error."""
-    def method(self: Tensor, other: Any) -> Any:
-        try:
-            return op(self, other)
-        except UnsupportedOperand:
-            return NotImplemented
-
-    return method
-
-
-def reflected_form(op: Any) -> Any:
-    """`op` as a reflected operator (`__rsub__` runs `op(other, self)`), NotImplemented as `operator_form`."""
-    def method(self: Tensor, other: Any) -> Any:
-        try:
-            return op(other, self)
-        except UnsupportedOperand:
-            return NotImplemented
-
-    return method
 
 
 def not_implemented(kernel: str, dtype: np.dtype) -> NotImplementedError:
