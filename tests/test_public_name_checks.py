@@ -13,7 +13,7 @@ import pytest
 
 import actorgrad as ag
 import actorgrad.nn.functional as F
-from actorgrad import Tensor
+from actorgrad import Tensor, user_warnings
 from actorgrad.ops.public_names import checked_tensors
 
 NAMESPACES = {"actorgrad": ag, "functional": F, "special": ag.special, "linalg": ag.linalg}
@@ -139,7 +139,8 @@ WARNINGS = [
 
 
 @pytest.mark.parametrize(("call", "text"), WARNINGS, ids=[text for _, text in WARNINGS])
-def test_a_warning_names_the_callers_line(call: Callable, text: str) -> None:
+def test_a_warning_names_the_callers_line(call: Callable, text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(user_warnings, "_warned_once", set())  # some warn once per process, as PyTorch's
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         call()

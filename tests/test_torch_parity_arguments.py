@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import actorgrad as ag
+from actorgrad import user_warnings
 
 T_NOT_2D = (
     "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and it will throw an "
@@ -30,7 +31,8 @@ def _warnings(fn) -> tuple:
 
 
 @pytest.mark.parametrize(("shape", "reversed_shape"), [((3,), (3,)), ((2, 3, 4), (4, 3, 2))])
-def test_T_off_a_matrix_warns_that_it_is_deprecated(shape, reversed_shape):
+def test_T_off_a_matrix_warns_that_it_is_deprecated(shape, reversed_shape, monkeypatch):
+    monkeypatch.setattr(user_warnings, "_warned_once", set())  # PyTorch warns once per process
     x = ag.zeros(*shape, requires_grad=True)
     out, caught = _warnings(lambda: x.T)
     assert caught == [(UserWarning, T_NOT_2D)]
@@ -42,7 +44,8 @@ def test_T_and_mT_of_a_matrix_do_not_warn():
     assert _warnings(lambda: (x.T.shape, x.mT.shape)) == (((3, 2), (3, 2)), [])
 
 
-def test_T_of_a_0d_tensor_warns_and_is_a_view():
+def test_T_of_a_0d_tensor_warns_and_is_a_view(monkeypatch):
+    monkeypatch.setattr(user_warnings, "_warned_once", set())
     x = ag.tensor(1.0, requires_grad=True)
     out, caught = _warnings(lambda: x.T)
     assert caught == [(UserWarning, "Tensor.T is deprecated on 0-D tensors. This function is the identity in these "
@@ -50,7 +53,8 @@ def test_T_of_a_0d_tensor_warns_and_is_a_view():
     assert out is not x and out.grad_fn.name() == "PermuteBackward0"
 
 
-def test_mT_of_a_0d_tensor_warns_and_is_the_tensor_itself():
+def test_mT_of_a_0d_tensor_warns_and_is_the_tensor_itself(monkeypatch):
+    monkeypatch.setattr(user_warnings, "_warned_once", set())
     x = ag.tensor(1.0, requires_grad=True)
     out, caught = _warnings(lambda: x.mT)
     assert caught == [(UserWarning, "Tensor.mT is deprecated on 0-D tensors. This function is the identity in these "

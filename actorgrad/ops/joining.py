@@ -65,8 +65,12 @@ def tensor_list(tensors: Sequence[Tensor], op: str) -> list[Tensor]:
     return list(tensors)
 
 
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
+    """The tensors joined along `dim` (numpy's name `axis` taken too, as PyTorch takes it), in new row-major
+    memory."""
     tensors = tensor_list(tensors, "cat")
+    if axis is not None:
+        dim = axis
     arrays = [t._data for t in tensors]
     # PyTorch's legacy rule: a 1-d empty tensor joins anything (`out = cat([empty(0), rows])`): cat skips it and
     # gives it an empty (0,) gradient. When every input is one, PyTorch joins them whatever `dim` says.
@@ -95,14 +99,16 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     where = tuple(lead + (slice(end - a.shape[dim], end),) if keep else None
                   for a, end, keep in zip(arrays, ends, kept))
     data = np.concatenate(joined, dim, dtype=common_dtype(*tensors))  # PyTorch's promotion, not numpy's
+    if not data.flags.c_contiguous:  # numpy keeps column-major inputs' order; PyTorch's result is row-major
+        data = tensors[0]._device.xp.ascontiguousarray(data)
     return record(_joining_rule("CatBackward0", len(arrays)), data, tuple(tensors), where=where)
 
 
-def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+def concat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
     """Alias of cat."""
     if not isinstance(tensors, list | tuple):  # PyTorch's error names the alias
         raise not_tensors("concat", tensors)
-    return cat(tensors, dim)
+    return cat(tensors, dim, axis=axis)
 
 
 def concatenate(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
@@ -112,8 +118,11 @@ def concatenate(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = N
     return cat(tensors, dim if axis is None else axis)
 
 
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+def stack(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
+    """The tensors (of one shape) joined along a new dim `dim` (or `axis`), in new row-major memory."""
     tensors = tensor_list(tensors, "stack")
+    if axis is not None:
+        dim = axis
     arrays = [t._data for t in tensors]
     for i, a in enumerate(arrays):
         if a.shape != arrays[0].shape:
@@ -124,6 +133,8 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     dim = single_dim(dim, arrays[0].ndim + 1, "stack")
     where = tuple((slice(None),) * dim + (i,) for i in range(len(arrays)))
     data = np.stack(arrays, dim, dtype=common_dtype(*tensors))  # PyTorch's promotion, not numpy's
+    if not data.flags.c_contiguous:  # as cat's
+        data = tensors[0]._device.xp.ascontiguousarray(data)
     return record(_joining_rule("StackBackward0", len(arrays)), data, tuple(tensors), where=where)
 
 
@@ -143,8 +154,12 @@ def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int 
         x = tensor._data
     except AttributeError:  # PyTorch's torch.split calls tensor.split, so it fails as this
         raise AttributeError(f"'{type(tensor).__name__}' object has no attribute 'split'") from None
+    if not x.ndim:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     dim = single_dim(dim, x.ndim, "split")
     size = x.shape[dim]
+    if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.numel() == 1:
+        split_size_or_sections = int(split_size_or_sections)  # as Tensor.split reads a one-element tensor
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step < 0 or (step == 0 and size != 0):
@@ -155,7 +170,10 @@ def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int 
         sizes = [min(step, size - start) for start in range(0, size, step)] if size else [0]
         return _pieces(tensor, dim, sizes, "SplitBackward0")
     sizes = list(split_size_or_sections)
-    if sum(sizes) != size or any(n < 0 for n in sizes):
+    if any(n < 0 for n in sizes):  # PyTorch's check before the sum's
+        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                           f"split_sizes={sizes}")
+    if sum(sizes) != size:
         raise RuntimeError(
             f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension "
             f"{dim}), but got split_sizes={sizes}"
@@ -163,11 +181,17 @@ def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int 
     return _pieces(tensor, dim, sizes, "SplitWithSizesBackward0")
 
 
-def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+def chunk(input: Tensor, chunks: int, dim: int = 0, *, axis: int | None = None) -> tuple[Tensor, ...]:
+    """`chunks` pieces of equal size along `dim` (or `axis`), the last smaller; fewer when the size does not
+    allow `chunks` non-empty ones (7 in 4: sizes 2, 2, 2, 1; 6 in 4: 2, 2, 2), as PyTorch's."""
     try:  # a check only on the failure path: chunk is also a Tensor method
         shape = input._data.shape
     except AttributeError:
         raise _not_tensor("chunk", input) from None
+    if not shape:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if axis is not None:
+        dim = axis
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     size = shape[single_dim(dim, len(shape), "chunk")]
@@ -176,15 +200,25 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     return split(input, -(-size // chunks), dim)
 
 
-def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+def unbind(input: Tensor, dim: int = 0, *, axis: int | None = None) -> tuple[Tensor, ...]:
+    """The slices along `dim` (or `axis`), that dim removed: views of the input."""
     try:  # a check only on the failure path: unbind is also a Tensor method
         x = input._data
     except AttributeError:
         raise _not_tensor("unbind", input) from None
+    if axis is not None:
+        dim = axis
     dim = single_dim(dim, x.ndim, "unbind")
+    if not x.ndim:  # a 0-dim tensor takes dim 0, then has no size there
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     lead = (slice(None),) * dim
     rule = INDEX_RULES["UnbindBackward0"]
     return _marked(tuple(take_index(input, lead + (i,), None, rule) for i in range(x.shape[dim])))
 
 
-METHODS = {"split": split, "chunk": chunk, "unbind": unbind}
+def _split_method(self: Tensor, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """Tensor.split, whose argument PyTorch names `split_size`."""
+    return split(self, split_size, dim)
+
+
+METHODS = {"split": _split_method, "chunk": chunk, "unbind": unbind}

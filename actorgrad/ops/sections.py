@@ -47,9 +47,12 @@ def _sections_or_indices(value: Any) -> int | list[int]:
                     f"{type(value).__name__}")
 
 
-def tensor_split(input: Tensor, indices_or_sections: int | Sequence[int] | Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+def tensor_split(input: Tensor, indices_or_sections: int | Sequence[int] | Tensor, dim: int = 0, *,
+                 axis: int | None = None) -> tuple[Tensor, ...]:
     """`sections` pieces as even as can be (the first ones one longer), or the pieces between `indices` (Python
-    slice bounds, so out-of-order or out-of-range ones give empty pieces), along `dim`."""
+    slice bounds, so out-of-order or out-of-range ones give empty pieces), along `dim` (or `axis`)."""
+    if axis is not None:
+        dim = axis
     x = input._data
     if x.ndim == 0:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
@@ -96,13 +99,10 @@ def dsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Ten
     return _split_at_least("dsplit", input, indices_or_sections, 3, 2)
 
 
-def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
-    """Pieces of the given sizes along `dim` (they must sum to its size)."""
-    sizes = list(split_sizes)
-    if any(n < 0 for n in sizes):  # PyTorch's check before the sum's
-        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
-                           f"split_sizes={sizes}")
-    return split(input, sizes, dim)
+def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0, *,
+                     axis: int | None = None) -> tuple[Tensor, ...]:
+    """Pieces of the given sizes along `dim` (or `axis`; they must sum to its size)."""
+    return split(input, list(split_sizes), dim if axis is None else axis)
 
 
 # -- unfold --------------------------------------------------------------------------------------------------------

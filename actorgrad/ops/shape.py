@@ -16,7 +16,7 @@ from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import normalize_dims, one_dim
 from actorgrad.ops.resampling import pixel_shuffle, pixel_unshuffle
 from actorgrad.tensor import Tensor
-from actorgrad.user_warnings import warn
+from actorgrad.user_warnings import warn_once
 from actorgrad.version_counter import version_counter
 
 __all__ = [
@@ -159,11 +159,11 @@ def view(input: Tensor, *shape: Any, size: Any = None, dtype: Any = None) -> Ten
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     x = input._data
-    if x.ndim == 0:
-        d0 = d1 = 0
-    else:
-        d0, d1 = (normalize_dims(d, x.ndim, "transpose")[0] for d in (dim0, dim1))
-    return record(TRANSPOSE, np.swapaxes(x, d0, d1) if x.ndim else x, (input,), dim0=d0, dim1=d1)
+    if x.ndim == 0:  # dims 0 and -1 only, as PyTorch's, giving a view of the tensor itself
+        single_dim(dim0, 0, "transpose"), single_dim(dim1, 0, "transpose")
+        return record(TRANSPOSE, x.view(), (input,), dim0=0, dim1=0)
+    d0, d1 = (normalize_dims(d, x.ndim, "transpose")[0] for d in (dim0, dim1))
+    return record(TRANSPOSE, np.swapaxes(x, d0, d1), (input,), dim0=d0, dim1=d1)
 
 
 def permute(input: Tensor, *order: Any, dims: Any = None) -> Tensor:
@@ -188,10 +188,10 @@ T_NOT_2D = (
 def numpy_T(input: Tensor) -> Tensor:
     """`.T`: all dims reversed; deprecated, as in PyTorch, on tensors that are not matrices."""
     ndim = input.ndim
-    if ndim == 0:
-        warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.")
+    if ndim == 0:  # once per process, as PyTorch's TORCH_WARN_ONCE
+        warn_once("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.")
     elif ndim != 2:
-        warn(T_NOT_2D)
+        warn_once(T_NOT_2D)
     return permute(input, tuple(reversed(range(ndim))))
 
 
@@ -208,7 +208,7 @@ def matrix_T(input: Tensor) -> Tensor:
     """`.mT`: the last two dims swapped, a batch of matrices transposed; a 0-d tensor is itself, deprecated as in
     PyTorch."""
     if input.ndim == 0:
-        warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.")
+        warn_once("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.")
         return input
     if input.ndim < 2:
         raise RuntimeError(
@@ -228,6 +228,8 @@ def _expanded_shape(shape: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[int
     out = list(sizes)
     for i in reversed(range(len(sizes))):  # from the last dim, so a clash names the last one, as PyTorch's
         n = sizes[i]
+        if n < -1:  # PyTorch's numel then overflows; this says which size
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(sizes)}")
         if i < lead:
             if n < 0:
                 raise RuntimeError(
@@ -245,10 +247,14 @@ def _expanded_shape(shape: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[int
     return tuple(out)
 
 
-def broadcast_to(input: Tensor, shape: tuple[int, ...]) -> Tensor:
+def broadcast_to(input: Tensor, size: tuple[int, ...]) -> Tensor:
+    """A view of `input` at the broadcast shape `size` (-1 keeps a dim's size)."""
     x = input._data
-    target = _expanded_shape(x.shape, tuple(shape))
-    return record(EXPAND, np.broadcast_to(x, target), (input,), self_shape=x.shape)
+    target = _expanded_shape(x.shape, tuple(size))
+    data = np.broadcast_to(x, target)
+    if data.size == x.size and x.size:  # no element repeated: a writeable view, as PyTorch's, not numpy's read-only one
+        data = x.reshape(target)
+    return record(EXPAND, data, (input,), self_shape=x.shape)
 
 
 def single_dim(dim: int, ndim: int, op: str) -> int:
@@ -269,8 +275,11 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(input, x.shape[:start] + (math.prod(x.shape[start:end + 1]),) + x.shape[end + 1:])
 
 
-def squeeze(input: Tensor, dim: int | tuple[int, ...] | None = None) -> Tensor:
+def squeeze(input: Tensor, dim: int | tuple[int, ...] | None = None, *, axis: Any = None) -> Tensor:
+    """`input` without its size-1 dims (those of `dim`, or numpy's `axis`, when given): a view."""
     x = input._data
+    if axis is not None:
+        dim = axis
     if dim is None:
         rule, dims = SQUEEZE, tuple(i for i, n in enumerate(x.shape) if n == 1)
     else:
@@ -280,8 +289,13 @@ def squeeze(input: Tensor, dim: int | tuple[int, ...] | None = None) -> Tensor:
     return record(rule, data, (input,), self_shape=x.shape)
 
 
-def unsqueeze(input: Tensor, dim: int) -> Tensor:
+def unsqueeze(input: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+    """A view of `input` with a size-1 dim inserted at `dim` (or numpy's `axis`)."""
     x = input._data
+    if axis is not None:
+        dim = axis
+    if dim is None or isinstance(dim, tuple | list):  # PyTorch takes one dim (normalize_dims would take several)
+        raise TypeError(f"unsqueeze(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
     d = single_dim(dim, x.ndim + 1, "unsqueeze")
     return record(UNSQUEEZE, np.expand_dims(x, d), (input,), self_shape=x.shape)
 
@@ -327,6 +341,8 @@ def roll(input: Tensor, shifts: int | tuple[int, ...], dims: int | tuple[int, ..
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    if not x.ndim:
+        raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
     dims = tuple(single_dim(d, x.ndim, "roll") for d in dims)
     return record(ROLL, np.roll(x, shifts, dims), (input,), shifts=shifts, dims=dims)
 

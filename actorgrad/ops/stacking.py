@@ -158,8 +158,8 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
 
 
 def _checked_counts(counts: Any) -> Any:
-    """Repeat counts after PyTorch's checks of their dtype and sign."""
-    if counts.dtype.kind not in "iu":
+    """Repeat counts after PyTorch's checks of their dtype (int32 or int64) and sign."""
+    if counts.dtype.kind != "i" or counts.dtype.itemsize < 4:
         raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for '{SCALAR_NAMES[counts.dtype]}'")
     if bool((counts < 0).any()):
         raise RuntimeError("repeats can not be negative")
@@ -172,16 +172,19 @@ def _check_output_size(total: int, output_size: int | None) -> None:
 
 
 def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: int | None = None, *,
-                      output_size: int | None = None) -> Tensor:
-    """Each element (each slice along `dim`, of the flattened input when dim is None) repeated `repeats` times, or
-    repeats[i] times for slice i. With only an integer tensor, the indices 0, 1, ... each repeated that often."""
+                      output_size: int | None = None, axis: int | None = None) -> Tensor:
+    """Each element (each slice along `dim`, or `axis`, of the flattened input when it is None) repeated `repeats`
+    times, or repeats[i] times for slice i, in new memory. With only an integer tensor, the indices 0, 1, ... each
+    repeated that often, in that tensor's dtype."""
     xp = input._device.xp
     if repeats is None:
         counts = _checked_counts(input._data)
         if counts.ndim != 1:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         _check_output_size(int(counts.sum()), output_size)
-        return Tensor(xp.repeat(xp.arange(counts.shape[0], dtype=np.int64), counts), device=input._device)
+        return Tensor(xp.repeat(xp.arange(counts.shape[0], dtype=counts.dtype), counts), device=input._device)
+    if axis is not None:
+        dim = axis
     if dim is None:
         input, d = input.reshape(-1), 0
     else:
@@ -203,7 +206,8 @@ def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: i
     _check_output_size(size * repeats, output_size)
     shape = list(input.shape)
     expanded = input.unsqueeze(d + 1).expand(*shape[:d + 1], repeats, *shape[d + 1:])
-    return expanded.reshape(*shape[:d], size * repeats, *shape[d + 1:])
+    # cloned before the reshape, as PyTorch's: a reshape of the expanded view could alias the input's memory
+    return expanded.clone().view(*shape[:d], size * repeats, *shape[d + 1:])
 
 
 def kron(input: Tensor, other: Tensor) -> Tensor:
