@@ -120,10 +120,12 @@ def test_tensor_of_a_cuda_tensor_copies_it_on_its_device():
 
 
 def test_a_list_of_zero_dim_cuda_tensors_indexes_a_cuda_tensor():
-    def index(x):
-        return x[[ag.tensor(1, device=x.device), ag.tensor(0, device=x.device)]] * x[[ag.tensor(2, device=x.device)]]
+    def index(x):  # a list of tensors is a tuple of index entries, as PyTorch reads it (with its warning)
+        with pytest.warns(UserWarning, match="non-tuple sequence for multidimensional indexing"):
+            one, zero = ag.tensor(1, device=x.device), ag.tensor(0, device=x.device)
+            return x[[one, zero]] * x[[zero]]
 
-    matches_cpu(index, [1.0, 2.0, 3.0])
+    matches_cpu(index, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
 
 
 def test_cat_and_stack_across_devices_raise_pytorchs_error():

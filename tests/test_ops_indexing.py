@@ -229,7 +229,7 @@ def test_scatter_add(case, larger_src):
 def test_index_select(data):
     a = data.draw(array())
     dim = data.draw(st.integers(-a.ndim, a.ndim - 1))
-    index = np.asarray(data.draw(st.lists(st.integers(-a.shape[dim], a.shape[dim] - 1), max_size=4)), np.int64)
+    index = np.asarray(data.draw(st.lists(st.integers(0, a.shape[dim] - 1), max_size=4)), np.int64)  # PyTorch's range
     check(lambda x: ag.index_select(x, dim, ag.tensor(index)), (a,), np.take(a, index, dim))
 
 
@@ -283,7 +283,7 @@ ZEROS = ag.tensor(np.zeros((3, 2, 5), np.int64))
      r"scatter\(\): Expected self.dtype to be equal to src.dtype"),
     (lambda x: x.index_select(0, ag.tensor([[0]])), IndexError, "Index is supposed to be a vector"),
     (lambda x: x.index_select(0, ag.tensor([1.0])), RuntimeError, "Expected dtype int32 or int64 for index"),
-    (lambda x: x.index_select(0, ag.tensor([3])), IndexError, "index 3 is out of bounds for dimension 0"),
+    (lambda x: x.index_select(0, ag.tensor([3])), IndexError, "index out of range in self"),
     (lambda x: x.masked_fill(ag.tensor(np.ones(5)), 1.0), RuntimeError,
      "masked_fill_ only supports boolean masks, but got mask with dtype float"),
     (lambda x: x.masked_fill(ag.tensor(np.ones(5, bool)), ag.tensor([1.0])), RuntimeError,

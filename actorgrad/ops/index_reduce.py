@@ -15,6 +15,7 @@ from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.scatter_reduce import scatter_reduce
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
+from actorgrad.user_warnings import warn_once
 
 __all__ = ["index_reduce"]
 
@@ -48,7 +49,8 @@ def _spread_index(op: str, input: Tensor, dim: int, index: Tensor, source: Tenso
         raise IndexError("index out of range in self")
     lead = [1] * max(source.ndim, 1)
     lead[d] = -1
-    return d, Tensor(i.reshape(lead), device=index._device).expand(source.shape)
+    warn_once("index_reduce() is in beta and the API may change at any time.")
+    return d, Tensor(i.reshape(lead), device=index._device).expand(source.shape or (1,))  # a 0-dim one as (1,)
 
 
 def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,

@@ -95,22 +95,56 @@ def _host(array: Any) -> np.ndarray:
     return array if isinstance(array, np.ndarray) else array.get()
 
 
+def _host_copy(array: Any) -> np.ndarray:
+    """An index array on the host that no later write to the caller's tensor or array changes: a node keeps it for
+    its backward, which must read the index the forward read."""
+    return array.copy() if isinstance(array, np.ndarray) else array.get()
+
+
+_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint8), np.dtype(np.bool_))
+
+
 def _index_array(entry: Any) -> np.ndarray | None:
-    """An index entry as a host array when it is a tensor, array or list, else None."""
-    if isinstance(entry, Tensor):
-        entry = _host(entry._data)
-        if entry.dtype == np.uint8:  # a byte tensor is a mask, as in PyTorch (not the ints 0 and 1)
-            warn(UINT8_INDEX)
-            entry = entry.astype(np.bool_)
-    elif isinstance(entry, list):
+    """An index entry as a host array when it is a tensor, array or sequence, else None."""
+    if isinstance(entry, list | tuple | range):  # a sequence is one index tensor, as in PyTorch
         entry = np.asarray([_host(e._data) if isinstance(e, Tensor) else e for e in entry])
         if entry.size == 0:
             entry = entry.astype(np.int64)
-    elif not isinstance(entry, np.ndarray):
+    elif isinstance(entry, Tensor):
+        entry = entry._data
+        if entry.ndim and entry.dtype not in _INDEX_DTYPES:  # a 0-dim one is an int, as PyTorch reads it
+            raise IndexError(f"{FLOAT_INDEX}, got an index of dtype {entry.dtype}")
+        entry = _host_copy(entry) if entry.dtype.kind == "i" else _host(entry)  # a mask becomes new arrays anyway
+        if entry.dtype == np.uint8:  # a byte tensor is a mask, as in PyTorch (not the ints 0 and 1)
+            warn(UINT8_INDEX)
+            entry = entry.astype(np.bool_)
+    elif isinstance(entry, np.ndarray):
+        if entry.dtype.kind in "iu":
+            entry = entry.copy()
+    else:
         return None
     if entry.dtype.kind not in "iub":
         raise IndexError(f"{FLOAT_INDEX}, got an index of dtype {entry.dtype}")
     return entry
+
+
+SEQUENCE_INDEX = (
+    "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in pytorch 2.9; use "
+    "x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as tensor index, x[torch.tensor(seq)], "
+    "which will result either in an error or a different result"
+)
+
+
+def _as_tuple(index: Any) -> Any:
+    """PyTorch's (and old numpy's) reading of a list: one of fewer than 32 entries that holds a sequence, tensor,
+    slice, None or Ellipsis is a tuple of index entries (deprecated, with PyTorch's warning), else one index."""
+    if index.__class__ is not list or len(index) >= 32:
+        return index
+    for entry in index:
+        if entry is None or entry is Ellipsis or isinstance(entry, Tensor | np.ndarray | list | tuple | range | slice):
+            warn(SEQUENCE_INDEX)
+            return tuple(index)
+    return index
 
 
 def _checked_ints(
@@ -137,6 +171,8 @@ def _entries(index: Any) -> list:
             entry = np.array(entry)
         elif isinstance(entry, np.integer):
             entry = int(entry)
+        elif entry.__class__ is int and not -(1 << 63) <= entry < 1 << 63:
+            raise ValueError("Overflow when unpacking long long")
         elif not (isinstance(entry, int | slice) or entry is None or entry is Ellipsis):
             raise IndexError(
                 f"only integers, slices (`:`), ellipsis (`...`), None and long or byte tensors are valid indices "
@@ -157,12 +193,18 @@ def _consumed(entry: Any) -> int:
 
 def parse_index(index: Any, shape: tuple[int, ...]) -> tuple[tuple, tuple | None, str]:
     """`(basic, advanced, node name)` for `tensor[index]` on a tensor of `shape`."""
+    index = _as_tuple(index)
     entries = _entries(index)
     used = sum(_consumed(e) for e in entries)
     ellipses = sum(e is Ellipsis for e in entries)
     if ellipses > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     if used > len(shape):
+        if not shape and index.__class__ is int:
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
+                             "C++ to convert a 0-dim tensor to a number")
+        if not shape and index.__class__ is slice:
+            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
         raise IndexError(f"too many indices for tensor of dimension {len(shape)} (got {used} index entries)")
     if not ellipses:
         entries.append(Ellipsis)
@@ -211,8 +253,20 @@ def parse_index(index: Any, shape: tuple[int, ...]) -> tuple[tuple, tuple | None
             advanced.append(_checked_ints(entry, shape[dim], dim))
             any_array, dim = True, dim + 1
     if any_array:
+        _check_broadcast(advanced)
         return tuple(basic), tuple(advanced), "IndexBackward0"
     return tuple(basic), None, name
+
+
+def _check_broadcast(advanced: list) -> None:
+    """PyTorch's error for index tensors whose shapes do not broadcast together (not numpy's)."""
+    shapes = [a.shape for a in advanced if a.__class__ is not slice]
+    if any(shape != shapes[0] for shape in shapes):
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                             f"{', '.join(str(list(s)) for s in shapes)}") from None
 
 
 def getitem(input: Tensor, index: Any) -> Tensor:
@@ -221,17 +275,12 @@ def getitem(input: Tensor, index: Any) -> Tensor:
 
 
 # -- gather, scatter_add, index_select, masked_fill --------------------------------------------------------------
-def _at_least_1d(x: np.ndarray, op: str) -> np.ndarray:
-    if not x.ndim:
-        raise RuntimeError(f"{op}(): a 0-dim input is not supported; reshape it to (1,) first")
-    return x
-
-
 def _int_index(index: Any, op: str, dtypes: str) -> np.ndarray:
+    """The index as a host array of the caller's (see _host_copy), after PyTorch's checks of its type."""
     if isinstance(index, Tensor):
-        array = _host(index._data)
+        array = _host_copy(index._data)
     elif isinstance(index, np.ndarray):  # a host array is taken too, as a tensor of it would be
-        array = index
+        array = index.copy()
     else:  # PyTorch takes no list or number here
         raise TypeError(f"{op}(): argument 'index' (position 3) must be Tensor, not {type(index).__name__}")
     if array.dtype.kind not in "iu":
@@ -263,36 +312,64 @@ def _check_along(x: np.ndarray, dim: int, index: np.ndarray, others: tuple = ())
     _checked_ints(index, x.shape[dim], dim, negative=False, error=RuntimeError)  # gather's error type in PyTorch
 
 
-def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
-    x = _at_least_1d(input._data, "gather")
-    index = _int_index(index, "gather", "int32/int64")
+def at_least_1d(t: Tensor) -> Tensor:
+    """A 0-dim tensor as one of shape (1,), as PyTorch's gather and scatter kernels read it."""
+    return t.reshape(1) if t._data.ndim == 0 else t
+
+
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    """input's elements at `index` along `dim`, at index's own positions along the other dims; a 0-dim input or
+    index counts as one of shape (1,), as in PyTorch."""
+    if sparse_grad:
+        raise NotImplementedError("gather: sparse gradients are not supported by actorgrad (it has no sparse tensors)")
+    positions = _int_index(index, "gather", "int32/int64")
+    x = input._data
     dim = single_dim(dim, x.ndim, "gather")
-    _check_along(x, dim, index)
-    return take_index(input, (), _along(index, dim), INDEX_RULES["GatherBackward0"])
+    if not x.ndim or not positions.ndim:
+        x, positions = x.reshape(x.shape or (1,)), positions.reshape(positions.shape or (1,))
+        _check_along(x, dim, positions)
+        out = take_index(at_least_1d(input), (), _along(positions, dim), INDEX_RULES["GatherBackward0"])
+        return out.reshape(index.shape)
+    _check_along(x, dim, positions)
+    return take_index(input, (), _along(positions, dim), INDEX_RULES["GatherBackward0"])
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
-    x, s = _at_least_1d(input._data, "scatter_add"), src._data
-    index = _int_index(index, "scatter_add", "int64")
+    """A copy of the input with src's elements added along `dim` at `index` (repeats add up); a 0-dim input,
+    index or src counts as one of shape (1,), as in PyTorch."""
+    x, s = input._data, src._data
+    positions = _int_index(index, "scatter_add", "int64")
     if x.dtype != s.dtype:
         raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype, got {x.dtype} and {s.dtype}")
     dim = single_dim(dim, x.ndim, "scatter_add")
-    _check_along(x, dim, index, (s,))
-    where = placed_index(input, _along(index, dim))
+    if not x.ndim or not positions.ndim or not s.ndim:
+        flat_index = Tensor(positions.reshape(positions.shape or (1,)))
+        return scatter_add(at_least_1d(input), dim, flat_index, at_least_1d(src)).reshape(x.shape)
+    _check_along(x, dim, positions, (s,))
+    where = placed_index(input, _along(positions, dim))
     data = x.copy()
-    input._device.ops.add_at(data, where, s[tuple(slice(0, n) for n in index.shape)])
-    src_pad = tuple(p for d in reversed(range(s.ndim)) for p in (0, s.shape[d] - index.shape[d]))
+    input._device.ops.add_at(data, where, s[tuple(slice(0, n) for n in positions.shape)])
+    src_pad = tuple(p for d in reversed(range(s.ndim)) for p in (0, s.shape[d] - positions.shape[d]))
     return record(SCATTER_ADD, data, (input, src), where=where, src_pad=src_pad)
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
-    x = _at_least_1d(input._data, "index_select")
-    index = _int_index(index, "index_select", "int32 or int64")
-    if index.ndim > 1:
-        raise IndexError(f"index_select(): Index is supposed to be a vector, got shape {list(index.shape)}")
+    """input's slices along `dim` at the positions a vector (or 0-dim) index names, which must lie in
+    [0, size), as in PyTorch."""
+    x = input._data
+    positions = _int_index(index, "index_select", "int32 or int64")
+    if positions.ndim > 1:
+        raise IndexError(f"index_select(): Index is supposed to be a vector, got shape {list(positions.shape)}")
     dim = single_dim(dim, x.ndim, "index_select")
-    index = _checked_ints(index.reshape(-1), x.shape[dim], dim)
-    where = (slice(None),) * dim + (index,)
+    positions = positions.reshape(-1)
+    if not x.ndim and positions.size != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {positions.size} value(s)")
+    size = x.shape[dim] if x.ndim else 1
+    if positions.size and (positions.min() < 0 or positions.max() >= size):
+        raise IndexError("index out of range in self")
+    if not x.ndim:
+        return take_index(input.reshape(1), (), (positions,), INDEX_RULES["IndexSelectBackward0"]).reshape(())
+    where = (slice(None),) * dim + (positions,)
     return take_index(input, (), where, INDEX_RULES["IndexSelectBackward0"])
 
 
@@ -327,9 +404,10 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
             f"masked_fill: the mask of shape {list(m.shape)} does not broadcast with the input of shape "
             f"{list(x.shape)}"
         ) from None
-    if isinstance(value, Tensor):
-        return record(MASKED_FILL_TENSOR, data, (input, value), keep=~m, mask=m)
-    return record(MASKED_FILL, data, (input,), keep=~m)
+    keep = ~m
+    if isinstance(value, Tensor):  # its own mask: a later write to the caller's must not reach the backward
+        return record(MASKED_FILL_TENSOR, data, (input, value), keep=keep, mask=~keep)
+    return record(MASKED_FILL, data, (input,), keep=keep)
 
 
 METHODS = {

@@ -174,6 +174,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
     if input.ndim == 0 or source.ndim == 0:
         return on_at_least_1d(lambda *a: index_add(*a, alpha=alpha), input, d, index.reshape(-1), source)
     x = input._data
+    if x.dtype.kind in "iub":  # PyTorch converts alpha to an integer (bool) self's type: 2.7 adds twice the source
+        alpha = bool(alpha) if x.dtype.kind == "b" else int(alpha)
     data = x.copy()
     input._device.ops.add_at(data, where, (source._data * alpha).astype(x.dtype, copy=False))
     return record(INDEX_ADD, data, (input, source), where=where, alpha=alpha)

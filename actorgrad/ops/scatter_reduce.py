@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from actorgrad.ops.indexing import _along, _checked_ints, _host, _padded, on_device, placed_index
+from actorgrad.ops.indexing import _along, _checked_ints, _host_copy, _padded, at_least_1d, on_device, placed_index
 from actorgrad.ops.inplace_recording import INVALIDATED, write_in_place
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.shape import single_dim
@@ -24,13 +24,9 @@ __all__ = ["scatter_reduce"]
 
 
 # -- the checks scatter shares -------------------------------------------------------------------------------------
-def _at_least_1d(t: Tensor) -> Tensor:
-    return t.reshape(1) if t.ndim == 0 else t
-
-
 def on_at_least_1d(op: Any, input: Tensor, *operands: Any) -> Tensor:
     """op on 0-dim tensors as PyTorch runs it, as on tensors of shape (1,), then back to the input's shape."""
-    out = op(_at_least_1d(input), *(_at_least_1d(o) if isinstance(o, Tensor) else o for o in operands))
+    out = op(at_least_1d(input), *(at_least_1d(o) if isinstance(o, Tensor) else o for o in operands))
     return out.reshape(input.shape)
 
 
@@ -57,7 +53,7 @@ def check_scatter(x: Any, d: int, positions: Any, s: Any, refusal: Exception | N
 def scatter_index(op: str, input: Tensor, dim: int, index: Tensor, src: Any) -> tuple[int, np.ndarray]:
     """The dim and the index (on the host) after PyTorch's checks of dims, dtypes and devices, in its order."""
     d = single_dim(dim, input.ndim, op)
-    positions = _host(index._data)
+    positions = _host_copy(index._data)
     if positions.dtype.kind != "i" or positions.dtype.itemsize < 4:  # unsigned ones too, as in PyTorch
         raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
     if isinstance(src, Tensor):
