@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from actorgrad.nn import functional as F
+from actorgrad.nn.distance import PairwiseDistance
 from actorgrad.nn.module import Module
 from actorgrad.ops import class_losses, composite_losses
 from actorgrad.ops.loss_arguments import legacy_reduction
@@ -161,7 +162,8 @@ class TripletMarginLoss(_Loss):
 
 
 class TripletMarginWithDistanceLoss(_Loss):
-    """`distance_function` None is the pairwise distance (PyTorch stores a PairwiseDistance module)."""
+    """`distance_function` None is a PairwiseDistance module, kept as PyTorch's (a child: in the repr and
+    `children()`)."""
 
     def __init__(self, *, distance_function: Callable[[Tensor, Tensor], Tensor] | None = None, margin: float = 1.0,
                  swap: bool = False, reduction: str = "mean") -> None:
@@ -169,7 +171,7 @@ class TripletMarginWithDistanceLoss(_Loss):
         if margin <= 0:
             raise ValueError(
                 f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} instead")
-        self.distance_function = distance_function
+        self.distance_function = distance_function if distance_function is not None else PairwiseDistance()
         self.margin = margin
         self.swap = swap
 

@@ -17,11 +17,12 @@ from actorgrad.ops.loss_arguments import (
     REDUCTIONS,
     broadcast_into,
     check_reduction,
+    legacy_reduction,
     reduce_losses,
     refuse_grad,
     resolve_reduction,
 )
-from actorgrad.ops.operands import SCALAR_NAMES, require_tensors, result_type
+from actorgrad.ops.operands import SCALAR_NAMES, require_tensors, result_type, type_name
 from actorgrad.ops.selection import minimum, where
 from actorgrad.tensor import Tensor
 
@@ -125,7 +126,9 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     """exp(input) - target input on log rates, input - target log(input + eps) on rates; `full` adds Stirling's
     approximation of log(target!) where target > 1."""
     require_tensors("poisson_nll_loss", input=input, target=target)  # PyTorch's is an op: no numbers
-    reduction = resolve_reduction(size_average, reduce, reduction)
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce)
+    check_reduction(reduction)  # in Python, before PyTorch's kernel: no 'elementwise_mean'
     losses = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
         with np.errstate(invalid="ignore", divide="ignore"):  # targets <= 1 are masked out below
@@ -154,6 +157,9 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
         if var < 0:
             raise ValueError("var has negative entry/entries")
         var = var * input.detach().new_ones(input.shape)
+    elif not isinstance(var, Tensor):  # PyTorch fails in torch.any, with a TypeError that names no argument
+        raise TypeError(f"gaussian_nll_loss(): argument 'var' (position 3) must be Tensor or float, not "
+                        f"{type_name(var)}")
     elif bool((var._data < 0).any()):
         raise ValueError("var has negative entry/entries")
     var = _homoscedastic_var(input, var)

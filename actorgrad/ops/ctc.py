@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.loss_arguments import check_reduction
+from actorgrad.ops.loss_arguments import kernel_reduction
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.selection import where
@@ -241,7 +241,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     (sum(target_lengths),), or (S,) unbatched; the lengths as tensors of integers or tuples of ints. 'mean' divides
     each loss by its target length (at least 1) and averages them; zero_infinity gives an impossible target (an
     infinite loss) a loss and gradient of 0."""
-    check_reduction(reduction)
+    reduction = kernel_reduction(reduction)
     if log_probs.ndim not in (2, 3):
         raise RuntimeError(f"Expected 3-dimensional tensor, but got {log_probs.ndim}-dimensional tensor for argument "
                            f"#1 'log_probs'{CHECKING}; log_probs are (T, N, C), or (T, C) for one sample")

@@ -29,12 +29,23 @@ def check_reduction(reduction: str, allowed: tuple = REDUCTIONS) -> None:
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def kernel_reduction(reduction: str, allowed: tuple = REDUCTIONS) -> str:
+    """The reduction of a loss PyTorch runs as one kernel: its _Reduction.get_enum also takes the deprecated
+    'elementwise_mean' (old scripts' name for 'mean'), with a warning; the losses PyTorch composes in Python
+    check the name themselves and refuse it."""
+    if reduction == "elementwise_mean":
+        warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.")
+        return "mean"
+    check_reduction(reduction, allowed)
+    return reduction
+
+
 def resolve_reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
-    """The reduction a loss runs with: the deprecated size_average / reduce, when given, override `reduction`."""
+    """The reduction a kernel loss runs with: the deprecated size_average / reduce, when given, override
+    `reduction`."""
     if size_average is not None or reduce is not None:
         reduction = legacy_reduction(size_average, reduce)
-    check_reduction(reduction)
-    return reduction
+    return kernel_reduction(reduction)
 
 
 def refuse_grad(function: str, name: str, t: Tensor | None) -> None:

@@ -20,7 +20,7 @@ from actorgrad.ops.class_losses import nll_loss as nll_loss
 from actorgrad.ops.loss_arguments import (
     REDUCTIONS,
     broadcast_into,
-    check_reduction,
+    kernel_reduction,
     refuse_grad,
     resolve_reduction,
     size_mismatch,
@@ -103,7 +103,8 @@ def _warn_size(input: Tensor, target: Tensor) -> None:
 
 
 def _pointwise(rule: Rule, kernel: Any, input: Tensor, target: Tensor, reduction: str, **params: Any) -> Tensor:
-    """`kernel(xp, input - target)` per element, over the broadcast shape, in the dtype PyTorch promotes to."""
+    """`kernel(xp, input - target)` per element, over the broadcast shape, in the dtype PyTorch promotes to; huber's
+    result has the input's dtype, as PyTorch's kernel writes it into a tensor like the input."""
     device = common_device((input, target))
     dtype = result_type(input, target)
     x, t = (_data_on(device, a).astype(dtype, copy=False) for a in (input, target))
@@ -114,8 +115,9 @@ def _pointwise(rule: Rule, kernel: Any, input: Tensor, target: Tensor, reduction
     with np.errstate(invalid="ignore", divide="ignore"):
         data = _reduced(kernel(device.xp, x - t), reduction)
     kept_shape = shape if reduction == "none" else ()
-    return record(rule, data, (input, target), count=_count(shape, reduction), kept_shape=kept_shape, shape=shape,
-                  **params)
+    losses = record(rule, data, (input, target), count=_count(shape, reduction), kept_shape=kept_shape, shape=shape,
+                    **params)
+    return losses.to(input.dtype) if rule is HUBER_LOSS and dtype != input.dtype else losses
 
 
 def _weighted(losses: Tensor, input: Tensor, weight: Tensor, reduction: str, mean_over_weights: bool) -> Tensor:
@@ -134,8 +136,9 @@ def _weighted(losses: Tensor, input: Tensor, weight: Tensor, reduction: str, mea
 
 
 def _check_dtype(rule: Rule, dtype: Any, reduction: str) -> None:
-    """PyTorch's kernels refuse integer and bool operands; its l1 (composed in Python) refuses only their mean."""
-    if dtype.kind == "f":
+    """PyTorch's kernels refuse integer and bool operands; its l1 (composed in Python) refuses only their mean,
+    and takes complex operands (a real loss: the magnitudes of the differences)."""
+    if dtype.kind == "f" or (dtype.kind == "c" and rule is L1_LOSS):
         return
     name = SCALAR_NAMES.get(dtype, dtype)
     if rule is not L1_LOSS:
@@ -151,7 +154,7 @@ def _pointwise_loss(rule: Rule, kernel: Any, input: Tensor, target: Tensor, size
     if size_average is not None or reduce is not None:
         reduction = legacy_reduction(size_average, reduce)
     if weight is None:
-        check_reduction(reduction)
+        reduction = kernel_reduction(reduction)
         _check_dtype(rule, result_type(input, target), reduction)
         return _pointwise(rule, kernel, input, target, reduction, **params)
     losses = _pointwise(rule, kernel, input, target, "none", **params)
@@ -232,7 +235,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, redu
         reduction = legacy_reduction(size_average, reduce)
     elif reduction == "mean":
         warn(KL_MEAN)
-    check_reduction(reduction, (*REDUCTIONS, "batchmean"))
+    reduction = kernel_reduction(reduction, (*REDUCTIONS, "batchmean"))
     if input.dtype.kind in "biu" or target.dtype.kind in "biu":
         raise RuntimeError("kl_div: Integral inputs not supported.")
     device = common_device((input, target))
@@ -318,11 +321,12 @@ def _bce_logits_input_grad(ops: Any, g: Any, x: Any, t: Any, weight: Any, pos_we
 
 
 def _bce_logits_target_grad(ops: Any, g: Any, x: Any, weight: Any, pos_weight: Any, count: int, kept: tuple) -> Any:
-    # d/dt: -x + (pos_weight - 1) softplus(-x), softplus(-x) as max(-x, 0) + log(1 + exp(-|x|)): log(sigmoid(x))
-    # would underflow to -inf for very negative x (and 0 * -inf is nan).
-    magnitude = ops.where(x < 0, -x, x)
-    softplus_neg = ops.where(x < 0, -x, 0.0) + ops.log(1 + ops.exp(-magnitude))
-    return _per_element(ops, g, kept, count) * weight * (-x + softplus_neg * (pos_weight - 1))
+    # d/dt: pos_weight softplus(-x) - softplus(x) (-x for a pos_weight of 1), each softplus as max(., 0) +
+    # log(1 + exp(-|x|)): log(sigmoid(x)) would underflow to -inf for very negative x, and the form
+    # -x + (pos_weight - 1) softplus(-x) gives inf * 0 (nan, not PyTorch's inf) at x = -inf.
+    tail = ops.log(1 + ops.exp(-ops.where(x < 0, -x, x)))
+    softplus, softplus_neg = ops.where(x > 0, x, 0.0) + tail, ops.where(x < 0, -x, 0.0) + tail
+    return _per_element(ops, g, kept, count) * weight * (pos_weight * softplus_neg - softplus)
 
 
 BCE_WITH_LOGITS = Rule(
@@ -359,9 +363,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     w = xp.ones((), dtype) if weight is None else _data_on(device, weight).astype(dtype, copy=False)
     pw = xp.ones((), dtype) if pos_weight is None else _data_on(device, pos_weight).astype(dtype, copy=False)
     log_weight = 1 + (pw - 1) * t
-    softplus_neg = np.logaddexp(0, -x)
-    elementwise = w * ((1 - t) * x + log_weight * softplus_neg)
-    elementwise = np.broadcast_to(elementwise, x.shape)
+    with np.errstate(invalid="ignore"):  # infinite logits: 0 * inf is nan, silently, as in PyTorch
+        elementwise = w * ((1 - t) * x + log_weight * xp.logaddexp(0, -x))
+    elementwise = xp.broadcast_to(elementwise, x.shape)
     data = _reduced(elementwise, reduction)
     kept_shape = x.shape if reduction == "none" else ()
     return record(BCE_WITH_LOGITS, data.astype(out_dtype, copy=False), (input, target), weight=w, pos_weight=pw,
