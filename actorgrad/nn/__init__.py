@@ -106,6 +106,7 @@ from actorgrad.nn.normalization import (
     InstanceNorm3d,
     LocalResponseNorm,
     RMSNorm,
+    SyncBatchNorm,
 )
 from actorgrad.nn.padding_layers import (
     CircularPad1d,
@@ -189,7 +190,7 @@ __all__ = [
     "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
     "LazyInstanceNorm2d", "LazyInstanceNorm3d", "UninitializedParameter", "UninitializedBuffer",
     "AdaptiveLogSoftmaxWithLoss", "Container", "CrossMapLRN2d", "NLLLoss2d",
-    "BCELoss", "GroupNorm", "HuberLoss", "KLDivLoss", "SmoothL1Loss",
+    "BCELoss", "GroupNorm", "HuberLoss", "KLDivLoss", "SmoothL1Loss", "SyncBatchNorm",
     "CELU", "ELU", "GLU", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "PReLU", "ReLU6", "SELU",
     "Softmin", "Softsign", "Tanhshrink", "Threshold",
     "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout",

@@ -89,13 +89,14 @@ class _ConvNd(Module):
         self.output_padding = self._tuple(output_padding)
         self.groups = groups
         self.padding_mode = padding_mode
-        # F.pad's list for the other padding modes: each dim's (before, after), last dim first; 'same' puts the odd
-        # one after
+        # F.pad's widths for the other padding modes: each dim's (before, after), last dim first; 'same' puts the
+        # odd one after. A list for a padding string, a tuple for numbers, as PyTorch keeps them
         if padding == "same":
             totals = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
         else:
             totals = [0] * self.dims if padding == "valid" else [2 * p for p in self.padding]
-        self._reversed_padding_repeated_twice = [n for t in reversed(totals) for n in (t // 2, t - t // 2)]
+        widths = [n for t in reversed(totals) for n in (t // 2, t - t // 2)]
+        self._reversed_padding_repeated_twice = widths if isinstance(padding, str) else tuple(widths)
         shape = (in_channels, out_channels // groups) if self.transposed else (out_channels, in_channels // groups)
         self.weight = Parameter(empty(*shape, *self.kernel_size, **factory))
         self.bias = Parameter(empty(out_channels, **factory)) if bias else None
@@ -333,8 +334,8 @@ class LayerNorm(Module):
         eps: float = 1e-5,
         elementwise_affine: bool = True,
         bias: bool = True,
-        dtype: Any = None,
         device: Any = None,
+        dtype: Any = None,
     ) -> None:
         super().__init__()
         factory = {"dtype": dtype, "device": device}
@@ -343,6 +344,13 @@ class LayerNorm(Module):
         self.elementwise_affine = elementwise_affine
         self.weight = Parameter(ones(self.normalized_shape, **factory)) if elementwise_affine else None
         self.bias = Parameter(zeros(self.normalized_shape, **factory)) if elementwise_affine and bias else None
+
+    def reset_parameters(self) -> None:
+        """Scale 1 and shift 0 again, for code that re-initialises every layer that has this method."""
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)

@@ -1,7 +1,7 @@
-"""BatchNorm1d/2d/3d: batch statistics while training (folded into running buffers), running statistics in eval; the
-arithmetic is `nn.functional.batch_norm`'s. InstanceNorm1d/2d/3d: the same buffers and parameters, statistics per
-sample and channel. GroupNorm: statistics per sample and group of channels, in training and eval alike. RMSNorm and
-LocalResponseNorm: no statistics kept."""
+"""BatchNorm1d/2d/3d (and SyncBatchNorm, of any rank): batch statistics while training (folded into running
+buffers), running statistics in eval; the arithmetic is `nn.functional.batch_norm`'s. InstanceNorm1d/2d/3d: the same
+buffers and parameters, statistics per sample and channel. GroupNorm: statistics per sample and group of channels,
+in training and eval alike. RMSNorm and LocalResponseNorm: no statistics kept."""
 
 from __future__ import annotations
 
@@ -127,6 +127,46 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class SyncBatchNorm(_BatchNorm):
+    """BatchNorm over (N, C, *) inputs. PyTorch gathers the batch statistics across the processes of a group;
+    actorgrad runs in one process, so they are this batch's, as in PyTorch's own fallback when no process group is
+    running. `process_group` is kept for code that passes one."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, process_group: Any = None, device: Any = None, dtype: Any = None,
+                 *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
+        """`module` with each BatchNorm in it (itself included) replaced by a SyncBatchNorm that shares its
+        parameters, buffers and mode, as PyTorch's; a BatchNorm `module` gives a new layer, any other is changed
+        in place and returned."""
+        converted = module
+        if isinstance(module, _BatchNorm):
+            converted = cls(module.num_features, module.eps, module.momentum, module.affine,
+                            module.track_running_stats, process_group, bias=module.bias is not None)
+            if module.affine:
+                converted.weight = module.weight
+                converted.bias = module.bias
+            converted.running_mean = module.running_mean
+            converted.running_var = module.running_var
+            converted.num_batches_tracked = module.num_batches_tracked
+            converted.training = module.training
+            if hasattr(module, "qconfig"):
+                converted.qconfig = module.qconfig
+        for name, child in module.named_children():
+            converted.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return converted
 
 
 class GroupNorm(Module):

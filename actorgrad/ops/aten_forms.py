@@ -3,7 +3,10 @@ differently: exported as `actorgrad.<name>` with the top-level form's arguments,
 `torch.batch_norm(...)` computes what it computes in PyTorch instead of reading its arguments in another order.
 
 - `torch.embedding(weight, indices, ...)` takes the weight first; a negative padding_idx means none.
-- `torch.batch_norm` takes weight and bias before the running statistics, and every argument.
+- `torch.batch_norm` takes weight and bias before the running statistics, and every argument; it runs the kernel
+  without nn.functional's Python checks (a batch of one, eps).
+- `torch.layer_norm` and `torch.group_norm` take a trailing cudnn flag; `torch.dropout(input, p, train)` names its
+  flag `train` and refuses a bad p with ATen's RuntimeError.
 - `torch.binary_cross_entropy_with_logits` takes weight and pos_weight positionally and the reduction as an int
   (1 mean, 2 sum, any other none; 0 is the default).
 """
@@ -12,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from actorgrad.ops import embeddings, losses, normalization
+from actorgrad.ops import embeddings, losses, normalization, regularization
 from actorgrad.tensor import Tensor
 
-__all__ = ["batch_norm", "binary_cross_entropy_with_logits", "embedding"]
+__all__ = ["batch_norm", "binary_cross_entropy_with_logits", "dropout", "embedding", "group_norm", "layer_norm"]
 METHODS: dict[str, Any] = {}
 REDUCTIONS = {1: "mean", 2: "sum"}  # any other int reduces nothing, as in PyTorch
 
@@ -30,7 +33,23 @@ def batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, runnin
                running_var: Tensor | None, training: bool, momentum: float, eps: float,
                cudnn_enabled: bool) -> Tensor:
     """`cudnn_enabled` picks a CUDA backend in PyTorch and changes no result."""
-    return normalization.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    return normalization.batch_norm_kernel(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def layer_norm(input: Tensor, normalized_shape: tuple[int, ...] | list[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5, cudnn_enable: bool = True) -> Tensor:
+    return normalization.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5, cudnn_enabled: bool = True) -> Tensor:
+    return normalization.group_norm(input, num_groups, weight, bias, eps)
+
+
+def dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    if not 0.0 <= p <= 1.0:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+    return regularization.dropout(input, p, train)
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,

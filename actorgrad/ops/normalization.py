@@ -4,7 +4,8 @@ rms_norm and local_response_norm are composed of Tensor ops, as PyTorch's.
 
 The formulas rebuild the normalised input from `self` with ops-interface steps (means over the normalised dims),
 so a recorded backward carries x's dependence through the statistics and differentiates again. In evaluation,
-batch_norm uses fixed running statistics: then it is affine in x.
+batch_norm uses fixed running statistics: then it is affine in x. A float16 input is normalised, and its gradients
+computed, in float32, as PyTorch's kernels do: a float16 sum of squares overflows past 65504.
 """
 
 from __future__ import annotations
@@ -14,16 +15,19 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.ops.loss_arguments import refuse_grad
 from actorgrad.ops.operands import SCALAR_NAMES, int_tuple
 from actorgrad.ops.record import Rule, common_device, record
+from actorgrad.ops.reductions import FLOAT32, accumulation_dtype
 from actorgrad.ops.selection import clamp
 from actorgrad.ops.shape import pad
 from actorgrad.ops.statistics import norm
 from actorgrad.tensor import Tensor
 from actorgrad.version_counter import bump_version
 
-# batch_norm at the top level is aten_forms's; torch.instance_norm takes its arguments in another order
-__all__ = ["group_norm", "layer_norm", "normalize", "rms_norm"]
+# batch_norm, group_norm and layer_norm at the top level are aten_forms's; torch.instance_norm takes its arguments
+# in another order
+__all__ = ["normalize", "rms_norm"]
 
 
 def _normalized(ops: Any, x: Any, dims: tuple, count: int, eps: float, stats: Any) -> tuple[Any, Any]:
@@ -36,30 +40,37 @@ def _normalized(ops: Any, x: Any, dims: tuple, count: int, eps: float, stats: An
     return centred * rstd, rstd
 
 
+def _wide(ops: Any, value: Any) -> Any:
+    """A float16 value in float32, where the normalisation's arithmetic runs; any other as it is."""
+    return ops.cast(value, FLOAT32) if value is not None and value.dtype == np.float16 else value
+
+
 def _input_grad(ops: Any, g: Any, x: Any, weight: Any, dims: tuple, count: int, eps: float, stats: Any,
                 weight_shape: tuple) -> Any:
+    dtype = g.dtype
+    g, x, weight = _wide(ops, g), _wide(ops, x), _wide(ops, weight)
     xhat, rstd = _normalized(ops, x, dims, count, eps, stats)
     gh = g if weight is None else g * ops.reshape(weight, weight_shape)
     if stats is not None:
-        return gh * rstd
+        return ops.cast(gh * rstd, dtype)
     mean_gh = ops.sum(gh, dims, keepdim=True) / count
     mean_ghx = ops.sum(gh * xhat, dims, keepdim=True) / count
-    return (gh - mean_gh - xhat * mean_ghx) * rstd
+    return ops.cast((gh - mean_gh - xhat * mean_ghx) * rstd, dtype)
 
 
 def _weight_grad(ops: Any, g: Any, x: Any, dims: tuple, count: int, eps: float, stats: Any, weight_shape: tuple,
-                 param_shape: tuple) -> Any:
-    xhat, _ = _normalized(ops, x, dims, count, eps, stats)
-    return ops.reshape(ops.sum_to(g * xhat, weight_shape), param_shape)
+                 param_shape: tuple, param_dtype: Any) -> Any:
+    xhat, _ = _normalized(ops, _wide(ops, x), dims, count, eps, stats)
+    return ops.cast(ops.reshape(ops.sum_to(_wide(ops, g) * xhat, weight_shape), param_shape), param_dtype)
 
 
-def _bias_grad(ops: Any, g: Any, weight_shape: tuple, param_shape: tuple) -> Any:
-    return ops.reshape(ops.sum_to(g, weight_shape), param_shape)
+def _bias_grad(ops: Any, g: Any, weight_shape: tuple, param_shape: tuple, param_dtype: Any) -> Any:
+    return ops.cast(ops.reshape(ops.sum_to(_wide(ops, g), weight_shape), param_shape), param_dtype)
 
 
 _INPUT = (("self", "weight", "dims", "count", "eps", "stats", "weight_shape"), _input_grad)
-_WEIGHT = (("self", "dims", "count", "eps", "stats", "weight_shape", "param_shape"), _weight_grad)
-_BIAS = (("weight_shape", "param_shape"), _bias_grad)
+_WEIGHT = (("self", "dims", "count", "eps", "stats", "weight_shape", "param_shape", "param_dtype"), _weight_grad)
+_BIAS = (("weight_shape", "param_shape", "param_dtype"), _bias_grad)
 
 
 def _rules(name: str) -> dict:
@@ -75,18 +86,20 @@ BATCH_NORM = _rules("NativeBatchNormBackward0")
 def _normalize(rules: dict, input: Tensor, weight: Tensor | None, bias: Tensor | None, dims: tuple,
                weight_shape: tuple, eps: float, stats: Any) -> Tensor:
     x = input._data
+    wide = accumulation_dtype(x.dtype)
     count = math.prod(x.shape[d] for d in dims)
     with np.errstate(invalid="ignore", divide="ignore"):  # statistics over no elements: nan, silently, as in PyTorch
-        xhat, _ = _normalized(input._device.ops, x, dims, count, eps, stats)
+        xhat, _ = _normalized(input._device.ops, x if wide is None else x.astype(wide), dims, count, eps, stats)
     data = xhat
     if weight is not None:
         data = data * weight._data.reshape(weight_shape)
     if bias is not None:
         data = data + bias._data.reshape(weight_shape)
     inputs = (input, *[t for t in (weight, bias) if t is not None])
-    param_shape = weight.shape if weight is not None else bias.shape if bias is not None else ()
+    param = weight if weight is not None else bias
     return record(rules[weight is not None, bias is not None], data.astype(x.dtype, copy=False), inputs, weight=weight,
-                  dims=dims, count=count, eps=eps, stats=stats, weight_shape=weight_shape, param_shape=param_shape)
+                  dims=dims, count=count, eps=eps, stats=stats, weight_shape=weight_shape,
+                  param_shape=() if param is None else param.shape, param_dtype=None if param is None else param.dtype)
 
 
 def _check_batch(values: int, size: Any) -> None:
@@ -172,7 +185,9 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     per_channel = (channels, *(1,) * (len(shape) - 2))
     if weight is not None:
         out = out * weight.reshape(per_channel)
-    return out if bias is None else out + bias.reshape(per_channel)
+    if bias is not None:
+        out = out + bias.reshape(per_channel)
+    return out.to(input.dtype)  # float32 parameters of a float16 input give a float16 result, as PyTorch's
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None) -> Tensor:
@@ -192,10 +207,23 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                bias: Tensor | None = None, training: bool = False, momentum: float = 0.1,
                eps: float = 1e-5) -> Tensor:
     """In training, normalises with the batch's statistics and updates the running ones in place (the variance
-    unbiased), as PyTorch; in evaluation, normalises with the running statistics."""
+    unbiased), as PyTorch; in evaluation, normalises with the running statistics. nn.functional's form: PyTorch's
+    Python checks (more than one value per channel, a positive eps in training, a non-negative one in eval) come
+    before the kernel's, which torch.batch_norm and instance_norm run without them."""
     shape = input.shape
-    if training:  # PyTorch checks this first, in Python; a 0-d input has no dim 0 to count
+    if training:  # a 0-d input has no dim 0 to count
         _check_batch(shape[0] * math.prod(shape[2:]), shape)
+        if eps <= 0.0:
+            raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    elif eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    return batch_norm_kernel(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def batch_norm_kernel(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None,
+                      bias: Tensor | None, training: bool, momentum: float, eps: float) -> Tensor:
+    """PyTorch's batch_norm kernel and its checks."""
+    shape = input.shape
     _check_momentum("batch_norm", momentum)
     common_device(tuple(t for t in (input, running_mean, running_var, weight, bias) if t is not None))
     channels = shape[1] if len(shape) > 1 else 0
@@ -207,16 +235,22 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             raise RuntimeError(f"{name} must be defined in evaluation mode")
     if len(shape) < 2:
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
-    if input.numel():  # PyTorch's kernel, and with it its dtype check, runs on no values of an empty input
+    if input.numel():  # PyTorch's kernel, and with it these checks, runs on no values of an empty input
+        refuse_grad("native_batch_norm", "running_mean", running_mean)  # updated in place, never differentiated
+        refuse_grad("native_batch_norm", "running_var", running_var)
+        if training and (running_mean is None) != (running_var is None):
+            raise ValueError("running_mean and running_var must either both be None or neither be None")
         _check_floating("batch_norm", input)
     _check_param_dtypes(input, (weight, bias, running_mean, running_var))
     x = input._data
+    wide = accumulation_dtype(x.dtype) or x.dtype
     dims = (0, *range(2, x.ndim))
     weight_shape = (1, channels, *(1,) * (x.ndim - 2))
     if training:
         count = math.prod(x.shape[d] for d in dims)
         if count and (running_mean is not None or running_var is not None):  # no values: PyTorch keeps them
-            mean, var = x.mean(axis=dims), x.var(axis=dims)
+            xw = x.astype(wide, copy=False)
+            mean, var = xw.mean(axis=dims), xw.var(axis=dims)
             if running_mean is not None:
                 running_mean._data[...] = (1 - momentum) * running_mean._data + momentum * mean
                 bump_version(running_mean)
@@ -224,8 +258,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                 running_var._data[...] = (1 - momentum) * running_var._data + momentum * var * count / (count - 1)
                 bump_version(running_var)
         return _normalize(BATCH_NORM, input, weight, bias, dims, weight_shape, eps, None)
-    mean = running_mean._data.reshape(weight_shape).astype(x.dtype)
-    rstd = ((running_var._data + eps) ** -0.5).reshape(weight_shape).astype(x.dtype)
+    mean = running_mean._data.reshape(weight_shape).astype(wide)
+    rstd = ((running_var._data.astype(wide, copy=False) + eps) ** -0.5).reshape(weight_shape)
     return _normalize(BATCH_NORM, input, weight, bias, dims, weight_shape, eps, (mean, rstd))
 
 
@@ -245,7 +279,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
     samples = shape[0]
     repeated = [None if t is None else t.repeat(samples) for t in (running_mean, running_var, weight, bias)]
-    out = batch_norm(input.reshape(1, samples * shape[1], *shape[2:]), *repeated, use_input_stats, momentum, eps)
+    out = batch_norm_kernel(input.reshape(1, samples * shape[1], *shape[2:]), *repeated, use_input_stats, momentum,
+                            eps)
     if use_input_stats and samples:  # no samples: batch_norm updated nothing, the buffers stay as they are
         for buffer, updated in zip((running_mean, running_var), repeated[:2], strict=True):
             if buffer is not None:
@@ -281,7 +316,7 @@ def rms_norm(input: Tensor, normalized_shape: tuple[int, ...] | list[int], weigh
         eps = float(np.finfo(x.dtype).eps)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
     out = (x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()).to(input.dtype)
-    return out if weight is None else out * weight
+    return out if weight is None else (out * weight).to(input.dtype)  # the input's dtype whatever the weight's
 
 
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
@@ -292,11 +327,14 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     if input.numel() == 0:
         return input
     channels = input.shape[1]
-    square = pad(input * input, (0, 0) * (input.ndim - 2) + (size // 2, (size - 1) // 2))
+    square = input * input
+    if square.dtype == np.float16:  # PyTorch's average pooling sums float16 in float32, and averages back to float16
+        square = square.float()
+    square = pad(square, (0, 0) * (input.ndim - 2) + (size // 2, (size - 1) // 2))
     window = square[:, :channels]
     for shift in range(1, size):
         window = window + square[:, shift:shift + channels]
-    return input / (window / size * alpha + k) ** beta
+    return input / ((window / size).to(input.dtype) * alpha + k) ** beta
 
 
 METHODS: dict[str, Any] = {}

@@ -4,6 +4,7 @@ forms: products with a random mask, drawn from actorgrad's generator so `manual_
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,7 @@ from actorgrad.random import numpy_generator
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn
 
-__all__ = ["dropout"]  # the others are nn.functional's only: torch.alpha_dropout takes `train`
+__all__: list[str] = []  # nn.functional's: torch.dropout (aten_forms's) and torch.alpha_dropout take `train`
 
 SELU_NEGATIVE_LIMIT = 1.7580993408473766  # selu's scale * alpha: where alpha_dropout sets dropped elements
 
@@ -25,9 +26,10 @@ def _check_p(p: float) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _masked(input: Tensor, p: float, training: bool, inplace: bool, shape: tuple[int, ...],
-            alpha: bool = False) -> Tensor:
-    """PyTorch's dropout kernel: the input times a mask of `shape` (the input's, or one value per channel), each
+def _masked(input: Tensor, p: float, training: bool, inplace: bool,
+            shape: tuple[int, ...] | Callable[[Tensor], tuple[int, ...]], alpha: bool = False) -> Tensor:
+    """PyTorch's dropout kernel: the input times a mask of `shape` (the input's, or one value per channel; a
+    function of the input is called only where a mask is drawn, so its rank check runs where PyTorch's does), each
     entry kept with probability 1 - p; a kept one is scaled by 1/(1-p), or for alpha dropout by `a` and a dropped
     one set to -SELU_NEGATIVE_LIMIT * a, then shifted, so that mean and variance stay those of the input.
     Recorded as MulBackward0 (then AddBackward0), as in PyTorch."""
@@ -42,6 +44,7 @@ def _masked(input: Tensor, p: float, training: bool, inplace: bool, shape: tuple
         raise RuntimeError(f"result type Float can't be cast to the desired output type {SCALAR_NAMES[x.dtype]}")
     else:
         dtype = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float64)  # random() draws only these
+        shape = shape if isinstance(shape, tuple) else shape(input)
         keep = (numpy_generator(None).random(shape, dtype=dtype) >= p).astype(np.float64)
         if alpha:
             a = 1.0 / math.sqrt((SELU_NEGATIVE_LIMIT ** 2 * p + 1) * (1 - p))
@@ -107,7 +110,14 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
              "desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior will "
              "change in a future release to interpret the input as one without a batch dimension, i.e. shape (C, "
              "H, W). To maintain the 1D channel-wise dropout behavior, please switch to using dropout1d instead.")
-    return _masked(input, p, training, inplace, _channel_shape(input))
+    return _masked(input, p, training, inplace, _channel_shape)
+
+
+def _unbatched_channel_shape(input: Tensor) -> tuple[int, ...]:
+    """dropout3d's mask of an input without a batch dim, seen as a batch of one: one value per dim-0 entry."""
+    if input.ndim < 1:  # the batch of one has one dim, too few for channels
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    return (input.shape[0], *(1,) * (input.ndim - 1))
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -116,11 +126,7 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     _check_p(p)
     if input.ndim not in (4, 5):
         _deprecated_rank("dropout3d", input.ndim, 3)
-    if input.ndim == 5:
-        shape = _channel_shape(input)
-    else:  # taken as unbatched, as PyTorch does: one mask value per dim-0 entry
-        shape = (input.shape[0], *(1,) * (input.ndim - 1)) if input.ndim else _channel_shape(input)
-    return _masked(input, p, training, inplace, shape)
+    return _masked(input, p, training, inplace, _channel_shape if input.ndim == 5 else _unbatched_channel_shape)
 
 
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
@@ -133,9 +139,7 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
 def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
     """alpha_dropout of whole channels (dim 1): each (sample, channel) kept or set to selu's negative limit
     together, then scaled and shifted back to the input's mean and variance."""
-    _check_p(p)
-    if not training or p == 0.0 or input._data.size == 0:  # the rank is checked only where a mask is drawn
-        return input
-    return _masked(input, p, training, inplace, _channel_shape(input), alpha=True)
+    return _masked(input, p, training, inplace, _channel_shape, alpha=True)
+
 
 METHODS: dict[str, Any] = {}

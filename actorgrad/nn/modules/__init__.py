@@ -44,7 +44,7 @@ _TABLE = {
                   "Tanhshrink Softmin Softmax Softmax2d LogSoftmax",
     "adaptive": "AdaptiveLogSoftmaxWithLoss",
     "batchnorm": "_NormBase _BatchNorm BatchNorm1d BatchNorm2d BatchNorm3d LazyBatchNorm1d LazyBatchNorm2d "
-                 "LazyBatchNorm3d",
+                 "LazyBatchNorm3d SyncBatchNorm",
     "channelshuffle": "ChannelShuffle",
     "container": "Container Sequential ModuleList ModuleDict ParameterList ParameterDict",
     "conv": "_ConvNd _ConvTransposeNd Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d "
