@@ -1,7 +1,7 @@
 """`actorgrad.fft`: PyTorch's torch.fft, differentiable. Each transform reads PyTorch's arguments (n or s, dim, norm)
 with its checks and errors and builds a chain of `actorgrad.ops.spectral` steps, recorded as one node named as
 PyTorch names it (FftC2CBackward0, FftR2CBackward0, FftC2RBackward0: for the chain's last transform, PyTorch's last
-op); fftshift and ifftshift are rolls.
+op); fftshift and ifftshift are rolls; fftfreq and rfftfreq live in `actorgrad.fft_frequencies`.
 
 Real inputs to the complex transforms are taken as complex, integer ones as the default float first, as in PyTorch:
 complex64 from float32, complex128 from float64.
@@ -13,20 +13,18 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.creation import dtype_or, leaf_on
 from actorgrad.default_dtype import default_float
+from actorgrad.fft_frequencies import fftfreq, rfftfreq
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.ops.shape import roll
 from actorgrad.ops.spectral import BY_N, BY_ROOT_N, C2C, C2R, NO_SCALE, R2C, Complex, Conj, Resize, transform
-from actorgrad.tensor import Tensor, float16, float64
+from actorgrad.tensor import Tensor, float16
 
 __all__ = [
     "fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "hfft2", "hfftn", "ifft", "ifft2", "ifftn", "ifftshift",
     "ihfft", "ihfft2", "ihfftn", "irfft", "irfft2", "irfftn", "rfft", "rfft2", "rfftfreq", "rfftn",
 ]
-
-_DTYPE_NAMES = {**SCALAR_NAMES, np.dtype(np.complex64): "ComplexFloat", np.dtype(np.complex128): "ComplexDouble"}
 
 
 # -- arguments ----------------------------------------------------------------------------------------------------
@@ -89,7 +87,7 @@ def _promoted(input: Tensor) -> Tensor:
 
 def _real_only(op: str, x: Tensor, what: str) -> None:
     if x._data.dtype.kind == "c":
-        raise RuntimeError(f"{op} expects a {what} input tensor, but got {_DTYPE_NAMES[x._data.dtype]}")
+        raise RuntimeError(f"{op} expects a {what} input tensor, but got {SCALAR_NAMES[x._data.dtype]}")
 
 
 def _resized(x: Tensor, dims: tuple[int, ...], sizes: tuple[int, ...]) -> tuple:
@@ -104,7 +102,10 @@ def _as_complex(x: Tensor) -> tuple:
 
 def _shape_and_dims(op: str, x: Tensor, s: Any, dim: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The signal sizes and dims of an n-dimensional transform, as PyTorch's canonicalize_fft_shape_and_dim_args
-    reads them: dims default to the last len(s) (or all); a size of -1 is the input's."""
+    reads them: dims default to the last len(s) (or all); a size of -1 is the input's. The 2-d forms' dim is no
+    optional argument in PyTorch: None is refused."""
+    if dim is None and op.endswith("2"):
+        raise TypeError(f"fft_{op}(): argument 'dim' must be tuple of ints, not NoneType")
     s, dim = _ints(op, "s", s), _ints(op, "dim", dim)
     ndim = x.ndim
     dims = None if dim is None else tuple(_dim(d, ndim) for d in dim)
@@ -217,7 +218,7 @@ def _onesided_nd(op: str, input: Tensor, s: Any, dim: Any, norm: Any, forward: b
     x = _promoted(input)
     scale = _scale(op, norm, forward)
     if x._data.dtype.kind == "c":
-        raise RuntimeError(f"Only supports floating-point dtypes, but found: {_DTYPE_NAMES[x._data.dtype]}")
+        raise RuntimeError(f"Only supports floating-point dtypes, but found: {SCALAR_NAMES[x._data.dtype]}")
     steps = _resized(x, dims, sizes)
     if forward:
         return transform(x, steps + (R2C(dims, scale, True, sizes[-1]),))
@@ -326,55 +327,7 @@ def ihfftn(
     return _onesided_nd("ihfftn", input, s, dim, norm, forward=False)
 
 
-# -- frequencies and shifts ---------------------------------------------------------------------------------------
-def _frequencies(op: str, n: Any, bins: Any, d: float, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
-    """`bins` (integer frequencies) times 1 / (n d), as PyTorch multiplies: 1 / (n d) rounded to the dtype, the
-    product in float32 (float64 for float64) rounded to the dtype."""
-    resolved = dtype_or(dtype, default_float())
-    if resolved.kind == "c":
-        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{_DTYPE_NAMES[resolved]}'")
-    if resolved.kind != "f":
-        raise RuntimeError(f"{op} requires a floating point or complex dtype")
-    compute = resolved if resolved == float64 else np.dtype(np.float32)
-    with np.errstate(divide="ignore", invalid="ignore"):  # d = 0 or n = 0: inf and NaN, as in PyTorch
-        step = np.float64(1.0) / np.float64(n * float(d))
-        data = (bins.astype(compute) * compute.type(resolved.type(step))).astype(resolved)
-    return leaf_on(data, requires_grad, device)
-
-
-def _count(op: str, n: Any) -> int:
-    if not _is_int(n):
-        raise TypeError(f"fft_{op}(): argument 'n' (position 1) must be int, not {type_name(n)}")
-    return int(n)
-
-
-def _bins(count: int) -> np.ndarray:
-    """0, 1, ..., count - 1, with PyTorch's error for a negative count."""
-    if count < 0:
-        raise RuntimeError(f"Trying to create tensor with negative dimension {count}: [{count}]")
-    return np.arange(count)
-
-
-def fftfreq(
-    n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
-) -> Tensor:
-    """The sample frequencies of an n-point transform with sample spacing d: 0, 1, ..., -(n // 2), ..., -1
-    over n d."""
-    n = _count("fftfreq", n)
-    bins = _bins(n)
-    bins[(n + 1) // 2:] -= n
-    return _frequencies("fftfreq", n, bins, d, dtype, device, requires_grad)
-
-
-def rfftfreq(
-    n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
-) -> Tensor:
-    """The sample frequencies of rfft's n // 2 + 1 bins: 0, 1, ..., n // 2 over n d."""
-    n = _count("rfftfreq", n)
-    half = n // 2 if n >= 0 else -(-n // 2)  # PyTorch's n / 2 rounds toward zero
-    return _frequencies("rfftfreq", n, _bins(half + 1), d, dtype, device, requires_grad)
-
-
+# -- shifts -------------------------------------------------------------------------------------------------------
 def _shifted(op: str, input: Tensor, dim: Any, forward: bool) -> Tensor:
     dims = tuple(range(input.ndim)) if dim is None else tuple(_dim(d, input.ndim) for d in _ints(op, "dim", dim))
     if not dims:

@@ -16,8 +16,11 @@ from typing import Any
 import numpy as np
 
 from actorgrad.creation import check_device, dtype_or, is_int, leaf_on
+from actorgrad.default_device import default_device
 from actorgrad.default_dtype import default_float
+from actorgrad.devices import device as as_device
 from actorgrad.ops.linalg import TYPE_META_NAMES
+from actorgrad.ops.operands import not_implemented
 from actorgrad.tensor import Tensor
 
 __all__ = ["bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window"]
@@ -34,7 +37,7 @@ def _window(
         raise TypeError(f"{name}(): argument 'window_length' (position 1) must be int, not "
                         f"{type(window_length).__name__}")
     resolved = dtype_or(dtype, default_float())
-    if resolved.kind != "f":
+    if resolved.kind not in "fc":
         where = "cpu" if device is None else str(device)
         raise RuntimeError(
             f"{name} expects floating point dtypes, got: TensorOptions(dtype={TYPE_META_NAMES[resolved]}, "
@@ -43,8 +46,11 @@ def _window(
         )
     if window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
-    if window_length <= 1:
+    if window_length <= 1:  # PyTorch's ones, even of a complex dtype
         values = np.ones(window_length)
+    elif resolved.kind == "c":  # no complex arange to compute points with, as in PyTorch
+        where = default_device() if device is None else as_device(device)
+        raise not_implemented("arange_cuda" if where.type == "cuda" else "arange_cpu", resolved)
     else:
         full = window_length + 1 if periodic else window_length
         values = points(np.arange(full, dtype=np.float64), full)[:window_length]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import actorgrad as ag
+from actorgrad import user_warnings
 from actorgrad.autograd import gradcheck, gradgradcheck
 
 RNG = np.random.default_rng(8)
@@ -66,7 +67,8 @@ def test_stft_is_the_dft_of_each_windowed_frame(case: dict) -> None:
         np.testing.assert_allclose(row, expected, atol=1e-12)
 
 
-def test_stft_without_a_window_uses_a_rectangular_one_and_the_method_form_agrees() -> None:
+def test_stft_without_a_window_uses_a_rectangular_one_and_the_method_form_agrees(monkeypatch) -> None:
+    monkeypatch.setattr(user_warnings, "_warned_once", set())  # PyTorch gives these warnings once per process
     x = RNG.standard_normal(20)
     with pytest.warns(UserWarning, match="A window was not provided. A rectangular window will be applied"):
         got = t(x).stft(8, return_complex=True).numpy()
@@ -117,7 +119,8 @@ def test_gradients_in_signal_and_window_match_finite_differences() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:A window was not provided")
-def test_errors_and_warnings_match_torch() -> None:
+def test_errors_and_warnings_match_torch(monkeypatch) -> None:
+    monkeypatch.setattr(user_warnings, "_warned_once", set())
     x = t(RNG.standard_normal(20))
     with pytest.raises(RuntimeError, match="stft requires the return_complex parameter be given for real inputs"):
         ag.stft(x, 8)
