@@ -13,7 +13,7 @@ import numpy as np
 
 from actorgrad.ops.operands import not_implemented, refuse_complex
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import _amax_grad, input_size, kept, normalize_dims
+from actorgrad.ops.reductions import _amax_grad, input_size, is_one_dim, kept, normalize_dims, numpy_names, one_dim
 from actorgrad.ops.selection import maximum, minimum
 from actorgrad.tensor import Tensor
 
@@ -55,7 +55,7 @@ def _along_dim(op: str, input: Tensor, dim: int, keepdim: bool) -> tuple[np.ndar
     """The input as rows (a 0-d tensor is one row), and the extreme values and their indices along `dim`, the
     indices with `dim` kept."""
     x = input._data
-    if not isinstance(dim, int) or isinstance(dim, bool):
+    if dim.__class__ is not int and not is_one_dim(dim):
         raise TypeError(f"{op}(): dim must be an int, got {dim!r}")
     (d,) = normalize_dims(dim, x.ndim, op)
     rows = x.reshape(x.shape or (1,))
@@ -95,15 +95,25 @@ def _extreme(op: str, rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, k
     return result(out, _index_tensor(indices, values, input))
 
 
-def max(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -> Any:
+def max(
+    input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
     """The largest element (a tensor), along `dim` the named tuple (values, indices), or with a tensor in
     place of `dim` the elementwise maximum."""
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     return _extreme("max", MAX_ALL, MAX_DIM, input, dim, keepdim)
 
 
-def min(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -> Any:
+def min(
+    input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
     """The smallest element (a tensor), along `dim` the named tuple (values, indices), or with a tensor in
     place of `dim` the elementwise minimum."""
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     return _extreme("min", MIN_ALL, MIN_DIM, input, dim, keepdim)
 
 
@@ -121,16 +131,28 @@ def _arg(op: str, input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     return _index_tensor(indices, values, input)
 
 
-def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+def argmax(
+    input: Tensor, dim: int | None = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None
+) -> Tensor:
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     return _arg("argmax", input, dim, keepdim)
 
 
-def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+def argmin(
+    input: Tensor, dim: int | None = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None
+) -> Tensor:
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     return _arg("argmin", input, dim, keepdim)
 
 
-def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> AminmaxResult:
+def aminmax(
+    input: Tensor, *, dim: int | None = None, keepdim: bool = False, axis: Any = None, keepdims: bool | None = None
+) -> AminmaxResult:
     """The smallest and largest elements, over all elements or along `dim`, as the named tuple (min, max)."""
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     x = input._data
     refuse_complex(x.dtype, "aminmax_cpu")
     if dim is None:
@@ -140,7 +162,7 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> 
             )
         dims = tuple(range(x.ndim))
     else:
-        dims = normalize_dims(dim, x.ndim or 1, "aminmax") if x.ndim else ()
+        dims = normalize_dims(dim, x.ndim, "aminmax") if x.ndim else one_dim(dim, 0, "aminmax")
         if x.ndim and x.shape[dims[0]] == 0:
             raise IndexError(f"aminmax: Expected reduction dim {dims[0]} to have non-zero size.")
     params = {"dim": dims, "kept_shape": kept(x.shape, dims), "self_shape": x.shape}

@@ -114,7 +114,8 @@ def _histogramdd(
         volume = xp.ones(sizes, x.dtype)
         for d, e in enumerate(edges):
             volume = volume * (e[1:] - e[:-1]).reshape((-1,) + (1,) * (dims - 1 - d))
-        hist = hist / (hist.sum() * volume)
+        with np.errstate(invalid="ignore"):  # nothing counted: 0 / 0, NaN as PyTorch's (without numpy's warning)
+            hist = hist / (hist.sum() * volume)
     inputs = (input,) if weight is None else (input, weight)
     return record(rule, hist, inputs), [record(rule, e.copy(), inputs) for e in edges]
 

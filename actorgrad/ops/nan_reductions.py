@@ -15,7 +15,17 @@ import numpy as np
 from actorgrad.ops.extrema import _extreme_all_grad, _select_grad
 from actorgrad.ops.operands import SCALAR_NAMES, not_implemented
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import MEAN, _spread, accumulation_dtype, input_size, kept, one_dim, reduced_dims, sum
+from actorgrad.ops.reductions import (
+    MEAN,
+    _spread,
+    accumulation_dtype,
+    input_size,
+    kept,
+    numpy_names,
+    one_dim,
+    reduced_dims,
+    sum,
+)
 from actorgrad.ops.shape import single_dim
 from actorgrad.ops.statistics import STD, VAR, _variance
 from actorgrad.tensor import Tensor, int64
@@ -44,9 +54,16 @@ STD_MEAN = (Rule("StdMeanBackward0", *STD.grads, cost=input_size), Rule("StdMean
 VAR_MEAN = (Rule("VarMeanBackward0", *VAR.grads, cost=input_size), Rule("VarMeanBackward0", *MEAN.grads))
 
 
-def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def nansum(
+    input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Tensor:
     """The sum over `dim` with NaNs counted as zero; integers and bools sum in int64, as sum's."""
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     x = input._data
+    if x.dtype.kind == "c":
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     if dtype is not None:
         x = x.astype(dtype, copy=False)
     elif x.dtype.kind in "biu":
@@ -58,11 +75,21 @@ def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any 
                   self_shape=x.shape)
 
 
-def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def nanmean(
+    input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Tensor:
     """The mean of the non-NaN elements over `dim` (NaN where there are none), as PyTorch's: nansum / count."""
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
+    if input._data.dtype.kind == "c":
+        raise RuntimeError("nansum on CPU does not support complex inputs")  # nanmean is nansum / count
     if input._data.dtype.kind != "f":
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
                            f"{SCALAR_NAMES[input._data.dtype]}")
+    if dtype is not None and np.dtype(dtype).kind not in "fc":
+        raise RuntimeError("nanmean(): could not infer output dtype. Optional dtype must be either a floating point "
+                           f"or complex dtype. Got: {SCALAR_NAMES.get(np.dtype(dtype), dtype)}")
     counted = sum(~input.isnan(), dim, keepdim)
     with np.errstate(invalid="ignore"):  # an all-NaN row is 0 / 0: NaN, without numpy's warning
         return nansum(input, dim, keepdim, dtype=dtype) / counted
@@ -108,13 +135,21 @@ def _median(op: str, all_rule: Rule, dim_rule: Rule, result: Any, input: Tensor,
     return result(out, Tensor(indices.reshape(shape).astype(int64, copy=False), device=input._device))
 
 
-def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+def median(
+    input: Tensor, dim: int | None = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None
+) -> Any:
     """The lower median of all elements (NaN if any is), or along `dim` the named tuple (values, indices)."""
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     return _median("median", MEDIAN_ALL, MEDIAN_DIM, MedianResult, input, dim, keepdim)
 
 
-def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+def nanmedian(
+    input: Tensor, dim: int | None = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None
+) -> Any:
     """median over the non-NaN elements (NaN where all are NaN)."""
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     return _median("nanmedian", NANMEDIAN_ALL, NANMEDIAN_DIM, NanmedianResult, input, dim, keepdim)
 
 
@@ -134,14 +169,18 @@ def _moments(op: str, rules: tuple[Rule, Rule], input: Tensor, dim: Any, unbiase
 
 
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-             correction: Any = None) -> tuple[Tensor, Tensor]:
+             correction: Any = None, axis: Any = None, keepdims: bool | None = None) -> tuple[Tensor, Tensor]:
     """(std, mean) over `dim`, with std's arguments."""
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     return _moments("std_mean", STD_MEAN, input, dim, unbiased, keepdim, correction)
 
 
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-             correction: Any = None) -> tuple[Tensor, Tensor]:
+             correction: Any = None, axis: Any = None, keepdims: bool | None = None) -> tuple[Tensor, Tensor]:
     """(var, mean) over `dim`, with var's arguments."""
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     return _moments("var_mean", VAR_MEAN, input, dim, unbiased, keepdim, correction)
 
 

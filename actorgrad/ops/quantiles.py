@@ -12,7 +12,7 @@ import numpy as np
 
 from actorgrad.ops.operands import not_implemented, refuse_complex, type_name
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import input_size
+from actorgrad.ops.reductions import input_size, numpy_names
 from actorgrad.ops.searching import unique
 from actorgrad.ops.selection import where
 from actorgrad.ops.shape import single_dim
@@ -34,31 +34,35 @@ def _q_array(op: str, input: Tensor, q: Any) -> Any:
     """q as an array of input's dtype, checked as PyTorch checks it."""
     if isinstance(q, Tensor):
         if q.ndim > 1:
-            raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
+            raise RuntimeError("quantile() q must be a scalar or 1D tensor")
         if q.dtype != input.dtype:
-            raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor")
+            raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
         values = q._data
         if not bool(((values >= 0) & (values <= 1)).all()):
-            raise RuntimeError(f"{op}() q values must be in the range [0, 1]")
+            raise RuntimeError("quantile() q values must be in the range [0, 1]")
         return values
     if not isinstance(q, int | float | np.integer | np.floating) or isinstance(q, bool):
         raise TypeError(f"{op}(): argument 'q' (position 2) must be float or Tensor, not {type_name(q)}")
     if not 0 <= q <= 1:
-        raise RuntimeError(f"{op}() q must be in the range [0, 1] but got {q:g}")
+        raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q:g}")
     return input._device.xp.asarray(q, dtype=input.dtype)
 
 
 def _quantile(op: str, input: Tensor, q: Any, dim: int | None, keepdim: bool, interpolation: str) -> Tensor:
+    # The checks' errors name quantile() for nanquantile too, as PyTorch's shared checks do; a number q is checked
+    # first, as PyTorch's overload for numbers does before it calls the one for tensors.
+    qs = None if isinstance(q, Tensor) else _q_array(op, input, q)
     if interpolation not in INTERPOLATIONS:
-        raise RuntimeError(f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest, but got "
-                           f"{interpolation}")
+        raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, but "
+                           f"got {interpolation}")
     if input.numel() == 0:
-        raise RuntimeError(f"{op}() input tensor must be non-empty")
+        raise RuntimeError("quantile() input tensor must be non-empty")
     if isinstance(q, Tensor) and q.ndim > 1:
-        raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
     if input.dtype not in (float32, np.float64):
-        raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
-    qs = _q_array(op, input, q)
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if qs is None:
+        qs = _q_array(op, input, q)
     xp = input._device.xp
     # The sorted values as (*rest, n): `rest` is the output's shape without q's dim.
     if dim is None:
@@ -125,9 +129,13 @@ def nanquantile(
 
 
 # -- mode -------------------------------------------------------------------------------------------------------
-def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ModeResult:
+def mode(
+    input: Tensor, dim: int = -1, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None
+) -> ModeResult:
     """The most frequent value along `dim` and its index. As PyTorch's cpu kernel: of equally frequent values the
     smallest, at its last position; each NaN counts as its own value."""
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     x = input._data
     xp = input._device.xp
     refuse_complex(x.dtype, "mode_cpu")

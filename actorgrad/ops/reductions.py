@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from operator import index as _index
 from typing import Any
 
 import numpy as np
 
 from actorgrad.devices.array_ops import kept_max
-from actorgrad.ops.operands import SCALAR_NAMES, floating_or_complex, refuse_complex
+from actorgrad.ops.operands import SCALAR_NAMES, floating_or_complex, not_implemented, refuse_complex
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 
@@ -98,29 +99,49 @@ def normalize_dims(dim: int | tuple[int, ...] | list[int], ndim: int, op: str) -
     if dim.__class__ is int and -ndim <= dim < ndim:
         return (dim % ndim,)
     try:
-        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        dims = (_index(dim),) if is_one_dim(dim) else tuple(dim)
     except TypeError:
         raise TypeError(f"{op}(): dim must be an int or a tuple of ints, got {dim!r}") from None
     low, high = (-ndim, ndim - 1) if ndim else (-1, 0)
     out = []
     for d in dims:
-        if not isinstance(d, int) or isinstance(d, bool):
+        if not is_one_dim(d):
             raise TypeError(f"{op}(): dim must be an int or a tuple of ints, got {d!r}")
+        d = _index(d)
         if not low <= d <= high:
             raise IndexError(
                 f"{op}(): Dimension out of range (expected to be in range of [{low}, {high}], but got {d})"
             )
-        out.append(d % ndim if ndim else 0)
-    if len(set(out)) != len(out):
-        raise RuntimeError(f"{op}(): dim {dims} appears multiple times in the list of dims")
+        d = d % ndim if ndim else 0
+        if d in out:
+            raise RuntimeError(f"{op}(): dim {d} appears multiple times in the list of dims")
+        out.append(d)
     return tuple(sorted(out))
+
+
+def is_one_dim(dim: Any) -> bool:
+    """Whether `dim` names one dim as PyTorch takes it: an int (not a bool), a numpy integer or an integer 0-d
+    tensor."""
+    if isinstance(dim, Tensor):
+        return dim.ndim == 0 and dim._data.dtype.kind in "iu"
+    return isinstance(dim, int | np.integer) and not isinstance(dim, bool)
 
 
 def reduced_dims(dim: Any, ndim: int, op: str) -> tuple[int, ...]:
     """The dims a reduction runs over: all of them for None or an empty list, as in PyTorch."""
-    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+    if dim is None or (isinstance(dim, tuple | list) and not dim):  # reduces_all(dim) written out: runs per call
         return tuple(range(ndim))
     return normalize_dims(dim, ndim, op)
+
+
+def numpy_names(dim: Any, keepdim: bool, axis: Any, keepdims: bool | None) -> tuple[Any, bool]:
+    """dim and keepdim given under numpy's names, `axis` and `keepdims`, which PyTorch takes as well."""
+    return (dim if axis is None else axis), (keepdim if keepdims is None else keepdims)
+
+
+def reduces_all(dim: Any) -> bool:
+    """Whether `dim` names every dim: None or an empty list, as in PyTorch."""
+    return dim is None or (isinstance(dim, tuple | list) and not dim)
 
 
 def one_dim(dim: int, ndim: int, op: str) -> tuple[int, ...]:
@@ -144,26 +165,48 @@ def _reduce(rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bo
     """`op` over `dim`; with `dtype`, the input is cast to it first, as PyTorch does (the gradient comes back in
     the input's dtype)."""
     x = input._data if dtype is None else input._data.astype(dtype, copy=False)
-    if dim is not None and not isinstance(dim, int) and len(dim) == 0:
+    if dim is not None and isinstance(dim, tuple | list) and not dim:
         dim = None  # an empty dim list reduces every dim, as in PyTorch
     acc = accumulation_dtype(x.dtype)
+    kernel = getattr(x, op) if x.size or op != "mean" else _empty_mean(x)  # the ndarray method
     if dim is None:
-        data = getattr(x, op)(keepdims=keepdim, dtype=acc).astype(x.dtype, copy=False)  # the ndarray method
+        data = kernel(keepdims=keepdim, dtype=acc).astype(x.dtype, copy=False)
         return record(rule_all, data, (input,), kept_shape=(1,) * x.ndim, self_shape=x.shape, count=x.size)
     dims = normalize_dims(dim, x.ndim, op) if x.ndim else one_dim(dim, 0, op)  # a 0-d tensor has no dim to reduce
     kept_shape = kept(x.shape, dims)
-    data = getattr(x, op)(axis=dims, keepdims=keepdim, dtype=acc).astype(x.dtype, copy=False)
+    data = kernel(axis=dims, keepdims=keepdim, dtype=acc).astype(x.dtype, copy=False)
     count = math.prod(x.shape[d] for d in dims)
     return record(rule_dim, data, (input,), kept_shape=kept_shape, self_shape=x.shape, count=count)
 
 
-def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def _empty_mean(x: Any) -> Any:
+    """The mean of an empty array, quietly NaN as PyTorch's (numpy's warns): its sum over 0. Every reduction of an
+    empty array either reduces a dim of size 0 or gives an empty result, so the count can be taken as 0."""
+
+    def kernel(**kwargs: Any) -> Any:
+        with np.errstate(invalid="ignore"):
+            return x.sum(**kwargs) / 0
+
+    return kernel
+
+
+def sum(
+    input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Tensor:
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     if dtype is None and input._data.dtype.kind in "biu":
         dtype = np.int64  # integers and bools sum in int64, as in PyTorch (numpy's sum of uint8 is uint64)
     return _reduce(SUM, SUM_DIM, input, dim, keepdim, "sum", dtype)
 
 
-def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def mean(
+    input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Tensor:
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     if dtype is not None and np.dtype(dtype).kind not in "fc":
         raise RuntimeError(
             "mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. "
@@ -172,7 +215,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
     if dtype is None and input._data.dtype.kind not in "fc":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
-            f"Got: {input._data.dtype}"
+            f"Got: {SCALAR_NAMES.get(input._data.dtype, input._data.dtype)}"
         )
     return _reduce(MEAN, MEAN_DIM, input, dim, keepdim, "mean", dtype)
 
@@ -182,23 +225,31 @@ def _extreme(rule: Rule, kernel: Any, op: str, input: Tensor, dim: Any, keepdim:
     refuse_complex(x.dtype, "max_values_cpu" if op == "amax" else "min_values_cpu")
     dims = reduced_dims(dim, x.ndim, op) if x.ndim else one_dim(dim or 0, 0, op)
     if x.size == 0:
-        if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        if reduces_all(dim):
             raise RuntimeError(
                 f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
                 "with the 'dim' argument."
             )
-        for d in dims:
-            if x.shape[d] == 0:  # no element to pick; reducing only non-empty dims gives an empty result
+        for d in (dim,) if is_one_dim(dim) else dim:  # as given: PyTorch's error names the dim as it was given
+            if x.shape[_index(d)] == 0:  # no element to pick; reducing only non-empty dims gives an empty result
                 raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     data = kernel(x, axis=dims, keepdims=keepdim)
     return record(rule, data, (input,), dim=dims, kept_shape=kept(x.shape, dims), self_shape=x.shape)
 
 
-def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+def amax(
+    input: Tensor, dim: Any = (), keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None
+) -> Tensor:
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     return _extreme(AMAX, np.amax, "amax", input, dim, keepdim)
 
 
-def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+def amin(
+    input: Tensor, dim: Any = (), keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None
+) -> Tensor:
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     return _extreme(AMIN, np.amin, "amin", input, dim, keepdim)
 
 
@@ -211,28 +262,39 @@ def prod_over_dims(
     return record(rule, data, (input,), dims=dims, kept_shape=kept(x.shape, dims), self_shape=x.shape)
 
 
-def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def prod(
+    input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Tensor:
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     x = input._data
     if dtype is None and x.dtype.kind in "biu":
         dtype = np.int64  # integers and bools multiply in int64, as in PyTorch
     if dim is None:
         return prod_over_dims(input, tuple(range(x.ndim)), dtype=dtype, rule=PROD)
-    if not isinstance(dim, int) or isinstance(dim, bool):
+    if dim.__class__ is not int and not is_one_dim(dim):
         raise TypeError(f"prod(): dim must be an int (PyTorch's prod reduces one dim), got {dim!r}")
     dims = one_dim(dim, x.ndim, "prod")
     return prod_over_dims(input, dims, keepdim, dtype=dtype)
 
 
-def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+def logsumexp(
+    input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None
+) -> Tensor:
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
+    if dim is None:  # required, as PyTorch's (optional here only so that `axis` can stand in for it)
+        raise TypeError('logsumexp() missing 1 required positional arguments: "dim"')
     x = input._data
     x = x.astype(floating_or_complex(x.dtype), copy=False)  # integers give the default float dtype, as in PyTorch
     dims = reduced_dims(dim, x.ndim, "logsumexp") if x.ndim else one_dim(dim, 0, "logsumexp")
     kept_shape = kept(x.shape, dims)
-    shift = kept_max(x.real, dims)  # complex inputs shift by the largest real part; the log is the principal one
+    w = x.astype(accumulation_dtype(x.dtype) or x.dtype, copy=False)  # float16 runs in float32, as PyTorch's
+    shift = kept_max(w.real, dims)  # complex inputs shift by the largest real part; the log is the principal one
     shift = np.where(np.isfinite(shift), shift, 0)  # a row of -inf (or an empty one) sums to 0: its log is -inf
     with np.errstate(divide="ignore"):
-        total = np.exp(x - shift).sum(axis=dims, keepdims=True, dtype=accumulation_dtype(x.dtype))
-        data = (np.log(total) + shift).astype(x.dtype, copy=False)
+        data = (np.log(np.exp(w - shift).sum(axis=dims, keepdims=True)) + shift).astype(x.dtype, copy=False)
     if not keepdim:
         data = data.reshape([n for i, n in enumerate(x.shape) if i not in dims])
     return record(LOGSUMEXP, data, (input,), kept_shape=kept_shape, self_shape=x.shape)
@@ -255,7 +317,9 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, op: str) -> tuple[Any, t
     return x, ((dim % n,) if x.ndim else ())
 
 
-def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+def log_softmax(input: Tensor, dim: int | None = None, *, dtype: Any = None, axis: Any = None) -> Tensor:
+    if axis is not None:  # numpy's name, which PyTorch takes too
+        dim = axis
     x, dims = _softmax_input(input, dim, dtype, "log_softmax")
     acc = accumulation_dtype(x.dtype)  # float16 normalises in float32, as PyTorch's
     # an empty input has nothing to normalise (its empty sums would take log(0) and warn)
@@ -263,7 +327,9 @@ def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     return record(LOG_SOFTMAX, data.astype(x.dtype, copy=False), (input,), dim=dims)
 
 
-def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+def softmax(input: Tensor, dim: int | None = None, *, dtype: Any = None, axis: Any = None) -> Tensor:
+    if axis is not None:  # numpy's name, which PyTorch takes too
+        dim = axis
     x, dims = _softmax_input(input, dim, dtype, "softmax")
     with np.errstate(invalid="ignore"):  # a row of -inf gives nan, as in PyTorch
         e = np.exp(x - kept_max(x, dims))
@@ -271,15 +337,18 @@ def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     return record(SOFTMAX, data.astype(x.dtype, copy=False), (input,), dim=dims)
 
 
-def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+def cumsum(input: Tensor, dim: int | None = None, *, dtype: Any = None, axis: Any = None) -> Tensor:
     """The running sum along `dim`; integers and bools sum in int64, as in PyTorch."""
+    if axis is not None:  # numpy's name, which PyTorch takes too
+        dim = axis
     x = input._data
     if dtype is None and x.dtype.kind in "biu":
         dtype = np.int64
+    (d,) = normalize_dims(dim, x.ndim, "cumsum")  # a 0-d tensor takes dim 0 or -1
+    if dtype is not None and np.dtype(dtype) == np.bool_:
+        raise not_implemented("cumsum_out_cpu", np.dtype(dtype))
     if x.ndim == 0:
-        normalize_dims(dim, 0, "cumsum")
         return record(CUMSUM_SCALAR, x.astype(dtype or x.dtype), (input,))
-    (d,) = normalize_dims(dim, x.ndim, "cumsum")
     if np.dtype(dtype or x.dtype) == np.float16:  # accumulated in float32, as PyTorch's (numpy's stalls at 2048)
         return record(CUMSUM, np.cumsum(x, axis=d, dtype=np.float32).astype(np.float16), (input,), dim=d)
     return record(CUMSUM, np.cumsum(x, axis=d, dtype=dtype), (input,), dim=d)

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
-from actorgrad.ops.operands import refuse_complex
+import numpy as np
+
+from actorgrad.ops.operands import not_implemented, refuse_complex
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
 from actorgrad.ops.shape import single_dim
@@ -39,15 +41,19 @@ CUMMAX = Rule("CummaxBackward0", _PUT_BACK, cost=input_size)
 CUMMIN = Rule("CumminBackward0", _PUT_BACK, cost=input_size)
 
 
-def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+def cumprod(input: Tensor, dim: int | None = None, *, dtype: Any = None, axis: Any = None) -> Tensor:
     """The running product along `dim`; integer and bool inputs give int64 unless `dtype` says otherwise, as
     cumsum's."""
+    if axis is not None:  # numpy's name, which PyTorch takes too
+        dim = axis
     x = input._data
+    d = single_dim(dim, x.ndim, "cumprod")
     if dtype is None:
         dtype = int64 if x.dtype.kind in "biu" else x.dtype
-    d = single_dim(dim, x.ndim, "cumprod")
+    elif np.dtype(dtype) == np.bool_:
+        raise not_implemented("cumprod_out_cpu", np.dtype(dtype))
     rows = x.reshape(x.shape or (1,)).astype(dtype, copy=False)
-    data = input._device.xp.cumprod(rows, axis=d).reshape(x.shape)
+    data = input._device.xp.cumprod(rows, axis=d, dtype=dtype).reshape(x.shape)  # numpy's own widens narrow ints
     return record(CUMPROD, data, (input,), dim=d)
 
 
@@ -69,13 +75,17 @@ def _running(op: str, rule: Rule, result: Any, input: Tensor, dim: int) -> Any:
     return result(out, Tensor(indices.reshape(x.shape).astype(int64, copy=False), device=device))
 
 
-def cummax(input: Tensor, dim: int) -> CummaxResult:
+def cummax(input: Tensor, dim: int | None = None, *, axis: Any = None) -> CummaxResult:
     """The running maximum along `dim`, and where each came from."""
+    if axis is not None:  # numpy's name, which PyTorch takes too
+        dim = axis
     return _running("cummax", CUMMAX, CummaxResult, input, dim)
 
 
-def cummin(input: Tensor, dim: int) -> CumminResult:
+def cummin(input: Tensor, dim: int | None = None, *, axis: Any = None) -> CumminResult:
     """The running minimum along `dim`, and where each came from."""
+    if axis is not None:  # numpy's name, which PyTorch takes too
+        dim = axis
     return _running("cummin", CUMMIN, CumminResult, input, dim)
 
 

@@ -11,7 +11,15 @@ import numpy as np
 from actorgrad.ops.linalg_decompositions import check_floating
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import accumulation_dtype, float16_in_float32, input_size, kept, one_dim, reduced_dims
+from actorgrad.ops.reductions import (
+    accumulation_dtype,
+    float16_in_float32,
+    input_size,
+    kept,
+    numpy_names,
+    one_dim,
+    reduced_dims,
+)
 from actorgrad.ops.selection import where
 from actorgrad.ops.shape import single_dim, to_dtype
 from actorgrad.tensor import Tensor
@@ -50,7 +58,7 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
         raise TypeError(f"{op}(): give either unbiased= (legacy) or correction=, not both")
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
-    dims = reduced_dims(dim, x.ndim, op) if x.ndim else ()  # a 0-d tensor takes dim 0 or -1 but has none to reduce
+    dims = reduced_dims(dim, x.ndim, op) if x.ndim else one_dim(0 if dim is None else dim, 0, op)
     count = math.prod(x.shape[d] for d in dims)
     dof = count - correction
     if dof <= 0:
@@ -76,17 +84,23 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
 
 
 def var(
-    input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *, correction: Any = None
+    input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *, correction: Any = None,
+    axis: Any = None, keepdims: bool | None = None,
 ) -> Tensor:
     """The variance over `dim`, divided by count - correction (1 by default: Bessel's correction)."""
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     data, params = _variance("var", input, dim, unbiased, keepdim, correction)
     return record(VAR, data, (input,), **params)
 
 
 def std(
-    input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *, correction: Any = None
+    input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *, correction: Any = None,
+    axis: Any = None, keepdims: bool | None = None,
 ) -> Tensor:
     """The standard deviation over `dim`: the square root of var with the same arguments."""
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     data, params = _variance("std", input, dim, unbiased, keepdim, correction)
     return record(STD, np.sqrt(data), (input,), **params)
 
@@ -108,7 +122,10 @@ def _pnorm_grad(ops: Any, g: Any, self: Any, result: Any, p: float, kept_shape: 
     if p < 1:
         return ops.where(self == 0, 0, sign * magnitude ** (p - 1)) * g * result ** (1 - p)
     scale = ops.where(result == 0, 0, g / (result + zero_norm) ** (p - 1))
-    return (sign * magnitude ** (p - 1) if p < 2 else self * magnitude ** (p - 2)) * scale
+    if p < 2:
+        return sign * magnitude ** (p - 1) * scale
+    # |x|^(p-2) is 0 where x is, not the 1 put in the magnitude there: a choice, so its derivative is 0 there too
+    return self * ops.where(self == 0, 0, magnitude ** (p - 2)) * scale
 
 
 def _inf_norm_grad(ops: Any, g: Any, self: Any, result: Any, dims: tuple, kept_shape: tuple) -> Any:
@@ -165,12 +182,16 @@ def _norm_input(input: Tensor, dtype: Any) -> Tensor:
 
 
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    """The vector p-norm over `dim` (all dims by default): p = 'fro' (2), any number, inf or -inf; with `dtype`,
-    computed in that dtype."""
+    """The vector p-norm over `dim` (all dims by default): p = 'fro' (2), any number, inf or -inf; or the nuclear
+    norm (p = 'nuc') of the matrices over two dims; with `dtype`, computed in that dtype."""
     input = _norm_input(input, dtype)
     x = input._data
     if p == "fro" or p is None:
         p = 2
+    elif p == "nuc":  # a matrix norm: over a 2-D input's dims, or the two of `dim`, as PyTorch's
+        from actorgrad.linalg import matrix_norm  # linalg imports the ops package: at call time
+
+        return matrix_norm(input, "nuc", tuple(range(x.ndim)) if dim is None else dim, keepdim)
     if isinstance(p, str) or not isinstance(p, int | float):
         raise RuntimeError(f"norm(): p={p!r} is not supported; use 'fro', a number, inf or -inf")
     dims = reduced_dims(dim, x.ndim, "norm") if x.ndim else one_dim(dim or 0, 0, "norm")  # a 0-d tensor: dim 0, -1
