@@ -256,7 +256,7 @@ def test_integer_targets_and_setitem_nodes_on_cuda():
     with pytest.raises(RuntimeError, match="^a view of a leaf Variable"):
         x[0] = 1.0
     z = x * 1
-    z[0, [1, 2]] = src[:2]
+    z[0, [1, 2]] = src[:2].double()  # index_put_ takes only the destination's dtype, as PyTorch's
     assert z.grad_fn.name() == "torch::autograd::CopySlices"
     gx, gsrc = ag.autograd.grad(z.sum(), (x, src))
     keep = np.ones((3, 4))

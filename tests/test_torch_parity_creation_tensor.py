@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import actorgrad as ag
+from actorgrad import user_warnings
 
 COPY_WARNING = (
     r"To copy construct from a tensor, it is recommended to use sourceTensor.detach\(\).clone\(\) or "
@@ -150,7 +151,7 @@ def test_iteration_unbinds_and_reversed_flips():
     assert [r.tolist() for r in reversed(x)] == [[3.0, 4.0], [1.0, 2.0]]
 
 
-def test_adjoint_properties():
+def test_adjoint_properties(monkeypatch):
     x = ag.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
     assert x.H.tolist() == x.mH.tolist() == [[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]
     assert x.H.grad_fn.name() == "TransposeBackward0"
@@ -160,6 +161,7 @@ def test_adjoint_properties():
         _ = ag.ones(2, 2, 3).H
     with pytest.raises(RuntimeError, match="tensor.mH is only supported on matrices or batches of matrices. Got 1-D"):
         _ = ag.ones(3).mH
+    monkeypatch.setattr(user_warnings, "_warned_once", set())  # PyTorch warns once per process
     with pytest.warns(UserWarning, match="Tensor.H is deprecated on 0-D tensors"):
         _ = ag.tensor(2.0).H
 

@@ -5,6 +5,7 @@ subtract)."""
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy as np
 from actorgrad.memory_formats import formatted, preserve_format
 from actorgrad.ops import arithmetic
 from actorgrad.ops.arithmetic import DIV, FLOOR_QUOTIENT, _binary, mul, sub
-from actorgrad.ops.indexing import gather, getitem
+from actorgrad.ops.indexing import INDEX_RULES, gather, getitem, take_index
 from actorgrad.ops.joining import cat
 from actorgrad.ops.operand_checks import check_unsigned_number
 from actorgrad.ops.operands import (
@@ -28,7 +29,7 @@ from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.shape import _shape_arg, broadcast_to, permute, repeat, reshape, single_dim, transpose, view
 from actorgrad.tensor import Tensor, bool_, int64
 from actorgrad.tensor_construction import COPY_CONSTRUCT, copied_leaf
-from actorgrad.user_warnings import warn
+from actorgrad.user_warnings import warn, warn_once
 
 __all__ = [
     "diff", "div", "divide", "empty_like", "moveaxis", "movedim", "multiply", "narrow", "narrow_copy", "ravel",
@@ -86,6 +87,8 @@ def movedim(input: Tensor, source: int | tuple[int, ...], destination: int | tup
             f"movedim: Invalid source or destination dims: source ({src} dims) should contain the same number of "
             f"dims as destination ({dst} dims)"
         )
+    if not ndim:  # nothing to move: PyTorch's alias
+        return getitem(input, Ellipsis)
     rest = iter(d for d in range(ndim) if d not in src)
     placed = dict(zip(dst, src))
     return permute(input, tuple(placed[d] if d in placed else next(rest) for d in range(ndim)))
@@ -131,12 +134,18 @@ def unflatten(input: Tensor, dim: int, sizes: tuple[int, ...]) -> Tensor:
 
 
 def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
-    """The `length` elements of dim `dim` from `start` on (a view)."""
+    """The `length` elements of dim `dim` from `start` (an int or a 0-dim integer tensor) on: a view, recorded as
+    PyTorch's SliceBackward0 even where it keeps the whole dim."""
     if not input.ndim:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = single_dim(dim, input.ndim, "narrow")
     size = input.shape[d]
-    start = int(start)
+    if isinstance(start, Tensor):
+        if start.ndim or start._data.dtype.kind not in "iu":
+            raise RuntimeError("start must be an 0-dim integral Tensor.")
+        start = int(start)
+    elif isinstance(start, bool) or not isinstance(start, int | np.integer):
+        raise TypeError(f"narrow(): argument 'start' (position 3) must be int or Tensor, not {type(start).__name__}")
     if not -size <= start <= size:
         raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
     if length < 0:
@@ -145,12 +154,13 @@ def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
         start += size
     if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    return getitem(input, (slice(None),) * d + (slice(start, start + length),))
+    basic = (slice(None),) * d + (slice(start, start + length),) + (slice(None),) * (input.ndim - d - 1)
+    return take_index(input, basic, None, INDEX_RULES["SliceBackward0"])
 
 
 def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
-    """narrow, copied out of the input (no view)."""
-    return narrow(input, dim, start, length).clone()
+    """narrow, copied out of the input (no view); `start` is an int (a one-element integer tensor reads as one)."""
+    return narrow(input, dim, operator.index(start), length).clone()
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:
@@ -329,10 +339,11 @@ def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None, 
 
 def _adjoint(input: Tensor, name: str, batched: bool) -> Tensor:
     """`.H` (a matrix) or `.mH` (a batch of matrices): the conjugate transpose (the transpose of real values); a
-    0-d tensor is itself, deprecated as in PyTorch."""
+    0-d tensor is itself, deprecated as in PyTorch (`name`: how its warning, once per process, names the op). Not
+    a view of a complex tensor, as conj makes its result at once (see actorgrad.ops.complex_parts)."""
     ndim = input.ndim
     if ndim == 0:
-        warn(f"Tensor.{name} is deprecated on 0-D tensors. Consider using x.conj().")
+        warn_once(f"{name} is deprecated on 0-D tensors. Consider using x.conj().")
         return input
     if batched and ndim < 2:
         raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. Got {ndim}-D tensor.")
@@ -351,6 +362,6 @@ METHODS: dict[str, Any] = {
     "diff": diff, "div": divide, "divide": divide, "multiply": multiply, "subtract": subtract,
     "true_divide": true_divide, "new_zeros": _new("zeros"), "new_ones": _new("ones"),
     "new_empty": _new("empty"), "new_full": _new("full"), "new_tensor": _new_tensor,
-    "H": property(lambda self: _adjoint(self, "H", batched=False)),
-    "mH": property(lambda self: _adjoint(self, "mH", batched=True)),
+    "H": property(lambda self: _adjoint(self, "Tensor.H", batched=False)),
+    "mH": property(lambda self: _adjoint(self, "Tensor.mH", batched=True)),
 }

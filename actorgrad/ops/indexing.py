@@ -34,10 +34,7 @@ INDEX_RULES = {
                  "SplitBackward0", "SplitWithSizesBackward0", "UnbindBackward0", "IndexSelectBackward0",
                  "GatherBackward0")
 }
-INDEX_PUT = Rule(
-    "IndexPutBackward0",
-    (("basic", "advanced"), lambda ops, g, basic, advanced: ops.index(g, basic, advanced)),
-)
+INDEX_PUT = Rule("IndexPutBackward0", (("basic", "advanced"), lambda ops, g, basic, adv: ops.index(g, basic, adv)))
 
 
 def _padded(ops: Any, g: Any, pad: tuple[int, ...]) -> Any:
@@ -75,8 +72,9 @@ def take_index(input: Tensor, basic: tuple, advanced: tuple | None, rule: Rule) 
     advanced = placed_index(input, advanced)
     if advanced is None:
         data = x[basic + (Ellipsis,)]  # with the Ellipsis, ints alone give a 0-dim view, not a numpy scalar copy
-    else:
+    else:  # row-major, as PyTorch's (numpy's result of an index off dim 0 is transposed)
         data = x[basic][advanced]
+        data = data if data.flags.c_contiguous else input._device.xp.ascontiguousarray(data)
     return record(rule, data, (input,), self_shape=x.shape, basic=basic, advanced=advanced)
 
 

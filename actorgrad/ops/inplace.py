@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.devices import is_writeable
+from actorgrad.devices import cpu, is_writeable
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops.aliases import TRUE_DIVISION, divide
 from actorgrad.ops.arithmetic import add, exp, mul, neg, relu, sigmoid, sub, tanh
+from actorgrad.ops.casts import legacy_type
 from actorgrad.ops.indexing import KEPT_GRAD, fill_value, masked_fill, on_device, parse_index, placed_index
 from actorgrad.ops.inplace_recording import (
     NO_GRAD_VIEW,
@@ -35,12 +36,13 @@ from actorgrad.ops.inplace_recording import (
     _view_template,
     write_in_place,
 )
-from actorgrad.ops.operands import broadcast_error, fitted_number
+from actorgrad.ops.memory_overlap import check_partly_shared, has_internal_overlap, writeable_region
+from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, fitted_number
 from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.ops.selection import clamp
 from actorgrad.ops.unary import abs, sgn, sign
 from actorgrad.tensor import Tensor
-from actorgrad.tensor_construction import as_array
+from actorgrad.user_warnings import warn
 from actorgrad.version_counter import bump_version, refuse_inference_change
 
 __all__: list[str] = []
@@ -68,6 +70,10 @@ _SETITEM_GRADS = (KEPT_GRAD, (("basic", "advanced", "value_shape"), _written_gra
 COPY_SLICES = Rule("torch::autograd::CopySlices", *_SETITEM_GRADS)
 COPY_WHOLE = Rule("torch::autograd::CopyBackwards", *_SETITEM_GRADS)  # `x[...] = value`: PyTorch's copy_ into x
 INDEX_PUT = Rule("IndexPutBackward0", *_SETITEM_GRADS)
+EXPANDED_WRITE = (
+    "Use of {op} on expanded tensors is deprecated. Please clone() the tensor before performing this operation. This "
+    "also applies to advanced indexing e.g. tensor{example}"
+)
 
 
 # -- arithmetic ----------------------------------------------------------------------------------------------------
@@ -100,13 +106,15 @@ def _unary_inplace(op: Callable[[Tensor], Tensor], saves_self: bool = False) -> 
 
 # -- filling and copying -------------------------------------------------------------------------------------------
 def zero_(self: Tensor) -> Tensor:
-    return write_in_place(self, lambda s: record(ZERO, np.zeros_like(s._data), (s,)), (), False)
+    """Zeros written in place; as in PyTorch, this (and fill_ with a number) may fill an expanded tensor."""
+    return write_in_place(self, lambda s: record(ZERO, np.zeros_like(s._data), (s,)), (), False, True)
 
 
 def fill_(self: Tensor, value: Any) -> Tensor:
     if not isinstance(value, Tensor):
         fill = fill_value(value, self._data.dtype)[()]  # checked before anything is written
-        return write_in_place(self, lambda s: record(FILL_NUMBER, np.full_like(s._data, fill), (s,)), (), False)
+        return write_in_place(self, lambda s: record(FILL_NUMBER, np.full_like(s._data, fill), (s,)), (), False,
+                              True)
     if value.ndim:
         raise RuntimeError(
             f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
@@ -129,6 +137,8 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
         raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
     if src._device is not self._device:  # a copy across devices; its gradient goes back through ToCopyBackward0
         src = src.to(self._device)
+    elif self._vc is not None and src._vc is self._vc:  # src may lie in self's memory
+        check_partly_shared(self._data, src._data, False)
 
     def compute(s: Tensor) -> Tensor:
         try:
@@ -154,18 +164,16 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     placed = placed_index(self, advanced)
     region = self._data[basic]
     shape = (region if advanced is None else region[placed]).shape
-    if value is None or isinstance(value, str | bytes):  # numpy would write None as nan
-        raise TypeError(f"can't assign a {type(value).__name__} to a actorgrad.{self._data.dtype} tensor")
-    if isinstance(value, Tensor) and value._device is not self._device:
-        value = value.to(self._device)  # as PyTorch, a tensor from another device is copied over
+    given = value
+    puts = advanced is not None and index.__class__ is not bool  # PyTorch writes x[True] = v into x[None]
     if isinstance(value, Tensor):
+        if value._device is not self._device:
+            value = value.to(self._device)  # as PyTorch, a tensor from another device is copied over
         values = value._data
-    elif isinstance(value, int | float | complex):  # checked as PyTorch stores a number: int8[0] = 1000 raises
-        if value.__class__ is int and not -(1 << 63) <= value < 1 << 63:
-            raise ValueError("Overflow when unpacking long long")
-        values = on_device(self, fitted_number(value, self._data.dtype))
+        if self._vc is not None and value._vc is self._vc:  # the value may lie in self's memory
+            check_partly_shared(self._data[basic + (Ellipsis,)], values, puts)  # an array even for ints alone
     else:
-        values = on_device(self, as_array(value, self._data.dtype))
+        values = _written_number(self, value)
     written = values.reshape(_without_leading_ones(values.shape))
     try:
         np.broadcast_to(written, shape)
@@ -174,6 +182,8 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
             f"shape mismatch: value tensor of shape {list(written.shape)} cannot be broadcast to indexing result of "
             f"shape {list(shape)}"
         ) from None
+    if puts and values.dtype != self._data.dtype:
+        _check_put_dtype(self, index, given)
     grad_mode = _grad_enabled.get()
     if grad_mode:
         try:
@@ -192,7 +202,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     if advanced is None:
         _store(self, basic, written)
     else:
-        _store_advanced(self, basic, placed, written)
+        _store_advanced(self, basic, placed, written, lambda: _fills_mask(index, given))
     bump_version(self)
     if not records:
         _invalidate_views(self)
@@ -207,8 +217,56 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     written_value = value if isinstance(value, Tensor) else Tensor(values, device=self._device)
     inputs = (_stand_in(self, False, positions), written_value)
     params = dict(keep=on_device(self, keep), basic=basic, advanced=placed, value_shape=values.shape)
-    _rebase(self, record(rule, np.empty_like(self._data), inputs, **params), positions)
+    _rebase(self, record(rule, np.empty_like(self._data), inputs, **params), positions, keep)
     _invalidate_views(self)
+
+
+def _fills_mask(index: Any, value: Any) -> bool:
+    """Whether PyTorch's index_put_ writes `value` at `index` by masked_fill_: one boolean mask (with ints, slices,
+    None and Ellipsis around it) filled from a number or a one-element cpu tensor."""
+    return (not isinstance(value, Tensor) or value._data.size == 1 and value._device is cpu) and _single_mask(index)
+
+
+def _check_put_dtype(self: Tensor, index: Any, value: Tensor) -> None:
+    """PyTorch's index_put_ writes only a value of self's dtype, unless it fills a mask (see `_fills_mask`)."""
+    if _fills_mask(index, value):
+        return
+    raise RuntimeError(
+        f"Index put requires the source and destination dtypes match, got {SCALAR_NAMES[self._data.dtype]} for the "
+        f"destination and {SCALAR_NAMES[value._data.dtype]} for the source."
+    )
+
+
+def _single_mask(index: Any) -> bool:
+    """Whether the only entry of `index` that PyTorch makes an index tensor is a boolean mask of 1 or more dims (a
+    Python bool or a 0-dim mask becomes an integer index tensor; a list holding sequences is a tuple of entries)."""
+    entries = index if isinstance(index, tuple) or (index.__class__ is list and any(
+        isinstance(e, Tensor | np.ndarray | list | tuple | range | slice) or e is None or e is Ellipsis for e in index
+    )) else (index,)
+    tensors = []
+    for entry in entries:
+        if isinstance(entry, Tensor | np.ndarray):
+            array = entry._data if isinstance(entry, Tensor) else entry
+            if array.ndim or array.dtype.kind == "b":  # a 0-dim integer one is an int
+                tensors.append(array.ndim and array.dtype.kind == "b")
+        elif isinstance(entry, list | tuple | range) or entry.__class__ is bool:
+            tensors.append(isinstance(entry, list | tuple) and bool(entry) and all(e.__class__ is bool for e in entry))
+    return tensors == [True]
+
+
+def _written_number(self: Tensor, value: Any) -> Any:
+    """`value` as PyTorch stores a number written by `self[index] = value`: a Python number, a numpy integer or
+    a numpy subclass of float or complex (float64, complex128), checked to fit (int8[0] = 1000 raises); nothing
+    else (no list, array or other numpy scalar)."""
+    if isinstance(value, np.integer):
+        value = int(value)
+    if isinstance(value, int | float | complex):
+        if value.__class__ is int and not -(1 << 63) <= value < 1 << 63:
+            raise ValueError("Overflow when unpacking long long")
+        return on_device(self, fitted_number(value, self._data.dtype))
+    kind = type(value)
+    name = f"numpy.{kind.__name__}" if kind.__module__ == "numpy" else kind.__name__
+    raise TypeError(f"can't assign a {name} to a {legacy_type(self)}")
 
 
 def _index_view(basic: tuple, shape: tuple) -> str | None:
@@ -242,11 +300,19 @@ def _through_view_error(self: Tensor, view: str | None, error: RuntimeError) -> 
     return RuntimeError(template.format(nr=0, name=view, what="is being modified inplace"))
 
 
-def _store_advanced(self: Tensor, basic: tuple, advanced: tuple, values: np.ndarray) -> None:
+def _store_advanced(
+    self: Tensor, basic: tuple, advanced: tuple, values: np.ndarray, fills_mask: Callable[[], bool]
+) -> None:
+    """`self[basic][advanced] = values`; into an expanded tensor's repeated elements with PyTorch's deprecation
+    warnings (`fills_mask()`: PyTorch writes this one by masked_fill_, which warns too)."""
     refuse_inference_change(self)  # before anything is written
     region = self._data[basic]
     if not is_writeable(region):
-        _store(self, basic, region)  # raises the read-only error
+        if has_internal_overlap(region):
+            warn(EXPANDED_WRITE.format(op="index_put_", example="[indices] = tensor"))
+            if fills_mask():
+                warn(EXPANDED_WRITE.format(op="masked_fill_", example="[mask] = scalar"))
+        region = writeable_region(region, True)
     region[advanced] = values
 
 

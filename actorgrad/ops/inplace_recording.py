@@ -38,6 +38,7 @@ from actorgrad.grad_mode import _grad_enabled
 from actorgrad.node import InputMetadata
 from actorgrad.ops.indexing import KEPT_GRAD, on_device
 from actorgrad.ops.joining import MULTI_OUTPUT_VIEWS
+from actorgrad.ops.memory_overlap import has_internal_overlap, one_per_place, writeable_region
 from actorgrad.ops.operands import SCALAR_NAMES, category
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
@@ -71,16 +72,21 @@ STALE_DTYPE_VIEW = (
     "a view of its base as another dtype (view_as_real, view_as_complex, real, imag), made without a history, is used "
     "after an in-place change of its base that needs a gradient; make the view again after the change"
 )
-SHARED_MEMORY = (
-    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
-    "Please clone() the tensor before performing the operation."
-)
 
 # A base's history after a write through its view at `positions` (flat indices into the base).
 VIEW_WRITE = Rule(
     "torch::autograd::CopySlices",
     KEPT_GRAD,
     (("positions",), lambda ops, g, positions: ops.index(ops.reshape(g, (-1,)), (), (positions,))),
+)
+
+
+# The same through a view whose elements share places (an expand): the view's part from one element per place.
+VIEW_WRITE_SHARED = Rule(
+    "torch::autograd::CopySlices",
+    KEPT_GRAD,
+    (("positions", "chosen"), lambda ops, g, positions, chosen: ops.where(
+        chosen, ops.index(ops.reshape(g, (-1,)), (), (positions,)), 0)),
 )
 
 
@@ -236,21 +242,24 @@ def _view_positions(self: Tensor) -> np.ndarray | None:
     return None if self._base is None else _positions(self._data, self._base._data)
 
 
-def _store(self: Tensor, index: Any, value: Any) -> None:
+def _store(self: Tensor, index: Any, value: Any, overlapping: bool = False) -> None:
+    """`self._data[index] = value` (index: Ellipsis or a basic index). `overlapping`: the op may write elements that
+    share memory (fill_ and zero_ of an expanded tensor, as PyTorch's); others are refused there."""
     refuse_inference_change(self)  # before anything is written
     try:
         self._data[index] = value
+        return
     except ValueError:
         if is_writeable(self._data):
             raise
-        if 0 in self._data.strides:
-            raise RuntimeError(SHARED_MEMORY) from None
-        raise RuntimeError("the tensor's array is read-only; clone() it before changing it in place") from None
+    region = self._data[index] if index is Ellipsis else self._data[index + (Ellipsis,)]
+    writeable_region(region, overlapping)[...] = value  # numpy's read-only view of an expand
 
 
-def _rebase(self: Tensor, result: Tensor, positions: np.ndarray | None) -> None:
+def _rebase(self: Tensor, result: Tensor, positions: np.ndarray | None, kept: np.ndarray | None = None) -> None:
     """Make the node that recorded `result` the history of `self`, whose values it now holds; through a view,
-    the base's history takes the node in at the view's `positions`. Then every view of the base reads its own."""
+    the base's history takes the node in at the view's `positions` (`kept`: where the op kept the view's old
+    values, None if it wrote them all). Then every view of the base reads its own."""
     node = result._grad_fn
     if node is None:
         return
@@ -264,8 +273,11 @@ def _rebase(self: Tensor, result: Tensor, positions: np.ndarray | None) -> None:
     keep = np.ones(base._data.shape, np.bool_)
     keep.reshape(-1)[positions.ravel()] = False
     inputs = (_stand_in(base, False), Tensor(self._data, grad_fn=node, device=self._device))
-    merged = record(VIEW_WRITE, np.empty_like(base._data), inputs, keep=on_device(base, keep),
-                    positions=on_device(base, positions))
+    params = dict(keep=on_device(base, keep), positions=on_device(base, positions))
+    if has_internal_overlap(self._data):  # an expand: its elements share places in the base
+        params["chosen"] = on_device(base, one_per_place(positions, kept))
+    merged = record(VIEW_WRITE_SHARED if "chosen" in params else VIEW_WRITE, np.empty_like(base._data), inputs,
+                    **params)
     old = base._grad_fn
     _move_history(base, merged._grad_fn)
     _refresh_views(base, old)
@@ -331,9 +343,12 @@ def _positions(view: np.ndarray, base: np.ndarray) -> np.ndarray:
     return found
 
 
-def write_in_place(self: Tensor, compute: Callable[[Tensor], Tensor], operands: tuple, saves_self: bool) -> Tensor:
+def write_in_place(
+    self: Tensor, compute: Callable[[Tensor], Tensor], operands: tuple, saves_self: bool, overlapping: bool = False
+) -> Tensor:
     """Run `compute` (the op out of place) and write its result into `self`, rebasing `self`'s history when the
-    op needs a gradient. `saves_self`: the recorded node keeps `self`'s values, which must be copied first."""
+    op needs a gradient. `saves_self`: the recorded node keeps `self`'s values, which must be copied first;
+    `overlapping`: the op may write an expanded tensor's repeated elements (its result is the same at each)."""
     grad_mode = _grad_enabled.get()
     if grad_mode:
         _check_grad_mode_view(self)
@@ -354,7 +369,7 @@ def write_in_place(self: Tensor, compute: Callable[[Tensor], Tensor], operands: 
             f"result type {SCALAR_NAMES[data.dtype]} can't be cast to the desired output type "
             f"{SCALAR_NAMES[target.dtype]}"
         )
-    _store(self, Ellipsis, data)
+    _store(self, Ellipsis, data, overlapping)
     bump_version(self)
     if records:
         _rebase(self, result, positions)

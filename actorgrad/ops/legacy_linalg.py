@@ -146,11 +146,11 @@ def ger(input: Tensor, vec2: Tensor) -> Tensor:
 
 
 def adjoint(input: Tensor) -> Tensor:
-    """The conjugate transpose of the last two dims (a view)."""
-    if input.ndim < 2:
+    """The conjugate transpose of the last two dims (a view; a 0-d tensor is itself, deprecated as in PyTorch)."""
+    if input.ndim == 1:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
                            f"{input.ndim}-D tensor.")
-    return _adjoint(input, "adjoint", batched=True)
+    return _adjoint(input, "adjoint()", batched=True)
 
 
 def _warn_jit_only(name: str, instead: str) -> None:

@@ -1,0 +1,84 @@
+"""Memory that elements share, as PyTorch's in-place writes see it: an expanded tensor repeats elements in one
+place, and a value may lie in the memory it is written to.
+
+PyTorch refuses a write to several elements in one place (`x.expand(3, 5).add_(1)`), but writes an expanded
+tensor where the written elements do not share memory (`x.expand(3, 5)[0, 0] = 1`, a view `[0]` of it changed in
+place), fills it (fill_, zero_) and, deprecated, index_put_s into it. numpy guards a broadcast view by making it
+read-only, so such writes go through a writeable view of the same memory. PyTorch also refuses a value that lies
+partly in the memory written to (`a[1:] = a[:-1]`), where both fill one block of memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+SHARED_MEMORY = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+    "Please clone() the tensor before performing the operation."
+)
+PARTLY_SHARED = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory "
+    "location. Please clone() the tensor before performing the operation."
+)
+
+
+def has_internal_overlap(array: Any) -> bool:
+    """PyTorch's has_internal_overlap: a dim of more than one element that repeats them (stride 0)."""
+    return any(stride == 0 and size > 1 for stride, size in zip(array.strides, array.shape))
+
+
+def writeable_region(region: Any, overlapping: bool) -> Any:
+    """A read-only numpy view (of an expand) as a writeable view of the same memory; a write to several elements
+    in one place is refused unless the op allows it (`overlapping`)."""
+    if not overlapping and has_internal_overlap(region):
+        raise RuntimeError(SHARED_MEMORY)
+    alias = region.view()
+    try:
+        alias.flags.writeable = True
+    except ValueError:  # the memory itself is read-only (a frozen buffer)
+        raise RuntimeError("the tensor's array is read-only; clone() it before changing it in place") from None
+    return alias
+
+
+def one_per_place(positions: np.ndarray, kept: np.ndarray | None) -> np.ndarray:
+    """For a view whose elements share places in its base (`positions`: their flat indices there): True at one
+    element per place, one the op wrote if it wrote any there (`kept`: where it kept the old values, None if it
+    wrote them all), so the base's gradient at each place goes back once, not once per element."""
+    flat = positions.ravel()
+    written_first = np.zeros(flat.size, np.bool_) if kept is None else kept.ravel()
+    order = np.lexsort((written_first, flat))
+    first = np.ones(flat.size, np.bool_)
+    first[1:] = flat[order][1:] != flat[order][:-1]
+    chosen = np.zeros(flat.size, np.bool_)
+    chosen[order[first]] = True
+    return chosen.reshape(positions.shape)
+
+
+def check_partly_shared(region: Any, values: Any, puts: bool) -> None:
+    """PyTorch's refusal of a value lying partly in the memory written to (`a[1:] = a[:-1]`), which it finds where
+    both fill one block of memory each; `puts`: index_put_, which refuses the very same memory too."""
+    if not values.size or not region.size or not _dense(region) or not _dense(values):
+        return
+    begin, other = _start(region), _start(values)
+    end, other_end = begin + region.nbytes, other + values.nbytes
+    if begin == other and end == other_end and region.strides == values.strides and not puts:
+        return
+    if begin < other_end and other < end:
+        raise RuntimeError(PARTLY_SHARED)
+
+
+def _start(array: Any) -> int:
+    return array.__array_interface__["data"][0] if isinstance(array, np.ndarray) else array.data.ptr
+
+
+def _dense(array: Any) -> bool:
+    """PyTorch's is_non_overlapping_and_dense: the elements fill one block of memory, each once (PyTorch has no
+    negative strides: a numpy view with one is a copy there, so it counts as not dense)."""
+    step = array.itemsize
+    for stride, size in sorted((stride, size) for stride, size in zip(array.strides, array.shape) if size != 1):
+        if stride != step:
+            return False
+        step *= size
+    return True
