@@ -390,7 +390,7 @@ def test_a_dim_out_of_range_is_an_index_error_and_one_in_range_works(shape, dim,
             call()
         return
     if op == "amax" and shape and shape[dim] == 0:
-        with pytest.raises(IndexError, match=f"reduction dim {dim % len(shape)} to have non-zero size"):
+        with pytest.raises(IndexError, match=f"reduction dim {dim} to have non-zero size"):  # named as given
             call()
         return
     out = call()
