@@ -1,8 +1,11 @@
 """The adaptive poolings (1-d, 2-d, 3-d; average and max): output sizes instead of windows.
 
 An adaptive pooling's bin i covers [floor(i * n / out), ceil((i + 1) * n / out)) of each dim, as PyTorch's. Its
-mean is an averaging matrix applied along each dim (matmuls, so differentiable to any order); its max is a gather
-at each bin's first maximum (the last NaN, if any), whose gradient is the scatter-add max pooling uses.
+mean is one node (AdaptiveAvgPool2D/3DBackward0) whose forward and gradient apply each dim's averaging matrix or its
+transpose (matmuls, so differentiable to any order); an input holding a NaN or an infinity, which a matrix would
+spread to every bin through 0 * inf, is averaged from each bin's own places instead (as on a GPU, where asking would
+cost a host sync). float16 is averaged in float32 and rounded once, as PyTorch's. Its max is a gather at each bin's
+first maximum (the last NaN, if any), whose gradient is the scatter-add max pooling uses.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.linalg import matmul
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.pooling import ONE_INT, check_1d_rank, recorded_gather_last, single_size
+from actorgrad.ops.record import Rule, record
+from actorgrad.ops.reductions import input_size
 from actorgrad.ops.shape import squeeze, unsqueeze
 from actorgrad.tensor import Tensor
 
@@ -92,32 +96,76 @@ def _bins(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
     return i * size // out, -(-(i + 1) * size // out)
 
 
-def _averaging(size: int, out: int, input: Tensor) -> Tensor:
+def _bin_sums(xp: Any, x: Any, dim: int, out: int) -> Any:
+    """Each bin's sum along `dim` of the array `x`: a reshape where the bins are equal, else a gather of each
+    bin's places padded to the longest bin by a zero appended to the dim."""
+    shape, n = x.shape, x.shape[dim]
+    if out and n % out == 0:
+        return x.reshape(*shape[:dim], out, n // out, *shape[dim + 1:]).sum(dim + 1)
+    starts, ends = _bins(n, out)
+    longest = int(max(ends - starts, default=0))
+    places = np.where(np.arange(longest) < (ends - starts)[:, None], starts[:, None] + np.arange(longest), n)
+    padded = xp.concatenate((x, xp.zeros((*shape[:dim], 1, *shape[dim + 1:]), x.dtype)), dim)
+    windows = padded.take(xp.asarray(places.reshape(-1)), dim).reshape(*shape[:dim], out, longest, *shape[dim + 1:])
+    return windows.sum(dim + 1)
+
+
+def _averaging(size: int, out: int, dtype: np.dtype) -> np.ndarray:
     """The (out, size) matrix whose row i averages bin i."""
     starts, ends = _bins(size, out)
     places = np.arange(size)
     inside = (places >= starts[:, None]) & (places < ends[:, None])
-    matrix = (inside / (ends - starts)[:, None]).astype(input._data.dtype)
-    return Tensor(input._device.xp.asarray(matrix), device=input._device)
+    return (inside / np.maximum(ends - starts, 1)[:, None]).astype(dtype)
 
 
-def _average_plane(input: Tensor, oh: int, ow: int) -> Tensor:
-    h, w = input.shape[-2:]
-    return matmul(matmul(_averaging(h, oh, input), input), _averaging(w, ow, input).mT)
+def _plane_grad(ops: Any, g: Any, rows: Any, cols: Any) -> Any:
+    return rows @ g @ cols
+
+
+def _volume_grad(ops: Any, g: Any, depths: Any, rows: Any, cols: Any) -> Any:
+    planes = rows @ g @ cols
+    *lead, od, h, w = planes.shape
+    return ops.reshape(depths @ ops.reshape(planes, (*lead, od, h * w)), (*lead, depths.shape[0], h, w))
+
+
+ADAPTIVE_AVG_POOL_2D = Rule("AdaptiveAvgPool2DBackward0", (("rows", "cols"), _plane_grad), cost=input_size)
+ADAPTIVE_AVG_POOL_3D = Rule("AdaptiveAvgPool3DBackward0", (("depths", "rows", "cols"), _volume_grad), cost=input_size)
+
+
+def _adaptive_average(rule: Rule, input: Tensor, outs: tuple[int, ...]) -> Tensor:
+    """The means over the last len(outs) dims. The forward applies the averaging matrices A (out, size) as
+    A_d (A_h x A_w^T) and the gradient their transposes, as A_d^T (A_h^T g A_w): one formula for both."""
+    x = input._data
+    device = input._device
+    data = x.astype(np.float32) if x.dtype == np.float16 else x
+    sizes = x.shape[-len(outs):]
+    *lead, last = (_averaging(n, o, data.dtype) for n, o in zip(sizes, outs))
+    product = _plane_grad if len(outs) == 2 else _volume_grad
+    # BLAS on the host (float16's rounding once needs exact sums; a device's reductions are fast enough)
+    if device.xp is np and x.dtype != np.float16 and np.isfinite(data).all():
+        data = product(device.ops, data, *lead, last.T)
+    else:  # each bin's sum over its count, divided once (float16's sums are exact in float32), as PyTorch's
+        counts = np.ones(())
+        for i, (n, size) in enumerate(zip(sizes, outs)):
+            data = _bin_sums(device.xp, data, x.ndim - len(outs) + i, size)
+            starts, ends = _bins(n, size)
+            counts = np.multiply.outer(counts, ends - starts)
+        data = data / device.xp.asarray(counts.astype(data.dtype))
+    spreads = [Tensor(device.xp.asarray(m.T.astype(x.dtype)), device=device) for m in lead]
+    grad_cols = Tensor(device.xp.asarray(last.astype(x.dtype)), device=device)
+    return record(rule, data.astype(x.dtype, copy=False), (input,), cols=grad_cols, self_shape=x.shape,
+                  **dict(zip(("depths", "rows")[-len(spreads):], spreads)))
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     oh, ow = _adaptive_sizes("adaptive_avg_pool2d", input._data, output_size,
                              "adaptive_avg_pool2d: output_size must be 2")
-    return _average_plane(input, oh, ow)
+    return _adaptive_average(ADAPTIVE_AVG_POOL_2D, input, (oh, ow))
 
 
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
-    """The depth averaged on a (..., D, H*W) view, then each plane."""
-    od, oh, ow = _adaptive_sizes3d("adaptive_avg_pool3d", input._data, output_size)
-    *lead, d, h, w = input.shape
-    depth = matmul(_averaging(d, od, input), input.reshape(*lead, d, h * w))
-    return _average_plane(depth.reshape(*lead, od, h, w), oh, ow)
+    outs = _adaptive_sizes3d("adaptive_avg_pool3d", input._data, output_size)
+    return _adaptive_average(ADAPTIVE_AVG_POOL_3D, input, outs)
 
 
 def _adaptive_max(input: Tensor, outs: tuple[int, ...], return_indices: bool) -> Any:
@@ -174,6 +222,10 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     n = single_size("adaptive_max_pool1d", output_size, "output_size", ONE_INT)
     check_1d_rank("adaptive_max_pool1d", input._data)
+    for dim in range(1, input.ndim):  # its own check, before the 2-d op's on a unit height
+        if input.shape[dim] == 0:
+            raise RuntimeError("adaptive_max_pool1d(): Expected input to have non-zero size for non-batch dimensions, "
+                               f"but input has sizes {list(input.shape)} with dimension {dim} being empty")
     out, index = adaptive_max_pool2d(unsqueeze(input, -2), (1, n), return_indices=True)
     return (squeeze(out, -2), squeeze(index, -2)) if return_indices else squeeze(out, -2)
 

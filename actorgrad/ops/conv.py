@@ -15,7 +15,7 @@ import numpy as np
 
 from actorgrad.devices.convolution import ConvGeometry, macs
 from actorgrad.ops.linalg import MACS_PER_NS, TYPE_META_NAMES
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn_once
@@ -70,12 +70,40 @@ TRANSPOSED = Rule(
 )
 
 
+def integer_value(value: Any) -> int | None:
+    """An integer as PyTorch's argument parser takes one (Python's or numpy's, or a one-element integer tensor;
+    never a bool), as an int; None for anything else."""
+    if isinstance(value, Tensor) and value.numel() == 1 and value.dtype.kind in "iu":
+        value = value.item()
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        return None
+    return int(value)
+
+
+def int_argument(op: str, value: Any, name: str, position: int | None = None) -> int | list[int]:
+    """An `int[]` argument as PyTorch's parser reads it: one integer (see integer_value) or a sequence of them, as an
+    int or a list of ints; anything else is refused with PyTorch's TypeError (`position` named when given)."""
+    one = integer_value(value)
+    if one is not None:
+        return one
+    head = f"{op}(): argument '{name}'{'' if position is None else f' (position {position})'} must be tuple of ints"
+    if not isinstance(value, tuple | list):
+        raise TypeError(f"{head}, not {type_name(value)}")
+    values = []
+    for i, v in enumerate(value):
+        one = integer_value(v)
+        if one is None:
+            raise TypeError(f"{head}, but found element of type {type_name(v)} at pos {i}")
+        values.append(one)
+    return values
+
+
 def _expanded(value: Any, name: str, dims: int, weight_dims: int, op: str = "") -> list[int]:
     """A conv parameter as PyTorch's `op` (conv{dims}d by default) passes it on (an int fills `dims` places),
     then matched to the weight's spatial dims: a single value repeats, any other count must equal them."""
-    values = [value] * dims if isinstance(value, int) else list(value)
-    if not all(isinstance(v, int) for v in values):
-        raise TypeError(f"{op or f'conv{dims}d'}(): argument '{name}' must be an int or a tuple of ints, got {value!r}")
+    values = int_argument(op or f"conv{dims}d", value, name)
+    if isinstance(values, int):
+        values = [values] * dims
     if len(values) == 1:
         return values * weight_dims
     if len(values) != weight_dims:
@@ -90,7 +118,7 @@ def _same_padding(dims: int, x: Any, w: Any, stride: Any, dilation: Any) -> list
         raise RuntimeError(f"Expected {w.ndim}-dimensional input for {w.ndim}-dimensional weight{list(w.shape)}, but "
                            f"got {x.ndim}-dimensional input of size {list(x.shape)} instead")
     for name, value in (("stride", stride), ("dilation", dilation)):
-        if not isinstance(value, int) and len(value) not in (1, dims):
+        if not isinstance(int_argument(f"conv{dims}d", value, name), int) and len(value) not in (1, dims):
             raise RuntimeError(f"{name} cannot broadcast to {dims} dimensions")
     if any(s != 1 for s in _expanded(stride, "stride", dims, dims)):
         raise RuntimeError("padding='same' is not supported for strided convolutions")
@@ -110,11 +138,14 @@ def _geometry(dims: int, x: Any, w: Any, bias: Any, stride: Any, padding: Any, d
     weight_dims = w.ndim - 2
     if weight_dims < 1:
         raise RuntimeError("weight should have at least three dimensions")
-    if not isinstance(groups, int) or groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
-    same = _same_padding(dims, x, w, stride, dilation) if padding == "same" else None
     transposed = output_padding is not None
     op = f"conv_transpose{dims}d" if transposed else ""
+    if integer_value(groups) is None:
+        raise TypeError(f"{op or f'conv{dims}d'}(): argument 'groups' must be int, not {type_name(groups)}")
+    groups = int(groups)
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    same = _same_padding(dims, x, w, stride, dilation) if padding == "same" else None
     stride = _expanded(stride, "stride", dims, weight_dims, op)
     pads = same or [(p, p) for p in _expanded(0 if padding == "valid" else padding, "padding", dims, weight_dims, op)]
     dilation = _expanded(dilation, "dilation", dims, weight_dims, op)
@@ -262,7 +293,7 @@ def _conv_transpose(dims: int, input: Tensor, weight: Tensor, bias: Tensor | Non
     geo = _geometry(dims, x, w, bias, stride, padding, dilation, groups, output_padding)
     extra = _expanded(output_padding, "output_padding", dims, dims, op)
     sizes = zip(x.shape[2:], geo.stride[-dims:], geo.padding[-dims:], geo.dilation[-dims:], w.shape[2:], extra)
-    shape = (x.shape[0], w.shape[1] * groups, *[(n - 1) * s - 2 * p + d * (k - 1) + e + 1
+    shape = (x.shape[0], w.shape[1] * geo.groups, *[(n - 1) * s - 2 * p + d * (k - 1) + e + 1
                                                 for n, s, (p, _), d, k, e in sizes])
     data = input._device.ops.convolution_input_grad(x, w, shape, geo)
     inputs: tuple[Tensor, ...] = (batched, weight)

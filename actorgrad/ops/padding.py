@@ -3,13 +3,14 @@ modes, which index the input so that their gradients add up where an element was
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from actorgrad.devices import cpu
 from actorgrad.devices.array_ops import padded
-from actorgrad.ops.operands import type_name
+from actorgrad.ops.operands import C_TYPES, type_name
 from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.tensor import Tensor
 
@@ -85,8 +86,28 @@ def pad(input: Tensor, pad: tuple[int, ...], mode: str = "constant", value: floa
     for i in range(len(pad) // 2):
         if x.shape[x.ndim - 1 - i] + min(pad[2 * i], 0) + min(pad[2 * i + 1], 0) < 0:
             raise RuntimeError("narrow(): length must be non-negative.")
+    if value is not None:
+        _check_value(value, x.dtype)
     data = padded(input._device.xp, x, pad, 0 if value is None else value)
     return record(CONSTANT_PAD, data, (input,), pad=pad)
+
+
+def _check_value(value: Any, dtype: np.dtype) -> None:
+    """PyTorch takes a constant pad's value as a Python float, then converts it to the tensor's dtype with a
+    check: a complex number is refused, and so is one past the dtype's range (its int64 check lets any finite
+    number through)."""
+    if isinstance(value, complex | np.complexfloating):
+        raise TypeError(f"pad(): argument 'value' (position 4) must be float, not {type_name(value)}")
+    if not isinstance(value, int | float | np.number) or dtype.kind == "b":
+        return
+    number = float(value)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        fits = math.isfinite(number) and (dtype.itemsize == 8 or info.min <= number <= info.max)
+    else:
+        fits = dtype.itemsize == 8 or not math.isfinite(number) or abs(number) <= float(np.finfo(dtype).max)
+    if not fits:
+        raise RuntimeError(f"value cannot be converted to type {C_TYPES.get(dtype, dtype.name)} without overflow")
 
 
 def _index_pad(input: Tensor, pad: tuple[int, ...], mode: str) -> Tensor:

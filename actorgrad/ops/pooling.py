@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.convolution import ConvGeometry
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.conv import int_argument, integer_value
+from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
 from actorgrad.ops.shape import squeeze, unsqueeze
@@ -50,16 +51,31 @@ GATHER = Rule(
 SCATTER_ADD = Rule("ScatterAddBackward0", (("index",), lambda ops, g, index: ops.gather_last(g, index)))
 
 
+# Where PyTorch's max poolings take each argument (its avg poolings' errors name none)
+_POSITIONS = {"kernel_size": 2, "stride": 3, "padding": 4, "dilation": 5}
+
+
 def _spatial(op: str, value: Any, name: str, dims: int, counts: str = "either be a single int") -> tuple[int, ...]:
     """An int or one or `dims` ints as one per spatial dim, with the pooling ops' error for another count."""
-    values = (value,) if isinstance(value, int) else tuple(value)
+    parsed = int_argument(op, value, name, _POSITIONS[name] if op.startswith("max") else None)
+    values = (parsed,) if isinstance(parsed, int) else tuple(parsed)
     if len(values) not in (1, dims):
         raise RuntimeError(f"{op}: {name} must {counts}, or a tuple of {('two', 'three')[dims - 2]} ints")
     return values * dims if len(values) == 1 else values
 
 
 def _stride_omitted(stride: Any) -> bool:
-    return stride is None or not isinstance(stride, int) and len(stride) == 0
+    return stride is None or isinstance(stride, tuple | list) and len(stride) == 0
+
+
+def _divisor(op: str, divisor_override: Any) -> int | None:
+    """avg_pool2d/3d's optional divisor: an integer (numpy's too) as an int, else PyTorch's TypeError."""
+    if divisor_override is None:
+        return None
+    value = integer_value(divisor_override)
+    if value is None:
+        raise TypeError(f"{op}(): argument 'divisor_override' must be int, not {type_name(divisor_override)}")
+    return value
 
 
 def _pool_size(size: int, kernel: int, stride: int, pad: int, dilation: int, ceil_mode: bool) -> int:
@@ -253,7 +269,9 @@ def _avg_pool(rule: Rule, input: Tensor, kernel: tuple[int, ...], stride: tuple[
     planes_shape = (math.prod(x.shape[:-dims]), 1, *sizes)
     ops = input._device.ops
     ones = ops.xp.ones((1, 1, *kernel), x.dtype)
-    sums = ops.convolution(x.reshape(planes_shape), ones, geo).reshape(*x.shape[:-dims], *out)
+    work = x.astype(np.float32) if x.dtype == np.float16 else x  # float16 summed in float32, as PyTorch's
+    sums = ops.convolution(work.reshape(planes_shape), ones.astype(work.dtype, copy=False), geo)
+    sums = sums.reshape(*x.shape[:-dims], *out)
     if divisor_override is not None:
         divisor: Any = divisor_override
     elif count_include_pad and any(extra):
@@ -264,7 +282,7 @@ def _avg_pool(rule: Rule, input: Tensor, kernel: tuple[int, ...], stride: tuple[
     else:
         divisor = ops.convolution(ops.xp.ones((1, 1, *sizes), x.dtype), ones, geo)[0, 0]
     means = sums / divisor
-    if x.dtype.kind == "i":  # PyTorch divides int64 sums in C++, toward zero
+    if means.dtype != x.dtype:  # float16 rounded once; int64 sums divided as C++ does, toward zero
         means = means.astype(x.dtype)
     return record(rule, means, (input,), divisor=divisor, kernel=Tensor(ones, device=input._device),
                   planes_shape=planes_shape, self_shape=x.shape, geometry=geo)
@@ -272,22 +290,25 @@ def _avg_pool(rule: Rule, input: Tensor, kernel: tuple[int, ...], stride: tuple[
 
 def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    divisor = _divisor("avg_pool2d", divisor_override)
     kernel, stride2, pad, _, out = _geometry(
-        "avg_pool2d", input._data, kernel_size, stride, padding, 1, ceil_mode, divisor_override)
-    return _avg_pool(AVG_POOL_2D, input, kernel, stride2, pad, out, count_include_pad, divisor_override)
+        "avg_pool2d", input._data, kernel_size, stride, padding, 1, ceil_mode, divisor)
+    return _avg_pool(AVG_POOL_2D, input, kernel, stride2, pad, out, count_include_pad, divisor)
 
 
 def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    divisor = _divisor("avg_pool3d", divisor_override)
     kernel, stride3, pad, _, out = _geometry3d(
-        "avg_pool3d", input._data, kernel_size, stride, padding, 1, ceil_mode, divisor_override)
-    return _avg_pool(AVG_POOL_3D, input, kernel, stride3, pad, out, count_include_pad, divisor_override)
+        "avg_pool3d", input._data, kernel_size, stride, padding, 1, ceil_mode, divisor)
+    return _avg_pool(AVG_POOL_3D, input, kernel, stride3, pad, out, count_include_pad, divisor)
 
 
 # -- 1-d pooling: the 2-d ops over a unit height --------------------------------------------------------------------
 def single_size(op: str, value: Any, name: str, message: str) -> int:
     """An int or a one-int list, else PyTorch's error for `op`'s argument `name`."""
-    values = [value] if isinstance(value, int) else list(value)
+    parsed = int_argument(op, value, name, _POSITIONS.get(name, 2) if op.startswith(("max", "adaptive_max")) else None)
+    values = [parsed] if isinstance(parsed, int) else parsed
     if len(values) != 1:
         raise RuntimeError(message.format(op=op, name=name, got=len(values)))
     return values[0]
