@@ -7,7 +7,7 @@ from typing import Any
 
 from actorgrad.devices import Device
 from actorgrad.optim.adaptive import CountingOptimizer, counter, decay_square_, next_step, zeros_state
-from actorgrad.optim.optimizer import check_non_negative, check_tensor_lr, followed_gradient, number
+from actorgrad.optim.options import check_non_negative, check_tensor_lr, followed_gradient, number
 from actorgrad.tensor import Tensor
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from actorgrad.devices import Device
 from actorgrad.optim.adaptive import CountingOptimizer, counter, lerp_, next_step, zeros_state
-from actorgrad.optim.optimizer import check_tensor_lr, number
+from actorgrad.optim.options import check_tensor_lr, number
 from actorgrad.tensor import Tensor
 
 

@@ -10,7 +10,8 @@ import numpy as np
 
 from actorgrad.default_dtype import default_float
 from actorgrad.devices import Device
-from actorgrad.optim.optimizer import Optimizer, check_adam_arguments, followed_gradient, number
+from actorgrad.optim.optimizer import Optimizer
+from actorgrad.optim.options import check_adam_arguments, followed_gradient, number
 from actorgrad.tensor import Tensor
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from actorgrad.devices import Device
 from actorgrad.optim.adaptive import CountingOptimizer, counter, lerp_, next_step, zeros_state
-from actorgrad.optim.optimizer import check_adam_arguments, followed_gradient, number
+from actorgrad.optim.options import check_adam_arguments, followed_gradient, number
 from actorgrad.tensor import Tensor
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from actorgrad.default_dtype import default_float
 from actorgrad.devices import Device
 from actorgrad.optim.adaptive import CountingOptimizer, next_step, zeros_state
-from actorgrad.optim.optimizer import check_non_negative, check_tensor_lr, number
+from actorgrad.optim.options import check_non_negative, check_tensor_lr, number
 from actorgrad.tensor import Tensor
 
 

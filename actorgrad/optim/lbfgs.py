@@ -13,7 +13,8 @@ from typing import Any
 
 from actorgrad.grad_mode import enable_grad, no_grad
 from actorgrad.optim.line_search import strong_wolfe
-from actorgrad.optim.optimizer import Optimizer, check_non_negative, check_tensor_lr, number, real_pairs
+from actorgrad.optim.optimizer import Optimizer, real_pairs
+from actorgrad.optim.options import check_non_negative, check_tensor_lr, number
 from actorgrad.tensor import Tensor
 from actorgrad.version_counter import bump_version
 

@@ -171,6 +171,10 @@ class LRScheduler:
         self._last_lr = _lrs(self.optimizer)
 
 
+class _LRScheduler(LRScheduler):
+    """LRScheduler's older name, which schedulers written for older PyTorch versions still subclass."""
+
+
 class LambdaLR(LRScheduler):
     """lr = initial_lr * lr_lambda(epoch), one function for all groups or one per group."""
 

@@ -11,6 +11,7 @@ Step and state-dict hooks (`optimizer_hooks`) run around `step`, `state_dict` an
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
@@ -28,11 +29,22 @@ from actorgrad.optim.optimizer_hooks import (
     register_optimizer_step_pre_hook,
     with_step_hooks,
 )
+from actorgrad.optim.options import check_honoured_options
 from actorgrad.tensor import Tensor
 from actorgrad.version_counter import bump_version
 
 # The global step hooks live here too, where PyTorch's torch.optim.optimizer has them.
 __all__ = ["Optimizer", "register_optimizer_step_post_hook", "register_optimizer_step_pre_hook"]
+
+
+class _RequiredParameter:
+    """The default of an option every parameter group must give (`def __init__(self, params, lr=required)`)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
 
 
 class Optimizer:
@@ -87,9 +99,13 @@ class Optimizer:
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {_typename(param)}")
             if not param.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
         if len({id(p) for p in params}) != len(params):
             warnings.warn(
-                "optimizer contains a parameter group with duplicate parameters; in future, this will cause an error",
+                "optimizer contains a parameter group with duplicate parameters; in future, this will cause an error; "
+                "see github.com/pytorch/pytorch/issues/40967 for more information",
                 stacklevel=3,
             )
         group = {**param_group, "params": params}
@@ -198,7 +214,12 @@ class Optimizer:
             {**{k: v for k, v in group.items() if k != "params"}, "params": [index[id(p)] for p in group["params"]]}
             for group in self.param_groups
         ]
-        state = {index[id(p)]: _copy_state(s) for p, s in self.state.items() if id(p) in index}
+        state = {}
+        for p, s in self.state.items():
+            if not isinstance(p, Tensor):  # state a loaded dict held for none of ours: kept as it is, as in PyTorch
+                state[p] = s
+            elif id(p) in index:
+                state[index[id(p)]] = _copy_state(s)
         state_dict = {"state": state, "param_groups": groups}
         for post_hook in self._optimizer_state_dict_post_hooks.values():
             result = post_hook(self, state_dict)
@@ -214,17 +235,24 @@ class Optimizer:
             result = pre_hook(self, state_dict)
             if result is not None:
                 state_dict = result
-        saved_groups = state_dict["param_groups"]
+        saved_groups = copy.deepcopy(state_dict["param_groups"])  # the optimizer shares no Tensor option with it
         if len(saved_groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
         if any(len(s["params"]) != len(g["params"]) for s, g in zip(saved_groups, self.param_groups)):
             raise ValueError(
                 "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
             )
-        params = self._ordered_params()
+        # The saved groups' ids name the parameters in order (whatever the ids are); state under an id no group
+        # names is kept as it is, as PyTorch keeps it.
+        params = dict(zip(
+            (i for saved in saved_groups for i in saved["params"]), self._ordered_params(), strict=True
+        ))
         self.state = defaultdict(dict)
         for i, saved in state_dict["state"].items():
-            self.state[params[i]] = _copy_state(saved, params[i])
+            if i in params:
+                self.state[params[i]] = _copy_state(saved, params[i])
+            else:
+                self.state[i] = saved
         # As PyTorch's __setstate__: loading gives the defaults a `differentiable` (False) where they lack one, so
         # a group added afterwards (to Adafactor or LBFGS) has that key too.
         self.defaults.setdefault("differentiable", False)
@@ -272,6 +300,17 @@ class Optimizer:
             group.setdefault(name, default)
         return group
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a copy or a pickle keeps: not a scheduler's wrapper of `step` (bound to this optimizer, so a copy
+        would step the original) nor whether it ran, nor the hooks, as PyTorch's `__getstate__` leaves them out."""
+        dropped = {"step", "_opt_called", *HOOK_DICTS}
+        return {key: value for key, value in self.__dict__.items() if key not in dropped}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        for hooks in HOOK_DICTS:
+            setattr(self, hooks, OrderedDict())
+
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
         for i, group in enumerate(self.param_groups):
@@ -298,8 +337,9 @@ def complex_from_pairs(xp: Any, pairs: Any) -> Any:
 
 def _copy_state(state: dict, param: Tensor | None = None) -> dict:
     """One parameter's state with each Tensor's array copied (in lists too, as LBFGS keeps its history): on its
-    own device, or, given the `param` it is loaded for, on that parameter's device and in its dtype (as PyTorch
-    loads optimizer state; a `step` count keeps its own dtype and device there too)."""
+    own device, or, given the `param` it is loaded for, on that parameter's device and, for a floating-point one,
+    in its dtype (as PyTorch loads optimizer state: a complex parameter's real counters such as NAdam's
+    `mu_product` stay real; a `step` count keeps its own dtype and device)."""
     return {k: _copy_value(v, None if k == "step" else param) for k, v in state.items()}
 
 
@@ -311,62 +351,5 @@ def _copy_value(value: Any, param: Tensor | None) -> Any:
     if param is None:
         return Tensor(value._data.copy(), device=value._device)
     where = param._device
-    return Tensor(where.asarray(value._data).astype(param.dtype), device=where)  # a copy: loading shares nothing
-
-
-def check_honoured_options(group: dict) -> None:
-    """Refuse PyTorch options whose promise actorgrad cannot keep, rather than silently ignore them
-    (`foreach` only picks an implementation, so any value is fine)."""
-    for name in ("fused", "capturable", "differentiable"):
-        if group.get(name):
-            raise ValueError(
-                f"actorgrad's optimizers do not support {name}={group[name]!r}; leave {name} at its default "
-                f"({None if name == 'fused' else False})"
-            )
-
-
-def check_non_negative(name: str, value: float | Tensor) -> None:
-    """PyTorch's option checks: `Invalid learning rate: -0.1`."""
-    if not number(value) >= 0.0:
-        raise ValueError(f"Invalid {name}: {number(value)}")
-
-
-def check_tensor_lr(lr: float | Tensor) -> None:
-    """A learning rate may be a Tensor of one element, as in PyTorch (a scheduler can then change it in place)."""
-    if isinstance(lr, Tensor) and lr.numel() != 1:
-        raise ValueError("Tensor lr must be 1-element")
-
-
-def check_betas(betas: tuple[float | Tensor, float | Tensor]) -> None:
-    """PyTorch's check, `Invalid beta parameter at index 1: 1.0` (a betas of another length fails here too, at
-    index 1 or on indexing, as in PyTorch)."""
-    for i in (0, 1):
-        if not 0.0 <= number(betas[i]) < 1.0:
-            raise ValueError(f"Invalid beta parameter at index {i}: {number(betas[i])}")
-
-
-def followed_gradient(group: dict, param: Any, grad: Any) -> Any:
-    """The gradient an update follows, as PyTorch's optimizers take it: negated for `maximize`, with the weight
-    decay added to it (L2), or, for `decoupled_weight_decay`, applied to the parameter now (p *= 1 - lr * decay)."""
-    if group["maximize"]:
-        grad = -grad
-    decay = group["weight_decay"]
-    if decay and group.get("decoupled_weight_decay"):
-        param *= 1 - number(group["lr"]) * decay
-    elif decay:
-        grad = grad + decay * param
-    return grad
-
-
-def check_adam_arguments(lr: float | Tensor, eps: float, betas: tuple, weight_decay: float) -> None:
-    """The checks Adam and its variants (Adamax, NAdam, RAdam) make first, in PyTorch's order."""
-    check_tensor_lr(lr)
-    check_non_negative("learning rate", lr)
-    check_non_negative("epsilon value", eps)
-    check_betas(betas)
-    check_non_negative("weight_decay value", weight_decay)
-
-
-def number(value: float | Tensor) -> float:
-    """An option's value as a Python number: a one-element Tensor option is read at each step."""
-    return value.item() if isinstance(value, Tensor) else value
+    dtype = param.dtype if param.is_floating_point() else value.dtype
+    return Tensor(where.asarray(value._data).astype(dtype), device=where)  # a copy: loading shares nothing

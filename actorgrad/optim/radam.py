@@ -14,7 +14,7 @@ from actorgrad.optim.adaptive import (
     next_step,
     zeros_state,
 )
-from actorgrad.optim.optimizer import check_adam_arguments, followed_gradient, number
+from actorgrad.optim.options import check_adam_arguments, followed_gradient, number
 from actorgrad.tensor import Tensor
 
 

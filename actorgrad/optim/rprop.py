@@ -8,7 +8,7 @@ from typing import Any
 
 from actorgrad.devices import Device
 from actorgrad.optim.adaptive import CountingOptimizer, counter, next_step, zeros_state
-from actorgrad.optim.optimizer import check_non_negative, check_tensor_lr, number
+from actorgrad.optim.options import check_non_negative, check_tensor_lr, number
 from actorgrad.tensor import Tensor
 
 

@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from actorgrad.devices import Device
-from actorgrad.optim.optimizer import Optimizer, check_non_negative, check_tensor_lr, number
+from actorgrad.optim.optimizer import Optimizer
+from actorgrad.optim.options import check_non_negative, check_tensor_lr, number
 from actorgrad.tensor import Tensor
 
 
