@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.erf import erf as erf_kernel
+from actorgrad.devices.erf_float32 import normal_cdf_and_pdf
 from actorgrad.ops.arithmetic import relu as _relu
 from actorgrad.ops.dim_activations import floating_data, glu, prelu, recorded_grad, softmin
 from actorgrad.ops.dim_activations import log_softmax as log_softmax
@@ -45,8 +46,11 @@ def _gelu_grad(ops: Any, g: Any, self: Any, approximate: str) -> Any:
         t = ops.tanh(SQRT_2_OVER_PI * (self + GELU_CUBIC * self * self * self))
         slope = SQRT_2_OVER_PI * (1 + 3 * GELU_CUBIC * self * self)
         return g * (0.5 * (1 + t) + 0.5 * self * (1 - t * t) * slope)
-    cdf = 0.5 * (1 + ops.erf(self * SQRT1_2))
-    pdf = INV_SQRT_2PI * ops.exp(-0.5 * self * self)
+    if isinstance(self, Tensor) or self.dtype != ops.xp.float32:  # recorded (create_graph), or not float32
+        cdf = 0.5 * (1 + ops.erf(self * SQRT1_2))
+        pdf = INV_SQRT_2PI * ops.exp(-0.5 * self * self)
+    else:
+        cdf, pdf = normal_cdf_and_pdf(ops.xp, self)
     return g * (cdf + self * pdf)
 
 
@@ -199,8 +203,11 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     x = floating_data("GeluKernelImpl", input)
-    if approximate == "none":
-        data = 0.5 * x * (1 + erf_kernel(input._device.xp, x * SQRT1_2).astype(x.dtype, copy=False))
+    xp = input._device.xp
+    if approximate == "none" and x.dtype == xp.float32:
+        data = x * normal_cdf_and_pdf(xp, x)[0]
+    elif approximate == "none":
+        data = 0.5 * x * (1 + erf_kernel(xp, x * SQRT1_2).astype(x.dtype, copy=False))
     else:
         data = 0.5 * x * (1 + np.tanh(SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x)))
     return record(GELU, data, (input,), approximate=approximate)

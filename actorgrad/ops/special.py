@@ -1,5 +1,5 @@
-"""Special functions (erf, erfc, xlogy, xlog1py, logaddexp, logaddexp2) and their gradient rules; erf's kernel is
-`actorgrad.devices.erf`."""
+"""Special functions (erf, erfc, xlogy, xlog1py, logaddexp, logaddexp2) and their gradient rules; erf's kernels are
+`actorgrad.devices.erf_float32` for float32 tensors and Cody's `actorgrad.devices.erf` for the rest."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.devices.erf import erf as erf_kernel
-from actorgrad.devices.erf import erfc as erfc_kernel
+from actorgrad.devices.erf_float32 import erf_for_dtype, erfc_for_dtype
 from actorgrad.ops.gamma import float64_kernel_op
 from actorgrad.ops.operands import (
     SCALAR_NAMES,
@@ -33,12 +32,12 @@ ERFC = Rule("ErfcBackward0", (("self",), lambda ops, g, self: -g * TWO_OVER_SQRT
 
 def erf(input: Tensor) -> Tensor:
     """The error function, 2 / sqrt(pi) times the integral of exp(-t**2) from 0 to input."""
-    return float64_kernel_op(ERF, erf_kernel, input, "erf_vml_cpu")
+    return float64_kernel_op(ERF, erf_for_dtype, input, "erf_vml_cpu")
 
 
 def erfc(input: Tensor) -> Tensor:
     """1 - erf(input), without the cancellation for large inputs."""
-    return float64_kernel_op(ERFC, erfc_kernel, input, "erfc_vml_cpu")
+    return float64_kernel_op(ERFC, erfc_for_dtype, input, "erfc_vml_cpu")
 
 
 def invalid_combination(name: str, input: Any, other: Any) -> TypeError:
