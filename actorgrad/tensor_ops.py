@@ -25,6 +25,7 @@ from actorgrad.ops.activations import relu_backward
 from actorgrad.ops.arithmetic import sigmoid, tanh
 from actorgrad.ops.casts import to_device
 from actorgrad.ops.complex_parts import conj_physical
+from actorgrad.ops.diagonals import tril
 from actorgrad.ops.gamma import digamma, erfinv, polygamma
 from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, scatter_add, take_index
 from actorgrad.ops.joining import cat
@@ -33,7 +34,7 @@ from actorgrad.ops.reductions import log_softmax, prod_over_dims
 from actorgrad.ops.rounding import trunc
 from actorgrad.ops.scans import cumprod
 from actorgrad.ops.selection import where
-from actorgrad.ops.shape import broadcast_to, flip, pad, permute, roll, to_dtype, tril
+from actorgrad.ops.shape import broadcast_to, flip, pad, permute, roll, to_dtype
 from actorgrad.ops.special import erf
 from actorgrad.ops.unary import cos, sgn, sign, sin
 from actorgrad.saved_tensors import SavedOutput

@@ -1,5 +1,6 @@
-"""Diagonals: diagonal, diag (a matrix's diagonal, or a matrix from a vector) and trace. Each gradient writes g
-back onto the diagonal through an advanced index, so a recorded backward differentiates again."""
+"""Diagonals and triangles: diagonal, diag (a matrix's diagonal, or a matrix from a vector), trace, tril and triu.
+Each diagonal's gradient writes g back onto the diagonal through an advanced index, so a recorded backward
+differentiates again; a triangle's gradient is g masked as its forward was."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from typing import Any
 
 from actorgrad.devices import is_writeable
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.shape import single_dim
+from actorgrad.ops.shape import MASKED_GRAD, single_dim
 from actorgrad.tensor import Tensor, int64
 
-__all__ = ["diag", "diagonal", "trace"]
+__all__ = ["diag", "diagonal", "trace", "tril", "triu"]
 
 
 def _put_diagonal(ops: Any, g: Any, self_shape: tuple, advanced: tuple, back: tuple) -> Any:
@@ -23,6 +24,8 @@ _PUT_DIAGONAL = (("self_shape", "advanced", "back"), _put_diagonal)
 DIAGONAL = Rule("DiagonalBackward0", _PUT_DIAGONAL)
 DIAG_MATRIX = Rule("DiagonalBackward0_copy", _PUT_DIAGONAL)  # diag of a matrix, named as in PyTorch 2.13
 DIAG_EMBED = Rule("DiagEmbedBackward0", (("advanced",), lambda ops, g, advanced: ops.index(g, (), advanced)))
+TRIL = Rule("TrilBackward0", MASKED_GRAD)
+TRIU = Rule("TriuBackward0", MASKED_GRAD)
 TRACE = Rule(
     "TraceBackward0",
     (("self_shape", "advanced", "length"),
@@ -95,4 +98,22 @@ def trace(input: Tensor) -> Tensor:
     return record(TRACE, data, (input,), self_shape=x.shape, advanced=advanced, length=length)
 
 
-METHODS: dict[str, Any] = {"diagonal": diagonal, "diag": diag, "trace": trace}
+def _triangle(rule: Rule, input: Tensor, diagonal: int, op: str, lower: bool) -> Tensor:
+    x = input._data
+    if x.ndim < 2:
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got shape {list(x.shape)}")
+    rows, cols = x.shape[-2:]
+    xp = input._device.xp
+    mask = xp.tri(rows, cols, diagonal, dtype=bool) if lower else ~xp.tri(rows, cols, diagonal - 1, dtype=bool)
+    return record(rule, xp.where(mask, x, 0).astype(x.dtype, copy=False), (input,), mask=mask)
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    return _triangle(TRIL, input, diagonal, "tril", lower=True)
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    return _triangle(TRIU, input, diagonal, "triu", lower=False)
+
+
+METHODS: dict[str, Any] = {"diagonal": diagonal, "diag": diag, "trace": trace, "tril": tril, "triu": triu}

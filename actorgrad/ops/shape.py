@@ -1,4 +1,4 @@
-"""Shape ops (reshape, flatten, squeeze, transpose, expand, repeat, flip, roll, tril, ...) and their gradient
+"""Shape ops (reshape, flatten, squeeze, transpose, expand, repeat, flip, roll, ...) and their gradient
 rules. pad, exported from here as this family's, lives in padding; pixel_shuffle and pixel_unshuffle, exported
 here as torch.pixel_shuffle is, live in resampling, which is no family: its unfold (im2col) is not Tensor.unfold."""
 
@@ -21,7 +21,7 @@ from actorgrad.version_counter import version_counter
 
 __all__ = [
     "broadcast_to", "clone", "flatten", "flip", "pad", "permute", "pixel_shuffle", "pixel_unshuffle", "repeat",
-    "reshape", "roll", "squeeze", "t", "transpose", "tril", "triu", "unsqueeze",
+    "reshape", "roll", "squeeze", "t", "transpose", "unsqueeze",
 ]
 
 
@@ -63,8 +63,6 @@ ROLL = Rule(
     "RollBackward0",
     (("shifts", "dims"), lambda ops, g, shifts, dims: ops.roll(g, tuple(-s for s in shifts), dims)),
 )
-TRIL = Rule("TrilBackward0", MASKED_GRAD)
-TRIU = Rule("TriuBackward0", MASKED_GRAD)
 CLONE = Rule("CloneBackward0", ((), None))
 
 
@@ -347,24 +345,6 @@ def roll(input: Tensor, shifts: int | tuple[int, ...], dims: int | tuple[int, ..
     return record(ROLL, np.roll(x, shifts, dims), (input,), shifts=shifts, dims=dims)
 
 
-def _triangle(rule: Rule, input: Tensor, diagonal: int, op: str, lower: bool) -> Tensor:
-    x = input._data
-    if x.ndim < 2:
-        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got shape {list(x.shape)}")
-    rows, cols = x.shape[-2:]
-    xp = input._device.xp
-    mask = xp.tri(rows, cols, diagonal, dtype=bool) if lower else ~xp.tri(rows, cols, diagonal - 1, dtype=bool)
-    return record(rule, xp.where(mask, x, 0).astype(x.dtype, copy=False), (input,), mask=mask)
-
-
-def tril(input: Tensor, diagonal: int = 0) -> Tensor:
-    return _triangle(TRIL, input, diagonal, "tril", lower=True)
-
-
-def triu(input: Tensor, diagonal: int = 0) -> Tensor:
-    return _triangle(TRIU, input, diagonal, "triu", lower=False)
-
-
 def clone(input: Tensor, *, memory_format: Any = preserve_format) -> Tensor:
     """A copy in new memory, row-major unless a channels-last `memory_format` is asked for."""
     if memory_format is preserve_format:
@@ -400,5 +380,5 @@ METHODS = {
     "reshape": reshape, "view": view, "transpose": transpose, "permute": permute, "t": t, "mT": property(matrix_T),
     "broadcast_to": broadcast_to, "expand": expand,
     "T": property(numpy_T), "flatten": flatten, "squeeze": squeeze, "unsqueeze": unsqueeze, "repeat": repeat,
-    "flip": flip, "roll": roll, "tril": tril, "triu": triu, "clone": clone, "contiguous": contiguous,
+    "flip": flip, "roll": roll, "clone": clone, "contiguous": contiguous,
 }
