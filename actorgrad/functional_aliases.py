@@ -16,7 +16,7 @@ import numpy as np
 from actorgrad.nn import functional as F
 from actorgrad.nn.recurrent_steps import _gru_step, _lstm_step, _relu_step, _tanh_step
 from actorgrad.ops.embeddings import renorm_rows_
-from actorgrad.ops.indexing import _host
+from actorgrad.ops.index_parsing import host_array
 from actorgrad.ops.regularization import _channel_shape, _masked
 from actorgrad.tensor import Tensor, int64
 
@@ -207,8 +207,8 @@ def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_b
     output = F.embedding_bag(indices, weight, offsets, None, 2, scale_grad_by_freq, ("sum", "mean", "max")[mode],
                              sparse, per_sample_weights, include_last_offset, padding_idx)
     device = weight._device
-    flat = _host(indices._data).reshape(-1)
-    starts = _host(offsets._data).astype(np.int64)
+    flat = host_array(indices._data).reshape(-1)
+    starts = host_array(offsets._data).astype(np.int64)
     bags = len(starts) - 1 if include_last_offset else len(starts)
     bounds = np.append(starts[:bags], len(flat) if not include_last_offset else starts[bags])
     kept = flat != padding_idx if padding_idx is not None else np.ones(len(flat), bool)
@@ -222,7 +222,7 @@ def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_b
         return output, wrap(offset2bag), wrap(np.zeros(bags, np.int64)), wrap(np.zeros(bags, np.int64))
     if mode == 1:
         return output, wrap(offset2bag), wrap(sizes), wrap(sizes)
-    rows = _host(weight._data)
+    rows = host_array(weight._data)
     chosen = np.zeros((bags, weight.shape[1]), np.int64)
     for b in range(bags):
         members = flat[bounds[b]:bounds[b + 1]][kept[bounds[b]:bounds[b + 1]]]

@@ -23,7 +23,8 @@ from actorgrad.creation import (
 from actorgrad.default_dtype import default_float
 from actorgrad.memory_formats import formatted, preserve_format
 from actorgrad.ops.arithmetic import _no_derivative
-from actorgrad.ops.indexing import _host, on_device
+from actorgrad.ops.index_parsing import host_array
+from actorgrad.ops.indexing import on_device
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, not_implemented, type_name
 from actorgrad.ops.random_fills import P_IN
 from actorgrad.ops.record import Rule, record, zeros_grad
@@ -345,7 +346,7 @@ def multinomial(
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     if not replacement and num_samples > x.shape[-1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    rows = _host(x).reshape(-1, x.shape[-1]).astype(np.float64)
+    rows = host_array(x).reshape(-1, x.shape[-1]).astype(np.float64)
     if rows.size:
         if not bool((rows.max() < np.inf) & (rows.min() >= 0)):
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
@@ -372,5 +373,5 @@ def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
         raise not_implemented("poisson_cpu", x.dtype)
     if x.size and not bool((x >= 0).all()):  # NaN fails too
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    draws = numpy_generator(generator).poisson(_host(x).astype(np.float64))  # a Python int for a 0-d rate
+    draws = numpy_generator(generator).poisson(host_array(x).astype(np.float64))  # a Python int for a 0-d rate
     return record(POISSON, on_device(input, np.asarray(draws, x.dtype)), (input,))

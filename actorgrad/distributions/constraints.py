@@ -12,7 +12,8 @@ import numpy as np
 
 from actorgrad.distributions.constraint_base import Constraint
 from actorgrad.distributions.constraints_joined import _Cat, _Stack, cat, stack  # noqa: F401 (PyTorch's names)
-from actorgrad.ops.indexing import _host, on_device
+from actorgrad.ops.index_parsing import host_array
+from actorgrad.ops.indexing import on_device
 from actorgrad.tensor import Tensor
 
 __all__ = [
@@ -311,7 +312,7 @@ class _PositiveDefinite(_Symmetric):
         symmetric = super().check(value)
         if not bool(symmetric.all()):
             return symmetric
-        matrices = _host(value._data).reshape((-1,) + value.shape[-2:])
+        matrices = host_array(value._data).reshape((-1,) + value.shape[-2:])
         factorizable = np.array([_has_cholesky(m) for m in matrices], dtype=bool).reshape(value.shape[:-2])
         return Tensor(on_device(value, factorizable), device=value._device)
 
@@ -331,7 +332,7 @@ class _PositiveSemidefinite(_Symmetric):
         symmetric = super().check(value)
         if not bool(symmetric.all()):
             return symmetric
-        eigenvalues = np.linalg.eigvalsh(_host(value._data))
+        eigenvalues = np.linalg.eigvalsh(host_array(value._data))
         return Tensor(on_device(value, (eigenvalues >= 0).all(-1)), device=value._device)
 
 

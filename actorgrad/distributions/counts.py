@@ -27,7 +27,8 @@ from actorgrad.distributions.utils import (
 from actorgrad.grad_mode import no_grad
 from actorgrad.ops.activations import logsigmoid
 from actorgrad.ops.gamma import lgamma
-from actorgrad.ops.indexing import _host, on_device
+from actorgrad.ops.index_parsing import host_array
+from actorgrad.ops.indexing import on_device
 from actorgrad.ops.losses import binary_cross_entropy_with_logits
 from actorgrad.ops.selection import where
 from actorgrad.random import numpy_generator
@@ -44,7 +45,7 @@ def _counts_like(like: Tensor, counts: np.ndarray) -> Tensor:
 
 
 def _host_float64(t: Tensor, shape: tuple[int, ...]) -> np.ndarray:
-    return np.broadcast_to(_host(t._data), shape).astype(np.float64)
+    return np.broadcast_to(host_array(t._data), shape).astype(np.float64)
 
 
 class Poisson(ExponentialFamily):

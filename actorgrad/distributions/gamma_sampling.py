@@ -11,7 +11,8 @@ import numpy as np
 
 from actorgrad.autograd.function import Function, once_differentiable
 from actorgrad.distributions.gamma_gradients import dirichlet_grad, standard_gamma_grad
-from actorgrad.ops.indexing import _host, on_device
+from actorgrad.ops.index_parsing import host_array
+from actorgrad.ops.indexing import on_device
 from actorgrad.random import numpy_generator
 from actorgrad.tensor import Tensor, float64
 
@@ -29,7 +30,8 @@ class _StandardGamma(Function):
     @staticmethod
     def forward(ctx: Any, concentration: Tensor) -> Tensor:
         # asarray: numpy draws a Python float for a 0-d concentration
-        draws = np.asarray(numpy_generator(None).standard_gamma(_host(_float64(concentration))), concentration.dtype)
+        shapes = host_array(_float64(concentration))
+        draws = np.asarray(numpy_generator(None).standard_gamma(shapes), concentration.dtype)
         sample = _like(concentration, np.maximum(draws, np.finfo(concentration.dtype).tiny))
         ctx.save_for_backward(concentration, sample)
         return sample
@@ -45,7 +47,8 @@ class _StandardGamma(Function):
 class _SampleDirichlet(Function):
     @staticmethod
     def forward(ctx: Any, concentration: Tensor) -> Tensor:
-        gammas = np.maximum(numpy_generator(None).standard_gamma(_host(_float64(concentration))), np.finfo(float).tiny)
+        shapes = host_array(_float64(concentration))
+        gammas = np.maximum(numpy_generator(None).standard_gamma(shapes), np.finfo(float).tiny)
         dtype = concentration.dtype
         ratios = (gammas / gammas.sum(-1, keepdims=True)).astype(dtype)
         below_one = np.nextafter(dtype.type(1), dtype.type(0))

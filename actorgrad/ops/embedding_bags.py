@@ -15,7 +15,8 @@ from typing import NamedTuple
 import numpy as np
 
 from actorgrad.ops.embeddings import embedding, renorm_rows_
-from actorgrad.ops.indexing import _host, gather, index_select
+from actorgrad.ops.index_parsing import host_array
+from actorgrad.ops.indexing import gather, index_select
 from actorgrad.ops.record import same_device
 from actorgrad.ops.scatter import index_add
 from actorgrad.ops.selection import where
@@ -105,14 +106,14 @@ def _plan(input: Tensor, weight: Tensor, offsets: Tensor | None, weights: Tensor
             raise RuntimeError(f"padding_idx must be within the number of embeddings, -{count} through {count - 1}, "
                                f"but got {padding_idx}")
         padding_idx %= count
-    indices = _host(input._data).reshape(-1)
+    indices = host_array(input._data).reshape(-1)
     length = indices.size
     if offsets is None:  # 2-D input: one bag per row
         if input.shape[1] == 0:
             raise RuntimeError("step must be nonzero")
         starts = np.arange(0, length, input.shape[1])
     else:
-        starts = _host(offsets._data).astype(np.int64)
+        starts = host_array(offsets._data).astype(np.int64)
     if starts.size and starts[0] != 0:
         raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
                            f"position 0. However, got {starts[0]}")

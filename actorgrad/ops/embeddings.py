@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.grad_mode import no_grad
-from actorgrad.ops.indexing import _host
+from actorgrad.ops.index_parsing import host_array
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.tensor import Tensor
 from actorgrad.version_counter import bump_version
@@ -65,7 +65,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
 def renorm_rows_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
     """PyTorch's embedding_renorm_: each row the input names whose norm_type-norm is above max_norm is scaled by
     max_norm / (norm + 1e-7), in place, outside autograd (the weight's version moves on)."""
-    indices = _host(input._data)
+    indices = host_array(input._data)
     if indices.dtype.kind not in "iu":
         raise RuntimeError("Expected tensor for argument #2 'indices' to have one of the following scalar types: Long, "
                            f"Int; but got {input.type()} instead (while checking arguments for embedding_renorm_)")
@@ -77,7 +77,7 @@ def renorm_rows_(weight: Tensor, input: Tensor, max_norm: float, norm_type: floa
                          f"{width}] at dimension 0")
     rows = weight._device.asarray(np.unique(np.where(rows < 0, rows + count, rows)))
     with no_grad():
-        norms = _host(Tensor(weight._data[rows], device=weight._device).norm(norm_type, dim=1)._data)
+        norms = host_array(Tensor(weight._data[rows], device=weight._device).norm(norm_type, dim=1)._data)
     over = norms.astype(np.float64) > max_norm
     if over.any():
         scales = max_norm / (norms[over].astype(np.float64) + 1e-7)

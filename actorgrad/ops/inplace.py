@@ -19,7 +19,8 @@ from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops.aliases import TRUE_DIVISION, divide
 from actorgrad.ops.arithmetic import add, exp, mul, neg, relu, sigmoid, sub, tanh
 from actorgrad.ops.casts import legacy_type
-from actorgrad.ops.indexing import KEPT_GRAD, fill_value, masked_fill, on_device, parse_index, placed_index
+from actorgrad.ops.index_parsing import parse_index
+from actorgrad.ops.indexing import KEPT_GRAD, fill_value, masked_fill, on_device, placed_index
 from actorgrad.ops.inplace_recording import (
     NO_GRAD_VIEW,
     NO_GRAD_VIEW_OF_VIEW,

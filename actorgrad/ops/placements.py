@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.indexing import KEPT_GRAD, _host, on_device, parse_index, placed_index
+from actorgrad.ops.index_parsing import host_array, parse_index
+from actorgrad.ops.indexing import KEPT_GRAD, on_device, placed_index
 from actorgrad.ops.inplace import INDEX_PUT
 from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error
@@ -68,7 +69,7 @@ def _flat_positions(op: str, input: Tensor, index: Tensor) -> np.ndarray:
     """`index`'s entries as positions in the flattened input (negative ones count from the end), checked."""
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' (position 1) must be Tensor, not {type(index).__name__}")
-    positions = _host(index._data)
+    positions = host_array(index._data)
     if positions.dtype != np.int64:
         raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {_dtype_name(positions.dtype)}")
     size = input._data.size

@@ -12,14 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from actorgrad.ops.arithmetic import _no_derivative
-from actorgrad.ops.indexing import (
-    SCATTER_ADD,
-    _along,
-    _checked_ints,
-    _host,
-    fill_value,
-    placed_index,
-)
+from actorgrad.ops.index_parsing import checked_ints, host_array
+from actorgrad.ops.indexing import SCATTER_ADD, _along, fill_value, placed_index
 from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record, same_device
@@ -104,7 +98,7 @@ def _vector_index(op: str, input: Tensor, dim: int, index: Tensor, kinds: str, d
     """The dim and the advanced index that reaches `index`'s positions along it, after index_*'s checks
     (index_fill counts negative positions from the end, as PyTorch's)."""
     x = input._data
-    positions = _host(index._data)
+    positions = host_array(index._data)
     if positions.dtype.kind not in "iu" or positions.dtype.itemsize < (8 if kinds == "int64" else 4):
         raise dtype_error
     if positions.ndim > 1:
@@ -117,7 +111,7 @@ def _vector_index(op: str, input: Tensor, dim: int, index: Tensor, kinds: str, d
     d = single_dim(dim, x.ndim, op)
     size = x.shape[d] if x.ndim else 1
     try:
-        positions = _checked_ints(positions.reshape(-1), size, d, negative=op == "index_fill_") % max(size, 1)
+        positions = checked_ints(positions.reshape(-1), size, d, negative=op == "index_fill_") % max(size, 1)
     except IndexError as error:  # PyTorch's type and wording differ per op
         if op == "index_add_":
             raise (IndexError("index out of range in self") if x.ndim == 0 else RuntimeError(str(error))) from None

@@ -14,7 +14,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from actorgrad.ops.indexing import _along, _checked_ints, _host_copy, _padded, at_least_1d, on_device, placed_index
+from actorgrad.ops.index_parsing import checked_ints, host_copy
+from actorgrad.ops.indexing import _along, _padded, at_least_1d, on_device, placed_index
 from actorgrad.ops.inplace_recording import INVALIDATED, write_in_place
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.shape import single_dim
@@ -47,13 +48,13 @@ def check_scatter(x: Any, d: int, positions: Any, s: Any, refusal: Exception | N
                                f"apart from dimension {d}{src}")
     if refusal is not None:
         raise refusal
-    _checked_ints(positions, x.shape[d], d, negative=False, error=RuntimeError)
+    checked_ints(positions, x.shape[d], d, negative=False, error=RuntimeError)
 
 
 def scatter_index(op: str, input: Tensor, dim: int, index: Tensor, src: Any) -> tuple[int, np.ndarray]:
     """The dim and the index (on the host) after PyTorch's checks of dims, dtypes and devices, in its order."""
     d = single_dim(dim, input.ndim, op)
-    positions = _host_copy(index._data)
+    positions = host_copy(index._data)
     if positions.dtype.kind != "i" or positions.dtype.itemsize < 4:  # unsigned ones too, as in PyTorch
         raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
     if isinstance(src, Tensor):

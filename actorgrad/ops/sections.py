@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from actorgrad.ops.diagonals import _diagonal_index
-from actorgrad.ops.indexing import INDEX_RULES, _host, on_device, take_index
+from actorgrad.ops.index_parsing import host_array
+from actorgrad.ops.indexing import INDEX_RULES, on_device, take_index
 from actorgrad.ops.joining import split
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, make_view, record
@@ -31,7 +32,7 @@ def _slices(input: Tensor, dim: int, bounds: list[int | None]) -> tuple[Tensor, 
 def _sections_or_indices(value: Any) -> int | list[int]:
     """A tensor_split argument as a number of sections or a list of indices; a tensor must hold int64s."""
     if isinstance(value, Tensor):
-        array = _host(value._data)
+        array = host_array(value._data)
         if array.ndim > 1:
             raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
                                f"one-dimensional tensor, but got a tensor with {array.ndim} dims")

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.indexing import _host
+from actorgrad.ops.index_parsing import host_array
 from actorgrad.ops.operands import SCALAR_NAMES, int_tuple, not_implemented
 from actorgrad.ops.record import same_device
 from actorgrad.ops.scatter import scatter
@@ -78,7 +78,7 @@ def _unpool(op: str, input: Tensor, indices: Tensor, size: Any, stride: tuple | 
     same_device(input, indices)
     lead = input.shape[:-dims]
     volume = math.prod(size)
-    places = _host(indices._data)
+    places = host_array(indices._data)
     outside = (places < 0) | (places >= volume)
     if outside.any():  # PyTorch's kernel writes in order and reports the last such index
         last = places.reshape(-1)[np.flatnonzero(outside)[-1]]
