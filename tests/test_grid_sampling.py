@@ -174,10 +174,11 @@ def test_a_grid_point_on_the_clip_limit_gets_no_gradient_along_it(padding_mode, 
     np.testing.assert_array_equal(along_x[:2], [0.0, 0.0])
     assert along_x[2] > 1  # inside, the slope of the rising rows is felt
 
-def test_a_grid_point_at_nan_reads_zero_with_zeros_padding():
+def test_a_grid_point_at_nan_reads_nan_with_zeros_padding():
+    # PyTorch's 2-d kernel reads the (outside) taps as 0 times their NaN weights
     grid = ag.tensor([[[[float("nan"), 0.0], [0.0, 0.0]]]])
     y = F.grid_sample(ag.ones(1, 1, 2, 2), grid, align_corners=False)
-    np.testing.assert_array_equal(y.numpy(), [[[[0.0, 1.0]]]])
+    np.testing.assert_array_equal(y.numpy(), [[[[float("nan"), 1.0]]]])
 
 
 # -- affine_grid ----------------------------------------------------------------------------------------------

@@ -17,12 +17,13 @@ import numpy as np
 from actorgrad.devices.erf import erf as erf_kernel
 from actorgrad.devices.erf_float32 import normal_cdf_and_pdf
 from actorgrad.ops.arithmetic import relu as _relu
+from actorgrad.ops.conv import integer_value
 from actorgrad.ops.dim_activations import floating_data, glu, prelu, recorded_grad, softmin
 from actorgrad.ops.dim_activations import log_softmax as log_softmax
 from actorgrad.ops.dim_activations import softmax as softmax
 from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operand_checks import BOOL_SUBTRACTION
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.random import numpy_generator
 from actorgrad.tensor import Tensor
@@ -388,6 +389,10 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     the largest index + 1. Not differentiable."""
     if not isinstance(tensor, Tensor):  # PyTorch names the argument `input` here
         raise TypeError(f"one_hot(): argument 'input' (position 1) must be Tensor, not {type(tensor).__name__}")
+    classes = integer_value(num_classes)
+    if classes is None:
+        raise TypeError(f"one_hot(): argument 'num_classes' (position 2) must be int, not {type_name(num_classes)}")
+    num_classes = classes
     x = tensor._data
     if x.dtype != np.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")

@@ -129,15 +129,17 @@ def _reflect(x: Tensor, twice_low: int, twice_high: int) -> Tensor:
     return where(flips.fmod(2) == 0, extra + low, span - extra + low)
 
 
-def _padded(x: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+def _padded(x: Tensor, size: int, padding_mode: str, align_corners: bool, volumetric: bool) -> Tensor:
     """compute_coordinates: a position as the padding moves it (zeros leaves it; taps outside then read 0)."""
     if padding_mode == "zeros":
         return x
     if padding_mode == "reflection":
         x = _reflect(x, 0, 2 * (size - 1)) if align_corners else _reflect(x, -1, 2 * size - 1)
     # PyTorch's clip passes no gradient at the limits themselves (clamp's would), where an identity affine_grid
-    # with align_corners puts the corner points.
-    return where((x > 0) & (x < size - 1), x, x.detach().clamp(0, size - 1))
+    # with align_corners puts the corner points. A NaN position clips to 0 in its 2-d kernel, to the last pixel in
+    # its 3-d one (min(size - 1, max(x, 0)) there keeps the NaN to the last comparison).
+    clipped = x.detach().nan_to_num(size - 1.0 if volumetric else 0.0).clamp(0, size - 1)
+    return where((x > 0) & (x < size - 1), x, clipped)
 
 
 def _cubic_weights(t: Tensor) -> list[Tensor]:
@@ -161,24 +163,24 @@ def _floor(x: Tensor) -> Any:
     return xp.floor(xp.clip(xp.where(finite, values, -8), -8, 2.0**40)).astype(np.int64)
 
 
-def _taps(position: Tensor, size: int, mode: str, padding_mode: str, align_corners: bool) -> list:
+def _taps(position: Tensor, size: int, mode: str, padding_mode: str, align_corners: bool, volumetric: bool) -> list:
     """One dim's taps: (index array, weight Tensor) pairs whose weighted sum is the value along that dim."""
     if mode == "bilinear":
-        position = _padded(position, size, padding_mode, align_corners)
+        position = _padded(position, size, padding_mode, align_corners, volumetric)
         low = _floor(position)
         high_weight = position - Tensor(low.astype(position.dtype), device=position._device)
         return [(low, 1 - high_weight), (low + 1, high_weight)]
     if mode == "nearest":
-        position = _padded(position, size, padding_mode, align_corners)
+        position = _padded(position, size, padding_mode, align_corners, volumetric)
         rounded = position.round()
         # weight 1, with round's zero gradient: the grid gets a gradient of zeros, as PyTorch gives it
         return [(_floor(rounded), rounded - rounded.detach() + 1)]
     low = _floor(position)
-    t = position - Tensor(low.astype(position.dtype), device=position._device)
+    t = position - position.floor()  # not from the clipped `low`: a far position's offset stays in [0, 1)
     taps = []
     for offset, weight in zip(range(-1, 3), _cubic_weights(t)):
         index = Tensor((low + offset).astype(position.dtype), device=position._device)
-        index = _floor(_padded(index, size, padding_mode, align_corners).trunc())
+        index = _floor(_padded(index, size, padding_mode, align_corners, volumetric).trunc())
         taps.append((index, weight))
     return taps
 
@@ -196,8 +198,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     dims = len(sizes)
     xp = input._device.xp
     per_dim = [_taps(_unnormalize(grid[..., dims - 1 - d], size, align_corners), size, mode, padding_mode,
-                     align_corners) for d, size in enumerate(sizes)]
-    indices, weights = [], []
+                     align_corners, dims == 3) for d, size in enumerate(sizes)]
+    indices, weights, raw_weights = [], [], []
     for taps in itertools.product(*per_dim):
         flat = xp.zeros((n, *out), np.int64)
         inside = xp.ones((n, *out), bool)
@@ -205,10 +207,16 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
             inside &= (index >= 0) & (index < size)
             flat = flat * size + xp.clip(index, 0, size - 1)
         weight = math.prod(w for _, w in taps)
+        raw_weights.append(weight)
         indices.append(flat)
         weights.append(where(Tensor(inside, device=input._device), weight, 0.0))
     places = len(indices) * math.prod(out)
     index = Tensor(xp.stack(indices, 1).reshape(n, 1, places), device=input._device)
     picked = input.reshape(n, c, math.prod(sizes)).gather(2, index.expand(n, c, places))
     picked = picked.reshape(n, c, len(indices), *out)
-    return (picked * stack(weights, 1).unsqueeze(1)).sum(2)
+    result = (picked * stack(weights, 1).unsqueeze(1)).sum(2)
+    if padding_mode == "zeros" and mode != "nearest" and dims == 2:
+        # PyTorch's 2-d kernel reads a tap outside as 0 times its weight: a NaN or infinite grid point gives NaN,
+        # not 0 (its 3-d one skips such taps). The weights times 0 carry that NaN, and no gradient, to the output.
+        result = result + (stack(raw_weights, 1) * 0).sum(1).unsqueeze(1)
+    return result
