@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.default_dtype import default_float
 from actorgrad.ops.arithmetic import check_unsigned_number
 from actorgrad.ops.operands import (
     SCALAR_NAMES,
@@ -19,10 +20,11 @@ from actorgrad.ops.operands import (
     data_as,
     kernel_operands,
     not_implemented,
+    require_tensors,
     result_type,
 )
 from actorgrad.ops.record import common_device
-from actorgrad.ops.reductions import one_dim, reduced_dims
+from actorgrad.ops.reductions import numpy_names, one_dim
 from actorgrad.tensor import Tensor, bool_
 
 __all__ = [
@@ -102,16 +104,19 @@ def not_equal(input: Any, other: Any) -> Tensor:
     return ne(input, other)
 
 
-def logical_and(input: Any, other: Any) -> Tensor:
-    """Both nonzero; any dtypes."""
+def logical_and(input: Tensor, other: Tensor) -> Tensor:
+    """Both nonzero; any dtypes, tensors only (PyTorch takes no Python number here)."""
+    require_tensors("logical_and", input=input, other=other)
     return _elementwise("logical_and", np.logical_and, input, other, promote=False)
 
 
-def logical_or(input: Any, other: Any) -> Tensor:
+def logical_or(input: Tensor, other: Tensor) -> Tensor:
+    require_tensors("logical_or", input=input, other=other)
     return _elementwise("logical_or", np.logical_or, input, other, promote=False)
 
 
-def logical_xor(input: Any, other: Any) -> Tensor:
+def logical_xor(input: Tensor, other: Tensor) -> Tensor:
+    require_tensors("logical_xor", input=input, other=other)
     return _elementwise("logical_xor", np.logical_xor, input, other, promote=False)
 
 
@@ -157,9 +162,10 @@ def _invert(input: Tensor) -> Tensor:
 
 
 def _value_test(kernel: Any, otherwise: bool, input: Tensor) -> Tensor:
-    """`kernel` on a floating tensor; a bool or integer one holds no NaN or inf, so `otherwise` everywhere."""
+    """`kernel` on a floating or complex tensor (a complex element is NaN or inf where either part is); a bool or
+    integer one holds no NaN or inf, so `otherwise` everywhere."""
     x, device = input._data, input._device
-    return Tensor(kernel(x) if x.dtype.kind == "f" else device.xp.full(x.shape, otherwise, bool_), device=device)
+    return Tensor(kernel(x) if x.dtype.kind in "fc" else device.xp.full(x.shape, otherwise, bool_), device=device)
 
 
 def isnan(input: Tensor) -> Tensor:
@@ -174,20 +180,39 @@ def isfinite(input: Tensor) -> Tensor:
     return _value_test(np.isfinite, True, input)
 
 
+def _tolerance(name: str, value: float) -> None:
+    if value < 0:
+        raise RuntimeError(f"{name} must be greater than or equal to zero, but got {value}")
+
+
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
-    """`|input - other| <= atol + rtol * |other|`, elementwise; as in PyTorch, both tensors of one dtype."""
+    """`input == other`, or `|input - other| <= atol + |rtol * other|` with that difference finite, elementwise; as
+    in PyTorch, both tensors of one dtype, and integers exact: with both tolerances 0 only equality counts, and an
+    integer pair's difference is taken in the default float dtype, where it cannot wrap."""
     if not isinstance(other, Tensor):
         raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
     x, y = input._data, other._data
     if x.dtype != y.dtype:
         names = (SCALAR_NAMES.get(dtype, str(dtype)) for dtype in (x.dtype, y.dtype))
         raise RuntimeError(f"isclose(): {next(names)} did not match {next(names)}; cast one with .to(other.dtype)")
+    _tolerance("rtol", rtol)
+    _tolerance("atol", atol)
     where = common_device((input, other))
+    xp = where.xp
+    x, y = kernel_operands(x, y)
     try:
-        close = where.xp.isclose(*kernel_operands(x, y), rtol=rtol, atol=atol, equal_nan=equal_nan)
+        close = xp.equal(x, y)
     except ValueError:
         raise broadcast_error("isclose", x.shape, y.shape) from None
-    return Tensor(close, device=where)
+    if equal_nan and x.dtype.kind in "fc":
+        close |= xp.isnan(x) & xp.isnan(y)
+    if rtol or atol:
+        if x.dtype.kind in "biu":
+            x, y = x.astype(default_float()), y.astype(default_float())
+        with np.errstate(over="ignore", invalid="ignore"):  # inf - inf, or a float16 difference past its range
+            error = xp.abs(x - y)
+            close |= xp.isfinite(error) & (error <= atol + xp.abs(rtol * y))
+    return Tensor(xp.asarray(close), device=where)
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
@@ -200,18 +225,34 @@ def equal(input: Tensor, other: Tensor) -> bool:
 
 
 def _truth_reduction(op: str, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
-    """`op` ("any" or "all") over `dim`: bool, but uint8 for a uint8 input, as in PyTorch."""
+    """`op` ("any" or "all") over `dim`: bool, but uint8 for a uint8 input, as in PyTorch. dim=None reduces every
+    dim; an empty dim list reduces none (unlike sum's), so each element is tested alone, as PyTorch's."""
     x = input._data
-    dims = reduced_dims(dim, x.ndim, op) if x.ndim else one_dim(0 if dim is None else dim, 0, op)
+    if dim is None:
+        dims = None
+    elif isinstance(dim, tuple | list) and not dim:
+        dims = ()
+    else:
+        dims = one_dim(dim, x.ndim, op)
     out = getattr(x, op)(axis=dims, keepdims=keepdim)
     return Tensor(out.astype(np.uint8) if x.dtype == np.uint8 else out, device=input._device)
 
 
-def any(input: Tensor, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor:
+def any(
+    input: Tensor, dim: int | tuple[int, ...] | None = None, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Tensor:
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     return _truth_reduction("any", input, dim, keepdim)
 
 
-def all(input: Tensor, dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor:
+def all(
+    input: Tensor, dim: int | tuple[int, ...] | None = None, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Tensor:
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     return _truth_reduction("all", input, dim, keepdim)
 
 

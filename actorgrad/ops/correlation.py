@@ -200,11 +200,19 @@ def _test(input: Tensor, floating: Any, otherwise: bool) -> Tensor:
     return Tensor(floating(x) if x.dtype.kind == "f" else device.xp.full(x.shape, otherwise, bool_), device=device)
 
 
+def _refuse_complex(op: str, input: Tensor) -> None:
+    """PyTorch's error for a signed infinity test of a complex tensor, whose infinities have no sign."""
+    if input._data.dtype.kind == "c":
+        raise RuntimeError(f"{op} does not support complex inputs.")
+
+
 def isposinf(input: Tensor) -> Tensor:
+    _refuse_complex("isposinf", input)
     return _test(input, lambda x: x == math.inf, False)
 
 
 def isneginf(input: Tensor) -> Tensor:
+    _refuse_complex("isneginf", input)
     return _test(input, lambda x: x == -math.inf, False)
 
 

@@ -103,7 +103,8 @@ def frexp(input: Tensor) -> FrexpResult:
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     xp = input._device.xp
     mantissa, exponent = xp.frexp(x)
-    scale = xp.ldexp(xp.ones((), x.dtype), -exponent)
+    with np.errstate(over="ignore"):  # a subnormal's scale is past the dtype's range: inf, as PyTorch's gradient
+        scale = xp.ldexp(xp.ones((), x.dtype), -exponent)
     return FrexpResult(record(FREXP, mantissa, (input,), scale=scale),
                        Tensor(xp.asarray(exponent, dtype=int32), device=input._device))  # 0-d: a scalar
 

@@ -114,17 +114,23 @@ def _rank_slope(q: Tensor, qs: Any) -> Tensor:
 
 
 def quantile(
-    input: Tensor, q: float | Tensor, dim: int | None = None, keepdim: bool = False, *, interpolation: str = "linear"
+    input: Tensor, q: float | Tensor, dim: int | None = None, keepdim: bool = False, *, interpolation: str = "linear",
+    axis: Any = None, keepdims: bool | None = None,
 ) -> Tensor:
     """The q-th quantiles of all elements or along `dim` (NaN where a NaN is among them); a q tensor puts its dim
     first. Between two elements, `interpolation` says which value: linear, lower, higher, midpoint or nearest."""
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     return _quantile("quantile", input, q, dim, keepdim, interpolation)
 
 
 def nanquantile(
-    input: Tensor, q: float | Tensor, dim: int | None = None, keepdim: bool = False, *, interpolation: str = "linear"
+    input: Tensor, q: float | Tensor, dim: int | None = None, keepdim: bool = False, *, interpolation: str = "linear",
+    axis: Any = None, keepdims: bool | None = None,
 ) -> Tensor:
     """quantile over the non-NaN elements (NaN where all are NaN)."""
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation)
 
 

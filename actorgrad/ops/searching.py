@@ -6,9 +6,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from actorgrad.ops.operands import SCALAR_NAMES, refuse_complex
+import numpy as np
+
+from actorgrad.ops.operands import (
+    SCALAR_NAMES,
+    data_as,
+    not_implemented,
+    number_array,
+    refuse_complex,
+    result_type,
+)
 from actorgrad.ops.record import Rule, common_device, record, same_device
-from actorgrad.ops.reductions import normalize_dims
+from actorgrad.ops.reductions import normalize_dims, reduces_all
 from actorgrad.tensor import Tensor, bool_, float32, float64, int32, int64
 
 __all__ = [
@@ -66,26 +75,32 @@ def argwhere(input: Tensor) -> Tensor:
     return nonzero(input)
 
 
-def count_nonzero(input: Tensor, dim: int | tuple[int, ...] | None = None) -> Tensor:
-    """The number of nonzero elements, in all or along `dim`."""
+def count_nonzero(input: Tensor, dim: int | tuple[int, ...] | None = None, *, axis: Any = None) -> Tensor:
+    """The number of nonzero elements, in all (dim None or an empty list, as PyTorch's) or along `dim`; numpy's
+    name `axis` stands for dim, as in PyTorch."""
+    if axis is not None:
+        dim = axis
     x = input._data
-    dims = None if dim is None else normalize_dims(dim, max(x.ndim, 1), "count_nonzero")
-    if x.ndim == 0:
-        dims = None
-    counts = (x != 0).sum(axis=dims, dtype=int64)
+    dims = None if reduces_all(dim) else normalize_dims(dim, x.ndim, "count_nonzero")
+    counts = (x != 0).sum(axis=dims if x.ndim else None, dtype=int64)
     return Tensor(input._device.xp.asarray(counts), device=input._device)
 
 
 def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
-    """Whether each of `elements` is among `test_elements` (either may be a number)."""
+    """Whether each of `elements` is among `test_elements` (either may be a Python number), compared in their
+    promoted dtype as `==` compares them, so a number meets a tensor as it would there."""
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin(): expected at least one of elements and test_elements to be a Tensor")
-    like = elements if isinstance(elements, Tensor) else test_elements
-    xp = like._device.xp
-    a, b = (v._data if isinstance(v, Tensor) else xp.asarray(v) for v in (elements, test_elements))
-    if a.dtype == bool_ or b.dtype == bool_:
-        raise RuntimeError("Unsupported input type encountered for isin(): Bool")
-    return Tensor(xp.isin(a, b, assume_unique=assume_unique, invert=invert), device=like._device)
+    for value in (elements, test_elements):  # PyTorch checks each one's own dtype, a number's as a 0-d tensor's
+        dtype = value._data.dtype if isinstance(value, Tensor) else np.asarray(value).dtype
+        if dtype.kind in "bc":
+            raise RuntimeError(f"Unsupported input type encountered for isin(): {SCALAR_NAMES[dtype]}")
+    tensors = tuple(v for v in (elements, test_elements) if isinstance(v, Tensor))
+    where = common_device(tensors)
+    dtype = result_type(elements, test_elements)
+    a, b = (data_as(v, dtype) if isinstance(v, Tensor) else where.xp.asarray(number_array(v, dtype))
+            for v in (elements, test_elements))
+    return Tensor(where.xp.isin(a, b, assume_unique=assume_unique, invert=invert), device=where)
 
 
 def unique(
@@ -180,14 +195,17 @@ def searchsorted(
     sorter: Tensor | None = None,
 ) -> Tensor:
     """Where each of `input` would go in `sorted_sequence` to keep it sorted (its innermost dim: a 1-D sequence
-    serves every value, an N-D one row by row with input's matching rows)."""
+    serves every value, an N-D one row by row with input's matching rows). Both are compared in their promoted
+    dtype, as PyTorch's: a Python number is cast to it as a number meeting a tensor is (`0.1` meets float32
+    boundaries as float32, `-1` uint8 ones as 255)."""
     where = sorted_sequence._device
     xp = where.xp
-    seq = sorted_sequence._data
-    values = input._data if isinstance(input, Tensor) else xp.asarray(input)
+    dtype = result_type(sorted_sequence, input)
+    seq = data_as(sorted_sequence, dtype)
+    values = data_as(input, dtype) if isinstance(input, Tensor) else xp.asarray(number_array(input, dtype))
     chosen = _side("torch.searchsorted", right, side)
-    refuse_complex(seq.dtype, "searchsorted_out_cpu")
-    refuse_complex(values.dtype, "searchsorted_out_cpu")
+    if dtype.kind in "bc":  # no order (complex), or no kernel (bool), in PyTorch
+        raise not_implemented("searchsorted_out_cpu", dtype)
     if seq.ndim != 1 and values.ndim == 0:
         raise RuntimeError(
             "torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension is 1, but we got "

@@ -24,6 +24,7 @@ from actorgrad.ops.operands import (
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.searching import nonzero
 from actorgrad.tensor import Tensor, bool_
+from actorgrad.user_warnings import warn_once
 
 __all__ = ["clamp", "clamp_max", "clamp_min", "clip", "maximum", "minimum", "where"]
 
@@ -193,6 +194,24 @@ def _kernel_operand(array: Any, xp: Any) -> Any:
     return array if isinstance(array, xp.ndarray) else array[()]
 
 
+UINT8_CONDITION = (
+    "where received a uint8 condition tensor. This behavior is deprecated and will be removed in a future version of "
+    "PyTorch. Use a boolean condition instead."
+)
+
+
+def _bool_condition(condition: Tensor) -> Tensor:
+    """A uint8 condition as the bool one it stands for, with PyTorch's deprecation warning (once per process, as
+    its TORCH_WARN_ONCE); any other non-bool dtype refused, as PyTorch's."""
+    dtype = condition._data.dtype
+    if dtype != np.uint8:
+        raise RuntimeError(
+            f"where expected condition to be a boolean tensor, but got a tensor with dtype {dtype}"
+        )
+    warn_once(UINT8_CONDITION)
+    return Tensor(condition._data.astype(bool_), device=condition._device)
+
+
 _WHERE_FORMS = (
     "but expected one of:\n * (Tensor condition)"
     "\n * (Tensor condition, Tensor input, Tensor other, *, Tensor out = None)"
@@ -213,9 +232,7 @@ def where(condition: Tensor, input: Any = _UNSET, other: Any = _UNSET) -> Tensor
         given = "Tensor" if other is _UNSET else "other=Tensor"
         raise TypeError(f"where() received an invalid combination of arguments - got (Tensor, {given}), {_WHERE_FORMS}")
     if condition._data.dtype != bool_:
-        raise RuntimeError(
-            f"where expected condition to be a boolean tensor, but got a tensor with dtype {condition._data.dtype}"
-        )
+        condition = _bool_condition(condition)
     dtype = result_type(input, other)
     a, b = (Tensor(fitted_number(v, dtype)) if isinstance(v, int | float) else as_operand(v, dtype)
             for v in (input, other))
