@@ -132,6 +132,8 @@ def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, 
     require_tensors("linalg_norm", input=A)
     if dim is not None:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        if len(dims) not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dims)}")
         if len(dims) == 1 and not isinstance(ord, str):
             return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
         return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)

@@ -113,7 +113,8 @@ def test_ex_forms_record_the_nodes_of_their_ops_and_differentiate() -> None:
     assert L.solve_ex(a, b).result.grad_fn.name() == "LinalgSolveExBackward0"
     assert L.cholesky_ex(a @ a.mT).L.grad_fn.name() == "LinalgCholeskyExBackward0"
     assert not L.inv_ex(a).info.requires_grad
-    for f, inputs in ((lambda a: L.inv_ex(a).inverse, [a]), (lambda a, b: L.solve_ex(a, b, left=False)[0], [a, b.mT]),
+    rows = b.mT[None]  # a batch of one 2x3 matrix: PyTorch reads a (2, 3) B as a batch of vectors, not rows
+    for f, inputs in ((lambda a: L.inv_ex(a).inverse, [a]), (lambda a, b: L.solve_ex(a, b, left=False)[0], [a, rows]),
                       (lambda a: L.cholesky_ex(a @ a.mT, upper=True).L, [a])):
         assert gradcheck(f, inputs)
         assert gradgradcheck(f, inputs)

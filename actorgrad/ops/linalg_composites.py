@@ -39,6 +39,9 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """The dot product of x and y along `dim`, other dims broadcast: (conj(x) * y).sum(dim), recorded as its parts
     (conj is a no-op for real x)."""
     require_tensors("linalg_vecdot", x=x, y=y)
+    if x.dtype.kind not in "fc":
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                           f"{SCALAR_NAMES[x.dtype]}")
     if x.dtype != y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{SCALAR_NAMES[x.dtype]} and y of type {SCALAR_NAMES[y.dtype]} instead")
@@ -105,12 +108,14 @@ def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> T
 
 def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     """The Vandermonde matrices x^0 .. x^(N-1) of the vectors along x's last dim (N defaults to their length), in
-    a new last dim; integer x gives int64, as in PyTorch."""
+    a new last dim; integer x gives int64, as in PyTorch (floating and complex x keep their dtype)."""
     require_tensors("linalg_vander", x=x)
+    if x.dtype == np.bool_:
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
     n = (x.shape[-1] if x.ndim else 1) if N is None else N
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         x = to_dtype(x, int64)
     column = x.unsqueeze(-1)
     powers = cumprod(broadcast_to(column, column.shape[:-1] + (n - 1,)), -1)
@@ -191,6 +196,8 @@ def _check_householder(A: Tensor, tau: Tensor) -> None:
     if tau.dtype != A.dtype:
         raise RuntimeError(f"{op}: tau dtype {SCALAR_NAMES[tau.dtype]} does not match input dtype "
                            f"{SCALAR_NAMES[A.dtype]}")
+    if A.dtype not in (np.float32, np.float64, np.complex64, np.complex128):  # LAPACK's orgqr/ungqr types
+        raise NotImplementedError(f"\"orgqr_cpu\" not implemented for '{SCALAR_NAMES[A.dtype]}'")
 
 
 def householder_product(A: Tensor, tau: Tensor) -> Tensor:

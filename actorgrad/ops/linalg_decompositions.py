@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices.triangular import lu_factor
 from actorgrad.ops.linalg_outputs import record_outputs
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import Rule, record, same_device
@@ -255,14 +256,21 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     if B.ndim == 0:
         raise RuntimeError("linalg.solve: The input tensor B must have at least 2 dimensions.")
     if not left:
-        n = check_square("linalg.solve", A, complex_ok=True).shape[-1]
-        if B.ndim < 2 or B.shape[-1] != n:  # a vector B is a column, which X A = B cannot take
-            rows, cols = (B.shape[-2], B.shape[-1]) if B.ndim > 1 else (B.shape[0], 1)
-            raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation XA = B ({n}x{n} and "
-                               f"{rows}x{cols})")
+        check_right_solve(A, B)
         return solve(A.mT, B.mT).mT
     a, b = A._data, B._data
     return solve_matrices(A, B, vector=b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1]))
+
+
+def check_right_solve(A: Tensor, B: Tensor) -> None:
+    """PyTorch's check for X A = B (left=False): a vector B (1-D, or A's shape less its last dim) is read as a
+    column, which that equation cannot take."""
+    n = check_square("linalg.solve", A, complex_ok=True).shape[-1]
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+    if vector or B.shape[-1] != n:
+        rows, cols = (B.shape[-1], 1) if vector else (B.shape[-2], B.shape[-1])
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation XA = B ({n}x{n} and "
+                           f"{rows}x{cols})")
 
 
 def solve_operands(A: Tensor, B: Tensor, vector: bool) -> tuple[Any, Any]:
@@ -290,10 +298,18 @@ def solve_matrices(A: Tensor, B: Tensor, vector: bool = False) -> Tensor:
         with reporting(xp):
             data = solved(xp, a, matrix)
     except np.linalg.LinAlgError:
-        raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is singular.") from None
+        raise _singular_solve(xp, a) from None
     if vector:
         data = data[..., 0]
     return record(SOLVE, data, (A, B), vector=vector, self_shape=a.shape, other_shape=b.shape)
+
+
+def _singular_solve(xp: Any, a: Any) -> LinAlgError:
+    """PyTorch's error, naming the first singular matrix of A's own batch (before broadcasting with B)."""
+    info = lu_factor(xp, a)[2]
+    failed = np.flatnonzero(np.asarray(info.get() if hasattr(info, "get") else info).reshape(-1))
+    prefix = f"(Batch element {failed[0]}): " if a.ndim > 2 and failed.size else ""
+    return LinAlgError(f"torch.linalg.solve: {prefix}The solver failed because the input matrix is singular.")
 
 
 def solved(xp: Any, a: Any, b: Any) -> Any:

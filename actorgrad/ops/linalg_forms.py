@@ -67,6 +67,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     `check_errors`."""
     require_tensors("linalg_solve_ex", A=A, B=B)
     if not left:
+        decompositions.check_right_solve(A, B)
         result, info = solve_ex(A.mT, B.mT, check_errors=check_errors)
         return SolveExResult(result.mT, info)
     x = check_square("linalg.solve", A, complex_ok=True)
