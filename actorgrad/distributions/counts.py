@@ -106,10 +106,10 @@ class Geometric(ProbsOrLogits):
         given = self._set_probs_or_logits(probs, logits)
         super().__init__(batch_shape_of(self._param, given), validate_args=validate_args)
         if self._validate_args and probs is not None and not bool((self.probs > 0).all()):
-            value = self.probs
+            value, flat = self.probs, self.probs.detach().reshape(-1)  # a 1-d list of the bad values, as PyTorch's
             raise ValueError(
                 f"Expected parameter probs ({type(value).__name__} of shape {tuple(value.shape)}) of distribution "
-                f"{self!r} to be positive but found invalid values:\n{value[~(value > 0)].detach()}"
+                f"{self!r} to be positive but found invalid values:\n{flat[~(flat > 0)]}"
             )
 
     def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Geometric:

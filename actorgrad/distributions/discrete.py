@@ -5,6 +5,7 @@ OneHotCategoricalStraightThrough, whose gradient is the straight-through estimat
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -203,6 +204,7 @@ class Categorical(Distribution):
         return full(self._extended_shape(), math.nan, dtype=self.probs.dtype, device=self.probs.device)
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        sample_shape = tuple(map(operator.index, sample_shape))  # 0-d integer tensors too, as torch.Size takes them
         rows = self.probs.reshape(-1, self._num_events)
         draws = multinomial(rows, math.prod(sample_shape), True).T
         return draws.reshape(self._extended_shape(sample_shape))
