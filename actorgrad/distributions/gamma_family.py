@@ -14,7 +14,7 @@ from actorgrad.distributions.distribution import Distribution
 from actorgrad.distributions.exp_family import ExponentialFamily
 from actorgrad.distributions.gamma_sampling import sample_dirichlet, standard_gamma
 from actorgrad.distributions.utils import batch_shape_of, broadcast_all, is_number
-from actorgrad.ops.activations import one_hot
+from actorgrad.ops.embeddings import one_hot
 from actorgrad.ops.gamma import digamma, lgamma
 from actorgrad.ops.joining import stack
 from actorgrad.ops.selection import where

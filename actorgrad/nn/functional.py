@@ -11,7 +11,6 @@ from actorgrad.ops.activations import (
     leaky_relu,
     logsigmoid,
     mish,
-    one_hot,
     relu,
     relu6,
     rrelu,
@@ -60,7 +59,7 @@ from actorgrad.ops.ctc import ctc_loss
 from actorgrad.ops.dim_activations import glu, gumbel_softmax, log_softmax, prelu, softmax, softmin
 from actorgrad.ops.distances import cosine_similarity, pairwise_distance, pdist
 from actorgrad.ops.embedding_bags import embedding_bag
-from actorgrad.ops.embeddings import embedding
+from actorgrad.ops.embeddings import embedding, one_hot
 from actorgrad.ops.fractional_pooling import (
     fractional_max_pool2d,
     fractional_max_pool2d_with_indices,

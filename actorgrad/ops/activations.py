@@ -1,5 +1,5 @@
 """Activation functions applied per element (leaky_relu, gelu, softplus, silu, elu, hardtanh, mish, threshold,
-hardshrink, softshrink, rrelu, ...) and their gradient rules, and one_hot. The ones that look along a dim (glu,
+hardshrink, softshrink, rrelu, ...) and their gradient rules. The ones that look along a dim (glu,
 prelu, the functional softmax, log_softmax and softmin) live in dim_activations; glu, prelu and softmin are
 exported from here too, as this family's.
 
@@ -17,20 +17,19 @@ import numpy as np
 from actorgrad.devices.erf import erf as erf_kernel
 from actorgrad.devices.erf_float32 import normal_cdf_and_pdf
 from actorgrad.ops.arithmetic import relu as _relu
-from actorgrad.ops.conv import integer_value
 from actorgrad.ops.dim_activations import floating_data, glu, prelu, recorded_grad, softmin
 from actorgrad.ops.dim_activations import log_softmax as log_softmax
 from actorgrad.ops.dim_activations import softmax as softmax
 from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operand_checks import BOOL_SUBTRACTION
-from actorgrad.ops.operands import SCALAR_NAMES, type_name
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.random import numpy_generator
 from actorgrad.tensor import Tensor
 
 __all__ = [
     "celu", "elu", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "logsigmoid",
-    "mish", "one_hot", "prelu", "relu6", "selu", "silu", "softmin", "softplus", "softsign", "tanhshrink", "threshold",
+    "mish", "prelu", "relu6", "selu", "silu", "softmin", "softplus", "softsign", "tanhshrink", "threshold",
 ]
 
 SQRT1_2 = 1 / math.sqrt(2)
@@ -382,32 +381,6 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
             slopes = where.asarray(slopes)
     noise = where.xp.where(x > 0, 1, slopes).astype(x.dtype, copy=False)
     return record(RRELU, x * noise, (input,), noise=noise)
-
-
-def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
-    """An int64 tensor of shape `tensor.shape + (num_classes,)` with 1 at each class index; num_classes=-1 takes
-    the largest index + 1. Not differentiable."""
-    if not isinstance(tensor, Tensor):  # PyTorch names the argument `input` here
-        raise TypeError(f"one_hot(): argument 'input' (position 1) must be Tensor, not {type(tensor).__name__}")
-    classes = integer_value(num_classes)
-    if classes is None:
-        raise TypeError(f"one_hot(): argument 'num_classes' (position 2) must be int, not {type_name(num_classes)}")
-    num_classes = classes
-    x = tensor._data
-    if x.dtype != np.int64:
-        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    xp = tensor._device.xp
-    if x.size == 0:
-        if num_classes <= 0:
-            raise RuntimeError("Can not infer total number of classes from empty tensor.")
-        return Tensor(xp.zeros(x.shape + (num_classes,), np.int64), device=tensor._device)
-    if x.min() < 0:
-        raise RuntimeError("Class values must be non-negative.")
-    if num_classes == -1:
-        num_classes = int(x.max()) + 1
-    elif x.max() >= num_classes:
-        raise RuntimeError("Class values must be smaller than num_classes.")
-    return Tensor((x[..., None] == xp.arange(num_classes)).astype(np.int64), device=tensor._device)
 
 
 METHODS: dict[str, Any] = {"hardshrink": hardshrink}

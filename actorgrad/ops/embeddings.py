@@ -1,7 +1,8 @@
 """embedding: rows of a weight matrix picked by indices. Its gradient adds each output row's gradient into its
 weight row (duplicates accumulate; padding_idx's row gets none; with scale_grad_by_freq each row's gradient is
 first divided by how often its index occurs); that scatter-add's own gradient is the lookup again, so both are in
-the `ops` interface and a recorded backward differentiates."""
+the `ops` interface and a recorded backward differentiates. Also one_hot, the lookup's dense counterpart (not
+differentiable)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from typing import Any
 import numpy as np
 
 from actorgrad.grad_mode import no_grad
+from actorgrad.ops.conv import integer_value
 from actorgrad.ops.index_parsing import host_array
+from actorgrad.ops.operands import type_name
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.tensor import Tensor
 from actorgrad.version_counter import bump_version
 
-__all__: list[str] = []  # its name at the top level is aten_forms's
+__all__ = ["one_hot"]  # embedding's name at the top level is aten_forms's
 
 EMBEDDING = Rule(
     "EmbeddingBackward0",
@@ -95,6 +98,32 @@ def recorded_embedding_rows(h: Tensor, indices: np.ndarray, padding_idx: int | N
     data = h._device.ops.embedding_rows(h._data, indices, padding_idx)
     return record(ROWS, data, (h,), indices=indices, num_weights=h.shape[0], padding_idx=padding_idx,
                   frequency_scale=None)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """An int64 tensor of shape `tensor.shape + (num_classes,)` with 1 at each class index; num_classes=-1 takes
+    the largest index + 1. Not differentiable."""
+    if not isinstance(tensor, Tensor):  # PyTorch names the argument `input` here
+        raise TypeError(f"one_hot(): argument 'input' (position 1) must be Tensor, not {type(tensor).__name__}")
+    classes = integer_value(num_classes)
+    if classes is None:
+        raise TypeError(f"one_hot(): argument 'num_classes' (position 2) must be int, not {type_name(num_classes)}")
+    num_classes = classes
+    x = tensor._data
+    if x.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    xp = tensor._device.xp
+    if x.size == 0:
+        if num_classes <= 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        return Tensor(xp.zeros(x.shape + (num_classes,), np.int64), device=tensor._device)
+    if x.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = int(x.max()) + 1
+    elif x.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return Tensor((x[..., None] == xp.arange(num_classes)).astype(np.int64), device=tensor._device)
 
 
 METHODS: dict[str, Any] = {}
