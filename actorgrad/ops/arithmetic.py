@@ -14,6 +14,8 @@ import numpy as np
 
 from actorgrad.devices import cpu
 from actorgrad.devices.floor_division import python_division
+from actorgrad.ops import float_kernels
+from actorgrad.ops.float_kernels import FLOAT16, FLOAT16_SCALAR_OPS, float16_by_scalar
 from actorgrad.ops.operand_checks import check_subtraction, check_unsigned_number
 from actorgrad.ops.operands import (
     as_operand,
@@ -121,7 +123,7 @@ _BINARY = {
     "div": (DIV, np.divide),
     "pow": (POW, np.power),
     "floor_divide": (_no_derivative("floor_divide"), np.floor_divide),
-    "remainder": (REMAINDER, np.remainder),
+    "remainder": (REMAINDER, float_kernels.remainder),
 }
 
 POW_SCALAR = Rule(
@@ -170,7 +172,7 @@ UNARY = {  # each kernel takes the device's ArrayOps, for its array module
     ),
     "sigmoid": (
         Rule("SigmoidBackward0", (("result",), lambda ops, g, result: g * ops.conj(result * (1 - result)))),
-        lambda ops, x: ops.sigmoid(x) if x.dtype.kind != "c" else 1 / (1 + ops.xp.exp(-x)),
+        float_kernels.sigmoid,
     ),
     "relu": (
         Rule("ReluBackward0", (("result",), lambda ops, g, result: ops.relu_grad(g, result))),
@@ -218,8 +220,13 @@ def _binary(name: str, a: Any, b: Any, rule: Rule | None = None) -> Tensor:
     y = b._data if b.__class__ is Tensor else None
     if x is None or y is None or x.dtype != y.dtype or x.dtype.kind != "f":  # else nothing to promote
         if y is None and x is not None and x.dtype.kind == "f" and b.__class__ in (float, int):
+            if x.dtype is FLOAT16 and name in FLOAT16_SCALAR_OPS:
+                return float16_by_scalar(rule or own_rule, kernel, a, b)
             b = Tensor(number_array(b, x.dtype))  # a number never outranks a float tensor: nothing else to check
             y = b._data
+        elif (x is not None and x.dtype is FLOAT16 and name in FLOAT16_SCALAR_OPS and y is not None and y.ndim == 0
+              and y.dtype.kind == "f" and x.ndim):
+            return float16_by_scalar(rule or own_rule, kernel, a, b)
         else:
             a, b, x, y = _promoted(name, a, b)
     if x.__class__ is not y.__class__:  # a GPU array beside a zero-dim host array: pass that as a scalar
@@ -246,9 +253,12 @@ def _scaled(name: str, rule: Rule, input: Tensor, other: Any, alpha: Any) -> Ten
     input, other, x, y = _promoted(name, input, other)
     where = input._device if input._device is not cpu else other._device  # a zero-dim cpu input meets any device
     kernel = getattr(where.xp, _BINARY[name][1].__name__)
+    # float16 computes in float32 and rounds once (alpha itself is rounded to float16 first), as PyTorch's kernel
+    work = np.dtype(np.float32) if x.dtype == np.float16 else x.dtype
     try:
         # alpha checked as PyTorch checks it, and as a scalar: CuPy rejects host arrays
-        data = kernel(*kernel_operands(x, y * fitted_number(alpha, x.dtype)[()]))
+        scaled = y.astype(work, copy=False) * fitted_number(alpha, x.dtype).astype(work)[()]
+        data = kernel(*kernel_operands(x.astype(work, copy=False), scaled)).astype(x.dtype, copy=False)
     except ValueError:
         raise broadcast_error(rule.name, x.shape, y.shape) from None
     return record(rule, data, (input, other), alpha=alpha)

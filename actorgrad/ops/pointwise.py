@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from actorgrad.ops.linalg import TYPE_META_NAMES
 from actorgrad.ops.operands import (
     SCALAR_NAMES,
@@ -67,6 +69,11 @@ ADDCDIV = Rule(
 )
 
 
+def _opmath(dtype: np.dtype) -> np.dtype:
+    """The dtype PyTorch's kernels compute in: float32 for float16 (rounded once at the end), else the dtype."""
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
 def _broadcast_kernel(op: str, kernel: Any, *arrays: Any) -> Any:
     try:
         return kernel(*arrays)
@@ -90,12 +97,13 @@ def arctan2(input: Tensor, other: Tensor) -> Tensor:
 
 def lerp(input: Tensor, end: Tensor, weight: float | Tensor) -> Tensor:
     """input + weight * (end - input), computed from whichever end is nearer (as PyTorch's kernel, so weight 1
-    gives `end` exactly). All tensors must share one floating or complex dtype."""
+    gives `end` exactly). All tensors must share one floating or complex dtype, but for a zero-dim real weight."""
     require_tensors("lerp", input=input, end=end)
     tensors = {"end": end, "weight": weight} if isinstance(weight, Tensor) else {"end": end}
     x = input._data
     for name, t in tensors.items():
-        if t.dtype != x.dtype:
+        # a zero-dim real weight of another dtype meets the input as a number does, as in PyTorch
+        if t.dtype != x.dtype and not (name == "weight" and t.ndim == 0 and t.dtype.kind in "biuf"):
             raise RuntimeError(f"expected dtype {TYPE_META_NAMES.get(x.dtype, x.dtype)} for `{name}` but got dtype "
                                f"{TYPE_META_NAMES.get(t.dtype, t.dtype)}")
     if x.dtype.kind not in "fc":
@@ -103,11 +111,12 @@ def lerp(input: Tensor, end: Tensor, weight: float | Tensor) -> Tensor:
         raise NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES.get(x.dtype, x.dtype)}\'')
     device = common_device((input, *tensors.values()))
     xp = device.xp
-    w = weight._data if isinstance(weight, Tensor) else number_array(weight, x.dtype)
-    x, e = kernel_operands(x, end._data)
+    dtype, work = x.dtype, _opmath(x.dtype)
+    w = weight._data.astype(work, copy=False) if isinstance(weight, Tensor) else number_array(weight, work)
+    x, e = (v.astype(work, copy=False) for v in kernel_operands(x, end._data))
     w = w if isinstance(w, xp.ndarray) else w[()]
     data = _broadcast_kernel("lerp", lambda a, b, t: xp.where(abs(t) < 0.5, a + t * (b - a), b - (b - a) * (1 - t)),
-                             x, e, w)
+                             x, e, w).astype(dtype, copy=False)
     if isinstance(weight, Tensor):
         return record(LERP_TENSOR, data, (input, end, weight), end=end, weight=weight)
     return record(LERP_NUMBER, data, (input, end), weight=weight)
@@ -117,8 +126,9 @@ def _addc(op: str, rule: Rule, kernel: Any, input: Tensor, tensor1: Tensor, tens
     require_tensors(op, input=input, tensor1=tensor1, tensor2=tensor2)
     device = common_device((input, tensor1, tensor2))
     dtype = common_dtype(input, tensor1, tensor2)
-    scale = number_array(value, dtype)[()]  # value is cast to the result's dtype, as PyTorch casts the Scalar
-    a, b, c = (data_as(t, dtype) for t in (input, tensor1, tensor2))
+    work = _opmath(dtype)
+    scale = number_array(value, work)[()]  # value is cast to the dtype computed in, as PyTorch casts the Scalar
+    a, b, c = (data_as(t, dtype).astype(work, copy=False) for t in (input, tensor1, tensor2))
     arrays = [v if isinstance(v, device.xp.ndarray) or v.ndim else v[()] for v in (a, b, c)]
     data = _broadcast_kernel(op, lambda a, b, c: a + scale * kernel(b, c), *arrays)
     return record(rule, device.xp.asarray(data, dtype=dtype), (input, tensor1, tensor2), tensor1=tensor1,

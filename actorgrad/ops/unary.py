@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.grad_mode import is_grad_enabled
 from actorgrad.ops.arithmetic import neg, pow
 from actorgrad.ops.operands import floating, number_array, require_tensors
 from actorgrad.ops.record import Rule, record
@@ -51,6 +52,14 @@ def _sinc_grad(ops: Any, g: Any, self: Any) -> Any:
         return ops.where(pi_x_squared == 0, 0, g * ops.conj((pi_x * ops.cos(pi_x) - ops.sin(pi_x)) / pi_x_squared))
 
 
+def _acosh_grad(ops: Any, g: Any, self: Any) -> Any:
+    """1 / sqrt(z**2 - 1) for real z (finite below -1 too, as PyTorch's); for complex z the slope of the principal
+    acosh, 1 / (sqrt(z - 1) sqrt(z + 1)), whose sign sqrt(z**2 - 1) gets wrong where Re(z) < 0."""
+    if self.dtype.kind == "c":
+        return g / ops.conj((self - 1) ** 0.5 * (self + 1) ** 0.5)
+    return g / (self * self - 1) ** 0.5
+
+
 # Ops whose result is floating: an integer input gives the default float dtype, as in PyTorch. A complex input
 # keeps its dtype, and its gradient is g times the conjugate of the derivative (PyTorch's convention); `ops.conj`
 # returns a real value itself.
@@ -58,7 +67,7 @@ FLOATING = {
     "sqrt": (Rule("SqrtBackward0", (("result",), lambda ops, g, result: g / (2 * ops.conj(result)))), "sqrt"),
     "rsqrt": (
         Rule("RsqrtBackward0", (("result",), lambda ops, g, result: -0.5 * g * ops.conj(result * result * result))),
-        lambda xp, x: 1 / xp.sqrt(x),
+        lambda xp, x: (1 / xp.sqrt(x.astype(np.float32))).astype(x.dtype) if x.dtype == np.float16 else 1 / xp.sqrt(x),
     ),
     "sin": (Rule("SinBackward0", (("self",), lambda ops, g, self: g * ops.conj(ops.cos(self)))), "sin"),
     "cos": (Rule("CosBackward0", (("self",), lambda ops, g, self: -g * ops.conj(ops.sin(self)))), "cos"),
@@ -70,8 +79,7 @@ FLOATING = {
     "atan": (Rule("AtanBackward0", (("self",), lambda ops, g, self: g / ops.conj(1 + self * self))), "arctan"),
     "asinh": (Rule("AsinhBackward0", (("self",), lambda ops, g, self: g / ops.conj((self * self + 1) ** 0.5))),
               "arcsinh"),
-    "acosh": (Rule("AcoshBackward0", (("self",), lambda ops, g, self: g / ops.conj((self * self - 1) ** 0.5))),
-              "arccosh"),
+    "acosh": (Rule("AcoshBackward0", (("self",), _acosh_grad)), "arccosh"),
     "atanh": (Rule("AtanhBackward0", (("self",), lambda ops, g, self: g / ops.conj(1 - self * self))), "arctanh"),
     "deg2rad": (Rule("Deg2RadBackward0", ((), lambda ops, g: g * RADIANS_PER_DEGREE)),
                 _times(RADIANS_PER_DEGREE)),
@@ -333,9 +341,17 @@ def nan_to_num(
     input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None
 ) -> Tensor:
     """NaN, inf and -inf replaced by `nan`, `posinf` and `neginf` (by default 0 and the dtype's largest and
-    smallest values); integer and bool tensors come back as copies."""
+    smallest values), in a complex tensor's real and imaginary parts apart; integer and bool tensors come back as
+    copies."""
     x = input._data
     xp = input._device.xp
+    if x.dtype.kind == "c":  # the real and imaginary parts replaced apart, as in PyTorch, which has no gradient
+        if input.requires_grad and is_grad_enabled():
+            raise RuntimeError("nan_to_num does not support automatic differentiation for outputs with complex dtype.")
+        data = xp.empty_like(x)
+        data[...] = xp.nan_to_num(x.real, nan=nan, posinf=posinf, neginf=neginf)
+        data.imag[...] = xp.nan_to_num(x.imag, nan=nan, posinf=posinf, neginf=neginf)  # a view, in numpy and CuPy
+        return record(NAN_TO_NUM, data, (input,), finite=None)
     if x.dtype.kind != "f":  # never requires grad: no mask to save
         return record(NAN_TO_NUM, x.copy(), (input,), finite=None)
     data = xp.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
