@@ -65,6 +65,9 @@ def seed_grads(outputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
     seeds = []
     for i, (out, grad) in enumerate(zip(outputs, given)):
         if grad is None:
+            if not out.requires_grad:  # graph_root refuses it, with PyTorch's text for it
+                seeds.append(None)
+                continue
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             if out._data.dtype.kind != "f":  # a complex loss needs its gradient given: 1 or 1j would be a choice
@@ -87,6 +90,12 @@ def seed_grads(outputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
         if grad._device is not out._device:
             raise RuntimeError(
                 f"invalid gradient at index {i} - expected device {out._device} but got {grad._device}"
+            )
+        if (grad._data.dtype.kind == "c") != (out._data.dtype.kind == "c"):  # casting would drop or invent a part
+            raise RuntimeError(
+                f"For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch in "
+                f"dtype: grad_output[{i}] has a dtype of actorgrad.{grad._data.dtype} and output[{i}] has a dtype of "
+                f"actorgrad.{out._data.dtype}."
             )
         if grad.dtype != out.dtype:
             grad = Tensor(grad._data.astype(out.dtype), device=grad._device)

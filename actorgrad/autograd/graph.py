@@ -13,6 +13,7 @@ import inspect
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from actorgrad.accumulate_grad import gradient_edge
@@ -124,13 +125,21 @@ class allow_mutation_on_saved_tensors(saved_tensors_hooks):
         return copy
 
     def __enter__(self) -> allow_mutation_on_saved_tensors:
+        if _mutation_context_open.get():
+            raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
         super().__enter__()
         self._open = True
+        self._token = _mutation_context_open.set(True)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self._open = False
+        _mutation_context_open.reset(self._token)
         super().__exit__(*exc_info)
+
+
+# Is an allow_mutation_on_saved_tensors block open? PyTorch refuses one inside another.
+_mutation_context_open: ContextVar[bool] = ContextVar("actorgrad_mutation_context_open", default=False)
 
 
 def increment_version(tensor: Tensor | Iterable[Tensor]) -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from actorgrad.creation import empty
 from actorgrad.tensor import Tensor
+
+VOLATILE_REMOVED = "volatile was removed and now has no effect. Use `with actorgrad.no_grad():` instead."
 
 
 class _VariableMeta(type):
@@ -15,9 +18,16 @@ class _VariableMeta(type):
 
 class Variable(metaclass=_VariableMeta):
     """`Variable(t, requires_grad=False)` is a new leaf sharing `t`'s data (as `t.detach()`), requiring grad as
-    asked; `Variable()` is an empty tensor. Kept for old code: write the tensor itself instead."""
+    asked; `Variable()` is an empty tensor. Kept for old code: write the tensor itself instead. `volatile`, long
+    gone from PyTorch, is taken and warned about as PyTorch does, so that such code still runs."""
 
-    def __new__(cls, data: Tensor | None = None, requires_grad: bool = False) -> Tensor:  # type: ignore[misc]
+    def __new__(  # type: ignore[misc]
+        cls, data: Tensor | None = None, requires_grad: bool = False, volatile: bool = False
+    ) -> Tensor:
+        if volatile:
+            warnings.warn(VOLATILE_REMOVED, UserWarning, stacklevel=2)
+            if requires_grad:
+                raise ValueError("Variable can't be volatile and require_grad at the same time!")
         if data is None:
             data = empty(0)
         elif not isinstance(data, Tensor):
