@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any, NamedTuple
 
+from actorgrad.autograd.forward_ad import check_floating_dual
 from actorgrad.autograd.functional_arguments import (
     JACOBIAN_CONSTANT,
     as_tuple,
@@ -191,9 +192,11 @@ def _check_forward_mode(inputs: Any, create_graph: bool, strict: bool, vectorize
         raise NotImplementedError(_FORWARD_NO_CREATE_GRAPH)
     if strict:
         raise RuntimeError(_FORWARD_NO_STRICT)
-    as_tuple(inputs, "inputs", "jacobian")
+    _, inputs = as_tuple(inputs, "inputs", "jacobian")
     if not vectorize:
         raise NotImplementedError(_FORWARD_NEEDS_VECTORIZE)
+    for x in inputs:  # PyTorch makes a dual of each input, so make_dual's refusal comes before the function runs
+        check_floating_dual(x, "primal")
 
 
 def jacobian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool, vectorize: bool,

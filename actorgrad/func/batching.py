@@ -1,7 +1,8 @@
 """vmap, as torch.func's in what it computes, not in how: actorgrad runs the function once per example (the
 slices of the mapped inputs along their in_dims) and stacks the outputs along their out_dims, where PyTorch
 batches each op. The results and their gradients are the same, the speed is that of a Python loop. That also makes
-it more permissive than PyTorch's: `.item()` and data-dependent control flow work per example.
+it more permissive than PyTorch's: `.item()` and data-dependent control flow work per example. An in-place change
+to an input that is not mapped over (in_dims None) is refused, since it would be made once per example.
 
 Randomness: every random op of actorgrad draws from an actorgrad.Generator. With randomness='error' (the
 default), a call that moves the default generator raises PyTorch's error, and the generator is put back;
@@ -140,6 +141,24 @@ def _combine(func: Callable, values: list, out_dim: int | None) -> Any:
     return stack(values, dim=out_dim)
 
 
+def _unmapped_versions(flat_args: list, flat_dims: list) -> list[tuple[Tensor, int]]:
+    return [(a, a._version) for a, d in zip(flat_args, flat_dims)
+            if d is None and isinstance(a, Tensor) and not a.is_inference()]
+
+
+def _refuse_unmapped_changes(func: Callable, versions: list[tuple[Tensor, int]]) -> None:
+    """Run once per example, an in-place change to an unmapped input would be made once per example where PyTorch
+    makes it once (or refuses it, when mapped values are written into it): refuse it instead of repeating it."""
+    for tensor, version in versions:
+        if tensor._version != version:
+            name = _name(func)
+            raise RuntimeError(
+                f"vmap({name}, ...): `{name}` modified in place an input that is not mapped over (in_dims None). "
+                f"actorgrad's vmap runs the function once per example, so the change would be made once per "
+                f"example; use out-of-place operators on that input, or map over it."
+            )
+
+
 def vmap(func: Callable, in_dims: int | tuple = 0, out_dims: Any = 0, randomness: str = "error", *,
          chunk_size: int | None = None) -> Callable:
     """`func` mapped over the dimension `in_dims` of its inputs (an int for all, or a pytree of ints and Nones
@@ -155,6 +174,7 @@ def vmap(func: Callable, in_dims: int | tuple = 0, out_dims: Any = 0, randomness
         _check_out_dims(func, out_dims)
         size, flat_dims, flat_args, spec = _mapped_inputs(func, in_dims, args)
         start = default_generator.get_state() if randomness == "same" else None
+        versions = _unmapped_versions(flat_args, flat_dims) if size > 1 else []
         outputs = []
         for i in range(size):
             example = [a if d is None else a.select(d, i) for a, d in zip(flat_args, flat_dims)]
@@ -165,6 +185,8 @@ def vmap(func: Callable, in_dims: int | tuple = 0, out_dims: Any = 0, randomness
                     outputs.append(func(*tree_unflatten(example, spec), **kwargs))
             else:
                 outputs.append(func(*tree_unflatten(example, spec), **kwargs))
+            if i == 0:
+                _refuse_unmapped_changes(func, versions)
         flattened = [tree_flatten(out) for out in outputs]
         output_spec = flattened[0][1]
         for _, other in flattened[1:]:

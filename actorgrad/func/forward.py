@@ -15,6 +15,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
+from actorgrad.autograd.forward_ad import check_floating_dual
 from actorgrad.creation import zeros, zeros_like
 from actorgrad.func.batching import check_randomness, refusing_random
 from actorgrad.func.levels import (
@@ -48,6 +49,7 @@ class _Linearization:
         self.level = Level()
         diff = args if argnums is None else slice_argnums(args, argnums)
         flat, self.primals_spec = tree_flatten(diff)
+        _check_floating(flat, "primal")
         self.primals = [self.level.differentiable(x) for x in flat]
         new = tree_unflatten(self.primals, self.primals_spec)
         with enable_grad():
@@ -85,6 +87,12 @@ class _Linearization:
         return tangents
 
 
+def _check_floating(flat: list, what: str) -> None:
+    for value in flat:
+        if isinstance(value, Tensor):
+            check_floating_dual(value, what)
+
+
 def _check_tensors(flat: list, what: str) -> None:
     if not flat:
         raise RuntimeError(f"{_JVP_API}: Expected {what} to contain at least one Tensor.")
@@ -116,6 +124,8 @@ def jvp(func: Callable, primals: tuple, tangents: Any, *, strict: bool = False, 
                 f"is not supported. Tensor is of size {list(p.shape)} while the given forward gradient is of size "
                 f"{list(t.shape)}."
             )
+    _check_floating(flat_primals, "primal")
+    _check_floating(flat_tangents, "tangent")
     lin = _Linearization(func, primals, None, has_aux, _JVP_API)
     output = lin.level.unwrap(tree_unflatten(lin.outputs, lin.output_spec))
     pushed = tree_unflatten(lin.push(flat_tangents, strict), lin.output_spec)
