@@ -178,6 +178,13 @@ class BackwardCFunction(FunctionCtx, Node):
                     f"Function {self.name()} returned an invalid gradient at index {i} - expected device {device} "
                     f"but got {g._device}"
                 )
+            kind = g.dtype.kind  # as PyTorch: a float gradient casts to any input; others only within real/complex
+            if kind != "f" and (kind == "c") != (dtype.kind == "c"):
+                raise RuntimeError(
+                    f"Function {self.name()} returned an invalid gradient at index {i} - got a gradient of dtype "
+                    f"{g.dtype} for an input of dtype {dtype}: a complex gradient needs a complex input (return "
+                    f"grad.real for a real one), and a complex input a floating or complex gradient"
+                )
             g = g if recorded else g._data
             out.append(ops.cast(ops.sum_to(g, shape), dtype))
         return out
@@ -213,10 +220,15 @@ class Function:
         cls._forward_signature = inspect.signature(cls.forward) if setup_context else None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError(
-            f"{type(self).__name__} is a Function with static forward and backward: call "
-            f"{type(self).__name__}.apply(...) instead of making an instance"
+        """Allowed with PyTorch's deprecation warning (its `apply` still works); calling the instance is refused."""
+        warnings.warn(
+            f"{type(self)} should not be instantiated. Methods on autograd functions are all static, so you should "
+            "invoke them on the class itself. Instantiating an autograd function will raise an error in a future "
+            "version of PyTorch.", DeprecationWarning, stacklevel=2,
         )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(LEGACY_CALL)
 
     @staticmethod
     def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
@@ -235,8 +247,8 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        if cls is Function:
-            raise RuntimeError("apply() is called on a subclass of Function, e.g. MyFn.apply(x)")
+        if cls is Function:  # PyTorch runs the base forward, which raises
+            raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
         signature = cls._forward_signature
         if signature is not None:  # as PyTorch: inputs are forward's positional parameters, defaults filled in
             bound = signature.bind(*args, **kwargs)
@@ -294,15 +306,8 @@ class InplaceFunction(Function):
     static and run through `apply`, where forward may take the flag as an argument."""
 
     def __init__(self, inplace: bool = False) -> None:
-        warnings.warn(
-            f"{type(self)} should not be instantiated. Methods on autograd functions are all static, so you should "
-            "invoke them on the class itself. Instantiating an autograd function will raise an error in a future "
-            "version of PyTorch.", DeprecationWarning, stacklevel=2,
-        )
+        super().__init__()
         self.inplace = inplace
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(LEGACY_CALL)
 
 
 class _DelayedErrorNode(Node):
