@@ -200,7 +200,7 @@ class Module(StateDictMethods, CastMethods, ModuleExtras):
         elif name in self.__dict__.get("_buffers", ()):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
-                                "(actorgrad.Tensor or None expected)")
+                                "(actorgrad.nn.Buffer, actorgrad.Tensor or None expected)")
             self._buffers[name] = value
         else:
             object.__setattr__(self, name, value)

@@ -4,6 +4,7 @@ CastMethods."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Self
 
 import numpy as np
@@ -12,6 +13,12 @@ from actorgrad.devices.device import Device
 from actorgrad.devices.device import device as as_device
 from actorgrad.ops.casts import TYPE_BY_NAME, device_from_index, is_device
 from actorgrad.tensor import Tensor
+
+# PyTorch's warning on `to(complex dtype)`: its layers are written for real tensors.
+COMPLEX_MODULES = (
+    "Complex modules are a new feature under active development whose design may change, and some modules might "
+    "not work as expected when using complex tensors as parameters or buffers."
+)
 
 
 class CastMethods:
@@ -41,6 +48,8 @@ class CastMethods:
                     f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                     f"dtype=actorgrad.{dtype}"
                 )
+            if dtype.kind == "c":
+                warnings.warn(COMPLEX_MODULES, stacklevel=2)
         if device is not None:
             self._move(as_device(device_from_index(device)))  # a bare index names a CUDA device
         if dtype is not None:

@@ -5,6 +5,7 @@ registries module.py keeps."""
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Self
@@ -18,6 +19,10 @@ from actorgrad.tensor import Tensor
 from actorgrad.version_counter import bump_version
 
 EXTRA_STATE = "_extra_state"
+POSITIONAL_STATE_DICT = (
+    "Positional args are being deprecated, use kwargs instead. Refer to "
+    "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict for details."
+)
 POST_HOOK_RETURNED = (
     "Hooks registered with ``register_load_state_dict_post_hook`` are not expected to return new values, if "
     "incompatible_keys need to be modified, it should be done inplace."
@@ -60,11 +65,18 @@ def _never_called(method: str) -> RuntimeError:
 class StateDictMethods:
     """Module's state: its own slots, and those of every module below it, under dotted names."""
 
-    def state_dict(self, destination: dict | None = None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+    def state_dict(self, *args: Any, destination: dict | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> OrderedDict:
         """Parameters and persistent buffers by dotted name, detached unless `keep_vars` (they share the
         module's arrays until something writes a new one), and each module's extra state. Keys are `prefix` +
         name, as in PyTorch (so pass a prefix ending in '.'); `_metadata` holds each module's version by its
-        dotted path. A module's pre-hooks run before its entries are added, its post-hooks after its children's."""
+        dotted path. A module's pre-hooks run before its entries are added, its post-hooks after its children's.
+        Positional `destination, prefix, keep_vars` still work, with PyTorch's FutureWarning."""
+        if args:
+            warnings.warn(POSITIONAL_STATE_DICT, FutureWarning, stacklevel=2)
+            if len(args) > 3:
+                raise TypeError(f"state_dict() takes at most 3 positional arguments ({len(args)} given)")
+            destination, prefix, keep_vars = (*args, *(destination, prefix, keep_vars)[len(args):])
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
@@ -192,8 +204,9 @@ class StateDictMethods:
         slots = self._state_slots()
         extras = {prefix + EXTRA_STATE: module for prefix, module in modules
                   if type(module).set_extra_state is not StateDictMethods.set_extra_state}
-        missing += [key for key in (*slots, *extras) if key not in state_dict]
-        unexpected += [key for key in state_dict if key not in slots and key not in extras]
+        missing += [key for prefix, module in modules for key in (*module._own_state(prefix), prefix + EXTRA_STATE)
+                    if key not in state_dict and (key in slots or key in extras)]
+        unexpected += self._unexpected_keys(state_dict, slots, extras, modules)
         loaded = {}  # the arrays to copy in, or with `assign` the tensors to put in place
         for key, current in slots.items():
             if key not in state_dict:
@@ -241,6 +254,24 @@ class StateDictMethods:
         if strict and (missing or unexpected):
             self._refuse_load(strict, missing, unexpected, errors)
         return keys
+
+    def _unexpected_keys(self, state_dict: dict, slots: dict, extras: dict, modules: list) -> list[str]:
+        """The keys no slot takes, grouped by the module PyTorch's recursion reports each under (the deepest one
+        their dotted path reaches), in its order; keys under a child set to None are ignored, as in PyTorch."""
+        order = {prefix: place for place, (prefix, _) in enumerate(modules)}
+        owned = []
+        for key in state_dict:
+            if key in slots or key in extras:
+                continue
+            module, prefix, *path = self, "", *key.split(".")
+            while len(path) > 1 and path[0] in module._modules:
+                module, prefix = module._modules[path[0]], f"{prefix}{path[0]}."
+                path = path[1:]
+                if module is None:
+                    break
+            if module is not None:
+                owned.append((order[prefix], key))
+        return [key for _, key in sorted(owned, key=lambda pair: pair[0])]
 
     def _assign_state(self, incoming: dict[str, Any], slots: dict[str, Tensor]) -> None:
         """`load_state_dict(assign=True)`: set each slot's attribute to the checkpoint's own tensor (a slot shared
