@@ -7,13 +7,22 @@ Floats default to the default dtype (float32 unless `set_default_dtype` changed 
 from __future__ import annotations
 
 import math
-import sys
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from actorgrad.creation_args import (
+    check_device,
+    check_layout,
+    check_storage,
+    checked_shape,
+    dtype_or,
+    int_like,
+    is_int,
+    leaf_on,
+    size_argument,
+)
 from actorgrad.default_device import default_device
 from actorgrad.default_dtype import default_complex, default_float
 from actorgrad.devices import cpu
@@ -26,11 +35,11 @@ from actorgrad.ops.operands import (
     fitted_number,
     not_implemented,
     real_number,
-    type_name,
     wrapped_int,
 )
 from actorgrad.tensor import Tensor, bool_, int64
 from actorgrad.tensor_construction import checked_numpy, copied_leaf, new_leaf
+from actorgrad.user_warnings import warn_once
 
 __all__ = [
     "arange", "as_tensor", "empty", "eye", "from_numpy", "full", "full_like", "linspace", "logspace", "ones",
@@ -38,114 +47,33 @@ __all__ = [
 ]
 
 
-# -- argument handling -------------------------------------------------------------------------------------------
-def check_device(device: Any) -> None:
-    """Fail before any work on a device name that does not parse."""
-    if device is not None:
-        as_device(device)
-
-
-def is_int(value: Any) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
-
-
-def _int_like(dim: Any) -> bool:
-    """Whether PyTorch reads `dim` as one size: an int, or a one-element integer tensor."""
-    return is_int(dim) or (isinstance(dim, Tensor) and dim.dtype.kind in "iu" and dim.numel() == 1)
-
-
-def _dim(op: str, dim: Any, position: int) -> int:
-    """One size as PyTorch reads it: an int (a one-element integer tensor counts as one) that fits int64."""
-    if isinstance(dim, Tensor) and dim.dtype.kind in "iu" and dim.numel() == 1:
-        dim = dim.item()
-    elif isinstance(dim, np.ndarray) and dim.ndim == 0 and is_int(dim[()]):
-        dim = dim[()]
-    if not is_int(dim):
-        raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos {position} with error \"type must "
-                        f"be tuple of ints,but got {type_name(dim)}\"")
-    if not -(1 << 63) <= dim < 1 << 63:  # PyTorch's text has no closing quote
-        raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos {position} with error "
-                        f"\"Overflow when unpacking long long")
-    return int(dim)
-
-
-def checked_shape(op: str, size: tuple, position: int | None = 1) -> tuple[int, ...]:
-    """`*size` as PyTorch takes it: `f(2, 3)` or `f((2, 3))`; every dimension an int >= 0. `position` is where a
-    sequence of sizes was passed, None when it came by keyword."""
-    if len(size) == 1 and isinstance(size[0], np.ndarray) and size[0].ndim:  # a 0-d one is one size, as an int
-        where = "" if position is None else f" (position {position})"
-        raise TypeError(f"{op}(): argument 'size'{where} must be tuple of ints, not numpy.ndarray")
-    if len(size) == 1 and isinstance(size[0], Sequence) and np.ndim(size[0]):
-        sequence, size = size[0], tuple(size[0])
-        # PyTorch matches a sequence to the signature by its first element alone, so only that one gets this text
-        if size and not _int_like(size[0]):
-            if position is None:
-                raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not {type(sequence).__name__}")
-            raise TypeError(f"{op}(): argument 'size' (position {position}) must be tuple of ints, but found element "
-                            f"of type {type_name(size[0])} at pos 0")
-    elif len(size) == 1 and not (_int_like(size[0]) or isinstance(size[0], np.ndarray) and is_int(size[0][()])):
-        raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not {type_name(size[0])}")
-    shape = tuple(_dim(op, dim, position) for position, dim in enumerate(size, 1))
-    negative = [dim for dim in shape if dim < 0]
-    if negative and op == "zeros":  # PyTorch's zeros checks its sizes itself
-        raise RuntimeError("zeros: Dimension size must be non-negative.")
-    if negative:
-        raise RuntimeError(f"Trying to create tensor with negative dimension {negative[0]}: {list(shape)}")
-    _check_storage(op, shape)
-    return shape
-
-
-def size_argument(op: str, args: tuple, size: Any) -> tuple[int, ...]:
-    """The shape from `f(2, 3)`, `f((2, 3))` or `f(size=(2, 3))`; PyTorch has no default size."""
-    if size is not None:
-        if args:
-            raise TypeError(f"{op}() got multiple values for argument 'size'")
-        if not isinstance(size, Sequence | np.ndarray):
-            raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
-        return checked_shape(op, (size,), None)
-    if not args:
-        raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
-    return checked_shape(op, args)
-
-
-def _check_storage(op: str, shape: tuple[int, ...]) -> None:
-    """Sizes whose bytes overflow an index get PyTorch's RuntimeError (numpy raises ValueError, "too big")."""
-    if math.prod(shape) > sys.maxsize // 8:
-        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
-
-
-def dtype_or(dtype: Any, default: np.dtype) -> np.dtype:
-    return default if dtype is None else np.dtype(dtype)
-
-
-def leaf_on(data: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:
-    """The leaf holding `data` (made on the host) on `device`; in inference mode, an inference tensor."""
-    where = default_device() if device is None else as_device(device)
-    return new_leaf(data if where is cpu else where.asarray(data), requires_grad, where)
-
-
 # -- constants ---------------------------------------------------------------------------------------------------
 def zeros(
-    *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
+    *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+    layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     check_device(device)
+    check_layout("zeros", layout, pin_memory)
     shape = size_argument("zeros", args, size)
     return leaf_on(np.zeros(shape, dtype_or(dtype, default_float())), requires_grad, device)
 
 
 def ones(
-    *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
+    *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+    layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     check_device(device)
+    check_layout("ones", layout, pin_memory)
     shape = size_argument("ones", args, size)
     return leaf_on(np.ones(shape, dtype_or(dtype, default_float())), requires_grad, device)
 
 
 def empty(
     *args: Any, size: Sequence[int] | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None,
-    memory_format: Any = contiguous_format,
+    memory_format: Any = contiguous_format, layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     check_device(device)
+    check_layout("empty", layout, pin_memory)
     shape = size_argument("empty", args, size)
     return formatted("empty", leaf_on(np.empty(shape, dtype_or(dtype, default_float())), requires_grad, device),
                      memory_format)
@@ -185,9 +113,10 @@ _REQUIRED: Any = object()  # marks full's arguments not given: PyTorch checks th
 
 def full(
     size: Sequence[int] = _REQUIRED, fill_value: Any = _REQUIRED, *, dtype: Any = None, requires_grad: bool = False,
-    device: Any = None,
+    device: Any = None, layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     check_device(device)
+    check_layout("full", layout, pin_memory)
     if size is _REQUIRED:
         raise TypeError('full() missing 2 required positional argument: "size", "fill_value"')
     if not isinstance(size, Sequence | np.ndarray):
@@ -201,8 +130,13 @@ def full(
     return leaf_on(data, requires_grad, device)
 
 
-def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+def eye(
+    n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+    layout: Any = None, pin_memory: bool | None = False,
+) -> Tensor:
     check_device(device)
+    check_layout("eye", layout, pin_memory)
+    n, m = (value.item() if isinstance(value, Tensor) and int_like(value) else value for value in (n, m))
     m = n if m is None else m
     for position, name, value in ((1, "n", n), (2, "m", m)):
         if not is_int(value):
@@ -233,11 +167,12 @@ def _as_int64(value: int | float) -> int:
 
 def arange(
     start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = None, requires_grad: bool = False,
-    device: Any = None,
+    device: Any = None, layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     """`arange(end)` or `arange(start, end, step)` (`arange(end=5)` too): int64 when every bound is an int, else
     the default float."""
     check_device(device)
+    check_layout("arange", layout, pin_memory)
     if start is None and end is None:
         raise TypeError('arange() missing 1 required positional arguments: "end"')
     if start is None:
@@ -271,7 +206,7 @@ def arange(
         length = math.ceil((last - first) / stride)
     if length < 0:  # the int64 count wrapped
         raise RuntimeError("arange(): invalid size, possible overflow?")
-    _check_storage("arange", (length,))
+    check_storage("arange", (length,))
     if resolved.kind in "iu":  # in int64, wrapping into narrower dtypes as PyTorch's cast does
         values = start + step * np.arange(length, dtype=np.int64)
     else:
@@ -321,10 +256,12 @@ def _space(op: str, start: Any, end: Any, steps: int, dtype: Any, exponent: bool
 
 
 def linspace(
-    start: Any, end: Any, steps: int, *, dtype: Any = None, requires_grad: bool = False, device: Any = None
+    start: Any, end: Any, steps: int, *, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+    layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     """`steps` points evenly spaced from `start` to `end`, both included."""
     check_device(device)
+    check_layout("linspace", layout, pin_memory)
     points, resolved = _space("linspace", start, end, steps, dtype)
     points = np.array([_fill(points[0], resolved)]) if steps == 1 else points
     with np.errstate(invalid="ignore"):  # nan points, as in PyTorch
@@ -333,10 +270,11 @@ def linspace(
 
 def logspace(
     start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None, requires_grad: bool = False,
-    device: Any = None,
+    device: Any = None, layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     """`base` to the power of `steps` points evenly spaced from `start` to `end`."""
     check_device(device)
+    check_layout("logspace", layout, pin_memory)
     if isinstance(base, Tensor):
         base = base.item()
     if not isinstance(base, int | float | np.number) or isinstance(base, complex):
@@ -355,17 +293,23 @@ def like_dtype(op: str, input: Tensor, dtype: Any) -> np.dtype:
     return input.dtype if dtype is None else np.dtype(dtype)
 
 
-def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None,
-               memory_format: Any = preserve_format) -> Tensor:
+def zeros_like(
+    input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+    memory_format: Any = preserve_format, layout: Any = None, pin_memory: bool | None = False,
+) -> Tensor:
     check_device(device)
+    check_layout("zeros_like", layout, pin_memory)
     resolved = like_dtype("zeros_like", input, dtype)
     return formatted("zeros_like", leaf_on(np.zeros(input.shape, resolved), requires_grad, device or input.device),
                      memory_format)
 
 
-def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None,
-              memory_format: Any = preserve_format) -> Tensor:
+def ones_like(
+    input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+    memory_format: Any = preserve_format, layout: Any = None, pin_memory: bool | None = False,
+) -> Tensor:
     check_device(device)
+    check_layout("ones_like", layout, pin_memory)
     resolved = like_dtype("ones_like", input, dtype)
     return formatted("ones_like", leaf_on(np.ones(input.shape, resolved), requires_grad, device or input.device),
                      memory_format)
@@ -373,9 +317,10 @@ def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, 
 
 def full_like(
     input: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, device: Any = None,
-    memory_format: Any = preserve_format,
+    memory_format: Any = preserve_format, layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     check_device(device)
+    check_layout("full_like", layout, pin_memory)
     resolved = like_dtype("full_like", input, dtype)
     fill_value = _fill(_fill_value("full_like", fill_value), resolved)
     leaf = leaf_on(np.full(input.shape, fill_value, resolved), requires_grad, device or input.device)
@@ -387,13 +332,19 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A tensor sharing `ndarray`'s memory: a change to one shows in the other, as PyTorch's."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    if not ndarray.flags.writeable:
-        warnings.warn(
+    _warn_if_read_only(ndarray)
+    return new_leaf(checked_numpy(ndarray))
+
+
+def _warn_if_read_only(array: np.ndarray) -> None:
+    """PyTorch warns, once per process, when from_numpy or as_tensor is given an array it may not write."""
+    if not array.flags.writeable:
+        warn_once(
             "The given NumPy array is not writable, and actorgrad does not support non-writable tensors. This means "
             "writing to this tensor will result in undefined behavior. You may want to copy the array to protect its "
-            "data or make it writable before converting it to a tensor.", UserWarning, stacklevel=2,
+            "data or make it writable before converting it to a tensor. This type of warning will be suppressed for "
+            "the rest of this program."
         )
-    return new_leaf(checked_numpy(ndarray))
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -402,6 +353,8 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     copied as by `tensor()`."""
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device)
+    if isinstance(data, np.ndarray):
+        _warn_if_read_only(data)
     on_cpu = (default_device() if device is None else as_device(device)) is cpu
     if isinstance(data, np.ndarray) and on_cpu and (dtype is None or np.dtype(dtype) == data.dtype):
         return new_leaf(checked_numpy(data))

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.creation import dtype_or, is_int, leaf_on
+from actorgrad.creation_args import dtype_or, is_int, leaf_on
 from actorgrad.default_dtype import default_float
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.tensor import Tensor, float64

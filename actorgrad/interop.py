@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.creation import check_device, dtype_or, leaf_on
+from actorgrad.creation_args import check_device, dtype_or, leaf_on
 from actorgrad.default_dtype import default_float
 from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device

@@ -11,15 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.creation import (
-    check_device,
-    checked_shape,
-    dtype_or,
-    is_int,
-    leaf_on,
-    like_dtype,
-    size_argument,
-)
+from actorgrad.creation import like_dtype
+from actorgrad.creation_args import check_device, check_layout, checked_shape, dtype_or, is_int, leaf_on, size_argument
 from actorgrad.default_dtype import default_float
 from actorgrad.memory_formats import formatted, preserve_format
 from actorgrad.ops.arithmetic import _no_derivative
@@ -68,10 +61,11 @@ def _draw(sample: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 
 def rand(
     *args: Any, size: Sequence[int] | None = None, generator: Generator | None = None, dtype: Any = None,
-    requires_grad: bool = False, device: Any = None,
+    requires_grad: bool = False, device: Any = None, layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     """Uniform samples from [0, 1)."""
     check_device(device)
+    check_layout("rand", layout, pin_memory)
     rng = numpy_generator(generator)
     shape = size_argument("rand", args, size)
     return leaf_on(_draw(rng.random, shape, _float_dtype("check_uniform_bounds", dtype, "fc")), requires_grad, device)
@@ -79,10 +73,11 @@ def rand(
 
 def randn(
     *args: Any, size: Sequence[int] | None = None, generator: Generator | None = None, dtype: Any = None,
-    requires_grad: bool = False, device: Any = None,
+    requires_grad: bool = False, device: Any = None, layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     """Samples from the standard normal distribution."""
     check_device(device)
+    check_layout("randn", layout, pin_memory)
     rng = numpy_generator(generator)
     shape = size_argument("randn", args, size)
     draws = _draw(rng.standard_normal, shape, _float_dtype("normal_kernel_cpu", dtype, "fc"))
@@ -142,9 +137,12 @@ def randint(
     dtype: Any = None,
     requires_grad: bool = False,
     device: Any = None,
+    layout: Any = None,
+    pin_memory: bool | None = False,
 ) -> Tensor:
     """Integers drawn uniformly from [low, high): `randint(high, size)` or `randint(low, high, size)`."""
     check_device(device)
+    check_layout("randint", layout, pin_memory)
     positions = {"low": 1, "high": 2, "size": 3}
     if size is None and high is not None and low is not None:  # randint(high, size)
         low, high, size = 0, low, high
@@ -165,11 +163,13 @@ def randint(
 
 def randint_like(
     input: Tensor, low: int = 0, high: int | None = None, *, generator: Generator | None = None, dtype: Any = None,
-    requires_grad: bool = False, device: Any = None, memory_format: Any = preserve_format,
+    requires_grad: bool = False, device: Any = None, memory_format: Any = preserve_format, layout: Any = None,
+    pin_memory: bool | None = False,
 ) -> Tensor:
     """A tensor of `input`'s shape (and dtype) of integers drawn from [low, high): `randint_like(input, high)` or
     `randint_like(input, low, high)`."""
     check_device(device)
+    check_layout("randint_like", layout, pin_memory)
     if high is None:
         low, high = 0, low
     resolved = like_dtype("randint_like", input, dtype)
@@ -179,9 +179,10 @@ def randint_like(
 
 
 def _random_like(op: str, sample: str, kernel: str, input: Tensor, generator: Generator | None, dtype: Any,
-                 requires_grad: bool, device: Any, memory_format: Any) -> Tensor:
+                 requires_grad: bool, device: Any, memory_format: Any, layout: Any, pin_memory: Any) -> Tensor:
     """A tensor of `input`'s shape drawn by the numpy Generator method `sample` (PyTorch's `kernel`)."""
     check_device(device)
+    check_layout(op, layout, pin_memory)
     resolved = _float_dtype(kernel, like_dtype(op, input, dtype), "fc")
     draws = _draw(getattr(numpy_generator(generator), sample), input.shape, resolved)
     return formatted(op, leaf_on(draws, requires_grad, device or input.device), memory_format)
@@ -189,19 +190,19 @@ def _random_like(op: str, sample: str, kernel: str, input: Tensor, generator: Ge
 
 def rand_like(
     input: Tensor, *, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False,
-    device: Any = None, memory_format: Any = preserve_format,
+    device: Any = None, memory_format: Any = preserve_format, layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     return _random_like("rand_like", "random", "check_uniform_bounds", input, generator, dtype, requires_grad, device,
-                        memory_format)
+                        memory_format, layout, pin_memory)
 
 
 def randn_like(
     input: Tensor, *, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False,
-    device: Any = None, memory_format: Any = preserve_format,
+    device: Any = None, memory_format: Any = preserve_format, layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     return _random_like(
         "randn_like", "standard_normal", "normal_kernel_cpu", input, generator, dtype, requires_grad, device,
-        memory_format,
+        memory_format, layout, pin_memory,
     )
 
 
@@ -212,10 +213,12 @@ _FLOAT_LIMITS = {float16: ("Half", 2049, "2049"), float32: ("Float", (1 << 24) +
 
 
 def randperm(
-    n: int, *, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
+    n: int, *, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+    layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     """A random permutation of 0, ..., n - 1 (int64 by default)."""
     check_device(device)
+    check_layout("randperm", layout, pin_memory)
     n = _one_int(n)
     if not is_int(n):
         raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not {type_name(n)}")

@@ -14,6 +14,7 @@ from actorgrad.default_dtype import default_complex, default_float
 from actorgrad.devices import Device, cpu
 from actorgrad.grad_mode import _inference_mode
 from actorgrad.tensor import Tensor, bool_, float64, int64
+from actorgrad.user_warnings import warn_once
 
 # The numpy dtypes PyTorch makes tensors of, in the order its error names them.
 NUMPY_TYPES = (
@@ -26,6 +27,10 @@ COPY_CONSTRUCT = (
     "sourceTensor.detach().clone().requires_grad_(True), rather than {}."
 )
 _PLAIN = {bool, int, float}
+REQUIRES_GRAD_TO_SCALAR = (
+    "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+    "Consider using tensor.detach() first."
+)
 
 
 def checked_numpy(array: np.ndarray | np.generic) -> np.ndarray | np.generic:
@@ -65,7 +70,8 @@ def as_array(data: Any, dtype: Any = None) -> Any:
     if isinstance(data, Tensor):
         return data._data.astype(data._data.dtype if dtype is None else np.dtype(dtype))  # astype copies
     if isinstance(data, np.ndarray):  # cast as numpy casts, wrapping out-of-range values, as PyTorch does
-        return np.array(checked_numpy(data), dtype=None if dtype is None else np.dtype(dtype))
+        with np.errstate(over="ignore", invalid="ignore"):  # silently, as PyTorch's cast (inf, nan as an int)
+            return np.array(checked_numpy(data), dtype=None if dtype is None else np.dtype(dtype))
     wide = None
     if type(data) in _PLAIN or type(data) in (list, tuple) and _leaf_types(data) <= _PLAIN:
         try:
@@ -159,6 +165,8 @@ def _nested_values(data: Any, shape: tuple[int, ...], dim: int) -> Any:
         if isinstance(data, Tensor):
             if data._data.size != 1:
                 raise ValueError("only one element tensors can be converted to Python scalars")
+            if data.requires_grad:  # its value leaves the graph (`tensor([loss_a, loss_b])`): PyTorch warns once
+                warn_once(REQUIRES_GRAD_TO_SCALAR)
             return cpu.asarray(data._data).reshape(())
         return data
     if isinstance(data, np.ndarray) and data.ndim:
@@ -191,9 +199,13 @@ def new_leaf(data: Any, requires_grad: bool = False, device: Device = cpu) -> Te
     return out
 
 
-def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def tensor(
+    data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, pin_memory: bool | None = False
+) -> Tensor:
     """A new leaf tensor holding a copy of `data`, on `device` (default: the cpu, or the device of a tensor
-    `data`, as PyTorch copies one)."""
+    `data`, as PyTorch copies one). `pin_memory` is accepted as `Tensor.pin_memory()` is: nothing to pin here."""
+    if pin_memory is not None and not isinstance(pin_memory, bool):
+        raise TypeError(f"tensor(): argument 'pin_memory' must be bool, not {type(pin_memory).__name__}")
     if isinstance(data, Tensor):
         warnings.warn(COPY_CONSTRUCT.format("actorgrad.tensor(sourceTensor)"), UserWarning, stacklevel=2)
     return copied_leaf(data, dtype, device, requires_grad)

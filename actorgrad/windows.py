@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.creation import check_device, dtype_or, is_int, leaf_on
+from actorgrad.creation_args import check_device, dtype_or, is_int, leaf_on
 from actorgrad.default_device import default_device
 from actorgrad.default_dtype import default_float
 from actorgrad.devices import device as as_device

@@ -80,7 +80,7 @@ def test_numpy_reads_a_tensor_through_its_memory_as_torch_lets_it():
         np.asarray(t, dtype=np.float64, copy=False)
 
 
-def test_from_numpy_and_as_tensor_share_the_array():
+def test_from_numpy_and_as_tensor_share_the_array(monkeypatch):
     array = np.array([1.0, 2.0])
     shared, kept = ag.from_numpy(array), ag.as_tensor(array)
     array[0] = 9.0
@@ -96,6 +96,7 @@ def test_from_numpy_and_as_tensor_share_the_array():
         ag.from_numpy([1, 2])
     readonly = np.array([1.0])
     readonly.setflags(write=False)
+    monkeypatch.setattr(user_warnings, "_warned_once", set())  # PyTorch warns once per process
     with pytest.warns(UserWarning, match="The given NumPy array is not writable"):
         ag.from_numpy(readonly)
 

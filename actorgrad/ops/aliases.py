@@ -237,11 +237,13 @@ def diff(
 
 
 def empty_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, device: Any = None,
-               memory_format: Any = preserve_format) -> Tensor:
+               memory_format: Any = preserve_format, layout: Any = None, pin_memory: bool | None = False) -> Tensor:
     from actorgrad.creation import empty  # creation imports the ops package: at call time, not import time
+    from actorgrad.creation_args import check_layout
 
     if not isinstance(input, Tensor):
         raise TypeError(f"empty_like(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    check_layout("empty_like", layout, pin_memory)
     leaf = empty(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad,
                  device=input.device if device is None else device)
     return formatted("empty_like", leaf, memory_format)

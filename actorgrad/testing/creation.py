@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 import actorgrad as ag
-from actorgrad.creation import checked_shape
+from actorgrad.creation_args import checked_shape
 from actorgrad.ops.operands import int_tuple
 from actorgrad.random import numpy_generator
 from actorgrad.tensor import Tensor
