@@ -116,6 +116,10 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x for x > 0, else weight * x, one weight per channel (dim 1) or one for all."""
     x, w = input._data, weight._data
+    if w.dtype != x.dtype:  # checked first, as PyTorch's: nn.PReLU's float32 weight on a float64 input lands here
+        raise RuntimeError(
+            f"prelu: Type promoting not supported. Got {SCALAR_NAMES.get(x.dtype)} and {SCALAR_NAMES.get(w.dtype)}"
+        )
     if w.ndim > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {w.ndim}")
     if w.size != 1:
@@ -127,10 +131,6 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
                 f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {w.size} and "
                 f"channel size = {channels}."
             )
-    if w.dtype != x.dtype:
-        raise RuntimeError(
-            f"prelu: Type promoting not supported. Got {SCALAR_NAMES.get(x.dtype)} and {SCALAR_NAMES.get(w.dtype)}"
-        )
     floating_data("prelu_cpu", input)
     if w.ndim:  # the weights along dim 1 (or one for all): a view that broadcasts, its gradient summed back
         weight = weight.reshape((w.size,) + (1,) * (x.ndim - 2) if w.size != 1 else ())

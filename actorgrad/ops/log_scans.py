@@ -52,10 +52,11 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     rows = x.reshape(x.shape or (1,))
     if x.dtype.kind == "c":
         data = _complex_running_logaddexp(input._device.xp, rows, d).reshape(x.shape)
-    elif x.dtype == np.float16:  # run in float32, as PyTorch's: a float16 running sum stops growing early
-        data = input._device.ops.accumulate("logaddexp", rows.astype(np.float32), d).astype(x.dtype).reshape(x.shape)
     else:
-        data = input._device.ops.accumulate("logaddexp", rows, d).reshape(x.shape)
+        with np.errstate(invalid="ignore"):  # a nan runs on as nan, silently as in PyTorch
+            if x.dtype == np.float16:  # run in float32, as PyTorch's: a float16 running sum stops growing early
+                rows = rows.astype(np.float32)
+            data = input._device.ops.accumulate("logaddexp", rows, d).astype(x.dtype, copy=False).reshape(x.shape)
     last = (slice(None),) * d + (slice(-1, None),) if x.ndim else None
     return record(LOGCUMSUMEXP, data, (input,), dim=d, last=last)
 

@@ -317,7 +317,9 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, op: str) -> tuple[Any, t
     return x, ((dim % n,) if x.ndim else ())
 
 
-def log_softmax(input: Tensor, dim: int | None = None, *, dtype: Any = None, axis: Any = None) -> Tensor:
+def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None, *, axis: Any = None) -> Tensor:
+    """log(softmax(x)) over `dim`; `dtype` may come third by position, as PyTorch's torch.log_softmax and
+    Tensor.log_softmax take it."""
     if axis is not None:  # numpy's name, which PyTorch takes too
         dim = axis
     x, dims = _softmax_input(input, dim, dtype, "log_softmax")
@@ -327,7 +329,9 @@ def log_softmax(input: Tensor, dim: int | None = None, *, dtype: Any = None, axi
     return record(LOG_SOFTMAX, data.astype(x.dtype, copy=False), (input,), dim=dims)
 
 
-def softmax(input: Tensor, dim: int | None = None, *, dtype: Any = None, axis: Any = None) -> Tensor:
+def softmax(input: Tensor, dim: int | None = None, dtype: Any = None, *, axis: Any = None) -> Tensor:
+    """exp(x) / sum(exp(x)) over `dim`; `dtype` may come third by position, as PyTorch's torch.softmax and
+    Tensor.softmax take it."""
     if axis is not None:  # numpy's name, which PyTorch takes too
         dim = axis
     x, dims = _softmax_input(input, dim, dtype, "softmax")
