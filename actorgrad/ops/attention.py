@@ -145,6 +145,19 @@ def _pad_key(mask: Tensor | None) -> Tensor | None:
     return None if mask is None else pad(mask, (0, 1))
 
 
+def _heads_first(x: Tensor, batch_heads: int, head_dim: int) -> Tensor:
+    """(S, N, E) projections as (N * num_heads, S, head_dim)."""
+    return x.view(x.shape[0], batch_heads, head_dim).transpose(0, 1)
+
+
+def _static(x: Tensor, name: str, batch_heads: int, head_dim: int) -> Tensor:
+    """A given (N * num_heads, S, head_dim) key or value, used in place of the projected one."""
+    for axis, expected in ((0, batch_heads), (2, head_dim)):
+        if x.shape[axis] != expected:
+            raise AssertionError(f"expecting {name}.size({axis}) of {expected}, but got {x.shape[axis]}")
+    return x
+
+
 def _mha_shape_check(query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None,
                      attn_mask: Tensor | None, num_heads: int) -> bool:
     """PyTorch's checks of the inputs' ranks; True when the inputs are batched (3-D)."""
@@ -202,9 +215,8 @@ def multi_head_attention_forward(
 ) -> tuple[Tensor, Tensor | None]:
     """PyTorch's multi-head attention on sequence-first inputs: (L, N, E) query, (S, N, E_k) key, (S, N, E_v)
     value, or unbatched (L, E). Returns the output and, with `need_weights`, the attention weights (N, L, S),
-    averaged over heads unless `average_attn_weights=False` (then (N, num_heads, L, S))."""
-    if static_k is not None or static_v is not None:
-        raise NotImplementedError("multi_head_attention_forward: static_k and static_v are not supported")
+    averaged over heads unless `average_attn_weights=False` (then (N, num_heads, L, S)). `static_k` and
+    `static_v`, (N * num_heads, S, E / num_heads), replace the projected key and value (incremental decoding)."""
     is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not is_batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -233,9 +245,14 @@ def multi_head_attention_forward(
                 f"key's sequence and batch dims {key.shape[:2]} do not match value's {value.shape[:2]}"
             )
         weights = (q_proj_weight, k_proj_weight, v_proj_weight)
+        for name, weight in zip("qkv", weights, strict=True):
+            if weight is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight is None")
     else:
         if key.shape != value.shape:
             raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
         weights = in_proj_weight.chunk(3)
     biases = (None,) * 3 if in_proj_bias is None else in_proj_bias.chunk(3)
     q, k, v = (linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases, strict=True))
@@ -253,12 +270,18 @@ def multi_head_attention_forward(
                 f"{(bsz * num_heads, tgt_len, src_len)}."
             )
     if bias_k is not None and bias_v is not None:
+        if static_k is not None or static_v is not None:
+            raise AssertionError(f"bias cannot be added to static {'key' if static_k is not None else 'value'}.")
         k = cat([k, bias_k.repeat(1, bsz, 1)])
         v = cat([v, bias_v.repeat(1, bsz, 1)])
         attn_mask, key_padding_mask = _pad_key(attn_mask), _pad_key(key_padding_mask)
-    q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    elif bias_k is not None or bias_v is not None:
+        set_name, unset_name = ("bias_k", "bias_v") if bias_k is not None else ("bias_v", "bias_k")
+        raise AssertionError(f"{set_name} is set but {unset_name} is None")
+    heads = bsz * num_heads
+    q = _heads_first(q, heads, head_dim)
+    k = _heads_first(k, heads, head_dim) if static_k is None else _static(static_k, "static_k", heads, head_dim)
+    v = _heads_first(v, heads, head_dim) if static_v is None else _static(static_v, "static_v", heads, head_dim)
     if add_zero_attn:
         k = cat([k, zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype, device=k.device)], 1)
         v = cat([v, zeros(bsz * num_heads, 1, head_dim, dtype=v.dtype, device=v.device)], 1)
