@@ -301,7 +301,7 @@ def zeros_like(
     check_layout("zeros_like", layout, pin_memory)
     resolved = like_dtype("zeros_like", input, dtype)
     return formatted("zeros_like", leaf_on(np.zeros(input.shape, resolved), requires_grad, device or input.device),
-                     memory_format)
+                     memory_format, input)
 
 
 def ones_like(
@@ -312,7 +312,7 @@ def ones_like(
     check_layout("ones_like", layout, pin_memory)
     resolved = like_dtype("ones_like", input, dtype)
     return formatted("ones_like", leaf_on(np.ones(input.shape, resolved), requires_grad, device or input.device),
-                     memory_format)
+                     memory_format, input)
 
 
 def full_like(
@@ -324,7 +324,7 @@ def full_like(
     resolved = like_dtype("full_like", input, dtype)
     fill_value = _fill(_fill_value("full_like", fill_value), resolved)
     leaf = leaf_on(np.full(input.shape, fill_value, resolved), requires_grad, device or input.device)
-    return formatted("full_like", leaf, memory_format)
+    return formatted("full_like", leaf, memory_format, input)
 
 
 # -- from existing data ------------------------------------------------------------------------------------------

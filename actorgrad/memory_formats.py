@@ -4,8 +4,10 @@
 optimizer) runs as it is.
 
 A channels-last tensor holds its elements in NHWC (NDHWC) order behind the same NCHW shape: numpy and CuPy arrays
-take any strides, so it is a transposed row-major copy. preserve_format copies keep row-major memory, which is
-what actorgrad's copies always give (PyTorch's keep the input's strides when they are dense)."""
+take any strides, so it is a transposed row-major copy. A preserve_format copy is laid out as PyTorch lays it out:
+with the input's strides when those are dense and do not overlap (a transposed or permuted tensor), else densely
+in the order of the input's strides (a slice of a channels-last tensor stays channels-last; an expanded dim
+keeps its row-major place)."""
 
 from __future__ import annotations
 
@@ -69,9 +71,55 @@ def is_laid_out(array: Any, fmt: memory_format) -> bool:
     return array.ndim == rank and bool(array.transpose(order).flags.c_contiguous)
 
 
-def formatted(op: str, leaf: Any, fmt: Any) -> Any:
+def _preserved_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
+    """PyTorch's preserve_format strides (in elements) for a copy of an array with `strides`: those strides when
+    they are dense and do not overlap, else dense strides in their order (as its `infer_dense_strides` sorts:
+    stably by stride, smaller size first on a tie, a broadcast (0) stride leaving its dim where it is)."""
+    order = list(range(len(shape)))[::-1]  # innermost first
+
+    def after(a: int, b: int) -> bool | None:  # whether dim a goes outside dim b; None: no preference
+        if strides[a] == 0 or strides[b] == 0:
+            return None
+        if strides[a] != strides[b]:
+            return strides[a] > strides[b]
+        return True if shape[a] > shape[b] else None
+
+    for i in range(1, len(order)):  # insertion sort, stopping at the first dim that must stay inside
+        at = i
+        for j in range(i - 1, -1, -1):
+            swap = after(order[j], order[at])
+            if swap:
+                order[j], order[at] = order[at], order[j]
+                at = j
+            elif swap is False:
+                break
+    dense, step = [0] * len(shape), 1
+    for d in order:
+        dense[d] = step
+        step *= max(shape[d], 1)
+    sized = [d for d in order if shape[d] != 1]
+    if all(strides[d] == dense[d] for d in sized):
+        return strides  # already dense and non-overlapping: PyTorch keeps even a size-1 dim's stride
+    return tuple(dense)
+
+
+def preserved(xp: Any, values: Any, like: Any, dtype: Any = None) -> Any:
+    """A copy of `values` (cast to `dtype`) laid out as PyTorch's preserve_format lays out a copy of `like` (an
+    array of the same shape, maybe `values` itself or on another device)."""
+    if like.flags.c_contiguous or any(step < 0 for step in like.strides):  # negative: a flip, a copy in PyTorch
+        return xp.array(values, dtype=dtype, order="C", copy=True)
+    strides = _preserved_strides(like.shape, tuple(step // like.itemsize for step in like.strides))
+    flat = xp.empty(max(like.size, 1), values.dtype if dtype is None else dtype)
+    out = xp.lib.stride_tricks.as_strided(flat, like.shape, tuple(step * flat.itemsize for step in strides))
+    out[...] = values
+    return out
+
+
+def formatted(op: str, leaf: Any, fmt: Any, like: Any = None) -> Any:
     """A new leaf (no history yet) with its memory in `fmt`'s order: what a creation function's `memory_format=`
-    asks for."""
+    asks for; for preserve_format, that of a copy of the tensor `like`."""
     if checked_format(op, fmt) in _CHANNELS_LAST:
         leaf._data = laid_out(leaf._device.xp, leaf._data, fmt)
+    elif fmt is preserve_format and like is not None and not like._data.flags.c_contiguous:
+        leaf._data = preserved(leaf._device.xp, leaf._data, like._data)
     return leaf

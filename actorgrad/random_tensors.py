@@ -175,7 +175,7 @@ def randint_like(
     resolved = like_dtype("randint_like", input, dtype)
     low, high = _int_bound("randint_like", low, "low", 2), _int_bound("randint_like", high, "high", 3)
     draws = _random_ints(low, high, input.shape, generator, resolved)
-    return formatted("randint_like", leaf_on(draws, requires_grad, device or input.device), memory_format)
+    return formatted("randint_like", leaf_on(draws, requires_grad, device or input.device), memory_format, input)
 
 
 def _random_like(op: str, sample: str, kernel: str, input: Tensor, generator: Generator | None, dtype: Any,
@@ -185,7 +185,7 @@ def _random_like(op: str, sample: str, kernel: str, input: Tensor, generator: Ge
     check_layout(op, layout, pin_memory)
     resolved = _float_dtype(kernel, like_dtype(op, input, dtype), "fc")
     draws = _draw(getattr(numpy_generator(generator), sample), input.shape, resolved)
-    return formatted(op, leaf_on(draws, requires_grad, device or input.device), memory_format)
+    return formatted(op, leaf_on(draws, requires_grad, device or input.device), memory_format, input)
 
 
 def rand_like(

@@ -246,7 +246,7 @@ def empty_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False,
     check_layout("empty_like", layout, pin_memory)
     leaf = empty(input.shape, dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad,
                  device=input.device if device is None else device)
-    return formatted("empty_like", leaf, memory_format)
+    return formatted("empty_like", leaf, memory_format, input)
 
 
 def multiply(input: Any, other: Any) -> Tensor:

@@ -11,7 +11,7 @@ import numpy as np
 from actorgrad.devices import Device
 from actorgrad.devices import device as as_device
 from actorgrad.devices.device import DEVICE_TYPES
-from actorgrad.memory_formats import checked_format, preserve_format
+from actorgrad.memory_formats import checked_format, preserve_format, preserved
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.shape import contiguous, to_dtype
@@ -63,7 +63,8 @@ def _convert(input: Tensor, dtype: Any, copy: bool, device: Any = None) -> Tenso
     if dtype == input._data.dtype and not copy and not moves:
         return input
     if dtype.kind not in "fc" or (dtype == input._data.dtype and not input.requires_grad):
-        data = input._data.astype(dtype)  # integers and bools carry no gradient
+        x = input._data  # integers and bools carry no gradient
+        data = x.astype(dtype) if x.flags.c_contiguous else preserved(input._device.xp, x, x, dtype)
         return Tensor(target.asarray(data) if moves else data, device=target)
     out = input if dtype == input._data.dtype and moves else to_dtype(input, dtype)
     return to_device(out, target) if moves else out

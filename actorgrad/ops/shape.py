@@ -9,7 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.memory_formats import checked_format, contiguous_format, is_laid_out, laid_out, preserve_format
+from actorgrad.memory_formats import (
+    checked_format,
+    contiguous_format,
+    is_laid_out,
+    laid_out,
+    preserve_format,
+    preserved,
+)
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.padding import pad
 from actorgrad.ops.record import Rule, record
@@ -346,9 +353,11 @@ def roll(input: Tensor, shifts: int | tuple[int, ...], dims: int | tuple[int, ..
 
 
 def clone(input: Tensor, *, memory_format: Any = preserve_format) -> Tensor:
-    """A copy in new memory, row-major unless a channels-last `memory_format` is asked for."""
+    """A copy in new memory: by default (preserve_format) with the input's layout, as PyTorch's (see
+    `memory_formats.preserved`), else in `memory_format`'s."""
     if memory_format is preserve_format:
-        return record(CLONE, input._data.copy(), (input,))
+        x = input._data
+        return record(CLONE, x.copy() if x.flags.c_contiguous else preserved(input._device.xp, x, x), (input,))
     return record(CLONE, laid_out(input._device.xp, input._data, checked_format("clone", memory_format)), (input,))
 
 
@@ -368,7 +377,8 @@ def contiguous(input: Tensor, memory_format: Any = contiguous_format) -> Tensor:
 def to_dtype(input: Tensor, dtype: Any) -> Tensor:
     """A differentiable cast; the gradient is cast back to the input's dtype."""
     x = input._data
-    return record(TO_COPY, x.astype(dtype), (input,), self_dtype=x.dtype)
+    data = x.astype(dtype) if x.flags.c_contiguous else preserved(input._device.xp, x, x, dtype)
+    return record(TO_COPY, data, (input,), self_dtype=x.dtype)
 
 
 def expand(input: Tensor, *sizes: Any, size: Any = None) -> Tensor:
