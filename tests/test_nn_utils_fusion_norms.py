@@ -232,6 +232,7 @@ def test_clip_grad_norm_is_the_deprecated_name_of_clip_grad_norm_():
     np.testing.assert_allclose(p.grad.numpy(), [0.6, 0.8], rtol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore:`actorgrad.nn.utils.stateless.functional_call` is deprecated:FutureWarning")
 def test_functional_call_runs_the_module_with_the_given_tensors_and_puts_its_own_back():
     model = nn.Sequential(nn.Linear(3, 2), nn.Tanh()).double()
     weight, x = f64(rng.normal(size=(2, 3)), requires_grad=True), f64(rng.normal(size=(4, 3)))
@@ -244,6 +245,7 @@ def test_functional_call_runs_the_module_with_the_given_tensors_and_puts_its_own
     assert stateless.functional_call(model, {}, args=(x,), kwargs={}).shape == (4, 2)
 
 
+@pytest.mark.filterwarnings("ignore:`actorgrad.nn.utils.stateless.functional_call` is deprecated:FutureWarning")
 def test_functional_call_restores_the_module_when_the_call_raises():
     model = nn.Linear(3, 2)
     original = model.weight
@@ -252,6 +254,7 @@ def test_functional_call_restores_the_module_when_the_call_raises():
     assert model.weight is original
 
 
+@pytest.mark.filterwarnings("ignore:`actorgrad.nn.utils.stateless.functional_call` is deprecated:FutureWarning")
 def test_functional_call_ties_shared_weights_unless_asked_not_to():
     model = nn.Sequential(nn.Linear(2, 2, bias=False), nn.Linear(2, 2, bias=False)).double()
     model[1].weight = model[0].weight
@@ -266,6 +269,7 @@ def test_functional_call_ties_shared_weights_unless_asked_not_to():
         stateless.functional_call(model, {"0.weight": identity, "1.weight": 2 * identity}, x)
 
 
+@pytest.mark.filterwarnings("ignore:`actorgrad.nn.utils.stateless.functional_call` is deprecated:FutureWarning")
 def test_functional_call_strict_checks_the_names():
     text = "Error(s) in reparametrizing for Linear:\n\tUnexpected key(s): 'x'.\n\tMissing key(s): 'bias'."
     with pytest.raises(RuntimeError, match=re.escape(text)):

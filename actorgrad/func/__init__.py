@@ -50,4 +50,4 @@ def functional_call(module: Module, parameter_and_buffer_dicts: dict | Sequence[
     else:
         raise ValueError(f"Expected parameter_and_buffer_dicts to be a dict, or a list/tuple of dicts, but got "
                          f"{type(parameter_and_buffer_dicts)}")
-    return stateless.functional_call(module, merged, args, kwargs, tie_weights=tie_weights, strict=strict)
+    return stateless._functional_call(module, merged, args, kwargs, tie_weights=tie_weights, strict=strict)

@@ -321,4 +321,5 @@ def _count_to_prune(amount: int | float, size: int) -> int:
         return round(amount * size)
     if amount > size:
         raise ValueError(f"amount={amount} should be smaller than the number of parameters to prune={size}")
-    return amount
+    # A numpy integer counts as PyTorch's do; a bool stays one, which topk refuses there as here.
+    return amount if isinstance(amount, bool) else int(amount)

@@ -1,8 +1,9 @@
 """`nn.utils.stateless.functional_call`: run a module with some of its parameters and buffers replaced by given
-tensors for the one call, as PyTorch's (whose newer home, `torch.func`, actorgrad does not have)."""
+tensors for the one call, as PyTorch's; deprecated there, as here, in favour of `func.functional_call`."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,10 +18,20 @@ _MISSING = object()
 
 def functional_call(module: Module, parameters_and_buffers: dict[str, Tensor], args: Any = None,
                     kwargs: dict[str, Any] | None = None, *, tie_weights: bool = True, strict: bool = False) -> Any:
-    """`module(*args, **kwargs)` with each dotted name of `parameters_and_buffers` ('0.weight') standing for its
-    tensor, which gradients then reach. With `tie_weights`, a tensor given for one of several names of one shared
-    parameter stands for all of them; with `strict`, the names must be exactly the module's. The module is left
-    as it was, even if the call raises."""
+    """Deprecated, as in PyTorch (in favour of `actorgrad.func.functional_call`): `module(*args, **kwargs)` with
+    each dotted name of `parameters_and_buffers` ('0.weight') standing for its tensor, which gradients then reach.
+    With `tie_weights`, a tensor given for one of several names of one shared parameter stands for all of them;
+    with `strict`, the names must be exactly the module's. The module is left as it was, even if the call
+    raises."""
+    warnings.warn("`actorgrad.nn.utils.stateless.functional_call` is deprecated as of PyTorch 2.0 and will be "
+                  "removed in a future version of PyTorch. Please use `actorgrad.func.functional_call` instead "
+                  "which is a drop-in replacement.", FutureWarning, stacklevel=2)
+    return _functional_call(module, parameters_and_buffers, args, kwargs, tie_weights=tie_weights, strict=strict)
+
+
+def _functional_call(module: Module, parameters_and_buffers: dict[str, Tensor], args: Any = None,
+                     kwargs: dict[str, Any] | None = None, *, tie_weights: bool = True, strict: bool = False) -> Any:
+    """`functional_call` without its deprecation warning, for `actorgrad.func.functional_call`."""
     if kwargs is None:
         kwargs = {}
     if args is None:
