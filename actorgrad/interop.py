@@ -47,6 +47,9 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = No
     """An uninitialized tensor of `size` whose elements sit `stride` elements apart (overlaps allowed)."""
     check_device(device)
     size, stride = tuple(size), tuple(stride)
+    negative = [n for n in size if n < 0]
+    if negative:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative[0]}: {list(size)}")
     if len(size) != len(stride):
         raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of strides "
                            f"({len(stride)})")
@@ -74,6 +77,9 @@ def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0, req
                          f"of element size ({resolved.itemsize})")
     if count == 0 or (count < 0 and length == offset):
         raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if count > 0 and offset + count * resolved.itemsize > length:
+        raise ValueError(f"requested buffer length ({count} * {resolved.itemsize} bytes) after offset ({offset} "
+                         f"bytes) must not be greater than actual buffer length ({length} bytes)")
     data = np.frombuffer(buffer, resolved, count, offset)
     if not data.flags.writeable:
         warn("The given buffer is not writable, and actorgrad does not support non-writable tensors: writing to "
@@ -97,9 +103,13 @@ class _Capsule:
 
 def from_dlpack(ext_tensor: Any) -> Tensor:
     """A tensor sharing the memory of any object with the DLPack protocol (a numpy or CuPy array, another
-    library's tensor), or of a cpu capsule from `to_dlpack`; a CUDA one lands on its CUDA device."""
+    library's tensor), or of a cpu capsule from `to_dlpack`; a CUDA one lands on its CUDA device. An actorgrad
+    tensor gives a new leaf on its memory (no history, no shared version counter), as PyTorch's; one that requires
+    grad is refused, as PyTorch's DLPack export refuses it."""
     if isinstance(ext_tensor, Tensor):
-        return ext_tensor
+        if ext_tensor.requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+        return ext_tensor.data
     if not hasattr(ext_tensor, "__dlpack__"):
         ext_tensor = _Capsule(ext_tensor)
     kind, index = ext_tensor.__dlpack_device__()

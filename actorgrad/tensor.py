@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import numbers
 import warnings
 import weakref
 from collections.abc import Iterator
@@ -376,8 +377,9 @@ class Tensor:
         return self if self._data.ndim == 0 else self.flip(0)
 
     def __contains__(self, element: Any) -> bool:
-        """`element in t`: does any element equal it (a number or a tensor), as in PyTorch."""
-        if not isinstance(element, Tensor | int | float | bool):
+        """`element in t`: does any element equal it (a tensor or any number: complex, numpy's scalars), as in
+        PyTorch."""
+        if not isinstance(element, Tensor | numbers.Number):
             raise RuntimeError(
                 f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}."
             )
@@ -412,18 +414,24 @@ class Tensor:
             return value.real
         return value
 
-    def __float__(self) -> float:
-        if self.requires_grad:  # the number leaves the graph: PyTorch warns, where `.item()` does not
+    def _warn_if_tracked(self) -> None:
+        """float() and complex() of a tensor that requires grad: the number leaves the graph, so PyTorch warns
+        (where `.item()` and int() do not)."""
+        if self.requires_grad:
             warnings.warn(
                 "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
-                "Consider using tensor.detach() first.", UserWarning, stacklevel=2,
+                "Consider using tensor.detach() first.", UserWarning, stacklevel=3,
             )
+
+    def __float__(self) -> float:
+        self._warn_if_tracked()
         return float(self._real_scalar("double"))
 
     def __int__(self) -> int:
         return int(self._real_scalar("int64_t"))
 
     def __complex__(self) -> complex:
+        self._warn_if_tracked()
         return complex(self._scalar())
 
     def __delitem__(self, index: Any) -> None:
