@@ -103,12 +103,22 @@ def _preserved_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tupl
     return tuple(dense)
 
 
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
 def preserved(xp: Any, values: Any, like: Any, dtype: Any = None) -> Any:
     """A copy of `values` (cast to `dtype`) laid out as PyTorch's preserve_format lays out a copy of `like` (an
     array of the same shape, maybe `values` itself or on another device)."""
     if like.flags.c_contiguous or any(step < 0 for step in like.strides):  # negative: a flip, a copy in PyTorch
         return xp.array(values, dtype=dtype, order="C", copy=True)
     strides = _preserved_strides(like.shape, tuple(step // like.itemsize for step in like.strides))
+    if strides == _row_major(like.shape):  # an expanded or sliced row-major input: a plain row-major copy
+        return xp.array(values, dtype=dtype, order="C", copy=True)
     flat = xp.empty(max(like.size, 1), values.dtype if dtype is None else dtype)
     out = xp.lib.stride_tricks.as_strided(flat, like.shape, tuple(step * flat.itemsize for step in strides))
     out[...] = values
