@@ -70,8 +70,10 @@ def as_array(data: Any, dtype: Any = None) -> Any:
     if isinstance(data, Tensor):
         return data._data.astype(data._data.dtype if dtype is None else np.dtype(dtype))  # astype copies
     if isinstance(data, np.ndarray):  # cast as numpy casts, wrapping out-of-range values, as PyTorch does
+        if dtype is None or np.dtype(dtype) == data.dtype:  # no cast: nothing to warn of
+            return np.array(checked_numpy(data))
         with np.errstate(over="ignore", invalid="ignore"):  # silently, as PyTorch's cast (inf, nan as an int)
-            return np.array(checked_numpy(data), dtype=None if dtype is None else np.dtype(dtype))
+            return np.array(checked_numpy(data), dtype=np.dtype(dtype))
     wide = None
     if type(data) in _PLAIN or type(data) in (list, tuple) and _leaf_types(data) <= _PLAIN:
         try:
