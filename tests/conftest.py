@@ -14,6 +14,16 @@ from actorgrad.ops.record import Rule, record
 
 
 @pytest.fixture
+def cupy():
+    """CuPy, for a gpu-marked test: the test is skipped when CuPy or a CUDA device is missing (the stand-in in
+    tests/cupy_standin counts as one)."""
+    module = pytest.importorskip("cupy")
+    if not module.cuda.is_available():
+        pytest.skip("no CUDA device")
+    return module
+
+
+@pytest.fixture
 def concurrent_matches_sequential():
     """A check that backward passes run all at once add into a shared leaf exactly what they give one by one."""
 

@@ -96,10 +96,7 @@ def test_changed_rules_still_match_finite_differences_away_from_their_kinks():
 
 @pytest.mark.gpu
 @pytest.mark.filterwarnings("ignore:invalid value encountered in multiply")  # hardswish(-inf) is -inf * 0: NaN
-def test_edge_rules_on_cuda_match_the_definitions():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_edge_rules_on_cuda_match_the_definitions(cupy):
     got, w = weighted_grad(F.selu, EDGES, np.float64, "cuda:0")
     want = [wi * elu_slope(x, SELU_ALPHA, SELU_SCALE, 1.0) for x, wi in zip(EDGES, w)]
     np.testing.assert_allclose(got, want, rtol=1e-6)

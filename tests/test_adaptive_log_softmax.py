@@ -128,10 +128,7 @@ def test_errors_match_torch(fn, error, message):
 
 
 @pytest.mark.gpu
-def test_adaptive_log_softmax_on_cuda_gives_the_cpu_numbers_and_gradients():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_adaptive_log_softmax_on_cuda_gives_the_cpu_numbers_and_gradients(cupy):
     x = np.random.default_rng(4).standard_normal((6, 8))
     target = np.array([0, 3, 9, 1, 6, 4])
     results = []

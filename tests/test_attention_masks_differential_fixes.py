@@ -102,10 +102,7 @@ def test_inconsistent_arguments_get_pytorchs_assertion(changes, text):
 
 
 @pytest.mark.gpu
-def test_static_key_and_value_on_cuda_match_the_cpu():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_static_key_and_value_on_cuda_match_the_cpu(cupy):
     static_k, static_v = (RNG.normal(size=(N * HEADS, S, HEAD_DIM)) for _ in range(2))
     args = _arguments()
     want = F.multi_head_attention_forward(**args, static_k=ag.tensor(static_k), static_v=ag.tensor(static_v))[0]

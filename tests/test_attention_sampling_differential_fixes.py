@@ -104,10 +104,7 @@ def test_pixel_shuffle_takes_a_numpy_integer_factor():
 
 
 @pytest.mark.gpu
-def test_antialiased_interpolate_on_cuda_matches_the_cpu():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_antialiased_interpolate_on_cuda_matches_the_cpu(cupy):
     x = RNG.standard_normal((1, 2, 9, 8))
     expected = F.interpolate(ag.tensor(x), size=(4, 3), mode="bicubic", antialias=True)
     xc = ag.tensor(x, device="cuda", requires_grad=True)

@@ -125,10 +125,7 @@ def test_allow_mutation_blocks_cannot_be_nested():
 
 # -- the same on cuda:0 (through the CuPy stand-in where there is no device) ---------------------------------
 @pytest.mark.gpu
-def test_output_and_grad_output_checks_on_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_output_and_grad_output_checks_on_cuda(cupy):
     cuda = ag.device("cuda:0")
     with pytest.raises(RuntimeError, match=NO_GRAD_FN.format(0)):
         (ag.tensor([1.0, 2.0], device=cuda) * 2).backward()

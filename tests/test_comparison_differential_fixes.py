@@ -217,10 +217,7 @@ def test_frexp_of_a_subnormal_is_quiet_and_its_gradient_scale_overflows_to_inf()
 
 
 @pytest.mark.gpu
-def test_the_fixes_on_cuda_give_the_cpu_results(monkeypatch):
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_the_fixes_on_cuda_give_the_cpu_results(monkeypatch, cupy):
     monkeypatch.setattr(user_warnings, "_warned_once", set())
     results = []
     for device in ("cpu", "cuda"):

@@ -282,10 +282,7 @@ def test_real_tensors_take_the_same_formulas_unchanged():
 
 
 @pytest.mark.gpu
-def test_on_cuda_complex_gradients_are_the_cpus():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_complex_gradients_are_the_cpus(cupy):
     a0, b0 = _sample(3, 3), _sample(3, 3)
     results = []
     for device in ("cpu", "cuda"):

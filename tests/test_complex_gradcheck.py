@@ -134,10 +134,7 @@ def test_gradgradcheck_catches_a_wrong_double_backward_of_a_complex_function():
 
 
 @pytest.mark.gpu
-def test_on_cuda_complex_inputs_are_checked_in_place():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_complex_inputs_are_checked_in_place(cupy):
     z, w = _complex(2, device="cuda"), _complex(2, device="cuda")
     assert gradcheck(lambda a, b: (a * b.conj()).exp(), (z, w))
     assert gradgradcheck(lambda a, b: a * b, (z, w))

@@ -232,10 +232,7 @@ def test_the_ex_forms_of_inv_and_solve():
 
 
 @pytest.mark.gpu
-def test_on_cuda_complex_linalg_matches_the_cpu():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_complex_linalg_matches_the_cpu(cupy):
     a0, b0, x0 = _well_conditioned(), _c(3, 2), _c(3, 3)
     results = []
     for device in ("cpu", "cuda"):

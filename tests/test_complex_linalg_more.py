@@ -346,10 +346,7 @@ def test_errors_match_torch(f: Callable, kind: type, message: str) -> None:
 
 
 @pytest.mark.gpu
-def test_on_cuda_values_and_gradients_are_the_cpus() -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_values_and_gradients_are_the_cpus(cupy) -> None:
     a0, b0, x0, l0, tau0 = _c(3, 3) + 3 * np.eye(3), _c(3, 2), _c(3, 3), _factor(3, 3), _c(3)
     not_positive = _hermitian_pd(2, 3, 3)
     not_positive[1, 1, 1] = -1

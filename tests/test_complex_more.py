@@ -171,10 +171,7 @@ def test_a_bool_tensor_to_a_bool_power_stays_bool():
 
 
 @pytest.mark.gpu
-def test_on_cuda_the_complex_forms_match_the_cpu():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_the_complex_forms_match_the_cpu(cupy):
     z0, a0 = _c(3, 4), _c(2, 3, 3)
     results = []
     for device in ("cpu", "cuda"):

@@ -201,10 +201,7 @@ def test_a_number_in_a_tensors_place_is_refused():
 
 
 @pytest.mark.gpu
-def test_on_cuda_values_and_gradients_are_the_cpus():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_values_and_gradients_are_the_cpus(cupy):
     a0, b0 = RNG.uniform(0.5, 2.0, (2, 3)), RNG.uniform(-2.0, 2.0, (3,))
     results = []
     for device in ("cpu", "cuda"):

@@ -45,10 +45,7 @@ def test_real_input_still_computes():
 
 
 @pytest.mark.gpu
-def test_on_cuda_the_refusal_comes_first_too():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_the_refusal_comes_first_too(cupy):
     z = ag.tensor([1 + 2j], device="cuda")
     with warnings.catch_warnings():
         warnings.simplefilter("error")

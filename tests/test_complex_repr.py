@@ -89,9 +89,6 @@ def test_real_tensors_print_as_before():
 
 
 @pytest.mark.gpu
-def test_on_cuda_complex_tensors_print_with_their_device():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_complex_tensors_print_with_their_device(cupy):
     z = ag.tensor([1 + 2j, 3 - 1j], device="cuda")
     assert repr(z) == "tensor([1.+2.j, 3.-1.j], device='cuda:0')"

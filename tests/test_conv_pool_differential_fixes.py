@@ -234,10 +234,7 @@ def test_constant_pad_refuses_a_complex_value():
 
 
 @pytest.mark.gpu
-def test_adaptive_and_float16_average_pooling_on_cuda_give_the_exact_means():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_adaptive_and_float16_average_pooling_on_cuda_give_the_exact_means(cupy):
     x = RNG.standard_normal((2, 3, 7, 6))
     x[0, 1, 2, 3] = np.inf
     t = ag.tensor(x, device="cuda", requires_grad=True)

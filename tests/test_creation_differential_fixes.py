@@ -149,10 +149,7 @@ def test_a_read_only_array_warns_once_from_as_tensor_and_from_numpy(monkeypatch,
 
 
 @pytest.mark.gpu
-def test_layout_and_pin_memory_on_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_layout_and_pin_memory_on_cuda(cupy):
     out = ag.full((2,), 2.5, device="cuda:0", layout=ag.strided, pin_memory=False)
     assert out.device.type == "cuda" and np.array_equal(out.cpu().numpy(), np.full(2, 2.5, np.float32))
     like = ag.zeros_like(out, layout=ag.strided, pin_memory=False)

@@ -289,10 +289,7 @@ def test_padding_past_a_targets_length_is_never_read() -> None:
 
 
 @pytest.mark.gpu
-def test_on_cuda_the_losses_and_gradients_are_the_cpus() -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_the_losses_and_gradients_are_the_cpus(cupy) -> None:
     data = RNG.normal(size=(5, 4, 4))
     results = []
     for device in ("cpu", "cuda"):

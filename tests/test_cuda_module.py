@@ -36,10 +36,7 @@ def test_the_names_scripts_use_are_there():
 
 
 @pytest.mark.gpu
-def test_with_cuda_the_device_seeds_and_streams():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_with_cuda_the_device_seeds_and_streams(cupy):
     assert ag.cuda.is_available() and ag.cuda.device_count() >= 1
     assert ag.cuda.current_device() == 0 and isinstance(ag.cuda.get_device_name(0), str)
     ag.cuda.set_device(0)

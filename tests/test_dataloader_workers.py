@@ -348,10 +348,7 @@ def test_process_only_options_are_accepted_with_workers(no_leaked_threads):
 
 
 @pytest.mark.gpu
-def test_workers_batch_device_tensors_on_their_device(no_leaked_threads):
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_workers_batch_device_tensors_on_their_device(no_leaked_threads, cupy):
     ds = TensorDataset(ag.arange(7.0, device="cuda:0"), ag.arange(7, device="cuda:0"))
     alone = [(x.cpu().tolist(), y.cpu().tolist()) for x, y in DataLoader(ds, batch_size=3)]
     batches = list(DataLoader(ds, batch_size=3, num_workers=2))

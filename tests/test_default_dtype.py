@@ -102,10 +102,7 @@ def test_numpy_scalar_types_name_a_dtype():
 
 
 @pytest.mark.gpu
-def test_cuda_creation_takes_the_default(float64_default):
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_cuda_creation_takes_the_default(float64_default, cupy):
     for made in (ag.zeros(2, device="cuda"), ag.rand(2, device="cuda"), ag.arange(0.0, 1.0, 0.5, device="cuda"),
                  ag.arange(3, device="cuda") * 0.5):
         assert made.dtype == ag.float64 and made.device.type == "cuda"

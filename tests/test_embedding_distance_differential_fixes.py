@@ -49,10 +49,7 @@ def test_threshold_nan_float32_and_double_backward():
 
 
 @pytest.mark.gpu
-def test_threshold_nan_on_gpu():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_threshold_nan_on_gpu(cupy):
     leaf = ag.tensor(X, device="cuda:0", requires_grad=True)
     out = F.threshold(leaf, LIMIT, VALUE)
     assert out.device == ag.device("cuda:0")

@@ -149,10 +149,7 @@ def test_float64_gradients_pass_gradcheck():
 
 
 @pytest.mark.gpu
-def test_float32_kernels_on_cuda_keep_their_bounds():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_float32_kernels_on_cuda_keep_their_bounds(cupy):
     x = X[FINITE & (np.abs(X) < 30)][::7]
     x64 = x.astype(np.float64)
     leaf = ag.tensor(x, device="cuda:0", requires_grad=True)

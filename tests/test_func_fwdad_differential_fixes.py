@@ -180,10 +180,7 @@ def test_vmap_over_a_batch_of_one_may_change_an_unmapped_input_once():
 
 
 @pytest.mark.gpu
-def test_complex_and_integer_checks_on_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_complex_and_integer_checks_on_cuda(cupy):
     z, t = _c(3), _c(3)
     tangent = _tangent(lambda d: d * d, z.cuda(), t.cuda())
     assert tangent.device.type == "cuda"

@@ -171,10 +171,7 @@ def test_gradients_match_finite_differences(name: str) -> None:
 
 
 @pytest.mark.gpu
-def test_on_cuda_values_and_gradients_are_the_cpus() -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_values_and_gradients_are_the_cpus(cupy) -> None:
     x, w = RNG.standard_normal((2, 3, 6)), RNG.standard_normal((4, 3, 2))
     results = []
     for device in ("cpu", "cuda:0"):

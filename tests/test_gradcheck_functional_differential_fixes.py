@@ -54,9 +54,6 @@ def test_a_nondeterministic_backward_is_told_about_nondet_tol():
 
 
 @pytest.mark.gpu
-def test_a_nested_output_of_a_cuda_function_is_refused():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_a_nested_output_of_a_cuda_function_is_refused(cupy):
     with pytest.raises(TypeError, match="flat tuple of Tensors"):
         gradcheck(lambda x: ((x * x,),), (_leaf("cuda"),))

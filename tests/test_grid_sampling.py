@@ -291,10 +291,7 @@ def test_affine_grid_errors_match_torch(theta, size, error, message):
 
 
 @pytest.mark.gpu
-def test_grid_sampling_on_cuda_gives_the_cpu_numbers_and_gradients():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_grid_sampling_on_cuda_gives_the_cpu_numbers_and_gradients(cupy):
     rng = np.random.default_rng(9)
     x = rng.standard_normal((2, 3, 4, 5))
     grid = rng.uniform(-1.5, 1.5, (2, 3, 2, 2))

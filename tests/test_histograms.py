@@ -102,10 +102,7 @@ def test_errors_are_pytorchs(call, kind, message):
 
 
 @pytest.mark.gpu
-def test_on_cuda_histograms_are_the_cpus():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_histograms_are_the_cpus(cupy):
     points = np.round(RNG.uniform(0, 2, (40, 2)), 1)
     results = []
     for device in ("cpu", "cuda"):

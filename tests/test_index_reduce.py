@@ -104,10 +104,7 @@ def test_errors_are_pytorchs(call, kind, message):
 
 
 @pytest.mark.gpu
-def test_on_cuda_values_and_gradients_are_the_cpus():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_values_and_gradients_are_the_cpus(cupy):
     x0, s0 = RNG.uniform(0.5, 2.0, (3, 4)), RNG.uniform(0.5, 2.0, (3, 5))
     results = []
     for device in ("cpu", "cuda"):

@@ -271,10 +271,7 @@ def test_index_reduce_warns_once_that_it_is_in_beta():
 
 # -- on CUDA --------------------------------------------------------------------------------------------------------
 @pytest.mark.gpu
-def test_the_fixes_on_cuda_give_the_cpu_results(recwarn):
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_the_fixes_on_cuda_give_the_cpu_results(recwarn, cupy):
     results = []
     for device in ("cpu", "cuda"):
         x = ag.tensor(_values((3, 4)), device=device, requires_grad=True)

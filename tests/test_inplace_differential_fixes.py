@@ -244,10 +244,7 @@ def test_in_place_view_methods_record_pytorchs_nodes(shape, method, args, name):
 
 
 @pytest.mark.gpu
-def test_integer_targets_and_setitem_nodes_on_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_integer_targets_and_setitem_nodes_on_cuda(cupy):
     src = ag.tensor([1.5, -2.5, 3.25], device="cuda", requires_grad=True)
     y = ag.zeros(3, dtype=ag.int64, device="cuda")
     y.copy_(src)

@@ -149,10 +149,7 @@ def test_errors_are_pytorchs(call, kind, message):
 
 
 @pytest.mark.gpu
-def test_on_cuda_results_are_the_cpus():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_results_are_the_cpus(cupy):
     results = []
     for device in ("cpu", "cuda"):
         a, b = ag.tensor(A, device=device), ag.tensor(B, device=device)

@@ -210,10 +210,7 @@ def test_errors_match_torch() -> None:
 
 
 @pytest.mark.gpu
-def test_on_cuda_values_and_gradients_are_the_cpus() -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_values_and_gradients_are_the_cpus(cupy) -> None:
     a = RNG.standard_normal((4, 3))
     packed, tau = householder_qr(a)
 

@@ -177,10 +177,7 @@ def test_max_based_matrix_norms_of_empty_matrices_are_zero(ord, shape):
 
 
 @pytest.mark.gpu
-def test_einsum_and_tolerances_on_cuda_match_the_cpu():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_einsum_and_tolerances_on_cuda_match_the_cpu(cupy):
     cuda = ag.device("cuda:0")
     x, y = RNG.normal(size=(2, 3, 3)), RNG.normal(size=(1, 3))
     results = []

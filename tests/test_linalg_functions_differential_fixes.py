@@ -121,10 +121,7 @@ def test_norm_with_one_or_two_dims_still_works():
 
 
 @pytest.mark.gpu
-def test_fixed_checks_on_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_fixed_checks_on_cuda(cupy):
     cuda = ag.device("cuda:0")
     with pytest.raises(ag.linalg.LinAlgError, match=r"\(Batch element 1\)"):
         ag.linalg.solve(ag.tensor(np.stack([np.eye(2), SINGULAR])).to(cuda), ag.ones(2, 2).double().to(cuda))

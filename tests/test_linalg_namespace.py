@@ -347,10 +347,7 @@ CUDA_CASES: list[tuple[str, Callable]] = [
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(("name", "f"), CUDA_CASES, ids=[c[0] for c in CUDA_CASES])
-def test_on_cuda_give_the_cpus_values_and_gradients(name: str, f: Callable) -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_give_the_cpus_values_and_gradients(name: str, f: Callable, cupy) -> None:
     rng = np.random.default_rng(3)
     a, s = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 3, 3))
     s = s + np.swapaxes(s, -1, -2)

@@ -277,10 +277,7 @@ def test_errors_match_torch(f: Callable, message: str) -> None:
 
 
 @pytest.mark.gpu
-def test_on_cuda_values_and_gradients_are_the_cpus() -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_values_and_gradients_are_the_cpus(cupy) -> None:
     a, b, s = RNG.standard_normal((2, 5, 3)), RNG.standard_normal((5, 2)), RNG.standard_normal((3, 3)) + 3 * np.eye(3)
 
     def f(a: ag.Tensor, b: ag.Tensor, s: ag.Tensor) -> ag.Tensor:

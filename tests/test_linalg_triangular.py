@@ -219,10 +219,7 @@ def test_errors_match_torch(f: Callable, kind: type, message: str) -> None:
 
 
 @pytest.mark.gpu
-def test_on_cuda_values_and_gradients_are_the_cpus() -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_values_and_gradients_are_the_cpus(cupy) -> None:
     a, b = dominant((2, 3, 3)), RNG.standard_normal((3, 2))
 
     def f(a: ag.Tensor, b: ag.Tensor) -> ag.Tensor:

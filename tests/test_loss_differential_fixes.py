@@ -201,10 +201,7 @@ def test_gaussian_nll_loss_names_a_var_that_is_neither_tensor_nor_float(var):
 
 
 @pytest.mark.gpu
-def test_huber_complex_l1_and_bce_with_logits_on_cuda_match_their_definitions():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_huber_complex_l1_and_bce_with_logits_on_cuda_match_their_definitions(cupy):
     x = ag.tensor(X.astype(np.float32), device="cuda:0", requires_grad=True)
     y = ag.tensor(Y, device="cuda:0", requires_grad=True)
     out = F.huber_loss(x, y, reduction="sum")

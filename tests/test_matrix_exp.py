@@ -150,10 +150,7 @@ def test_errors_are_pytorchs(call, error, text: str) -> None:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [ag.float64, ag.float32])
-def test_on_cuda_values_and_gradients_are_the_cpus(dtype) -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_values_and_gradients_are_the_cpus(dtype, cupy) -> None:
     a = with_norm(RNG.standard_normal((2, 4, 4)), 1.0) * np.array([1.0, 9.0])[:, None, None]
     g = RNG.standard_normal((2, 4, 4))
     results = []

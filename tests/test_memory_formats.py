@@ -119,10 +119,7 @@ def test_a_memory_format_of_another_type_is_refused(call, op):
 
 
 @pytest.mark.gpu
-def test_on_cuda_channels_last_copies_hold_the_same_values():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_channels_last_copies_hold_the_same_values(cupy):
     x = ag.tensor(X, device="cuda", requires_grad=True)
     y = x.clone(memory_format=ag.channels_last)
     assert y.device == x.device and y.stride() == nhwc_strides(X.shape)

@@ -170,10 +170,7 @@ def test_unravel_index_is_the_row_major_coordinates():
 
 
 @pytest.mark.gpu
-def test_on_cuda_results_are_the_cpus():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_results_are_the_cpus(cupy):
     results = []
     for device in ("cpu", "cuda"):
         x = ag.tensor(RNG.standard_normal((3, 3)) if not results else results[0][0], device=device)

@@ -219,10 +219,7 @@ def test_arrays_inside_a_list_may_have_negative_strides():
 
 # -- on a GPU -----------------------------------------------------------------------------------------------------
 @pytest.fixture
-def cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def cuda(cupy):
     return ag.device("cuda:0")
 
 

@@ -114,10 +114,7 @@ def test_missing_keys_follow_each_module_with_its_extra_state_before_its_childre
 
 
 @pytest.mark.gpu
-def test_to_complex_on_the_device_warns_and_keeps_the_device():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_to_complex_on_the_device_warns_and_keeps_the_device(cupy):
     layer = nn.Linear(2, 2).to("cuda")
     before = layer.weight.detach().cpu().numpy()
     with pytest.warns(UserWarning, match="Complex modules"):

@@ -353,10 +353,7 @@ def test_errors_match_torch(call, error, message):
 
 
 @pytest.mark.gpu
-def test_on_cuda_values_and_gradients_equal_the_cpus():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_values_and_gradients_equal_the_cpus(cupy):
     rng = np.random.default_rng(5)
     arrays = [rng.uniform(0.3, 0.9, (2, 3)) * [1, -1, 1], rng.uniform(1.2, 2.0, 3) * [-1, 1, 1]]
 

@@ -182,10 +182,7 @@ def test_pad_takes_numpy_integers_and_integer_tensors_as_widths(mode):
 
 
 @pytest.mark.gpu
-def test_embedding_scale_grad_by_freq_on_cuda_gives_the_cpu_gradients():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_embedding_scale_grad_by_freq_on_cuda_gives_the_cpu_gradients(cupy):
     weight = RNG.standard_normal((6, 2))
     g = RNG.standard_normal((3, 3, 2))
     grads = []

@@ -344,10 +344,7 @@ def test_upsample_names_warn_and_interpolate(name, kwargs, mode_kwargs):
 
 
 @pytest.mark.gpu
-def test_functional_parity_ops_on_cuda_give_the_cpu_numbers_and_gradients():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_functional_parity_ops_on_cuda_give_the_cpu_numbers_and_gradients(cupy):
     rng = np.random.default_rng(9)
     x = rng.standard_normal((2, 3, 6, 7))
     samples = rng.random((2, 3, 2))

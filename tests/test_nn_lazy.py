@@ -195,10 +195,7 @@ def test_lazy_errors_match_torch():
 
 
 @pytest.mark.gpu
-def test_lazy_modules_and_buffers_on_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_lazy_modules_and_buffers_on_cuda(cupy):
     cuda = ag.device("cuda")
     m = nn.LazyLinear(3, device="cuda")
     assert m.weight.device is cuda

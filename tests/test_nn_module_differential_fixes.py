@@ -197,10 +197,7 @@ def test_to_a_real_dtype_keeps_the_real_part_of_complex_parameters():
 
 
 @pytest.mark.gpu
-def test_assign_and_complex_casts_on_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_assign_and_complex_casts_on_cuda(cupy):
     m = _linear().to("cuda")
     weight = ag.full((3, 2), 2.0, dtype=ag.float64, device="cuda")
     m.load_state_dict({"weight": weight, "bias": ag.zeros(3, dtype=ag.float64, device="cuda")}, assign=True)

@@ -291,10 +291,7 @@ def test_convert_sync_batchnorm_shares_parameters_buffers_and_mode():
 
 
 @pytest.mark.gpu
-def test_mixed_dtype_norms_on_cuda_give_the_inputs_dtype():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_mixed_dtype_norms_on_cuda_give_the_inputs_dtype(cupy):
     x = RNG.standard_normal((2, 4, 3)).astype(np.float16)
     weight, bias = RNG.standard_normal(4), RNG.standard_normal(4)
     out = F.group_norm(ag.tensor(x, device="cuda:0"), 2, ag.tensor(weight, dtype=ag.float32, device="cuda:0"),

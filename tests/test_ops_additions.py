@@ -542,10 +542,7 @@ DEVICE_CASES = [
 
 
 @pytest.mark.parametrize(("name", "f", "inputs"), DEVICE_CASES, ids=[c[0] for c in DEVICE_CASES])
-def test_ops_on_cuda_give_the_cpus_values_and_gradients(name: str, f: Callable, inputs: tuple) -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_ops_on_cuda_give_the_cpus_values_and_gradients(name: str, f: Callable, inputs: tuple, cupy) -> None:
     results = []
     for d in ("cpu", "cuda:0"):
         leaves = [ag.tensor(v, dtype=ag.float64, device=d, requires_grad=True) for v in inputs]
@@ -561,10 +558,7 @@ def test_ops_on_cuda_give_the_cpus_values_and_gradients(name: str, f: Callable, 
             np.testing.assert_allclose(cuda, cpu, rtol=1e-10, atol=1e-12)
 
 
-def test_searches_on_cuda_give_the_cpus_results() -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_searches_on_cuda_give_the_cpus_results(cupy) -> None:
     results = []
     for d in ("cpu", "cuda:0"):
         x = _on(d, [[1.0, 0.0, 3.0], [0.0, 3.0, 0.0]])

@@ -798,10 +798,7 @@ CUDA_CASES: list[tuple[str, Callable]] = [
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(("name", "f"), CUDA_CASES, ids=[c[0] for c in CUDA_CASES])
-def test_additions_on_cuda_give_the_cpus_values_and_gradients(name: str, f: Callable) -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_additions_on_cuda_give_the_cpus_values_and_gradients(name: str, f: Callable, cupy) -> None:
     results = []
     for d in ("cpu", "cuda:0"):
         leaves = [ag.tensor(t.numpy(), device=d, requires_grad=True) for t in (A, B, Z)]

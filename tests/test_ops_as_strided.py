@@ -189,13 +189,8 @@ def test_memory_of_another_dtype_is_refused():
 
 
 @pytest.mark.gpu
+@pytest.mark.usefixtures("cupy")
 class TestOnCuda:
-    @pytest.fixture(autouse=True)
-    def _cuda(self):
-        cupy = pytest.importorskip("cupy")
-        if not cupy.cuda.is_available():
-            pytest.skip("no CUDA device")
-
     def test_windows_are_views_with_summed_gradients_to_second_order(self):
         x = ag.tensor([1.0, 2.0, 3.0, 4.0], dtype=F64, device="cuda:0", requires_grad=True)
         y = windows(x)

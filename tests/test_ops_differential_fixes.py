@@ -327,10 +327,7 @@ def test_shape_ops_take_pytorchs_keyword_names():
 
 
 @pytest.mark.gpu
-def test_the_fixes_on_cuda_give_the_cpu_results():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_the_fixes_on_cuda_give_the_cpu_results(cupy):
     results = []
     for device in ("cpu", "cuda"):
         ints = ag.tensor([2, 1, -1, 0, -3], device=device)

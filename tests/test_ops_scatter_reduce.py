@@ -349,19 +349,13 @@ def _on(device: str, reduce: str, include_self: bool) -> list:
 @pytest.mark.gpu
 @pytest.mark.parametrize("include_self", [True, False])
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
-def test_on_cuda_give_the_cpus_values_and_gradients(reduce: str, include_self: bool) -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_give_the_cpus_values_and_gradients(reduce: str, include_self: bool, cupy) -> None:
     for cuda, cpu in zip(_on("cuda:0", reduce, include_self), _on("cpu", reduce, include_self)):
         np.testing.assert_allclose(cuda, cpu, rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.gpu
-def test_scatter_reduce_forms_on_cuda() -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_scatter_reduce_forms_on_cuda(cupy) -> None:
     x, index = f64([1, 2, 3], device="cuda:0"), ag.tensor([0, 1, 0], device="cuda:0")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

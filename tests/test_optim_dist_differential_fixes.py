@@ -143,10 +143,7 @@ def test_adafactor_refuses_complex_parameters_before_updating_the_group():
 
 
 @pytest.mark.gpu
-def test_a_complex_parameter_steps_on_cuda_as_on_the_cpu():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_a_complex_parameter_steps_on_cuda_as_on_the_cpu(cupy):
     on_gpu, opt = run_complex("Adam", dict(lr=0.01, amsgrad=True), device="cuda:0")
     on_cpu, _ = run_complex("Adam", dict(lr=0.01, amsgrad=True))
     assert opt.state[on_gpu]["exp_avg"].device == ag.device("cuda:0")

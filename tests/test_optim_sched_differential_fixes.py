@@ -195,10 +195,7 @@ def test_an_optimizer_written_with_required_options_refuses_a_group_without_them
 
 
 @pytest.mark.gpu
-def test_a_complex_parameter_on_cuda_resumes_as_on_the_cpu():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_a_complex_parameter_on_cuda_resumes_as_on_the_cpu(cupy):
     on_cpu, _ = complex_run("NAdam", dict(lr=0.05))
     on_gpu, opt = complex_run("NAdam", dict(lr=0.05), device="cuda:0", reload_after=3)
     assert opt.state[on_gpu]["exp_avg"].device == ag.device("cuda:0")

@@ -173,10 +173,7 @@ def test_lerp_takes_a_zero_dim_weight_of_another_dtype_as_a_number():
 
 
 @pytest.mark.gpu
-def test_the_fixes_on_cuda_give_the_cpu_results():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_the_fixes_on_cuda_give_the_cpu_results(cupy):
     results = []
     for device in ("cpu", "cuda"):
         x, y = ag.tensor(HALVES, device=device), ag.tensor(OTHERS, device=device)

@@ -167,10 +167,7 @@ def test_the_gradient_of_a_cast_of_a_transposed_tensor_goes_back_in_place():
 
 
 @pytest.mark.gpu
-def test_on_cuda_copies_keep_the_layout_and_values():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_copies_keep_the_layout_and_values(cupy):
     x = ag.tensor(BASE, device="cuda", requires_grad=True)
     for view in (x.permute(2, 0, 3, 1), x[:, ::2].permute(3, 1, 0, 2), x[:, :, :, ::2]):
         for make in (lambda t: t.clone(), ag.zeros_like, ag.rand_like, lambda t: t.float()):

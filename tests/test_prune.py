@@ -241,10 +241,7 @@ def test_container_and_global_errors():
 
 
 @pytest.mark.gpu
-def test_pruning_on_cuda_keeps_mask_and_gradient_on_the_device():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_pruning_on_cuda_keeps_mask_and_gradient_on_the_device(cupy):
     layer = linear().to("cuda:0")
     w = np.abs(layer.weight.detach().cpu().numpy())
     prune.l1_unstructured(layer, "weight", amount=5)

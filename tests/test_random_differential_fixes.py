@@ -244,10 +244,7 @@ def test_multinomial_refuses_more_than_2_to_the_24_categories():
 
 # -- cuda -------------------------------------------------------------------------------------------------------------
 @pytest.mark.gpu
-def test_on_cuda_float16_and_complex_fills_give_the_cpus_draws():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_float16_and_complex_fills_give_the_cpus_draws(cupy):
     results = []
     for device in ("cpu", "cuda:0"):
         ag.manual_seed(41)

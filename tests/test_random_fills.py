@@ -481,10 +481,7 @@ def test_random_warns_outside_a_float_dtypes_exact_integers():
 # -- cuda ------------------------------------------------------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.parametrize("method", CALLS)
-def test_on_cuda_a_seed_gives_the_cpus_draws_in_the_tensors_own_array(method):
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_a_seed_gives_the_cpus_draws_in_the_tensors_own_array(method, cupy):
     results = []
     for device in ("cpu", "cuda:0"):
         ag.manual_seed(5)

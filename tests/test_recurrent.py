@@ -297,10 +297,7 @@ def test_dropout_with_one_layer_warns_at_the_callers_line():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["LSTM", "GRU"])
-def test_layers_on_cuda_give_the_cpus_numbers(mode):
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_layers_on_cuda_give_the_cpus_numbers(mode, cupy):
     rng = np.random.default_rng(8)
     results = []
     for device in ("cpu", "cuda:0"):

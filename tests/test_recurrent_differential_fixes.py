@@ -124,10 +124,7 @@ def test_an_lstm_takes_its_states_as_a_list():
 
 # -- on a device ---------------------------------------------------------------------------------------------------
 @pytest.mark.gpu
-def test_packed_sequence_conversions_and_pad_sequence_on_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_packed_sequence_conversions_and_pad_sequence_on_cuda(cupy):
     values = [np.array([[3.0], [5.0]]), np.array([[2.0], [4.0], [6.0]])]
     packed = rnn.pack_sequence([ag.tensor(v, device="cuda") for v in values], enforce_sorted=False)
     assert packed.is_cuda is True
@@ -142,11 +139,8 @@ def test_packed_sequence_conversions_and_pad_sequence_on_cuda():
 
 
 @pytest.mark.gpu
-def test_lengths_on_cuda_are_refused_naming_the_device_as_torch_does():
+def test_lengths_on_cuda_are_refused_naming_the_device_as_torch_does(cupy):
     """The mistake PyTorch users meet most with packing: its message names the device with its index."""
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
     message = "'lengths' argument should be a 1D CPU int64 tensor, but got 1D cuda:0 Long tensor"
     for enforce_sorted in (True, False):
         with pytest.raises(RuntimeError) as caught:

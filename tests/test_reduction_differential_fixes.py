@@ -228,10 +228,7 @@ def test_changed_paths_keep_their_gradients():
 
 
 @pytest.mark.gpu
-def test_fixed_paths_on_cuda_match_the_cpu():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_fixed_paths_on_cuda_match_the_cpu(cupy):
     cpu, gpu = ag.tensor(X), ag.tensor(X, device="cuda:0")
     np.testing.assert_allclose(gpu.sum(axis=1, keepdims=True).cpu().numpy(), cpu.sum(1, True).numpy())
     np.testing.assert_allclose(gpu.std(axis=np.int64(0)).cpu().numpy(), cpu.std(0).numpy())

@@ -523,10 +523,7 @@ def test_layers_run_their_functional_forms():
 
 
 @pytest.mark.gpu
-def test_resampling_on_cuda_gives_the_cpu_numbers_and_gradients():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_resampling_on_cuda_gives_the_cpu_numbers_and_gradients(cupy):
     x = np.random.default_rng(12).standard_normal((2, 4, 3, 5))
     for fn in (lambda t: interpolate(t, size=(4, 7), mode="bicubic"),
                lambda t: interpolate(t, scale_factor=2, mode="nearest"),

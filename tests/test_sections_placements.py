@@ -375,13 +375,8 @@ GPU_CASES = {
 
 
 @pytest.mark.gpu
+@pytest.mark.usefixtures("cupy")
 class TestOnCuda:
-    @pytest.fixture(autouse=True)
-    def _cuda(self):
-        cupy = pytest.importorskip("cupy")
-        if not cupy.cuda.is_available():
-            pytest.skip("no CUDA device")
-
     @pytest.mark.parametrize("name", GPU_CASES)
     def test_values_and_gradients_match_the_cpu(self, name):
         op = GPU_CASES[name]

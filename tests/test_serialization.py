@@ -115,10 +115,7 @@ def test_a_file_not_written_by_save_is_refused() -> None:
 
 
 @pytest.mark.gpu
-def test_cuda_tensors_save_and_load_onto_either_device() -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_cuda_tensors_save_and_load_onto_either_device(cupy) -> None:
     x = ag.arange(6.0, device="cuda:0").reshape(2, 3)
     back = round_trip({"x": x})
     assert back["x"].device == ag.device("cuda:0")

@@ -104,10 +104,7 @@ def test_saving_into_a_missing_directory_names_it(tmp_path) -> None:
 
 
 @pytest.mark.gpu
-def test_device_views_load_with_their_values_and_a_callable_gets_them_on_the_cpu() -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_device_views_load_with_their_values_and_a_callable_gets_them_on_the_cpu(cupy) -> None:
     base = ag.arange(12.0, device="cuda:0").reshape(3, 4)
     back = round_trip([base, base[1:, ::2]])
     assert back[1].device == ag.device("cuda:0")

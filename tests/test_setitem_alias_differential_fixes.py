@@ -274,10 +274,7 @@ def test_indexing_off_dim_0_gives_row_major_results_that_view():
 
 
 @pytest.mark.gpu
-def test_fixes_on_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_fixes_on_cuda(cupy):
     x = ag.zeros(4, dtype=ag.float64, device="cuda:0")
     with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match"):
         x[[0, 2]] = ag.ones(2, device="cuda:0")

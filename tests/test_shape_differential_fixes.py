@@ -193,10 +193,7 @@ def test_T_and_mT_off_matrices_warn_once_per_process_as_pytorchs_warn_once(monke
 
 
 @pytest.mark.gpu
-def test_fixes_on_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_fixes_on_cuda(cupy):
     values = np.arange(1.0, 3.0).reshape(1, 2)
     x = ag.tensor(values, device="cuda:0")
     y = x.repeat_interleave(3, dim=0)

@@ -87,10 +87,7 @@ def test_prelu_of_matching_dtypes_still_checks_the_channels():
 
 
 @pytest.mark.gpu
-def test_positional_dtype_softmax_and_nan_logcumsumexp_on_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_positional_dtype_softmax_and_nan_logcumsumexp_on_cuda(cupy):
     x32 = RNG.standard_normal((3, 5)).astype(np.float32)
     t = ag.tensor(x32, device="cuda")
     out = t.log_softmax(1, ag.float64)

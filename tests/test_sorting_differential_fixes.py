@@ -151,10 +151,7 @@ def test_quantile_other_interpolations_and_float_q_give_q_no_gradient():
 
 
 @pytest.mark.gpu
-def test_the_fixes_on_cuda_give_the_cpu_results():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_the_fixes_on_cuda_give_the_cpu_results(cupy):
     rows = RNG.standard_normal((3, 5))
     rows[0, 2] = np.nan
     results = []

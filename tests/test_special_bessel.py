@@ -333,10 +333,7 @@ def test_a_non_tensor_argument_gets_pytorchs_error(name, argument):
 
 # -- cuda ----------------------------------------------------------------------------------------------------------
 @pytest.mark.gpu
-def test_on_cuda_the_values_and_gradients_are_the_cpus():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_the_values_and_gradients_are_the_cpus(cupy):
     points = [0.3, 1.5, 2.5, 25.0, 30.0, 1e-8, 150.0, -0.5, -2.3, -12.0, 0.0, -0.0, NAN, INF, -INF]
     for name in [*NO_GRADIENT, "erfcx", "ndtr", "sinc"]:
         op = getattr(S, name)

@@ -622,10 +622,7 @@ def test_zero_dim_and_empty_inputs():
 
 # -- cuda ----------------------------------------------------------------------------------------------------------
 @pytest.mark.gpu
-def test_on_cuda_the_values_and_gradients_are_the_cpus():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_the_values_and_gradients_are_the_cpus(cupy):
     points = [0.3, 1.5, 2.5, 25.0, 1e-8, 150.0, -0.5, -2.3, 0.0, -0.0, NAN, INF, -INF]
     ops = [
         *(getattr(ag.special, name) for name in ("i0", "i0e", "i1", "i1e", "log_ndtr", "entr")),

@@ -213,10 +213,7 @@ def test_no_gradient_and_pytorchs_errors(name):
 
 # -- cuda ----------------------------------------------------------------------------------------------------------
 @pytest.mark.gpu
-def test_on_cuda_the_values_are_the_cpus():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_the_values_are_the_cpus(cupy):
     x = [-2.5, -1.0, -0.3, 0.0, 0.4, 1.0, 1.7, NAN]
     n = [[-1], [0], [1], [3], [9], [30], [600]]
     for name in POLYNOMIALS:

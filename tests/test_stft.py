@@ -145,10 +145,7 @@ def test_errors_and_warnings_match_torch(monkeypatch) -> None:
 
 
 @pytest.mark.gpu
-def test_on_cuda_values_and_gradients_are_the_cpus() -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_values_and_gradients_are_the_cpus(cupy) -> None:
     x, w = RNG.standard_normal((2, 30)), np.hanning(8) + 0.1
     results = []
     for device in ("cpu", "cuda:0"):

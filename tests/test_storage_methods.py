@@ -124,10 +124,7 @@ def test_fill_chunks_and_is_inference() -> None:
 
 
 @pytest.mark.gpu
-def test_on_cuda_dlpack_and_resize_stay_on_the_device() -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_dlpack_and_resize_stay_on_the_device(cupy) -> None:
     x = ag.arange(6.0, device="cuda:0")
     assert x.resize_(2, 2).device == ag.device("cuda:0") and x.cpu().numpy().tolist() == [[0, 1], [2, 3]]
     with pytest.raises(TypeError, match="apply_ is only implemented on CPU tensors"):

@@ -329,10 +329,7 @@ def test_a_bare_device_index_names_a_cuda_device():
 
 
 @pytest.mark.gpu
-def test_device_index_moves_to_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_device_index_moves_to_cuda(cupy):
     x = ag.arange(3.0, dtype=ag.float64, requires_grad=True)
     moved = x.to(0)
     assert moved.device == ag.device("cuda:0") and moved.requires_grad
@@ -341,10 +338,7 @@ def test_device_index_moves_to_cuda():
 
 
 @pytest.mark.gpu
-def test_pickling_and_numpy_force_on_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_pickling_and_numpy_force_on_cuda(cupy):
     x = ag.arange(4.0).cuda().requires_grad_()
     host = x.numpy(force=True)
     assert isinstance(host, np.ndarray)

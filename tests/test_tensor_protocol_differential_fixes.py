@@ -68,10 +68,7 @@ def test_frombuffer_refuses_a_count_past_the_buffer(count: int, offset: int) -> 
 
 
 @pytest.mark.gpu
-def test_contains_and_from_dlpack_on_cuda() -> None:
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_contains_and_from_dlpack_on_cuda(cupy) -> None:
     x = ag.tensor([1.0, 2.0, 3.0], device="cuda:0")
     assert np.int64(2) in x and (2 + 1j) not in x
     out = ag.from_dlpack(x)

@@ -191,10 +191,7 @@ def test_make_tensor_errors():
 
 
 @pytest.mark.gpu
-def test_assert_close_and_make_tensor_on_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_assert_close_and_make_tensor_on_cuda(cupy):
     t = make_tensor(3, 5, dtype=ag.float32, device="cuda:0", noncontiguous=True)
     assert t.device == ag.device("cuda:0") and t.cpu().numpy().min() >= -9
     assert_close(t, t.clone())

@@ -131,10 +131,7 @@ def test_make_tensor_takes_the_shape_forms():
 
 
 @pytest.mark.gpu
-def test_make_tensor_memory_format_on_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_make_tensor_memory_format_on_cuda(cupy):
     t = make_tensor(2, 3, 4, 5, dtype=ag.float32, device="cuda:0", memory_format=ag.channels_last)
     assert t.device == ag.device("cuda:0") and t.stride() == (60, 1, 15, 3)
     assert t.is_contiguous(memory_format=ag.channels_last)

@@ -117,10 +117,7 @@ def test_no_size_is_a_type_error(name):
         getattr(ag, name)()
 
 
-def test_new_apis_on_cuda():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_new_apis_on_cuda(cupy):
     x = ag.tensor([[1.0, NAN], [0.0, 2.0]], device="cuda")
     assert x.is_floating_point() and x.element_size() == 4 and x.nelement() == 4
     assert ag.isclose(x, x, equal_nan=True).device == x.device and ag.allclose(x, x, equal_nan=True)

@@ -265,10 +265,7 @@ def test_loader_settings_are_fixed_after_init():
 
 
 @pytest.mark.gpu
-def test_loader_batches_device_tensors_on_their_device():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_loader_batches_device_tensors_on_their_device(cupy):
     ds = TensorDataset(ag.arange(6.0, device="cuda:0"), ag.arange(6, device="cuda:0"))
     x, y = next(iter(DataLoader(ds, batch_size=4, shuffle=True, generator=ag.Generator().manual_seed(0))))
     assert x.device == ag.device("cuda:0") and x.shape == (4,)

@@ -83,10 +83,7 @@ def test_errors():
 
 
 @pytest.mark.gpu
-def test_on_cuda_the_view_changes_are_the_cpus():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_the_view_changes_are_the_cpus(cupy):
     data = RNG.standard_normal((2, 1, 3))
     grads = []
     for device in ("cpu", "cuda"):

@@ -131,10 +131,7 @@ def test_one_hot_takes_numpy_and_tensor_integers(num_classes):
 
 @pytest.mark.gpu
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
-def test_nan_grid_points_on_cuda_read_as_on_cpu():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_nan_grid_points_on_cuda_read_as_on_cpu(cupy):
     x = _plane(4, 5)
     points = [(NAN, 0.0), (INF, 0.3), (1e30, -1.0), (0.2, 0.3)]
     for mode in ("bilinear", "nearest", "bicubic"):

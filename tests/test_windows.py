@@ -86,10 +86,7 @@ def test_errors_are_pytorchs(name):
 
 
 @pytest.mark.gpu
-def test_on_cuda_windows_are_the_cpus():
-    cupy = pytest.importorskip("cupy")
-    if not cupy.cuda.is_available():
-        pytest.skip("no CUDA device")
+def test_on_cuda_windows_are_the_cpus(cupy):
     for f in WINDOWS.values():
         out = f(6, device="cuda")
         assert out.device.type == "cuda"
