@@ -71,6 +71,15 @@ def is_laid_out(array: Any, fmt: memory_format) -> bool:
     return array.ndim == rank and bool(array.transpose(order).flags.c_contiguous)
 
 
+def _dense_strides(shape: tuple[int, ...], order: Any) -> tuple[int, ...]:
+    """Strides (in elements) of gapless memory holding the dims in `order`, innermost first."""
+    dense, step = [0] * len(shape), 1
+    for d in order:
+        dense[d] = step
+        step *= max(shape[d], 1)
+    return tuple(dense)
+
+
 def _preserved_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
     """PyTorch's preserve_format strides (in elements) for a copy of an array with `strides`: those strides when
     they are dense and do not overlap, else dense strides in their order (as its `infer_dense_strides` sorts:
@@ -93,22 +102,11 @@ def _preserved_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tupl
                 at = j
             elif swap is False:
                 break
-    dense, step = [0] * len(shape), 1
-    for d in order:
-        dense[d] = step
-        step *= max(shape[d], 1)
+    dense = _dense_strides(shape, order)
     sized = [d for d in order if shape[d] != 1]
     if all(strides[d] == dense[d] for d in sized):
         return strides  # already dense and non-overlapping: PyTorch keeps even a size-1 dim's stride
-    return tuple(dense)
-
-
-def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
+    return dense
 
 
 def preserved(xp: Any, values: Any, like: Any, dtype: Any = None) -> Any:
@@ -117,7 +115,7 @@ def preserved(xp: Any, values: Any, like: Any, dtype: Any = None) -> Any:
     if like.flags.c_contiguous or any(step < 0 for step in like.strides):  # negative: a flip, a copy in PyTorch
         return xp.array(values, dtype=dtype, order="C", copy=True)
     strides = _preserved_strides(like.shape, tuple(step // like.itemsize for step in like.strides))
-    if strides == _row_major(like.shape):  # an expanded or sliced row-major input: a plain row-major copy
+    if strides == _dense_strides(like.shape, range(like.ndim - 1, -1, -1)):  # row-major (expanded, sliced): plain copy
         return xp.array(values, dtype=dtype, order="C", copy=True)
     flat = xp.empty(max(like.size, 1), values.dtype if dtype is None else dtype)
     out = xp.lib.stride_tricks.as_strided(flat, like.shape, tuple(step * flat.itemsize for step in strides))

@@ -161,7 +161,15 @@ def _zero_pivot(matrix: np.ndarray) -> int:
     return 0
 
 
-def _batch_prefix(x: Any, index: int) -> str:
+def first_failure(info: Any) -> tuple[int, int]:
+    """The batch index and the info value of the first matrix whose info is not zero, or (-1, 0)."""
+    host = np.asarray(info.get() if hasattr(info, "get") else info).reshape(-1)
+    failed = np.flatnonzero(host)
+    return (int(failed[0]), int(host[failed[0]])) if failed.size else (-1, 0)
+
+
+def batch_prefix(x: Any, index: int) -> str:
+    """How PyTorch's errors name a failing matrix of a batch."""
     return f"(Batch element {index}): " if x.ndim > 2 else ""
 
 
@@ -171,7 +179,7 @@ def _singular(op: str, x: Any) -> LinAlgError:
     for i, matrix in enumerate(host):
         k = _zero_pivot(matrix)
         if k:
-            return LinAlgError(f"{op}: {_batch_prefix(x, i)}The diagonal element {k} is zero, the inversion could "
+            return LinAlgError(f"{op}: {batch_prefix(x, i)}The diagonal element {k} is zero, the inversion could "
                                "not be completed because the input matrix is singular.")
     return LinAlgError(f"{op}: The inversion could not be completed because the input matrix is singular.")
 
@@ -258,15 +266,19 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     if not left:
         check_right_solve(A, B)
         return solve(A.mT, B.mT).mT
-    a, b = A._data, B._data
-    return solve_matrices(A, B, vector=b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1]))
+    return solve_matrices(A, B, vector=is_vector(A, B))
+
+
+def is_vector(A: Tensor, B: Tensor) -> bool:
+    """Whether solve reads B as a vector (a column): 1-D, or a batch of vectors with A's shape less its last dim."""
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
 
 
 def check_right_solve(A: Tensor, B: Tensor) -> None:
     """PyTorch's check for X A = B (left=False): a vector B (1-D, or A's shape less its last dim) is read as a
     column, which that equation cannot take."""
     n = check_square("linalg.solve", A, complex_ok=True).shape[-1]
-    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+    vector = is_vector(A, B)
     if vector or B.shape[-1] != n:
         rows, cols = (B.shape[-1], 1) if vector else (B.shape[-2], B.shape[-1])
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation XA = B ({n}x{n} and "
@@ -306,9 +318,8 @@ def solve_matrices(A: Tensor, B: Tensor, vector: bool = False) -> Tensor:
 
 def _singular_solve(xp: Any, a: Any) -> LinAlgError:
     """PyTorch's error, naming the first singular matrix of A's own batch (before broadcasting with B)."""
-    info = lu_factor(xp, a)[2]
-    failed = np.flatnonzero(np.asarray(info.get() if hasattr(info, "get") else info).reshape(-1))
-    prefix = f"(Batch element {failed[0]}): " if a.ndim > 2 and failed.size else ""
+    index, _ = first_failure(lu_factor(xp, a)[2])
+    prefix = batch_prefix(a, index) if index >= 0 else ""
     return LinAlgError(f"torch.linalg.solve: {prefix}The solver failed because the input matrix is singular.")
 
 
@@ -350,7 +361,7 @@ def _not_positive_definite(x: Any) -> LinAlgError:
                 np.linalg.cholesky(matrix[:order, :order])
             except np.linalg.LinAlgError:
                 return LinAlgError(
-                    f"linalg.cholesky: {_batch_prefix(x, i)}The factorization could not be completed because the "
+                    f"linalg.cholesky: {batch_prefix(x, i)}The factorization could not be completed because the "
                     f"input is not positive-definite (the leading minor of order {order} is not positive-definite)."
                 )
     return LinAlgError("linalg.cholesky: The factorization could not be completed because the input is not "

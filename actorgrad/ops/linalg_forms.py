@@ -19,8 +19,18 @@ from actorgrad.devices.triangular import lu_factor as lu_kernel
 from actorgrad.devices.triangular import permutation
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops import linalg_decompositions as decompositions
-from actorgrad.ops.linalg_decompositions import CHOLESKY, INV, SOLVE, LinAlgError, _mH, check_square, reporting
-from actorgrad.ops.linalg_lu import batch_prefix, first_failure, lu_solved
+from actorgrad.ops.linalg_decompositions import (
+    CHOLESKY,
+    INV,
+    SOLVE,
+    LinAlgError,
+    _mH,
+    batch_prefix,
+    check_square,
+    first_failure,
+    reporting,
+)
+from actorgrad.ops.linalg_lu import lu_solved
 from actorgrad.ops.linalg_spectral import _pinv_grad, pinv
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, require_tensors
 from actorgrad.ops.record import Rule, record, same_device
@@ -80,7 +90,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
         raise LinAlgError(f"torch.linalg.solve_ex: {batch_prefix(x, index)}The solver failed because the input "
                           "matrix is singular.")
     b = B._data
-    vector = b.ndim == 1 or (b.ndim == x.ndim - 1 and b.shape == x.shape[:-1])
+    vector = decompositions.is_vector(A, B)
     _, matrix = decompositions.solve_operands(A, B, vector)
     data = _solved_from_lu(A, lu, pivots, matrix)
     data = data[..., 0] if vector else data

@@ -16,7 +16,7 @@ import numpy as np
 from actorgrad.devices.triangular import lu_factor as lu_kernel
 from actorgrad.devices.triangular import permutation
 from actorgrad.grad_mode import _grad_enabled
-from actorgrad.ops.linalg_decompositions import _mH, _mT
+from actorgrad.ops.linalg_decompositions import _mH, _mT, batch_prefix, first_failure
 from actorgrad.ops.linalg_outputs import record_outputs
 from actorgrad.ops.linalg_triangular import triangle
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
@@ -144,18 +144,6 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -
     needs_grad = A.requires_grad and _grad_enabled.get()  # the permutation only matters to the backward
     out = record(LU_FACTOR, lu, (A,), permutation=_permutation_tensor(A, pivots) if needs_grad else None)
     return LuFactorExResult(out, Tensor(pivots, device=A._device), Tensor(xp.asarray(info), device=A._device))
-
-
-def first_failure(info: Any) -> tuple[int, int]:
-    """The batch index and the info value of the first matrix whose info is not zero, or (-1, 0)."""
-    host = np.asarray(info.get() if hasattr(info, "get") else info).reshape(-1)
-    failed = np.flatnonzero(host)
-    return (int(failed[0]), int(host[failed[0]])) if failed.size else (-1, 0)
-
-
-def batch_prefix(x: Any, index: int) -> str:
-    """How PyTorch's errors name a failing matrix of a batch."""
-    return f"(Batch element {index}): " if x.ndim > 2 else ""
 
 
 def _raise_for_zero_pivot(op: str, x: Any, info: Any) -> None:
