@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Generator, Sequence
-from contextvars import ContextVar
 from typing import Any
 
-import numpy as np
 import trio
 
 from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, note_forward_stack
@@ -29,6 +27,7 @@ from actorgrad.backward_arguments import (
     unbatched_grad_outputs,
     warn_create_graph_cycle,
 )
+from actorgrad.devices.float_errors import FLOAT_ERRORS_IGNORED, float_errors
 from actorgrad.grad_commit import commit_or_stage, commit_sync, owned
 from actorgrad.grad_mode import grad_mode_on
 from actorgrad.hooks import has_post_accumulate_hooks, run_post_accumulate_hooks_async
@@ -48,17 +47,6 @@ from actorgrad.tensor_ops import tensor_ops
 
 TensorOrTensors = Tensor | Sequence[Tensor]
 Inputs = Tensor | GradientEdge | Sequence[Tensor | GradientEdge]
-
-# A pass runs with numpy's floating-point warnings off: PyTorch's backward gives none (a 1/0 is just inf).
-# numpy >= 2 holds that setting in a ContextVar, which every task and worker thread of a pass inherits; setting
-# it directly costs a few hundred instructions, where `with np.errstate(all="ignore")` cost 10,000 (6% of a
-# small backward call), mostly its Python.
-try:
-    from numpy._core._ufunc_config import _extobj_contextvar as _fp_errors
-except ImportError:  # numpy 1.x keeps it per thread, not per task: its warnings stay on
-    _fp_errors = ContextVar("actorgrad_fp_errors_unused", default=None)
-with np.errstate(all="ignore"):
-    _FP_ERRORS_IGNORED = _fp_errors.get()
 
 
 async def backward(
@@ -242,7 +230,7 @@ def _graph_task(root: GraphRoot, retain_graph: bool | None, create_graph: bool, 
 
 async def _run(task: GraphTask) -> None:
     """Run a pass on the event loop, with numpy's floating-point warnings off."""
-    fp_errors = _fp_errors.set(_FP_ERRORS_IGNORED)
+    fp_errors = float_errors.set(FLOAT_ERRORS_IGNORED)
     try:
         await run_graph_task(task)
     except Exception as error:
@@ -250,7 +238,7 @@ async def _run(task: GraphTask) -> None:
         _release_error(task)
         raise
     finally:
-        _fp_errors.reset(fp_errors)
+        float_errors.reset(fp_errors)
 
 
 def _explain(task: GraphTask, error: BaseException) -> None:
@@ -283,7 +271,7 @@ def _run_sync(task: GraphTask) -> None:
     0.2 to 0.6 ms here, many times a small backward) or is nested in a node's backward (which may be running
     on an event loop that must not be waited on), else in a trio run of its own. numpy's floating-point
     warnings are off for the pass."""
-    fp_errors = _fp_errors.set(_FP_ERRORS_IGNORED)
+    fp_errors = float_errors.set(FLOAT_ERRORS_IGNORED)
     try:
         if task.depth or (
             len(task.devices) == 1 and task.streamed is None and not (task.worker_devices and get_num_workers() > 1)
@@ -296,7 +284,7 @@ def _run_sync(task: GraphTask) -> None:
         _release_error(task)
         raise
     finally:
-        _fp_errors.reset(fp_errors)
+        float_errors.reset(fp_errors)
 
 
 def _named(qualname: str) -> Callable:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices.float_errors import quiet_float_errors
 from actorgrad.ops.extrema import _extreme_all_grad, _select_grad
 from actorgrad.ops.operands import SCALAR_NAMES, not_implemented
 from actorgrad.ops.record import Rule, record
@@ -70,7 +71,8 @@ def nansum(
         x = x.astype(int64)
     dims = reduced_dims(dim, x.ndim, "nansum") if x.ndim else one_dim(dim or 0, 0, "nansum")
     kernel = input._device.xp.nansum if x.dtype.kind == "f" else input._device.xp.sum
-    data = kernel(x, axis=dims, keepdims=keepdim, dtype=accumulation_dtype(x.dtype))
+    with quiet_float_errors():  # inf - inf is NaN, quietly as in PyTorch
+        data = kernel(x, axis=dims, keepdims=keepdim, dtype=accumulation_dtype(x.dtype))
     return record(NANSUM, data.astype(x.dtype, copy=False), (input,), kept_shape=kept(x.shape, dims),
                   self_shape=x.shape)
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.array_ops import kept_max
+from actorgrad.devices.float_errors import quiet_float_errors
 from actorgrad.ops.operands import SCALAR_NAMES, floating_or_complex, not_implemented, refuse_complex
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
@@ -170,11 +171,13 @@ def _reduce(rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bo
     acc = accumulation_dtype(x.dtype)
     kernel = getattr(x, op) if x.size or op != "mean" else _empty_mean(x)  # the ndarray method
     if dim is None:
-        data = kernel(keepdims=keepdim, dtype=acc).astype(x.dtype, copy=False)
+        with quiet_float_errors():  # inf - inf is NaN, quietly as in PyTorch (these kernels are numpy's Python)
+            data = kernel(keepdims=keepdim, dtype=acc).astype(x.dtype, copy=False)
         return record(rule_all, data, (input,), kept_shape=(1,) * x.ndim, self_shape=x.shape, count=x.size)
     dims = normalize_dims(dim, x.ndim, op) if x.ndim else one_dim(dim, 0, op)  # a 0-d tensor has no dim to reduce
     kept_shape = kept(x.shape, dims)
-    data = kernel(axis=dims, keepdims=keepdim, dtype=acc).astype(x.dtype, copy=False)
+    with quiet_float_errors():
+        data = kernel(axis=dims, keepdims=keepdim, dtype=acc).astype(x.dtype, copy=False)
     count = math.prod(x.shape[d] for d in dims)
     return record(rule_dim, data, (input,), kept_shape=kept_shape, self_shape=x.shape, count=count)
 
@@ -184,8 +187,7 @@ def _empty_mean(x: Any) -> Any:
     empty array either reduces a dim of size 0 or gives an empty result, so the count can be taken as 0."""
 
     def kernel(**kwargs: Any) -> Any:
-        with np.errstate(invalid="ignore"):
-            return x.sum(**kwargs) / 0
+        return x.sum(**kwargs) / 0
 
     return kernel
 
@@ -258,7 +260,8 @@ def prod_over_dims(
 ) -> Tensor:
     """The product over sorted non-negative `dims` (PyTorch's prod takes one dim; gradient rules need more)."""
     x = input._data
-    data = np.prod(x, axis=dims, keepdims=keepdim, dtype=dtype)
+    with quiet_float_errors():  # 0 * inf is NaN, quietly as in PyTorch
+        data = np.prod(x, axis=dims, keepdims=keepdim, dtype=dtype)
     return record(rule, data, (input,), dims=dims, kept_shape=kept(x.shape, dims), self_shape=x.shape)
 
 
@@ -353,9 +356,12 @@ def cumsum(input: Tensor, dim: int | None = None, *, dtype: Any = None, axis: An
         raise not_implemented("cumsum_out_cpu", np.dtype(dtype))
     if x.ndim == 0:
         return record(CUMSUM_SCALAR, x.astype(dtype or x.dtype), (input,))
-    if np.dtype(dtype or x.dtype) == np.float16:  # accumulated in float32, as PyTorch's (numpy's stalls at 2048)
-        return record(CUMSUM, np.cumsum(x, axis=d, dtype=np.float32).astype(np.float16), (input,), dim=d)
-    return record(CUMSUM, np.cumsum(x, axis=d, dtype=dtype), (input,), dim=d)
+    with quiet_float_errors():  # inf - inf is NaN, quietly as in PyTorch
+        if np.dtype(dtype or x.dtype) == np.float16:  # accumulated in float32, as PyTorch's (numpy's stalls at 2048)
+            data = np.cumsum(x, axis=d, dtype=np.float32).astype(np.float16)
+        else:
+            data = np.cumsum(x, axis=d, dtype=dtype)
+    return record(CUMSUM, data, (input,), dim=d)
 
 
 METHODS = {

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.devices.float_errors import quiet_float_errors
 from actorgrad.ops.operands import not_implemented, refuse_complex
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
@@ -53,7 +54,8 @@ def cumprod(input: Tensor, dim: int | None = None, *, dtype: Any = None, axis: A
     elif np.dtype(dtype) == np.bool_:
         raise not_implemented("cumprod_out_cpu", np.dtype(dtype))
     rows = x.reshape(x.shape or (1,)).astype(dtype, copy=False)
-    data = input._device.xp.cumprod(rows, axis=d, dtype=dtype).reshape(x.shape)  # numpy's own widens narrow ints
+    with quiet_float_errors():  # 0 * inf is NaN, quietly as in PyTorch
+        data = input._device.xp.cumprod(rows, axis=d, dtype=dtype).reshape(x.shape)  # numpy's own widens narrow ints
     return record(CUMPROD, data, (input,), dim=d)
 
 
