@@ -8,7 +8,9 @@ The entry points that run the engine are awaitable (`await actorgrad.backward(..
 import numpy as np
 
 from actorgrad import (
+    amp,
     autograd,
+    backends,
     creation,
     cuda,
     distributions,
@@ -22,6 +24,7 @@ from actorgrad import (
     windows,
 )
 from actorgrad.accumulate_grad import AccumulateGrad
+from actorgrad.amp import autocast, get_autocast_dtype, is_autocast_enabled
 from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from actorgrad.creation import *  # noqa: F403
 from actorgrad.default_device import get_default_device, set_default_device
@@ -74,7 +77,8 @@ dtype, Size, layout = np.dtype, tuple, Layout
 globals().update(LEGACY_TYPES)  # FloatTensor, LongTensor ...
 
 __all__ = [
-    "AccumulateGrad", "Device", "Generator", "Node", "Tensor", "autograd", "backward", "bool_", "complex128",
+    "AccumulateGrad", "Device", "Generator", "Node", "Tensor", "amp", "autocast", "autograd", "backends",
+    "get_autocast_dtype", "is_autocast_enabled", "backward", "bool_", "complex128",
     "complex64", "cuda", "device", "distributions",
     "enable_grad", "fft", "finfo", "iinfo", "float16", "float32", "float64", "func", "functional", "get_default_dtype",
     "get_num_workers",

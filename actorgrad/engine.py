@@ -125,12 +125,12 @@ def _grad_passes(
         task = _grad_task(outs, ins, seed, True if kept else retain_graph, create_graph)
         try:
             yield task
-        except GeneratorExit:  # the pass failed or was cancelled
+            results.append(_placed(_captured_grads(task, create_graph, allow_unused), ins))
+        except BaseException:  # the pass failed or was cancelled, or left an input unused
             if kept and not (create_graph if retain_graph is None else retain_graph):
                 _free_graph(task)
             raise
         tasks.append(task)
-        results.append(_placed(_captured_grads(task, create_graph, allow_unused), ins))
     for task in tasks:  # after the last pass: a batch that fails part way commits nothing
         commit_or_stage(task)  # the gradients of non-leaves that retain theirs
     grads = _stacked(results, create_graph) if is_grads_batched else results[0]
@@ -139,8 +139,9 @@ def _grad_passes(
 
 def _free_graph(task: GraphTask) -> None:
     """Free the saved values of the nodes of a failed pass that kept the graph for a later pass that will not
-    run, as a failed plain pass frees those it ran. (All it would reach: which of them ran is not recorded.)"""
-    for node in task.pending:
+    run, as a failed plain pass frees those it ran: the nodes on the way to the inputs (all of them, where the
+    pass failed part way: which of them ran is not recorded)."""
+    for node in task.run:
         if isinstance(node, BackwardCFunction):
             node._saved = None
         elif isinstance(node, FormulaNode) and node.versions:  # as FormulaNode.apply frees
@@ -160,8 +161,6 @@ def _stacked(results: list[tuple], create_graph: bool) -> tuple:
 def _backward_task(tensors: Any, grad_tensors: Any, retain_graph: Any, create_graph: bool, inputs: Any) -> GraphTask:
     outputs = as_tuple(tensors, "tensors")
     root = graph_root(outputs, seed_grads(outputs, grad_tensors, create_graph))
-    if create_graph:
-        warn_create_graph_cycle()
     targets = None
     if inputs is not None:
         chosen = as_inputs(inputs, "inputs")
@@ -171,6 +170,8 @@ def _backward_task(tensors: Any, grad_tensors: Any, retain_graph: Any, create_gr
             if isinstance(t, Tensor):  # an edge has no tensor: only a leaf's accumulator keeps its gradient
                 t.retain_grad()
         targets = {node: [] for node, _ in input_edges(chosen, "inputs")}
+    if create_graph:  # once the call is accepted, as PyTorch's engine warns when it starts the pass
+        warn_create_graph_cycle()
     return _graph_task(root, retain_graph, create_graph, targets, accumulate=True)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.nn import functional as F
 from actorgrad.nn.recurrent_steps import _gru_step, _lstm_step, _relu_step, _tanh_step
 from actorgrad.ops.embeddings import renorm_rows_
@@ -134,6 +135,11 @@ def feature_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
 def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Sequence[int], padding: Sequence[int],
                 dilation: Sequence[int], transposed: bool, output_padding: Sequence[int], groups: int) -> Tensor:
     """The convolution (or its transpose) of as many spatial dims as the weight has beyond two."""
+    if autocast_state.get() is not None:
+        return autocast_call(
+            convolution, "convolution", input, weight, bias, stride, padding, dilation, transposed, output_padding,
+            groups
+        )
     dims = weight.ndim - 2
     if dims not in (1, 2, 3):
         raise RuntimeError(f"Expected {dims + 2}D (unbatched) or {dims + 3}D (batched) input to convolution, but got "
@@ -148,6 +154,8 @@ def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Sequ
 def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
     """A 1-d convolution of a (time, batch, channels) input by a (width, in, out) weight: conv1d on the
     transposed layouts."""
+    if autocast_state.get() is not None:
+        return autocast_call(conv_tbc, "conv_tbc", input, weight, bias, pad)
     if input.ndim != 3:
         raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
     if weight.ndim != 3:
@@ -170,17 +178,23 @@ def _cell(step: Callable, input: Tensor, hx: tuple, w_ih: Tensor, w_hh: Tensor, 
 def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
                   b_hh: Tensor | None = None) -> Tensor:
     """tanh(input w_ih^T + b_ih + hx w_hh^T + b_hh)."""
+    if autocast_state.get() is not None:
+        return autocast_call(rnn_tanh_cell, "rnn_tanh_cell", input, hx, w_ih, w_hh, b_ih, b_hh)
     return _cell(_tanh_step, input, (hx,), w_ih, w_hh, b_ih, b_hh)[0]
 
 
 def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
                   b_hh: Tensor | None = None) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(rnn_relu_cell, "rnn_relu_cell", input, hx, w_ih, w_hh, b_ih, b_hh)
     return _cell(_relu_step, input, (hx,), w_ih, w_hh, b_ih, b_hh)[0]
 
 
 def lstm_cell(input: Tensor, hx: Sequence[Tensor], w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
               b_hh: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """One LSTM step from hx = (h, c): (h', c'), the gates i, f, g, o in the weights' row blocks."""
+    if autocast_state.get() is not None:
+        return autocast_call(lstm_cell, "lstm_cell", input, hx, w_ih, w_hh, b_ih, b_hh)
     if len(hx) != 2:
         raise RuntimeError(f"lstm_cell: Expected hx to hold 2 tensors, got {len(hx)}")
     return tuple(_cell(_lstm_step, input, tuple(hx), w_ih, w_hh, b_ih, b_hh))
@@ -188,6 +202,8 @@ def lstm_cell(input: Tensor, hx: Sequence[Tensor], w_ih: Tensor, w_hh: Tensor, b
 
 def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
              b_hh: Tensor | None = None) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(gru_cell, "gru_cell", input, hx, w_ih, w_hh, b_ih, b_hh)
     return _cell(_gru_step, input, (hx,), w_ih, w_hh, b_ih, b_hh)[0]
 
 

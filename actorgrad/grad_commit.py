@@ -104,8 +104,12 @@ def commit(staged: dict) -> None:
             elif held is None:
                 dtype = grad.dtype if grad_dtypes else tensor.dtype  # cast to the tensor's grad dtype already
                 tensor._grad = Tensor(_as_new_grad(grad, dtype, tensor._device), device=tensor._device)
-            elif is_writeable(held._data):  # in place even into a gradient with a graph (create_graph's), as PyTorch
-                held._data += grad  # adds without grad mode: it keeps its history and `.grad` stays the same tensor
+            elif tensor._grad_fn is None and is_writeable(held._data):
+                # A leaf's: in place even into a gradient with a graph (create_graph's), as PyTorch's AccumulateGrad
+                # adds without grad mode: it keeps its history and `.grad` stays the same tensor. A retained
+                # non-leaf's is replaced by the sum, as PyTorch's retain_grad hook does (an old reference keeps
+                # the old gradient).
+                held._data += grad
                 bump_version(held)
-            else:
-                tensor._grad = Tensor(held._data + grad, device=tensor._device)
+            else:  # asarray: numpy sums two zero-dim arrays into a scalar
+                tensor._grad = Tensor(tensor._device.xp.asarray(held._data + grad), device=tensor._device)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.linalg import matmul
 from actorgrad.ops.linalg_composites import (
     cond,
@@ -36,6 +37,7 @@ from actorgrad.ops.linalg_decompositions import linalg_slogdet as slogdet
 from actorgrad.ops.linalg_eig import eig, eigvals
 from actorgrad.ops.linalg_forms import cholesky_ex, inv_ex, lstsq, solve_ex
 from actorgrad.ops.linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve
+from actorgrad.ops.linalg_out import LINALG, give_out
 from actorgrad.ops.linalg_spectral import eigh, eigvalsh, matrix_rank, pinv, qr, svd, svdvals
 from actorgrad.ops.linalg_triangular import solve_triangular
 from actorgrad.ops.matrix_functions import linalg_matrix_exp as matrix_exp
@@ -79,6 +81,8 @@ def vector_norm(
     x: Tensor, ord: float = 2, dim: int | tuple[int, ...] | None = None, keepdim: bool = False, *, dtype: Any = None
 ) -> Tensor:
     """The vector ord-norm of x over `dim` (all elements by default): any number, inf or -inf."""
+    if autocast_state.get() is not None and dtype is None:
+        return autocast_call(vector_norm, "vector_norm", x, ord, dim, keepdim, dtype=dtype)
     require_tensors("linalg_vector_norm", input=x)
     if isinstance(ord, bool) or not isinstance(ord, int | float):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(ord).__name__}")
@@ -103,6 +107,8 @@ def matrix_norm(
 ) -> Tensor:
     """The matrix norm over the two dims `dim`: 'fro'; the largest (1, inf) or smallest (-1, -inf) absolute
     column (1) or row (inf) sum; the largest (2) or smallest (-2) singular value, or their sum ('nuc')."""
+    if autocast_state.get() is not None and dtype is None:
+        return autocast_call(matrix_norm, "matrix_norm", A, ord, dim, keepdim, dtype=dtype)
     require_tensors("linalg_matrix_norm", input=A)
     first, second = _matrix_dims(A, dim)
     A = _in_dtype("linalg.matrix_norm", A, dtype, complex_ok=True)
@@ -111,6 +117,8 @@ def matrix_norm(
     if ord not in ("nuc", 1, -1, math.inf, -math.inf, 2, -2):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if ord in ("nuc", 2, -2):
+        if A.dtype == np.float16:  # PyTorch's check, before its svd's
+            raise RuntimeError("linalg.matrix_norm: Low precision dtypes not supported. Got Half")
         rest = [d for d in range(A.ndim) if d not in (first, second)]
         values = svdvals(permute(A, (*rest, first, second)))
         # the largest of no values is 0 here (norms are not negative), as PyTorch's: a sum over the empty dim
@@ -184,3 +192,4 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
 
 
 check_tensor_arguments(globals(), __all__, "linalg_")
+give_out(globals(), LINALG, "linalg_")  # after the check: `out=` wraps the checked names

@@ -131,8 +131,8 @@ class Tensor:
     @property
     def grad(self) -> Tensor | None:
         """The gradient accumulated into this leaf (or retained for this non-leaf); reading it on a non-leaf that
-        retains none warns, as in PyTorch."""
-        if self._grad_fn is not None and not self.retains_grad:
+        retains none and was given none warns, as in PyTorch."""
+        if self._grad_fn is not None and self._grad is None and not self.retains_grad:
             warnings.warn(NON_LEAF_GRAD, UserWarning, stacklevel=2)
         return self._grad
 

@@ -324,7 +324,6 @@ def test_zero_grad_closure_and_a_tensor_lr():
     (lambda ps: optim.RAdam(ps, lr=ag.tensor([0.1, 0.2])), "Tensor lr must be 1-element"),
     # Options whose promise actorgrad cannot keep are refused, as for SGD and Adam.
     (lambda ps: optim.RMSprop(ps, capturable=True), "do not support capturable=True"),
-    (lambda ps: optim.Adagrad(ps, fused=True), "do not support fused=True"),
     (lambda ps: optim.NAdam(ps, differentiable=True), "do not support differentiable=True"),
 ])
 def test_bad_options_get_pytorchs_errors(make, text):

@@ -243,7 +243,7 @@ def test_adjoints_of_a_0_dim_tensor_warn_once_per_process(monkeypatch):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         outs = [(s.H.item(), s.mH.item(), ag.adjoint(s).item()) for _ in range(3)]
-    assert outs == [(3.0 + 1.0j,) * 3] * 3  # PyTorch's 0-d adjoints are the tensor itself
+    assert outs == [(3.0 - 1.0j,) * 3] * 3  # PyTorch's 0-d adjoints are the conjugate
     assert [str(w.message) for w in caught] == [
         f"{name} is deprecated on 0-D tensors. Consider using x.conj()." for name in ("Tensor.H", "Tensor.mH",
                                                                                       "adjoint()")

@@ -14,15 +14,17 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices.erf import erf as erf_kernel
 from actorgrad.devices.erf_float32 import normal_cdf_and_pdf
+from actorgrad.grad_mode import is_grad_enabled
 from actorgrad.ops.arithmetic import relu as _relu
 from actorgrad.ops.dim_activations import floating_data, glu, prelu, recorded_grad, softmin
 from actorgrad.ops.dim_activations import log_softmax as log_softmax
 from actorgrad.ops.dim_activations import softmax as softmax
 from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operand_checks import BOOL_SUBTRACTION
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES, fitted_number
 from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.random import numpy_generator
 from actorgrad.tensor import Tensor
@@ -215,6 +217,8 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta * x)) / beta, switching to x where beta * x > threshold."""
+    if autocast_state.get() is not None:
+        return autocast_call(softplus, "softplus", input, beta, threshold)
     x = floating_data("softplus_cpu", input)
     scaled = x * beta
     # log1p(exp(.)) as PyTorch writes it, cut at the threshold so exp cannot overflow where the identity is kept
@@ -225,11 +229,15 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x), computed as PyTorch's kernel computes it, x / (1 + exp(-x)); `inplace` writes it into
-    `input` (its node keeps a copy of the old values)."""
+    `input` (its node keeps a copy of the old values). Complex tensors too, without a gradient, as PyTorch's."""
     if inplace:
         return write_in_place(input, silu, (), True)
-    x = floating_data("silu_cpu", input)
-    with np.errstate(over="ignore"):  # exp(-x) is inf far left, where x / inf is PyTorch's -0
+    x = input._data
+    if x.dtype.kind != "c":
+        x = floating_data("silu_cpu", input)
+    elif input.requires_grad and is_grad_enabled():
+        raise RuntimeError("silu does not support automatic differentiation for outputs with complex dtype.")
+    with np.errstate(over="ignore", invalid="ignore"):  # exp(-x) is inf far left, where x / inf is PyTorch's -0
         data = x / (1 + np.exp(-x))
     return record(SILU, data, (input,))
 
@@ -261,11 +269,19 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _elu(CELU, input, alpha, 1.0, 1.0 / alpha, inplace)
 
 
-def _not_bool(input: Tensor, op: str) -> np.ndarray:
-    x = input._data
+def _check_limits(x: np.ndarray, min_val: float, max_val: float) -> None:
+    """hardtanh's refusals for a tensor that is not floating, in PyTorch's order: bool, negative limits of an
+    unsigned dtype, complex (its clamp's), limits an integer dtype cannot hold (each truncated toward zero)."""
     if x.dtype.kind == "b":
-        raise RuntimeError(f"Bool inputs not supported for {op}")
-    return x
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if x.dtype.kind == "u" and int(min_val) < 0:  # min_val <= max_val; each read as an integer
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+    if x.dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
+    for limit in (min_val, max_val):  # read as an int64, then as the dtype
+        if not math.isfinite(limit):
+            raise RuntimeError("value cannot be converted to type int64_t without overflow")
+        fitted_number(int(limit), x.dtype)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
@@ -274,7 +290,9 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
         raise ValueError("min_val cannot be greater than max_val")
     if inplace:
         return write_in_place(input, lambda s: hardtanh(s, min_val, max_val), (), True)
-    x = _not_bool(input, "hardtanh")
+    x = input._data
+    if x.dtype.kind != "f":
+        _check_limits(x, min_val, max_val)
     data = np.clip(x, min_val, max_val).astype(x.dtype, copy=False)
     return record(HARDTANH, data, (input,), min_val=min_val, max_val=max_val)
 
@@ -338,8 +356,10 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 
 def _threshold(input: Tensor, threshold: float, value: float) -> Tensor:
     x = input._data
-    if x.dtype.kind == "b":
-        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
+    if x.dtype.kind != "f":
+        if x.dtype.kind in "bc":
+            raise NotImplementedError(f"\"threshold_cpu\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
+        threshold, value = fitted_number(threshold, x.dtype)[()], fitted_number(value, x.dtype)[()]  # as the kernel's
     data = np.where(x <= threshold, value, x).astype(x.dtype, copy=False)
     return record(THRESHOLD, data, (input,), threshold=threshold)
 

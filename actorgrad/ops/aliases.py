@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.memory_formats import formatted, preserve_format
+from actorgrad.memory_formats import contiguous_format, formatted, preserve_format
 from actorgrad.ops import arithmetic
 from actorgrad.ops.arithmetic import DIV, FLOOR_QUOTIENT, _binary, mul, sub
+from actorgrad.ops.float_kernels import float16_scalar_divisor
 from actorgrad.ops.indexing import INDEX_RULES, gather, getitem, take_index
 from actorgrad.ops.joining import cat
 from actorgrad.ops.operand_checks import check_unsigned_number
@@ -26,7 +27,17 @@ from actorgrad.ops.operands import (
     result_type,
 )
 from actorgrad.ops.record import Rule, common_device, record
-from actorgrad.ops.shape import _shape_arg, broadcast_to, permute, repeat, reshape, single_dim, transpose, view
+from actorgrad.ops.shape import (
+    _shape_arg,
+    broadcast_to,
+    clone,
+    permute,
+    repeat,
+    reshape,
+    single_dim,
+    transpose,
+    view,
+)
 from actorgrad.tensor import Tensor, bool_, int64
 from actorgrad.tensor_construction import COPY_CONSTRUCT, copied_leaf
 from actorgrad.user_warnings import warn, warn_once
@@ -55,8 +66,9 @@ def reshape_as(input: Tensor, other: Tensor) -> Tensor:
 
 
 def ravel(input: Tensor) -> Tensor:
-    """The elements in one dim, as reshape(-1): a view when the input's layout allows one."""
-    return reshape(input, -1)
+    """The elements in one dim: a view of a contiguous input, else of a row-major copy (as PyTorch's, which copies
+    even where a reshape could view)."""
+    return reshape(input if input._data.flags.c_contiguous else clone(input, memory_format=contiguous_format), -1)
 
 
 def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
@@ -120,7 +132,7 @@ def unflatten(input: Tensor, dim: int, sizes: tuple[int, ...]) -> Tensor:
         else:
             known *= n
     size = shape[d]
-    if size == known and inferred is not None:
+    if inferred is not None and not size and not known:
         raise RuntimeError(f"{unexpected}cannot reshape tensor of 0 elements into shape {list(sizes)} because the "
                            "unspecified dimension size -1 can be any value and is ambiguous")
     if size != known and (inferred is None or not known or size % known):
@@ -281,6 +293,9 @@ def _trunc_divide(input: Any, other: Any) -> Tensor:
     if dtype.kind in "bc":  # complex numbers have no trunc
         raise not_implemented(f"div_trunc_{device.type}", dtype)
     x, y = kernel_operands(data_as(a, dtype), data_as(b, dtype))
+    divisor = float16_scalar_divisor(input, other)
+    if divisor is not None:  # float16 by a scalar: in float32, the scalar unrounded, as PyTorch's kernel
+        x, y = kernel_operands(x.astype(np.float32), divisor)
     xp = device.xp
     if dtype.kind in "iu" and bool((y == 0).any()):
         raise RuntimeError("ZeroDivisionError")
@@ -289,7 +304,8 @@ def _trunc_divide(input: Any, other: Any) -> Tensor:
             data = xp.trunc(x / y) if dtype.kind == "f" else _integer_trunc_quotient(xp, x, y)
         except ValueError:
             raise broadcast_error("div", x.shape, y.shape) from None
-    return record(FLOOR_QUOTIENT, xp.asarray(data, dtype=dtype), (a, b))
+        data = xp.asarray(data, dtype=dtype)  # a float32 quotient past float16's range is inf there too
+    return record(FLOOR_QUOTIENT, data, (a, b))
 
 
 def divide(input: Any, other: Any, *, rounding_mode: str | None = TRUE_DIVISION) -> Tensor:
@@ -341,12 +357,12 @@ def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None, 
 
 def _adjoint(input: Tensor, name: str, batched: bool) -> Tensor:
     """`.H` (a matrix) or `.mH` (a batch of matrices): the conjugate transpose (the transpose of real values); a
-    0-d tensor is itself, deprecated as in PyTorch (`name`: how its warning, once per process, names the op). Not
-    a view of a complex tensor, as conj makes its result at once (see actorgrad.ops.complex_parts)."""
+    0-d tensor is its own conjugate, deprecated as in PyTorch (`name`: how its warning, once per process, names the
+    op). Not a view of a complex tensor, as conj makes its result at once (see actorgrad.ops.complex_parts)."""
     ndim = input.ndim
     if ndim == 0:
         warn_once(f"{name} is deprecated on 0-D tensors. Consider using x.conj().")
-        return input
+        return input.conj() if input._data.dtype.kind == "c" else input
     if batched and ndim < 2:
         raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. Got {ndim}-D tensor.")
     if not batched and ndim != 2:

@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices import cpu
 from actorgrad.devices.floor_division import python_division
 from actorgrad.ops import float_kernels
 from actorgrad.ops.float_kernels import FLOAT16, FLOAT16_SCALAR_OPS, float16_by_scalar
-from actorgrad.ops.operand_checks import check_subtraction, check_unsigned_number
+from actorgrad.ops.operand_checks import check_alpha, check_subtraction, check_unsigned_number
 from actorgrad.ops.operands import (
     as_operand,
     broadcast_error,
@@ -67,8 +68,10 @@ def _nonnegative(x: Any) -> Any:
 
 
 def _exponent_grad(ops: Any, self: Any, other: Any, result: Any) -> Any:
-    """d(self ** other)/d(other): 0 where self is 0 and other >= 0 (not 0 * log(0), which is NaN), as in PyTorch."""
-    slope = result * ops.log(self)
+    """d(self ** other)/d(other): 0 where self is 0 and other >= 0 (not 0 * log(0), which is NaN), as in PyTorch.
+    The log is taken in the result's dtype, as PyTorch's: numpy's of an int8 base would be float16, of a negative
+    base beside a complex exponent NaN."""
+    slope = result * ops.log(ops.cast(self, result.dtype))
     return ops.where(self == 0, ops.where(_nonnegative(other), 0, slope), slope)
 
 
@@ -248,8 +251,7 @@ def _binary(name: str, a: Any, b: Any, rule: Rule | None = None) -> Tensor:
 
 def _scaled(name: str, rule: Rule, input: Tensor, other: Any, alpha: Any) -> Tensor:
     """`input + alpha * other` (or minus) as one node, as PyTorch records add/sub with alpha."""
-    if result_type(input, other).kind in "biu" and isinstance(alpha, float):
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    check_alpha(alpha, result_type(input, other).kind)
     input, other, x, y = _promoted(name, input, other)
     where = input._device if input._device is not cpu else other._device  # a zero-dim cpu input meets any device
     kernel = getattr(where.xp, _BINARY[name][1].__name__)
@@ -266,14 +268,14 @@ def _scaled(name: str, rule: Rule, input: Tensor, other: Any, alpha: Any) -> Ten
 
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input + alpha * other."""
-    if alpha == 1:
+    if alpha.__class__ is int and alpha == 1:  # not 1.0 or True, which PyTorch checks against the result's dtype
         return _binary("add", input, other)
     return _scaled("add", ADD_ALPHA, input, other, alpha)
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input - alpha * other."""
-    if alpha == 1:
+    if alpha.__class__ is int and alpha == 1:  # not 1.0 or True, which PyTorch checks against the result's dtype
         return _binary("sub", input, other)
     return _scaled("sub", SUB_ALPHA, input, other, alpha)
 
@@ -317,6 +319,8 @@ def _is_number(value: Any) -> bool:
 
 
 def pow(input: Any, exponent: Any) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(pow, "pow", input, exponent)
     if isinstance(input, Tensor) and _is_number(exponent):
         dtype = result_type(input, exponent)
         if dtype.kind in "iu" and exponent < 0:
@@ -336,6 +340,8 @@ def pow(input: Any, exponent: Any) -> Tensor:
 
 
 def reciprocal(input: Tensor) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(reciprocal, "reciprocal", input)
     x = input._data
     return record(RECIPROCAL, np.reciprocal(x.astype(floating_or_complex(x.dtype), copy=False)), (input,))
 
@@ -368,10 +374,14 @@ def neg(input: Tensor) -> Tensor:
 
 
 def exp(input: Tensor) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(exp, "exp", input)
     return _unary("exp", input)
 
 
 def log(input: Tensor) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(log, "log", input)
     return _unary("log", input)
 
 

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.creation import ones, zeros
 from actorgrad.ops.dim_activations import softmax
 from actorgrad.ops.joining import cat
@@ -87,6 +88,11 @@ def scaled_dot_product_attention(
     that attends to no key gets zeros (PyTorch's safe softmax) instead of NaN. Dropout with probability
     `dropout_p` applies to the attention weights whenever `dropout_p > 0`, as in PyTorch (training or not).
     """
+    if autocast_state.get() is not None:
+        return autocast_call(
+            scaled_dot_product_attention, "scaled_dot_product_attention", query, key, value, attn_mask, dropout_p,
+            is_causal, scale, enable_gqa
+        )
     _check_sdpa_inputs(query, key, value, attn_mask)
     if dropout_p > 1.0:  # PyTorch's check in C++, hence a RuntimeError where F.dropout raises a ValueError
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.contraction import einsum
 from actorgrad.ops.linalg import TYPE_META_NAMES
 from actorgrad.tensor import Tensor
@@ -16,6 +17,8 @@ METHODS: dict[str, Any] = {}
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(bilinear, "bilinear", input1, input2, weight, bias)
     named = {"input1": input1, "input2": input2, "weight": weight}
     if bias is not None:
         named["bias"] = bias

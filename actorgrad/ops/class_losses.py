@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.activations import logsigmoid
 from actorgrad.ops.arithmetic import mul
 from actorgrad.ops.loss_arguments import REDUCTIONS, legacy_reduction, refuse_grad, resolve_reduction
@@ -81,6 +82,8 @@ def _class_targets(x: Any, target: Tensor, weight: Tensor | None, ignore_index: 
     if x.dtype.kind != "f":  # the kernel's own dispatch, before it reads a target
         kernel = "nll_loss2d_forward_out_frame" if x.ndim > 2 else "nll_loss_out_frame"
         raise NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES.get(x.dtype, x.dtype)}\'')
+    if t.dtype == np.uint8 and x.ndim > 2:  # nll_loss2d's kernel, which spatial inputs reach, takes Long only
+        raise RuntimeError("expected scalar type Long but found Byte")
     if x.ndim == 1:
         t = t.reshape(())  # a (1,) target for a (C,) input is its one class
     valid = t != ignore_index
@@ -112,6 +115,8 @@ def _reduce_weighted(losses: Any, picked: Any, reduction: str) -> tuple[Any, Any
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
              ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(nll_loss, "nll_loss", input, target, weight, size_average, ignore_index, reduce, reduction)
     reduction = resolve_reduction(size_average, reduce, reduction)
     same_device(input, target, weight)
     x = input._data
@@ -142,6 +147,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
                   label_smoothing: float = 0.0) -> Tensor:
     """Class-index targets (integers) or class probabilities (a target of the input's shape) on (C,), (N, C) or
     (N, C, d1, ...) inputs. A label_smoothing of 0 or less smooths nothing, as in PyTorch."""
+    if autocast_state.get() is not None:
+        return autocast_call(
+            cross_entropy, "cross_entropy", input, target, weight, size_average, ignore_index, reduce, reduction,
+            label_smoothing
+        )
     reduction = resolve_reduction(size_average, reduce, reduction)
     same_device(input, target, weight)
     axis = 0 if input.ndim == 1 else 1
@@ -206,7 +216,7 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
     losses = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         losses = losses * weight
-    losses = losses.sum(-1) / input.shape[-1]
+    losses = losses.sum(input.ndim - 1) / input.shape[-1]  # the input's last dim, counted from the front as there
     if reduction not in REDUCTIONS:
         raise ValueError(f"{reduction} is not valid")
     return losses if reduction == "none" else losses.mean() if reduction == "mean" else losses.sum()
@@ -233,6 +243,10 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
                       reduction: str = "mean") -> Tensor:
     """Per sample, the mean over classes i other than the target y of weight[y] max(0, margin - x[y] + x[i])^p;
     the weight is a constant (PyTorch refuses one that requires grad)."""
+    if autocast_state.get() is not None:
+        return autocast_call(
+            multi_margin_loss, "multi_margin_loss", input, target, p, margin, weight, size_average, reduce, reduction
+        )
     reduction = resolve_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
@@ -270,6 +284,10 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
                            reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Per sample, the sum over its target classes j (the target's entries up to the first -1) and its other
     classes i of max(0, 1 - (x[j] - x[i])), over the number of classes."""
+    if autocast_state.get() is not None:
+        return autocast_call(
+            multilabel_margin_loss, "multilabel_margin_loss", input, target, size_average, reduce, reduction
+        )
     reduction = resolve_reduction(size_average, reduce, reduction)
     same_device(input, target)
     rows, classes = _margin_rows("multilabel_margin_loss_forward_out_frame", input)

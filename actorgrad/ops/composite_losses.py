@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.grad_mode import no_grad
 from actorgrad.ops.distances import pairwise_distance
 from actorgrad.ops.loss_arguments import (
@@ -31,6 +32,10 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
                         size_average: bool | None = None, reduce: bool | None = None,
                         reduction: str = "mean") -> Tensor:
     """max(0, -target (input1 - input2) + margin) per element."""
+    if autocast_state.get() is not None:
+        return autocast_call(
+            margin_ranking_loss, "margin_ranking_loss", input1, input2, target, margin, size_average, reduce, reduction
+        )
     reduction = resolve_reduction(size_average, reduce, reduction)
     if not input1.ndim == input2.ndim == target.ndim:
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
@@ -42,6 +47,10 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average: bool | None = None,
                          reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """input where target is 1, max(0, margin - input) where it is -1 (and their sum for any other target)."""
+    if autocast_state.get() is not None:
+        return autocast_call(
+            hinge_embedding_loss, "hinge_embedding_loss", input, target, margin, size_average, reduce, reduction
+        )
     reduction = resolve_reduction(size_average, reduce, reduction)
     below_margin = where(target != 1, (margin - input).clamp_min(0), 0.0)
     return reduce_losses(below_margin + where(target != -1, input, 0.0), reduction)
@@ -50,6 +59,8 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
                      reduction: str = "mean") -> Tensor:
     """log(1 + exp(-target input)) per element, in the input's shape and dtype; the target is a constant."""
+    if autocast_state.get() is not None:
+        return autocast_call(soft_margin_loss, "soft_margin_loss", input, target, size_average, reduce, reduction)
     reduction = resolve_reduction(size_average, reduce, reduction)
     refuse_grad("soft_margin_loss", "target", target)
     if input.dtype.kind != "f":
@@ -68,6 +79,11 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
                           reduction: str = "mean") -> Tensor:
     """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1, 0 elsewhere; rows of
     (N, D) inputs with an (N,) target, or (D,) vectors with a 0-d one."""
+    if autocast_state.get() is not None:
+        return autocast_call(
+            cosine_embedding_loss, "cosine_embedding_loss", input1, input2, target, margin, size_average, reduce,
+            reduction
+        )
     reduction = resolve_reduction(size_average, reduce, reduction)
     dim = target.ndim
     if dim > 1:
@@ -105,6 +121,11 @@ def _triplet(distance: Any, anchor: Tensor, positive: Tensor, negative: Tensor, 
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
                         eps: float = 1e-6, swap: bool = False, size_average: bool | None = None,
                         reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(
+            triplet_margin_loss, "triplet_margin_loss", anchor, positive, negative, margin, p, eps, swap, size_average,
+            reduce, reduction
+        )
     reduction = resolve_reduction(size_average, reduce, reduction)
     _check_triplet(anchor, positive, negative, margin)
     return _triplet(lambda a, b: pairwise_distance(a, b, p, eps), anchor, positive, negative, margin, swap,
@@ -125,6 +146,10 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
                      reduction: str = "mean") -> Tensor:
     """exp(input) - target input on log rates, input - target log(input + eps) on rates; `full` adds Stirling's
     approximation of log(target!) where target > 1."""
+    if autocast_state.get() is not None:
+        return autocast_call(
+            poisson_nll_loss, "poisson_nll_loss", input, target, log_input, full, size_average, eps, reduce, reduction
+        )
     require_tensors("poisson_nll_loss", input=input, target=target)  # PyTorch's is an op: no numbers
     if size_average is not None or reduce is not None:
         reduction = legacy_reduction(size_average, reduce)

@@ -13,13 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.arithmetic import mul
 from actorgrad.ops.diagonals import diagonal
 from actorgrad.ops.einsum_labels import equation_from_sublists, operand_labels, output_labels
 from actorgrad.ops.linalg import MACS_PER_NS, TYPE_META_NAMES, mm
-from actorgrad.ops.operands import SCALAR_NAMES, number_array, require_tensor_elements
+from actorgrad.ops.operands import SCALAR_NAMES, number_array, promote_types, require_tensor_elements
 from actorgrad.ops.record import Rule, common_device, record, same_device
-from actorgrad.ops.shape import _expanded_shape, expand, permute, reshape, single_dim
+from actorgrad.ops.shape import _expanded_shape, expand, permute, reshape, single_dim, to_dtype
 from actorgrad.tensor import Tensor
 
 __all__ = [
@@ -104,8 +105,25 @@ def _integer_operands(arrays: list, terms: list[str], out: str) -> list:
     return [arrays[0].astype(np.int64)] if len(terms) == 1 and summed else arrays
 
 
+def _common_dtype(operands: list[Tensor], terms: list[str], out: str) -> np.dtype:
+    """The dtype einsum computes in: PyTorch contracts two operands with bmm, which takes one dtype, but multiplies
+    them (promoting) when no letter is summed over both (a size-1 dim is summed in its operand alone)."""
+    first = operands[0]
+    mixed = next((t for t in operands if t.dtype != first.dtype), None)
+    if mixed is None:
+        return first.dtype
+    if len(operands) == 2:
+        sizes = [dict(zip(term, t.shape)) for term, t in zip(terms, operands)]
+        shared = set(terms[0]) & set(terms[1]) - set(out)
+        if all(1 in (sizes[0][c], sizes[1][c]) for c in shared):
+            return promote_types(first.dtype, mixed.dtype)
+    raise RuntimeError(f"expected scalar type {_dtype_name(first)} but found {_dtype_name(mixed)}")
+
+
 def einsum(*args: Any) -> Tensor:
     """einsum(equation, *operands), einsum(equation, [operands]) or the sublist form (op0, [0, 1], op1, ...)."""
+    if autocast_state.get() is not None:
+        return autocast_call(einsum, "einsum", *args)
     if args and isinstance(args[0], Tensor):
         equation, operands = equation_from_sublists(args)
     else:
@@ -116,13 +134,10 @@ def einsum(*args: Any) -> Tensor:
         raise RuntimeError("einsum(): must provide at least one operand")
     require_tensor_elements(operands, 1)
     common_device(operands)  # PyTorch's error for operands on two devices, before a kernel mixes them
-    dtype = operands[0].dtype
-    for t in operands:
-        if t.dtype != dtype:
-            raise RuntimeError(f"expected scalar type {_dtype_name(operands[0])} but found {_dtype_name(t)}")
     terms, ellipsis, written = operand_labels(equation, [t.shape for t in operands])
     out = output_labels(written, terms, ellipsis)
-    operands = list(operands)
+    dtype = _common_dtype(operands, terms, out)
+    operands = [t if t.dtype == dtype else to_dtype(t, dtype) for t in operands]
     for k, (t, term) in enumerate(zip(operands, terms)):
         operands[k], terms[k] = _take_diagonals(k, t, term)
     sizes = _broadcast_sizes(operands, terms, ellipsis)
@@ -168,6 +183,9 @@ BADDBMM = _add_product_rule("BaddbmmBackward0")
 # PyTorch's addmm, addmv and addbmm do not read the product with alpha 0 (its NaNs do not spread); baddbmm and
 # addr do.
 _UNREAD_AT_ZERO_ALPHA = frozenset({"AddmmBackward0", "AddmvBackward0", "AddbmmBackward0"})
+# The kernels that refuse booleans (addr takes them), when they run.
+_BOOL_REFUSED = {"AddmmBackward0": "addmm_impl_cpu_", "AddmvBackward0": "addmv_impl_cpu",
+                 "AddbmmBackward0": "addmm_impl_cpu_", "BaddbmmBackward0": "baddbmm"}
 
 
 def _add_product(rule: Rule, subs: tuple, input: Tensor, a: Tensor, b: Tensor, beta: Any, alpha: Any) -> Tensor:
@@ -178,6 +196,8 @@ def _add_product(rule: Rule, subs: tuple, input: Tensor, a: Tensor, b: Tensor, b
     xp = device.xp
     x, y = a._data, b._data
     dtype = x.dtype
+    if dtype.kind == "b" and rule.name in _BOOL_REFUSED and x.size and y.size:  # empty: no kernel runs
+        raise NotImplementedError(f"\"{_BOOL_REFUSED[rule.name]}\" not implemented for 'Bool'")
     product = xp.einsum(f"{subs[0]},{subs[1]}->{subs[2]}", x, y)
     _expanded_shape(input.shape, product.shape)  # PyTorch's expand errors
     if alpha == 0 and rule.name in _UNREAD_AT_ZERO_ALPHA:
@@ -199,6 +219,8 @@ def _dtype_name(t: Tensor) -> str:
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2), input broadcasting to the product."""
+    if autocast_state.get() is not None:
+        return autocast_call(addmm, "addmm", input, mat1, mat2, beta=beta, alpha=alpha)
     for name, t in (("mat1", mat1), ("mat2", mat2)):
         if t.ndim != 2:
             raise RuntimeError(f"{name} must be a matrix, got {t.ndim}-D tensor")
@@ -214,6 +236,8 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: An
 
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * (mat @ vec)."""
+    if autocast_state.get() is not None:
+        return autocast_call(addmv, "addmv", input, mat, vec, beta=beta, alpha=alpha)
     if (input.ndim, mat.ndim, vec.ndim) not in ((0, 2, 1), (1, 2, 1)):
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, {vec.ndim}")
     if mat.shape[1] != vec.shape[0] or input.ndim and input.shape[0] not in (1, mat.shape[0]):
@@ -228,6 +252,8 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2), one matrix product per batch, input broadcasting."""
+    if autocast_state.get() is not None:
+        return autocast_call(baddbmm, "baddbmm", input, batch1, batch2, beta=beta, alpha=alpha)
     for name, t in (("batch1", batch1), ("batch2", batch2)):
         if t.ndim != 3:
             raise RuntimeError(f"{name} must be a 3D tensor")
@@ -283,17 +309,23 @@ def _vectors(op: str, input: Tensor, other: Tensor) -> None:
     if input.dtype != other.dtype:
         raise RuntimeError(f"{op} : expected both vectors to have same dtype, but found {_dtype_name(input)} and "
                            f"{_dtype_name(other)}")
+    if input.dtype == np.bool_:
+        raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
 
 
 def dot(input: Tensor, tensor: Tensor) -> Tensor:
     """The sum of the products of two 1-D tensors' elements."""
+    if autocast_state.get() is not None:
+        return autocast_call(dot, "dot", input, tensor)
     _vectors("dot", input, tensor)
     return _product(DOT, ("i", "i", ""), input, tensor)
 
 
 def vdot(input: Tensor, other: Tensor) -> Tensor:
     """dot, conjugating the first vector (dot itself for real tensors)."""
-    _vectors("vdot", input, other)
+    if autocast_state.get() is not None:
+        return autocast_call(vdot, "vdot", input, other)
+    _vectors("dot", input, other)  # PyTorch's vdot checks its vectors as dot
     same_device(input, other)
     x, y = input._data, other._data
     xp = input._device.xp
@@ -303,6 +335,8 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """The product of a matrix and a vector."""
+    if autocast_state.get() is not None:
+        return autocast_call(mv, "mv", input, vec)
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
     if input.shape[1] != vec.shape[0]:
@@ -312,6 +346,8 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
         names = [_dtype_name(t) for t in (vec, input, vec)]  # PyTorch names its result (dtype of vec) first
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {names[0]}, {names[1]}, and "
                            f"{names[2]}")
+    if input.dtype.kind == "b" and input._data.size:
+        raise NotImplementedError("\"addmv_impl_cpu\" not implemented for 'Bool'")
     return _product(MV, ("ij", "j", "i"), input, vec)
 
 
@@ -320,6 +356,8 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
     """The sum over the dims `dims` names (the last n of a with the first n of b, or two lists) of a * b,
     as one matrix product between permutes and reshapes, as PyTorch computes it. A tensor of dims is read as
     PyTorch reads one: one element is the count, two rows are the lists."""
+    if autocast_state.get() is not None:
+        return autocast_call(tensordot, "tensordot", a, b, dims)
     if isinstance(dims, Tensor):
         dims = int(dims.item()) if dims.numel() == 1 else dims.tolist()
     if isinstance(dims, int):

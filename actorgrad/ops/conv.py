@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices.convolution import ConvGeometry, macs
 from actorgrad.ops.linalg import MACS_PER_NS, TYPE_META_NAMES
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
@@ -241,8 +242,8 @@ def _conv(op: str, dims: int, input: Tensor, weight: Tensor, bias: Tensor | None
     x, w = input._data, weight._data
     if bias is not None and bias._data.dtype != x.dtype:
         if not isinstance(padding, str):
-            raise RuntimeError(f"Input type ({TYPE_META_NAMES[x.dtype]}) and bias type "
-                               f"({TYPE_META_NAMES[bias._data.dtype]}) should be the same")
+            raise RuntimeError(f"Input type ({TYPE_META_NAMES.get(x.dtype, x.dtype)}) and bias type "
+                               f"({TYPE_META_NAMES.get(bias._data.dtype, bias._data.dtype)}) should be the same")
         bias = bias.to(x.dtype)  # PyTorch's padding modes take a bias of any dtype
     if x.ndim not in (dims + 1, dims + 2):
         raise RuntimeError(
@@ -265,16 +266,22 @@ def _conv(op: str, dims: int, input: Tensor, weight: Tensor, bias: Tensor | None
 
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
            dilation: Any = 1, groups: int = 1) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(conv1d, "conv1d", input, weight, bias, stride, padding, dilation, groups)
     return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
            dilation: Any = 1, groups: int = 1) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(conv2d, "conv2d", input, weight, bias, stride, padding, dilation, groups)
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
            dilation: Any = 1, groups: int = 1) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(conv3d, "conv3d", input, weight, bias, stride, padding, dilation, groups)
     return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -308,18 +315,33 @@ def _conv_transpose(dims: int, input: Tensor, weight: Tensor, bias: Tensor | Non
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
                      output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
     """The adjoint of conv1d in its input; weight of shape (in_channels, out_channels / groups, kW)."""
+    if autocast_state.get() is not None:
+        return autocast_call(
+            conv_transpose1d, "conv_transpose1d", input, weight, bias, stride, padding, output_padding, groups,
+            dilation
+        )
     return _conv_transpose(1, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
                      output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
     """The adjoint of conv2d in its input; weight of shape (in_channels, out_channels / groups, kH, kW)."""
+    if autocast_state.get() is not None:
+        return autocast_call(
+            conv_transpose2d, "conv_transpose2d", input, weight, bias, stride, padding, output_padding, groups,
+            dilation
+        )
     return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
                      output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
     """The adjoint of conv3d in its input; weight of shape (in_channels, out_channels / groups, kD, kH, kW)."""
+    if autocast_state.get() is not None:
+        return autocast_call(
+            conv_transpose3d, "conv_transpose3d", input, weight, bias, stride, padding, output_padding, groups,
+            dilation
+        )
     return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 

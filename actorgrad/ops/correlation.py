@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.complex_parts import complex as _complex
 from actorgrad.ops.operands import (
     SCALAR_NAMES,
@@ -107,6 +108,9 @@ def corrcoef(input: Tensor) -> Tensor:
 
 # -- dist -------------------------------------------------------------------------------------------------------
 def _dist_grad(ops: Any, g: Any, self: Any, other: Any, result: Any, p: float, dims: tuple, kept_shape: tuple):
+    """The gradient for the broadcast difference self - other. Each input's is this summed back to its shape by
+    its own formula: the node's broadcast undoing compares an input with the 0-dim output, which a 0-dim input
+    matches while it was still broadcast against the other."""
     diff = self - other
     if math.isinf(p):
         return _inf_norm_grad(ops, g, diff, result, dims, kept_shape)
@@ -116,9 +120,9 @@ def _dist_grad(ops: Any, g: Any, self: Any, other: Any, result: Any, p: float, d
 _DIST_SAVED = ("self", "other", "result", "p", "dims", "kept_shape")
 DIST = Rule(
     "DistBackward0",
-    (_DIST_SAVED, _dist_grad),
-    (_DIST_SAVED, lambda ops, g, *saved: -_dist_grad(ops, g, *saved)),
-    broadcasts=True,
+    (_DIST_SAVED, lambda ops, g, self, *saved: ops.sum_to(_dist_grad(ops, g, self, *saved), self.shape)),
+    (_DIST_SAVED, lambda ops, g, self, other, *saved: -ops.sum_to(_dist_grad(ops, g, self, other, *saved),
+                                                                  other.shape)),
 )
 # PyTorch's p=0 dist gives no gradient (an undefined one): grad() reports its inputs unused.
 ZERO_DIST = Rule("DistBackward0", ((), lambda ops, g: None), ((), lambda ops, g: None), broadcasts=True)
@@ -126,6 +130,8 @@ ZERO_DIST = Rule("DistBackward0", ((), lambda ops, g: None), ((), lambda ops, g:
 
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """The p-norm of input - other (broadcast), as a 0-dim tensor."""
+    if autocast_state.get() is not None:
+        return autocast_call(dist, "dist", input, other, p)
     require_tensors("dist", input=input, other=other)
     device = common_device((input, other))
     dtype = result_type(input, other)
@@ -169,6 +175,8 @@ CROSS_DEFAULT_DIM = (
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     """The cross product of 3-vectors along `dim` (other dims broadcast). Without `dim`, PyTorch's deprecated
     default: the first dim of input of size 3."""
+    if autocast_state.get() is not None:
+        return autocast_call(cross, "cross", input, other, dim)
     require_tensors("cross", input=input, other=other)
     if dim is None:
         warn_once(CROSS_DEFAULT_DIM)
@@ -181,6 +189,8 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and "
                            f"{other.shape[d]}")
+    if input.dtype == np.bool_:
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
     if input.dtype != other.dtype:
         raise RuntimeError(f"expected scalar type {SCALAR_NAMES[input.dtype]} but found {SCALAR_NAMES[other.dtype]}")
     device = common_device((input, other))

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops import reductions
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record, zeros_grad
@@ -115,6 +116,8 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x for x > 0, else weight * x, one weight per channel (dim 1) or one for all."""
+    if autocast_state.get() is not None:
+        return autocast_call(prelu, "prelu", input, weight)
     x, w = input._data, weight._data
     if w.dtype != x.dtype:  # checked first, as PyTorch's: nn.PReLU's float32 weight on a float64 input lands here
         raise RuntimeError(
@@ -146,6 +149,8 @@ def _implicit_dim(op: str, ndim: int) -> int:
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """torch.nn.functional.softmax: exp(x) / sum(exp(x)) over `dim`, after a cast to `dtype` when given."""
+    if autocast_state.get() is not None and dtype is None:
+        return autocast_call(softmax, "softmax", input, dim, _stacklevel, dtype)
     if dim is None:
         dim = _implicit_dim("softmax", input._data.ndim)
     return reductions.softmax(input, dim, dtype=dtype)
@@ -153,6 +158,8 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """torch.nn.functional.log_softmax: log(softmax(x)) over `dim`, after a cast to `dtype` when given."""
+    if autocast_state.get() is not None and dtype is None:
+        return autocast_call(log_softmax, "log_softmax", input, dim, _stacklevel, dtype)
     if dim is None:
         dim = _implicit_dim("log_softmax", input._data.ndim)
     return reductions.log_softmax(input, dim, dtype=dtype)
@@ -160,6 +167,8 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dty
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """softmax(-x) over `dim` (recorded as SoftmaxBackward0 after a negation, as in PyTorch)."""
+    if autocast_state.get() is not None and dtype is None:
+        return autocast_call(softmin, "softmin", input, dim, _stacklevel, dtype)
     if dim is None:
         dim = _implicit_dim("softmin", input._data.ndim)
     return reductions.softmax(-input, dim, dtype=dtype)

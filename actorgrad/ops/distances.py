@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, require_tensors, result_type
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.selection import clamp
@@ -63,6 +64,8 @@ def _chebyshev(x1: Tensor, x2: Tensor) -> Tensor:
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
           compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """||x1[..., i, :] - x2[..., j, :]||_p for every pair of rows (batch dims broadcast)."""
+    if autocast_state.get() is not None:
+        return autocast_call(cdist, "cdist", x1, x2, p, compute_mode)
     if compute_mode not in _COMPUTE_MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     require_tensors("cdist", x1=x1, x2=x2)
@@ -94,6 +97,8 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """sum(x1 / |x1| * x2 / |x2|) over `dim`, the inputs broadcast first, each norm kept at eps or more."""
+    if autocast_state.get() is not None:
+        return autocast_call(cosine_similarity, "cosine_similarity", x1, x2, dim, eps)
     dtype = result_type(x1, x2)
     if dtype.kind != "f":
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {SCALAR_NAMES[dtype]}")
@@ -144,6 +149,8 @@ PDIST = Rule("PdistBackward0", (("self", "result", "p"), _pdist_grad))
 
 def pdist(input: Tensor, p: float = 2) -> Tensor:
     """||input[i] - input[j]||_p for every pair of rows i < j, in row-major order of the pairs."""
+    if autocast_state.get() is not None:
+        return autocast_call(pdist, "pdist", input, p)
     if input.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     if input.dtype.kind != "f":

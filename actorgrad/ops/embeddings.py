@@ -43,9 +43,6 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
                                   "tensors)")
     same_device(weight, input)  # as PyTorch, even for zero-dim cpu indices
     idx, w = input._data, weight._data
-    if idx.dtype.kind not in "iu":
-        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
-                           f"Long, Int; but got {idx.dtype} instead (while checking arguments for embedding)")
     if w.ndim != 2:
         raise RuntimeError("'weight' must be 2-D")
     count = w.shape[0]
@@ -55,6 +52,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         padding_idx %= count
     if max_norm is not None:
         renorm_rows_(weight, input, max_norm, norm_type)
+    if idx.dtype != np.int64 and idx.dtype != np.int32:
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
     if idx.size and (idx.min() < 0 or idx.max() >= count):
         raise IndexError("index out of range in self")
     frequency_scale = None
@@ -69,7 +69,7 @@ def renorm_rows_(weight: Tensor, input: Tensor, max_norm: float, norm_type: floa
     """PyTorch's embedding_renorm_: each row the input names whose norm_type-norm is above max_norm is scaled by
     max_norm / (norm + 1e-7), in place, outside autograd (the weight's version moves on)."""
     indices = host_array(input._data)
-    if indices.dtype.kind not in "iu":
+    if indices.dtype != np.int64 and indices.dtype != np.int32:
         raise RuntimeError("Expected tensor for argument #2 'indices' to have one of the following scalar types: Long, "
                            f"Int; but got {input.type()} instead (while checking arguments for embedding_renorm_)")
     count, width = weight.shape

@@ -50,3 +50,15 @@ def float16_by_scalar(rule: Rule, kernel: Any, a: Tensor, b: Any) -> Tensor:
         scalar, b = np.float32(b), Tensor(number_array(b, FLOAT16))
     data = kernel(*kernel_operands(a._data.astype(FLOAT32), scalar)).astype(FLOAT16)
     return record(rule, data, (a, b))
+
+
+def float16_scalar_divisor(a: Any, b: Any) -> Any:
+    """`b` as PyTorch's float16 kernels take a scalar divisor of the tensor `a` (see float16_by_scalar): in float32,
+    unrounded, where `b` is a Python number, or a zero-dim floating tensor beside an n-d `a`; else None."""
+    if a.__class__ is not Tensor or a._data.dtype is not FLOAT16:
+        return None
+    if b.__class__ in (float, int):
+        return np.float32(b)
+    if b.__class__ is Tensor and a.ndim and not b.ndim and b._data.dtype.kind == "f":
+        return b._data.astype(FLOAT32)
+    return None

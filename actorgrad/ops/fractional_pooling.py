@@ -111,6 +111,8 @@ def _fractional_max(rule: Rule, input: Tensor, samples: Tensor, kernel: tuple[in
     if window == 0 or flat.shape[2] == 0:  # empty windows: -inf at each window's start, as PyTorch's kernel
         index = xp.broadcast_to(starts_flat, (n, c, *out)).reshape(lead + (math.prod(out),)).copy()
         result = Tensor(xp.full(lead + out, -np.inf, x.dtype), device=input._device)
+        if window:  # no output: still a node, whose gradient is zeros, as PyTorch's (its kernel's own)
+            result = record(rule, result._data, (input,), index=index, self_shape=input.shape, slots=math.prod(sizes))
     else:
         windows = xp.take_along_axis(data, flat.reshape(n, c, flat.shape[2] * window), 2).reshape(flat.shape)
         local = windows.argmax(-1)

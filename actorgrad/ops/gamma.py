@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices import gamma as kernels
 from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES, floating, refuse_complex, require_tensors
@@ -138,6 +139,8 @@ def polygamma(n: int, input: Tensor) -> Tensor:
 
 def erfinv(input: Tensor) -> Tensor:
     """The inverse of erf: +-inf at +-1, NaN outside [-1, 1]."""
+    if autocast_state.get() is not None:
+        return autocast_call(erfinv, "erfinv", input)
     return _erfinv(input, "erfinv")
 
 

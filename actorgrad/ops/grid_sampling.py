@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.joining import stack
 from actorgrad.ops.linalg import matmul
 from actorgrad.ops.operands import SCALAR_NAMES
@@ -189,6 +190,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
                 align_corners: bool | None = None) -> Tensor:
     """The input (N, C, [D,] H, W) read at the grid's (N, [D_out,] H_out, W_out, 2 or 3) points, normalized to
     [-1, 1] (x along W first): the output (N, C, [D_out,] H_out, W_out)."""
+    if autocast_state.get() is not None:
+        return autocast_call(grid_sample, "grid_sample", input, grid, mode, padding_mode, align_corners)
     _check(input, grid, mode, padding_mode)
     if align_corners is None:
         warn(ALIGN_CORNERS_DEFAULT)

@@ -40,6 +40,11 @@ def _edges(x: Any, d: int, bins: Any, low: float | None, high: float | None, inp
         if bins.ndim != 1:
             raise RuntimeError(f"{ERROR}bins tensor should have one dimension, but got {bins.ndim} dimensions in the "
                                f"bins tensor for dimension {d}")
+        if bins.shape[0] == 0:
+            raise RuntimeError(f"{ERROR}bins tensor should have at least 1 element, but got 0 elements in the bins "
+                               f"tensor for dimension {d}")
+        if bins.shape[0] == 1:  # one edge makes no bin
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got 0 for dimension {d}")
         same_device(input, bins)
         if bins.dtype != x.dtype:
             raise RuntimeError(f"{ERROR}input tensor and bins tensors should have the same dtype, but got input with "

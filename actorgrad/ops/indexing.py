@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices import cpu
 from actorgrad.ops.index_parsing import checked_ints, host_copy, parse_index
 from actorgrad.ops.operands import checked_int, fitted_number, kernel_operands
@@ -152,6 +153,8 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of the input with src's elements added along `dim` at `index` (repeats add up); a 0-dim input,
     index or src counts as one of shape (1,), as in PyTorch."""
+    if autocast_state.get() is not None:
+        return autocast_call(scatter_add, "scatter_add", input, dim, index, src)
     x, s = input._data, src._data
     positions = _int_index(index, "scatter_add", "int64")
     if x.dtype != s.dtype:

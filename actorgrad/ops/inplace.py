@@ -37,7 +37,12 @@ from actorgrad.ops.inplace_recording import (
     _view_template,
     write_in_place,
 )
-from actorgrad.ops.memory_overlap import check_partly_shared, has_internal_overlap, writeable_region
+from actorgrad.ops.memory_overlap import (
+    check_partly_shared,
+    has_internal_overlap,
+    spread_over_repeats,
+    writeable_region,
+)
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, fitted_number
 from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.ops.selection import clamp
@@ -105,6 +110,13 @@ def _unary_inplace(op: Callable[[Tensor], Tensor], saves_self: bool = False) -> 
     return lambda self: write_in_place(self, op, (), saves_self)
 
 
+def abs_(self: Tensor) -> Tensor:
+    """|x| written in place; refused for a complex tensor, as in PyTorch, since its absolute values are real."""
+    if self._data.dtype.kind == "c":
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return write_in_place(self, abs, (), True)
+
+
 # -- filling and copying -------------------------------------------------------------------------------------------
 def zero_(self: Tensor) -> Tensor:
     """Zeros written in place; as in PyTorch, this (and fill_ with a number) may fill an expanded tensor."""
@@ -127,9 +139,18 @@ def fill_(self: Tensor, value: Any) -> Tensor:
     )
 
 
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    return len(shape) <= len(target) and all(n in (1, m) for n, m in zip(reversed(shape), reversed(target)))
+
+
 def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
-    """`value` written where `mask` (broadcasting to this tensor's shape) is True."""
-    return write_in_place(self, lambda s: masked_fill(s, mask, value), (value,), False)
+    """`value` written where `mask` (broadcasting to this tensor's shape) is True; into an expanded tensor, with
+    PyTorch's deprecation warning, at each place in memory that is masked at any of its repeats."""
+    overlapping = has_internal_overlap(self._data)
+    if overlapping and isinstance(mask, Tensor) and mask.dtype == np.bool_ and _broadcasts_to(mask.shape, self.shape):
+        warn(EXPANDED_WRITE.format(op="masked_fill_", example="[mask] = scalar"))
+        mask = Tensor(spread_over_repeats(mask._data, self._data), device=mask._device)
+    return write_in_place(self, lambda s: masked_fill(s, mask, value), (value,), False, overlapping)
 
 
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
@@ -320,7 +341,7 @@ def _store_advanced(
 METHODS = {
     "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "clamp_": clamp_, "clip_": clamp_,
     "relu_": _unary_inplace(relu), "exp_": _unary_inplace(exp), "sigmoid_": _unary_inplace(sigmoid),
-    "tanh_": _unary_inplace(tanh), "abs_": _unary_inplace(abs, True), "absolute_": _unary_inplace(abs, True),
+    "tanh_": _unary_inplace(tanh), "abs_": abs_, "absolute_": abs_,
     "neg_": _unary_inplace(neg), "negative_": _unary_inplace(neg), "sign_": _unary_inplace(sign),
     "sgn_": _unary_inplace(sgn),
     "zero_": zero_, "fill_": fill_, "masked_fill_": masked_fill_, "copy_": copy_, "__setitem__": setitem,

@@ -38,7 +38,7 @@ from actorgrad.grad_mode import _grad_enabled
 from actorgrad.node import InputMetadata
 from actorgrad.ops.indexing import KEPT_GRAD, on_device
 from actorgrad.ops.joining import MULTI_OUTPUT_VIEWS
-from actorgrad.ops.memory_overlap import has_internal_overlap, one_per_place, writeable_region
+from actorgrad.ops.memory_overlap import has_internal_overlap, one_per_place, positions_in, writeable_region
 from actorgrad.ops.operands import SCALAR_NAMES, category
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
@@ -46,16 +46,18 @@ from actorgrad.version_counter import bump_version, refuse_inference_change
 
 LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."
-NO_GRAD_VIEW = (
-    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use "
-    "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
-    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if "
-    "you want the inplace to be tracked)."
+# `what`: "is being modified inplace" (the view itself), or BASE_CHANGED (a later use of it, see `_invalidate`)
+NO_GRAD_TEMPLATE = (
+    "A view was created in no_grad mode and {what} with grad mode enabled. Given that this use case is ambiguous and "
+    "error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both "
+    "inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace "
+    "to be tracked)."
 )
-NO_GRAD_VIEW_OF_VIEW = (
-    "Output {nr} of {name} is a view of a view which was created in no_grad mode and is being modified inplace with "
-    "grad mode enabled." + NO_GRAD_VIEW.split("grad mode enabled.", 1)[1]
+NO_GRAD_OF_VIEW_TEMPLATE = NO_GRAD_TEMPLATE.replace(
+    "A view was created", "Output {nr} of {name} is a view of a view which was created"
 )
+NO_GRAD_VIEW = NO_GRAD_TEMPLATE.format(what="is being modified inplace")
+NO_GRAD_VIEW_OF_VIEW = NO_GRAD_OF_VIEW_TEMPLATE.replace("{what}", "is being modified inplace")
 MULTI_OUTPUT = (
     "Output {nr} of {name} is a view and {what}. This view is the output of a function that returns multiple "
     "views. Such functions do not allow the output views to be modified inplace. You should replace the inplace "
@@ -152,9 +154,20 @@ def _check_rebase(self: Tensor) -> None:
 
 def _cut_from_base(view: Tensor, base: Tensor) -> bool:
     """Whether `view` was made (with grad mode on) from a view taken in no_grad mode of its base, which requires
-    grad: its node's input had no history, so a write could not reach the base's; PyTorch refuses it."""
+    grad, maybe through further views: a node on its way back to the base's had no history for its input, so a
+    write could not reach the base's; PyTorch refuses it."""
     node = view._grad_fn
-    return node is not None and base.requires_grad and node.next_functions[0][0] is None
+    if node is None or not base.requires_grad:
+        return False
+    stop = base._grad_fn
+    while node is not stop:
+        edges = node.next_functions
+        if not edges:  # the base's accumulator: the way back is whole
+            return False
+        node = edges[0][0]
+        if node is None:
+            return True
+    return False
 
 
 def _view_error(view: Tensor, base_node: Any, what: str) -> RuntimeError | None:
@@ -193,15 +206,30 @@ def _view_name(view: Tensor) -> tuple[str | None, int, str]:
                                          re.sub(r"Backward[0-9]*$", "", fn.name()))
 
 
-def _invalidate(view: Tensor, base_node: Any) -> bool:
+def _no_grad_template(view: Tensor, base: Tensor) -> str | None:
+    """The error template for a view taken in no_grad mode of `base`, which requires grad, or made from such a view
+    (None for any other): PyTorch refuses its history once its storage changed, as a write could not reach it."""
+    if not base.requires_grad or view._requires_grad:  # a view that is a leaf of its own (a Parameter) has its own
+        return None
+    if view._grad_fn is None:
+        return NO_GRAD_TEMPLATE
+    return NO_GRAD_OF_VIEW_TEMPLATE if _cut_from_base(view, base) else None
+
+
+def _invalidate(view: Tensor, base_node: Any, no_grad_views: bool = True) -> bool:
     """After a change of its storage, give `view` a history that raises if PyTorch refuses to use it now (see
-    `_view_template`; `base_node`: its base's node before the change); whether it did."""
-    template = _view_template(view, base_node)
+    `_view_template`, and `_no_grad_template` if `no_grad_views`; `base_node`: its base's node before the change);
+    whether it did."""
+    fresh = view._grad_fn is None
+    template = None if fresh else _view_template(view, base_node)
     if template is None:
-        return False
-    _, nr, name = _view_name(view)
+        template = _no_grad_template(view, view._base) if no_grad_views else None
+        if template is None:
+            return False
+    _, nr, name = (None, 0, "") if fresh else _view_name(view)
     message = template.format(nr=nr, name=name, what=BASE_CHANGED)
-    read = record(INVALIDATED, np.empty_like(view._data), (view,), message=message)
+    # a view without a history raises from its base's edge, so that a backward pass reaches the raising node
+    read = record(INVALIDATED, np.empty_like(view._data), (view._base if fresh else view,), message=message)
     INVALIDATED_VIEWS[read._grad_fn] = (template, nr, name)
     _move_history(view, read._grad_fn)
     return True
@@ -210,15 +238,23 @@ def _invalidate(view: Tensor, base_node: Any) -> bool:
 def _invalidate_views(self: Tensor) -> None:
     """`_invalidate` each view of `self`'s storage after a change of it, as PyTorch refuses those views' histories
     at their next use: `_refresh_views` does it for a recorded change of their base; this is for the rest (a change
-    in no_grad mode, of a tensor that does not require grad, of a `detach()` of the base)."""
+    in no_grad mode, of a tensor that does not require grad, of a `detach()` of the base). Views taken in no_grad
+    mode are refused after a change in grad mode only: PyTorch refuses them after any change, but only while their
+    base requires grad, which a history installed now could not follow."""
     views = self._vc.views if self._vc is not None else None
-    if not views or not (MULTI_OUTPUT_VIEWS or CUSTOM_FUNCTION_VIEWS):
+    if not views:
+        return
+    walk = MULTI_OUTPUT_VIEWS or CUSTOM_FUNCTION_VIEWS
+    no_grad_views = _grad_enabled.get()
+    if not (walk or no_grad_views):
         return
     token = _grad_enabled.set(True)  # the raising node is recorded even when the write ran in no_grad mode
     try:
         for view in list(views):
-            if view._grad_fn is not None and view._grad_fn not in INVALIDATED_VIEWS:
-                _invalidate(view, view._base._grad_fn)
+            fn = view._grad_fn
+            if fn is None and no_grad_views or fn is not None and fn not in INVALIDATED_VIEWS and (
+                    walk or no_grad_views and _no_grad_template(view, view._base)):
+                _invalidate(view, view._base._grad_fn, no_grad_views)
     finally:
         _grad_enabled.reset(token)
 
@@ -239,7 +275,7 @@ def _stand_in(self: Tensor, copy: bool, positions: np.ndarray | None = None) -> 
 
 def _view_positions(self: Tensor) -> np.ndarray | None:
     """The flat indices of a view's elements in its base (None for a tensor that is no view)."""
-    return None if self._base is None else _positions(self._data, self._base._data)
+    return None if self._base is None else positions_in(self._data, self._base._data)
 
 
 def _store(self: Tensor, index: Any, value: Any, overlapping: bool = False) -> None:
@@ -305,7 +341,7 @@ def _refresh_views(base: Tensor, old: Any) -> None:
                 read = record(INVALIDATED, np.empty_like(view._data), (view,), message=STALE_DTYPE_VIEW)
                 _move_history(view, read._grad_fn)
                 continue
-            positions = _positions(view._data, base._data)
+            positions = positions_in(view._data, base._data)
             read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=on_device(base, positions),
                           base_shape=base.shape)
             _move_history(view, read._grad_fn)
@@ -318,29 +354,6 @@ def _move_history(t: Tensor, node: Any) -> None:
     if retained is not None and t._output_nr in retained:
         node.retained = {0: retained.pop(t._output_nr)}
     t._grad_fn, t._output_nr = node, 0
-
-
-def _addresses(array: Any) -> np.ndarray:
-    """The memory address of each element of `array` (a numpy or a CuPy array), computed on the host."""
-    start = array.__array_interface__["data"][0] if isinstance(array, np.ndarray) else array.data.ptr
-    out = np.full(array.shape, start, np.int64)
-    for d, (n, stride) in enumerate(zip(array.shape, array.strides)):
-        out += (np.arange(n, dtype=np.int64) * stride).reshape((-1,) + (1,) * (array.ndim - d - 1))
-    return out
-
-
-def _positions(view: np.ndarray, base: np.ndarray) -> np.ndarray:
-    """The flat (row-major) index in `base` of each element of `view`, an array viewing base's memory."""
-    base_addresses = _addresses(base).ravel()
-    view_addresses = _addresses(view)
-    order = np.argsort(base_addresses)
-    found = order[np.searchsorted(base_addresses[order], view_addresses).clip(max=base.size - 1)]
-    if not np.array_equal(base_addresses[found], view_addresses):
-        raise RuntimeError(
-            "a view no longer lies in its base's memory (the base was given a new array since the view was made), "
-            "so its history cannot follow the base's in-place change; make the view again"
-        )
-    return found
 
 
 def write_in_place(

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.loss_arguments import size_mismatch
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import Rule, common_device, record
@@ -74,7 +75,7 @@ TYPE_META_NAMES = {
     np.dtype(t): name for t, name in (
         (np.float64, "double"), (np.float32, "float"), (np.float16, "c10::Half"), (np.int64, "long int"),
         (np.int32, "int"), (np.int16, "short int"), (np.int8, "signed char"), (np.uint8, "unsigned char"),
-        (np.bool_, "bool"),
+        (np.bool_, "bool"), (np.complex64, "c10::complex<float>"), (np.complex128, "c10::complex<double>"),
     )
 }
 
@@ -123,6 +124,8 @@ def _dtype_error(a: Any, b: Any) -> Exception:
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(matmul, "matmul", input, other)
     if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
         require_tensors("matmul", input=input, other=other)
     a, b = input._data, other._data
@@ -176,6 +179,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """input @ weight.T + bias, down PyTorch's two paths and with their errors: with a bias and a matrix input
     (or a 1-D bias) its fused addmm (other ranks than 2 through a matrix view), else a matmul with the bias added
     after. A 1-D weight is a vector, so only the matmul path takes one."""
+    if autocast_state.get() is not None:
+        return autocast_call(linear, "linear", input, weight, bias)
     x, w = input._data, weight._data
     if x.ndim == 0 or w.ndim == 0:
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {x.ndim}D and {w.ndim}D")
@@ -225,6 +230,8 @@ def _bias_added(out: Tensor, bias: Tensor) -> Tensor:
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """A strict matmul of two matrices, with PyTorch's errors."""
+    if autocast_state.get() is not None:
+        return autocast_call(mm, "mm", input, mat2)
     a, b = input._data, mat2._data
     if a.ndim != 2:
         raise RuntimeError("self must be a matrix")
@@ -238,6 +245,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """A strict batched matmul of two 3-D tensors with equal batch sizes, with PyTorch's errors."""
+    if autocast_state.get() is not None:
+        return autocast_call(bmm, "bmm", input, mat2)
     a, b = input._data, mat2._data
     if a.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")

@@ -10,11 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops import linalg_decompositions as decompositions
 from actorgrad.ops.correlation import cross as _cross
 from actorgrad.ops.diagonals import diagonal as _diagonal
 from actorgrad.ops.joining import cat
-from actorgrad.ops.linalg import matmul
+from actorgrad.ops.linalg import TYPE_META_NAMES, matmul
 from actorgrad.ops.linalg_forms import inv_ex
 from actorgrad.ops.linalg_spectral import svdvals
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
@@ -26,11 +27,12 @@ from actorgrad.tensor import Tensor, int64
 __all__: list[str] = []
 
 # PyTorch's C++ names of dtypes, as multi_dot's error prints them
-CPP_NAMES = {np.dtype(np.float64): "double", np.dtype(np.float32): "float", np.dtype(np.float16): "c10::Half"}
 
 
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """The cross product of 3-vectors along `dim` (the last by default), other dims broadcast."""
+    if autocast_state.get() is not None:
+        return autocast_call(cross, "cross", input, other, dim=dim)
     require_tensors("linalg_cross", input=input, other=other)
     return _cross(input, other, dim)
 
@@ -38,6 +40,8 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """The dot product of x and y along `dim`, other dims broadcast: (conj(x) * y).sum(dim), recorded as its parts
     (conj is a no-op for real x)."""
+    if autocast_state.get() is not None:
+        return autocast_call(vecdot, "vecdot", x, y, dim=dim)
     require_tensors("linalg_vecdot", x=x, y=y)
     if x.dtype.kind not in "fc":
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
@@ -62,9 +66,20 @@ def _chain_order(sizes: list[int]) -> list[list[int]]:
     return split
 
 
+def mixed_dtypes(first: Tensor, index: int, other: Tensor) -> RuntimeError:
+    """multi_dot's error (chain_matmul's too) for a tensor of another dtype than the first."""
+    return RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                        f"{TYPE_META_NAMES[first.dtype]} and tensor {index} {TYPE_META_NAMES[other.dtype]}")
+
+
 def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
     """The product of two or more matrices in the order that costs fewest multiplications; the first may be a
     row vector and the last a column vector (1-D), whose dims the result then drops."""
+    if autocast_state.get() is not None:
+        return autocast_call(multi_dot, "multi_dot", tensors)
+    if not isinstance(tensors, list | tuple):
+        raise TypeError(f"linalg_multi_dot(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
     n = len(tensors)
     if n < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
@@ -78,9 +93,7 @@ def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
         if 0 < i < n - 1 and t.ndim != 2:
             raise RuntimeError(f"multi_dot(): {where_} must be 2D but got {t.ndim}D")
         if t.dtype != tensors[0].dtype:
-            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
-                               f"{CPP_NAMES.get(tensors[0].dtype, tensors[0].dtype)} and tensor {i} "
-                               f"{CPP_NAMES.get(t.dtype, t.dtype)}")
+            raise mixed_dtypes(tensors[0], i, t)
     matrices = [t.unsqueeze(0) if i == 0 and t.ndim == 1 else t.unsqueeze(1) if t.ndim == 1 else t
                 for i, t in enumerate(tensors)]
     for i in range(n - 1):
@@ -110,8 +123,9 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     """The Vandermonde matrices x^0 .. x^(N-1) of the vectors along x's last dim (N defaults to their length), in
     a new last dim; integer x gives int64, as in PyTorch (floating and complex x keep their dtype)."""
     require_tensors("linalg_vander", x=x)
-    if x.dtype == np.bool_:
-        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
+    if x.dtype in (np.bool_, np.float16):
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got "
+                           f"{SCALAR_NAMES[x.dtype]}")
     n = (x.shape[-1] if x.ndim else 1) if N is None else N
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")

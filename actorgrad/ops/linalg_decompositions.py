@@ -137,6 +137,11 @@ def square_matrices(op: str, input: Tensor, name: str = "A") -> Any:
     return x
 
 
+# The ops whose float16 input PyTorch refuses only in its CPU kernel (the others check the dtype first).
+HALF_KERNELS = {"linalg.det": "lu_cpu", "linalg.solve": "lu_cpu", "linalg.cholesky": "cholesky_cpu",
+                "linalg.qr": "geqrf_cpu", "linalg.svd": "linalg_svd_cpu"}
+
+
 def check_floating(op: str, x: Any) -> None:
     if x.dtype.kind == "c":
         raise RuntimeError(f"{op}: actorgrad does not support complex input here yet (linalg.inv, det, slogdet, "
@@ -144,6 +149,8 @@ def check_floating(op: str, x: Any) -> None:
     if x.dtype.kind != "f":
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {SCALAR_NAMES[x.dtype]}")
     if x.dtype == np.float16:
+        if op in HALF_KERNELS:
+            raise NotImplementedError(f"\"{HALF_KERNELS[op]}\" not implemented for 'Half'")
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got Half")
 
 
@@ -279,6 +286,9 @@ def check_right_solve(A: Tensor, B: Tensor) -> None:
     column, which that equation cannot take."""
     n = check_square("linalg.solve", A, complex_ok=True).shape[-1]
     vector = is_vector(A, B)
+    if vector and n == 1:  # a column that fits the equation: PyTorch refuses the vector itself
+        raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not supported for left=False. "
+                           "In this case linalg.solve is equivalent to B / A.squeeze(-1)")
     if vector or B.shape[-1] != n:
         rows, cols = (B.shape[-1], 1) if vector else (B.shape[-2], B.shape[-1])
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation XA = B ({n}x{n} and "

@@ -75,7 +75,9 @@ def _eig_arrays(xp: Any, x: Any, *, vectors: bool) -> Any:
 def _check(op: str, A: Tensor) -> Any:
     """A's array after PyTorch's checks: square matrices, floating or complex, finite."""
     x = square_matrices(op, A)
-    if x.dtype.kind not in "fc" or x.dtype == np.float16:
+    if x.dtype == np.float16:
+        raise NotImplementedError("\"linalg_eig_out_cpu\" not implemented for 'Half'")
+    if x.dtype.kind not in "fc":
         raise RuntimeError(f"Unknown Complex ScalarType for {SCALAR_NAMES[x.dtype]}")
     if not bool(A._device.xp.isfinite(x).all()):
         raise RuntimeError(f"torch.{op}: input tensor should not contain infs or NaNs.")

@@ -4,7 +4,8 @@
 The `_ex` forms record the nodes of `inv`, `solve` and `cholesky` (PyTorch's are LinalgInvExBackward0,
 LinalgSolveExBackward0 and LinalgCholeskyExBackward0 for both). What a singular matrix gives (infinities from the
 LU factors) and what a matrix that is not positive-definite gives (the partial Cholesky factor) are LAPACK's, from
-the kernels of `actorgrad.devices.triangular`.
+the kernels of `actorgrad.devices.triangular`; solve_ex of a singular matrix takes its gradients from those LU
+factors too, so they hold infinities and NaNs where PyTorch's do, and are the solve's elsewhere in the batch.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from actorgrad.ops import linalg_decompositions as decompositions
 from actorgrad.ops.linalg_decompositions import (
     CHOLESKY,
     INV,
-    SOLVE,
     LinAlgError,
     _mH,
     batch_prefix,
@@ -52,6 +52,32 @@ def _solved_from_lu(A: Tensor, lu: Any, pivots: Any, b: Any) -> Any:
     """a^-1 b from a's LU factors: infinities and NaNs where a is singular, as LAPACK's getrs gives them."""
     p = permutation(A._device.xp, pivots, lu.shape[-1], lu.dtype)
     return lu_solved(A._device.ops, lu, p, b, True, False)
+
+
+def _adjoint_solved(ops: Any, g: Any, lu: Any, permutation: Any, vector: bool) -> Any:
+    """A^-H g from A's LU factors (infinities where A is singular), g a column when B was a vector."""
+    column = ops.reshape(g, g.shape + (1,)) if vector else g
+    return lu_solved(ops, lu, permutation, column, True, True)
+
+
+def _singular_self_grad(ops: Any, g: Any, lu: Any, permutation: Any, result: Any, vector: bool,
+                        self_shape: tuple) -> Any:
+    x = ops.reshape(result, result.shape + (1,)) if vector else result
+    return ops.sum_to(-(_adjoint_solved(ops, g, lu, permutation, vector) @ _mH(ops, x)), self_shape)
+
+
+def _singular_other_grad(ops: Any, g: Any, lu: Any, permutation: Any, vector: bool, other_shape: tuple) -> Any:
+    grad = _adjoint_solved(ops, g, lu, permutation, vector)
+    return ops.sum_to(ops.reshape(grad, grad.shape[:-1]) if vector else grad, other_shape)
+
+
+# solve_ex of a singular matrix: the solve's gradients from the LU factors, as PyTorch's (a solve of A^H would
+# refuse the matrix).
+SINGULAR_SOLVE = Rule(
+    "LinalgSolveExBackward0",
+    (("lu", "permutation", "result", "vector", "self_shape"), _singular_self_grad),
+    (("lu", "permutation", "vector", "other_shape"), _singular_other_grad),
+)
 
 
 def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvExResult:
@@ -92,9 +118,11 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     b = B._data
     vector = decompositions.is_vector(A, B)
     _, matrix = decompositions.solve_operands(A, B, vector)
-    data = _solved_from_lu(A, lu, pivots, matrix)
+    p = permutation(xp, pivots, lu.shape[-1], lu.dtype)
+    data = lu_solved(A._device.ops, lu, p, matrix, True, False)
     data = data[..., 0] if vector else data
-    out = record(SOLVE, data, (A, B), vector=vector, self_shape=x.shape, other_shape=b.shape)
+    out = record(SINGULAR_SOLVE, data, (A, B), vector=vector, self_shape=x.shape, other_shape=b.shape,
+                 lu=Tensor(lu, device=A._device), permutation=Tensor(p, device=A._device))
     return SolveExResult(out, _info_tensor(info, A))
 
 
@@ -183,12 +211,18 @@ def _check_lstsq(a: Any, b: Any, driver: str | None) -> None:
                            "(input.dim() - other.dim()) <= 1")
 
 
+def _residuals(A: Tensor, B: Tensor, solution: Tensor, vector: bool) -> Tensor:
+    """The residuals' squared norms, recorded from the recorded solution, so they carry their true gradient."""
+    error = (B.unsqueeze(-1) - A @ solution.unsqueeze(-1)) if vector else B - A @ solution
+    return error.abs().square().sum(-2)
+
+
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> LstsqResult:
     """The least-squares solution X of A X = B of least norm, singular values of A at or below rcond times the
     largest counting as zero (rcond defaults to eps * max(m, n)). The other fields are PyTorch's for `driver`
     (default 'gelsy'): the residuals' squared norms (not for 'gelsy'; only for tall full-rank A), the rank (not for
-    'gels') and the singular values ('gelsd', 'gelss'), empty tensors otherwise. Only the solution is
-    differentiable, through the pseudo-inverse's gradient, as in PyTorch."""
+    'gels') and the singular values ('gelsd', 'gelss'), empty tensors otherwise. The solution is differentiable
+    through the pseudo-inverse's gradient, the residuals through their formula, as in PyTorch."""
     require_tensors("linalg_lstsq", input=A, b=B)
     a, b = A._data, B._data
     _check_lstsq(a, b, driver)
@@ -221,7 +255,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
                  other_shape=b.shape, pinv=pinv(A) if needs_grad else None)
     singular_values = xp.broadcast_to(s, batch + s.shape[-1:]).copy() if driver in ("gelsd", "gelss") else empty
     return LstsqResult(
-        out, Tensor(residuals, device=device),
+        out, _residuals(A, B, out, vector) if needs_grad and residuals.size else Tensor(residuals, device=device),
         Tensor(xp.empty((0,), np.int64) if driver == "gels" else rank.copy(), device=device),
         Tensor(singular_values, device=device),
     )

@@ -340,7 +340,8 @@ def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: An
     if x.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
         raise RuntimeError("This function doesn't handle types other than float and double")
     xp = A._device.xp
-    if hermitian:
+    if hermitian and x.size:  # an empty batch is PyTorch's to count whatever its matrices' shape
+        square_matrices("linalg.eigh", A)
         s = xp.flip(xp.sort(xp.abs(xp.linalg.eigvalsh(x)), axis=-1), -1)
     else:
         s = xp.linalg.svd(x, compute_uv=False)

@@ -8,6 +8,7 @@ import numpy as np
 
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
+from actorgrad.ops.reductions import float16_in_float32
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
 
@@ -26,7 +27,10 @@ def _logcumsumexp_grad(ops: Any, g: Any, self: Any, result: Any, dim: int, last:
     return ops.conj(ops.exp(self - total)) * ops.reverse_cumsum(g * ops.conj(ops.exp(total - result)), dim)
 
 
-LOGCUMSUMEXP = Rule("LogcumsumexpBackward0", (("self", "result", "dim", "last"), _logcumsumexp_grad))
+# float16 runs in float32, as PyTorch's: float16's exponentials overflow once the running values span about 11
+LOGCUMSUMEXP = Rule(
+    "LogcumsumexpBackward0", (("self", "result", "dim", "last"), float16_in_float32(_logcumsumexp_grad))
+)
 
 
 def _complex_running_logaddexp(xp: Any, x: Any, dim: int) -> Any:
@@ -43,8 +47,12 @@ def _complex_running_logaddexp(xp: Any, x: Any, dim: int) -> Any:
     return xp.moveaxis(out, 0, dim)
 
 
-def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+def logcumsumexp(input: Tensor, dim: int | None = None, *, axis: Any = None) -> Tensor:
     """log(cumsum(exp(input))) along `dim`, without overflow: a running logaddexp."""
+    if axis is not None:  # numpy's name, which PyTorch takes too
+        dim = axis
+    if dim is None:  # required, as PyTorch's (optional here only so that `axis` can stand in for it)
+        raise TypeError('logcumsumexp() missing 1 required positional arguments: "dim"')
     x = input._data
     if x.dtype.kind not in "fc":
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{SCALAR_NAMES[x.dtype]}'")

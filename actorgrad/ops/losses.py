@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices import Device
 from actorgrad.ops.class_losses import cross_entropy as cross_entropy
 from actorgrad.ops.class_losses import nll_loss as nll_loss
@@ -26,7 +27,8 @@ from actorgrad.ops.loss_arguments import (
     size_mismatch,
 )
 from actorgrad.ops.loss_arguments import legacy_reduction as legacy_reduction
-from actorgrad.ops.operands import SCALAR_NAMES, result_type
+from actorgrad.ops.operand_checks import check_subtraction
+from actorgrad.ops.operands import SCALAR_NAMES, promote_types, result_type
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn
@@ -106,7 +108,7 @@ def _pointwise(rule: Rule, kernel: Any, input: Tensor, target: Tensor, reduction
     """`kernel(xp, input - target)` per element, over the broadcast shape, in the dtype PyTorch promotes to; huber's
     result has the input's dtype, as PyTorch's kernel writes it into a tensor like the input."""
     device = common_device((input, target))
-    dtype = result_type(input, target)
+    dtype = promote_types(input.dtype, target.dtype)  # of the two broadcast first, as PyTorch's Python does
     x, t = (_data_on(device, a).astype(dtype, copy=False) for a in (input, target))
     try:
         shape = np.broadcast_shapes(x.shape, t.shape)
@@ -153,9 +155,11 @@ def _pointwise_loss(rule: Rule, kernel: Any, input: Tensor, target: Tensor, size
     _warn_size(input, target)
     if size_average is not None or reduce is not None:
         reduction = legacy_reduction(size_average, reduce)
+    if rule is L1_LOSS or weight is not None:  # PyTorch's Python subtracts the two
+        check_subtraction(input, target)
     if weight is None:
         reduction = kernel_reduction(reduction)
-        _check_dtype(rule, result_type(input, target), reduction)
+        _check_dtype(rule, promote_types(input.dtype, target.dtype), reduction)
         return _pointwise(rule, kernel, input, target, reduction, **params)
     losses = _pointwise(rule, kernel, input, target, "none", **params)
     return _weighted(losses, input, weight, reduction, rule is not HUBER_LOSS)
@@ -163,17 +167,23 @@ def _pointwise_loss(rule: Rule, kernel: Any, input: Tensor, target: Tensor, size
 
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(mse_loss, "mse_loss", input, target, size_average, reduce, reduction, weight)
     return _pointwise_loss(MSE_LOSS, lambda xp, d: d * d, input, target, size_average, reduce, reduction, weight)
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(l1_loss, "l1_loss", input, target, size_average, reduce, reduction, weight)
     return _pointwise_loss(L1_LOSS, lambda xp, d: xp.abs(d), input, target, size_average, reduce, reduction, weight)
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """Quadratic (d² / 2 beta) where |d| < beta, linear (|d| - beta / 2) beyond; beta = 0 is l1_loss."""
+    if autocast_state.get() is not None:
+        return autocast_call(smooth_l1_loss, "smooth_l1_loss", input, target, size_average, reduce, reduction, beta)
     if beta == 0.0:
         return l1_loss(input, target, size_average, reduce, reduction)
     if beta < 0:
@@ -189,6 +199,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """Quadratic (d² / 2) where |d| < delta, linear (delta (|d| - delta / 2)) beyond."""
+    if autocast_state.get() is not None:
+        return autocast_call(huber_loss, "huber_loss", input, target, reduction, delta, weight)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
 
@@ -196,7 +208,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
         magnitude = xp.abs(d)
         return xp.where(magnitude < delta, 0.5 * d * d, delta * (magnitude - 0.5 * delta))
 
-    dtype = result_type(input, target)
+    dtype = promote_types(input.dtype, target.dtype)
     if input.dtype.kind != "f" and dtype.kind == "f":  # PyTorch's kernel writes into a tensor of the input's dtype
         raise RuntimeError(f"result type {SCALAR_NAMES[dtype]} can't be cast to the desired output type "
                            f"{SCALAR_NAMES.get(input.dtype, input.dtype)}")
@@ -231,11 +243,15 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, redu
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """target (log target) times (log target - input) per element; 'batchmean' divides the sum by the batch
     size (input's dim 0)."""
+    if autocast_state.get() is not None:
+        return autocast_call(kl_div, "kl_div", input, target, size_average, reduce, reduction, log_target)
     if size_average is not None or reduce is not None:
         reduction = legacy_reduction(size_average, reduce)
     elif reduction == "mean":
         warn(KL_MEAN)
     reduction = kernel_reduction(reduction, (*REDUCTIONS, "batchmean"))
+    if input.dtype.kind == "c" or target.dtype.kind == "c":
+        raise RuntimeError("kl_div: Complex inputs not supported.")
     if input.dtype.kind in "biu" or target.dtype.kind in "biu":
         raise RuntimeError("kl_div: Integral inputs not supported.")
     device = common_device((input, target))
@@ -243,10 +259,13 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, redu
     x, t = (_data_on(device, a).astype(dtype, copy=False) for a in (input, target))
     xp = device.xp
     with np.errstate(invalid="ignore", divide="ignore"):  # 0 log 0 is 0; nan below 0 and for a mean of nothing
-        if log_target:
-            elementwise = xp.exp(t) * (t - x)
-        else:
-            elementwise = xp.where(t == 0, 0, t * xp.log(t)) - t * x
+        try:
+            if log_target:
+                elementwise = xp.exp(t) * (t - x)
+            else:
+                elementwise = xp.where(t == 0, 0, t * xp.log(t)) - t * x
+        except ValueError:  # shapes that do not broadcast
+            raise size_mismatch(t.shape, x.shape) from None
         batch = x.shape[0] if reduction == "batchmean" and x.ndim else 1
         data = _reduced(elementwise, "sum" if reduction == "batchmean" else reduction) / batch
     count = _count(elementwise.shape, reduction) if reduction != "batchmean" else max(batch, 1)
@@ -279,6 +298,10 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
     """-weight (t log x + (1 - t) log(1 - x)) on probabilities x, each log kept above -100, as PyTorch."""
+    if autocast_state.get() is not None:
+        return autocast_call(
+            binary_cross_entropy, "binary_cross_entropy", input, target, weight, size_average, reduce, reduction
+        )
     reduction = resolve_reduction(size_average, reduce, reduction)
     if target.shape != input.shape:
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) "
@@ -341,6 +364,11 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
                                      reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """weight and pos_weight are constants (PyTorch refuses ones that require grad). The result has the target's
     dtype, as PyTorch's, which computes it in a tensor made from the target."""
+    if autocast_state.get() is not None:
+        return autocast_call(
+            binary_cross_entropy_with_logits, "binary_cross_entropy_with_logits", input, target, weight, size_average,
+            reduce, reduction, pos_weight
+        )
     reduction = resolve_reduction(size_average, reduce, reduction)
     if target.shape != input.shape:
         raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size ({list(input.shape)})")

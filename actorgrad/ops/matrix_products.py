@@ -6,8 +6,10 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.contraction import _add_product, _add_product_rule, _dtype_name
 from actorgrad.ops.linalg import matmul
+from actorgrad.ops.linalg_composites import mixed_dtypes
 from actorgrad.ops.operands import promote_types
 from actorgrad.ops.shape import to_dtype
 from actorgrad.tensor import Tensor
@@ -21,20 +23,25 @@ ADDBMM = _add_product_rule("AddbmmBackward0")
 
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * outer(vec1, vec2), input broadcasting to the product; mixed dtypes promote."""
+    if autocast_state.get() is not None:
+        return autocast_call(addr, "addr", input, vec1, vec2, beta=beta, alpha=alpha)
     for name, t in (("vec1", vec1), ("vec2", vec2)):
         if t.ndim != 1:
             raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {t.ndim}-D")
     dtype = functools.reduce(promote_types, (input._data.dtype, vec1._data.dtype, vec2._data.dtype))
-    if dtype.kind in "iub":
-        for name, value in (("beta", beta), ("alpha", alpha)):
-            if isinstance(value, float):
-                raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
+    for name, value in (("beta", beta), ("alpha", alpha)):
+        if dtype.kind in "iub" and isinstance(value, float):
+            raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
+        if dtype.kind != "b" and isinstance(value, bool):
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
     input, vec1, vec2 = (t if t.dtype == dtype else to_dtype(t, dtype) for t in (input, vec1, vec2))
     return _add_product(ADDR, ("i", "j", "ij"), input, vec1, vec2, beta, alpha)
 
 
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * the sum over the batch of batch1[b] @ batch2[b]."""
+    if autocast_state.get() is not None:
+        return autocast_call(addbmm, "addbmm", input, batch1, batch2, beta=beta, alpha=alpha)
     for name, t in (("batch1", batch1), ("batch2", batch2)):
         if t.ndim != 3:
             raise RuntimeError(f"{name} must be a 3D tensor")
@@ -53,6 +60,8 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alph
 
 def chain_matmul(*matrices: Tensor) -> Tensor:
     """The product of the matrices, left to right (deprecated in PyTorch for linalg.multi_dot, and warned so)."""
+    if autocast_state.get() is not None:
+        return autocast_call(chain_matmul, "chain_matmul", *matrices)
     warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
          "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
          "parameters.", UserWarning)
@@ -63,6 +72,9 @@ def chain_matmul(*matrices: Tensor) -> Tensor:
             raise TypeError(f"chain_matmul(): argument 'matrices' must be tuple of Tensors, not {type(t).__name__}")
         if t.ndim != 2:
             raise RuntimeError(f"Tensor dimension is {t.ndim}, expected 2 instead.")
+    for k, t in enumerate(matrices):
+        if t.dtype != matrices[0].dtype:
+            raise mixed_dtypes(matrices[0], k, t)
     result = matrices[0]
     for k, t in enumerate(matrices[1:], 1):
         if result.shape[1] != t.shape[0]:

@@ -5,7 +5,8 @@ PyTorch refuses a write to several elements in one place (`x.expand(3, 5).add_(1
 tensor where the written elements do not share memory (`x.expand(3, 5)[0, 0] = 1`, a view `[0]` of it changed in
 place), fills it (fill_, zero_) and, deprecated, index_put_s into it. numpy guards a broadcast view by making it
 read-only, so such writes go through a writeable view of the same memory. PyTorch also refuses a value that lies
-partly in the memory written to (`a[1:] = a[:-1]`), where both fill one block of memory.
+partly in the memory written to (`a[1:] = a[:-1]`), where both fill one block of memory. A view's elements are
+found in its base's memory by their addresses (`positions_in`), for the history of a write through the view.
 """
 
 from __future__ import annotations
@@ -25,8 +26,17 @@ PARTLY_SHARED = (
 
 
 def has_internal_overlap(array: Any) -> bool:
-    """PyTorch's has_internal_overlap: a dim of more than one element that repeats them (stride 0)."""
-    return any(stride == 0 and size > 1 for stride, size in zip(array.strides, array.shape))
+    """PyTorch's has_internal_overlap: a dim of more than one element that repeats them (stride 0); an empty array
+    has no elements to repeat."""
+    return array.size > 0 and any(stride == 0 and size > 1 for stride, size in zip(array.strides, array.shape))
+
+
+def spread_over_repeats(mask: Any, array: Any) -> Any:
+    """A boolean `mask` (of no more dims than `array`, broadcasting to it) true at every repeat of an element of
+    `array` (an expand) where it is true at any: PyTorch's masked_fill_ writes a place in memory if any of its
+    repeats is masked, and a write of the whole result must agree at all repeats."""
+    axes = tuple(d for d, (stride, size) in enumerate(zip(array.strides, array.shape)) if stride == 0 and size > 1)
+    return mask.reshape((1,) * (array.ndim - mask.ndim) + mask.shape).any(axis=axes, keepdims=True)
 
 
 def writeable_region(region: Any, overlapping: bool) -> Any:
@@ -82,3 +92,25 @@ def _dense(array: Any) -> bool:
             return False
         step *= size
     return True
+
+
+def _addresses(array: Any) -> np.ndarray:
+    """The memory address of each element of `array` (a numpy or a CuPy array), computed on the host."""
+    out = np.full(array.shape, _start(array), np.int64)
+    for d, (n, stride) in enumerate(zip(array.shape, array.strides)):
+        out += (np.arange(n, dtype=np.int64) * stride).reshape((-1,) + (1,) * (array.ndim - d - 1))
+    return out
+
+
+def positions_in(view: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """The flat (row-major) index in `base` of each element of `view`, an array viewing base's memory."""
+    base_addresses = _addresses(base).ravel()
+    view_addresses = _addresses(view)
+    order = np.argsort(base_addresses)
+    found = order[np.searchsorted(base_addresses[order], view_addresses).clip(max=base.size - 1)]
+    if not np.array_equal(base_addresses[found], view_addresses):
+        raise RuntimeError(
+            "a view no longer lies in its base's memory (the base was given a new array since the view was made), "
+            "so its history cannot follow the base's in-place change; make the view again"
+        )
+    return found

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices import device as as_device
+from actorgrad.memory_formats import contiguous_format
 from actorgrad.ops.arithmetic import SUB, SUB_ALPHA, _binary, _scaled
 from actorgrad.ops.dim_activations import prelu
 from actorgrad.ops.operand_checks import check_subtraction
@@ -70,8 +71,10 @@ def _view_copy(name: str) -> Any:
         from actorgrad import ops  # the view ops of every family: at call time, once all are bound
 
         view = getattr(ops, name, None) or getattr(Tensor, name)  # view, expand, unfold are methods only
-        view = view(input, *args, **kwargs)
-        return tuple(part.clone() for part in view) if isinstance(view, tuple | list) else view.clone()
+        view = view(input.contiguous() if name == "view" else input, *args, **kwargs)  # any layout, as PyTorch's
+        if isinstance(view, tuple | list):  # row-major copies, as PyTorch's, whatever the view's strides
+            return tuple(part.clone(memory_format=contiguous_format) for part in view)
+        return view.clone(memory_format=contiguous_format)
 
     function.__name__ = function.__qualname__ = f"{name}_copy"
     function.__doc__ = f"`{name}(input, ...)` copied into new memory."

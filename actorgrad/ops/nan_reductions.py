@@ -25,6 +25,7 @@ from actorgrad.ops.reductions import (
     numpy_names,
     one_dim,
     reduced_dims,
+    refuse_integer_result,
     sum,
 )
 from actorgrad.ops.shape import single_dim
@@ -66,6 +67,9 @@ def nansum(
     if x.dtype.kind == "c":
         raise RuntimeError("nansum on CPU does not support complex inputs")
     if dtype is not None:
+        if np.dtype(dtype).kind == "c" and x.dtype.kind == "f" and x.size:  # PyTorch's kernel has no complex form
+            raise not_implemented("nansum_cpu", np.dtype(dtype))  # (integers it sums as sum does)
+        refuse_integer_result(input, dtype)
         x = x.astype(dtype, copy=False)
     elif x.dtype.kind in "biu":
         x = x.astype(int64)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.loss_arguments import refuse_grad
 from actorgrad.ops.operands import SCALAR_NAMES, int_tuple
 from actorgrad.ops.record import Rule, common_device, record
@@ -139,6 +140,8 @@ def _check_param_dtypes(input: Tensor, params: tuple[Tensor | None, ...]) -> Non
 
 def layer_norm(input: Tensor, normalized_shape: tuple[int, ...] | list[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(layer_norm, "layer_norm", input, normalized_shape, weight, bias, eps)
     shape = int_tuple(normalized_shape, "layer_norm", "normalized_shape", 2)
     common_device(tuple(t for t in (input, weight, bias) if t is not None))
     _check_param_dtypes(input, (weight, bias))
@@ -164,6 +167,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
                eps: float = 1e-5) -> Tensor:
     """Each sample's channels in num_groups groups, each group normalised over its channels and positions, then
     scaled and shifted per channel."""
+    if autocast_state.get() is not None:
+        return autocast_call(group_norm, "group_norm", input, num_groups, weight, bias, eps)
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     shape = input.shape
@@ -192,7 +197,9 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None) -> Tensor:
     """input divided by its p-norm over `dim`, the norm kept at eps or more; composed of tensor ops as PyTorch's."""
-    if input.dtype.kind != "f":
+    if autocast_state.get() is not None and out is None:
+        return autocast_call(normalize, "normalize", input, p, dim, eps, out)
+    if input.dtype.kind not in "fc":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{SCALAR_NAMES.get(input.dtype, input.dtype)}")
     ndim = max(input.ndim, 1)  # a 0-d tensor takes dim 0 or -1, as one of one element

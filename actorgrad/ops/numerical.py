@@ -43,6 +43,12 @@ def _spacings(op: str, y: Tensor, x: Tensor, d: int) -> Tensor:
     return getitem(x, lead + (slice(1, None),)) - getitem(x, lead + (slice(None, -1),))
 
 
+def _refuse_bool(op: str, y: Tensor, x: Tensor | None) -> None:
+    if y.dtype == np.bool_ or x is not None and x.dtype == np.bool_:
+        named = "`y`" if x is None else "`x` or `y`"
+        raise RuntimeError(f"{op}: received a bool input for {named}, but bool is not supported")
+
+
 def _pair_sums(y: Tensor, d: int) -> Tensor:
     lead = (slice(None),) * d
     return getitem(y, lead + (slice(1, None),)) + getitem(y, lead + (slice(None, -1),))
@@ -53,6 +59,9 @@ def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = 
     if x is not None and dx is not None:
         raise TypeError("trapezoid() received an invalid combination of arguments: give x or dx, not both")
     d = _sample_dim("trapezoid", y, dim)
+    if y.shape[d] == 0:  # no interval: zeros of y's own dtype (bool too), as PyTorch's
+        return y.new_zeros(y.shape[:d] + y.shape[d + 1:])
+    _refuse_bool("trapezoid", y, x)
     y = _floating(y)
     if x is None:
         return sum(_pair_sums(y, d), d) * (1 if dx is None else dx) / 2
@@ -68,6 +77,7 @@ def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None, 
     """The running trapezoidal integral of y along `dim`: one value per interval, so one fewer than samples."""
     if x is not None and dx is not None:
         raise TypeError("cumulative_trapezoid() received an invalid combination of arguments: give x or dx, not both")
+    _refuse_bool("cumulative_trapezoid", y, x)
     if y.ndim == 0:
         raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     d = single_dim(dim, y.ndim, "cumulative_trapezoid")

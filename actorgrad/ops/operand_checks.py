@@ -1,4 +1,5 @@
-"""PyTorch's refusals of bool and uint64 operands in arithmetic, checked before promotion."""
+"""PyTorch's refusals of bool and uint64 operands in arithmetic, checked before promotion, and of an add's or a
+sub's alpha that its result's dtype cannot take."""
 
 from __future__ import annotations
 
@@ -35,3 +36,14 @@ def check_unsigned_number(a: Any, b: Any) -> None:
     number, tensor = (a, b) if a.__class__ is int else (b, a)
     if number.__class__ is int and 1 << 63 <= number < 1 << 64 and _is_bool(tensor):  # past it: OverflowError
         raise RuntimeError(UNSIGNED_PROMOTION)
+
+
+def check_alpha(alpha: Any, kind: str) -> None:
+    """add's and sub's alpha against the kind of their result's dtype: a bool alpha only for a bool result, a
+    floating one not for an integer result, a complex one only for a complex result."""
+    if alpha.__class__ is bool and kind != "b":
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if kind in "biu" and isinstance(alpha, float | complex):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if kind != "c" and isinstance(alpha, complex):
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")

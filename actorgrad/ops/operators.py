@@ -69,6 +69,27 @@ def _div(input: Any, other: Any) -> Tensor:
         return NotImplemented
 
 
+def _pow(self: Tensor, other: Any, modulo: Any = None) -> Any:
+    """`self ** other`; Python's three-argument pow (a modulo) gets NotImplemented, so Python raises its own
+    "unsupported operand type(s) for ** or pow()", as for PyTorch's tensors."""
+    if modulo is not None:
+        return NotImplemented
+    try:
+        return pow(self, other)
+    except UnsupportedOperand:
+        return NotImplemented
+
+
+def _rpow(self: Tensor, other: Any, modulo: Any = None) -> Any:
+    """`other ** self`, NotImplemented with a modulo as `_pow`."""
+    if modulo is not None:
+        return NotImplemented
+    try:
+        return pow(other, self)
+    except UnsupportedOperand:
+        return NotImplemented
+
+
 def _matmul(self: Tensor, other: Any) -> Any:
     return matmul(self, other) if isinstance(other, Tensor) else NotImplemented
 
@@ -82,5 +103,5 @@ METHODS = {
     "__rmul__": _mul, "__truediv__": _div, "__rtruediv__": operator_form(rtruediv),
     "__floordiv__": operator_form(floor_divide), "__rfloordiv__": reflected_form(floor_divide),
     "__mod__": operator_form(remainder), "__rmod__": reflected_form(remainder),
-    "__pow__": operator_form(pow), "__rpow__": reflected_form(pow), "__matmul__": _matmul, "__rmatmul__": _rmatmul,
+    "__pow__": _pow, "__rpow__": _rpow, "__matmul__": _matmul, "__rmatmul__": _rmatmul,
 }

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.index_parsing import host_array, parse_index
 from actorgrad.ops.indexing import KEPT_GRAD, on_device, placed_index
 from actorgrad.ops.inplace import INDEX_PUT
@@ -141,6 +142,8 @@ def _index_tuple(indices: Any, ndim: int) -> tuple:
 def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor, accumulate: bool = False) -> Tensor:
     """A copy of the input with `values` (broadcast to the indexed shape) written, or added with `accumulate`
     (repeated places add up), at `input[indices]`."""
+    if autocast_state.get() is not None:
+        return autocast_call(index_put, "index_put", input, indices, values, accumulate)
     if not isinstance(values, Tensor):
         raise TypeError(f"index_put(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
     if not isinstance(accumulate, bool):
@@ -197,6 +200,8 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         shape = np.broadcast_shapes(x.shape, m.shape)
     except ValueError:
         raise broadcast_error("masked_scatter", x.shape, m.shape) from None
+    if not shape:  # numpy has no nonzero() of a 0-dim mask: as a tensor of one element
+        return masked_scatter(input.reshape(1), mask.reshape(1), source).reshape(())
     xp = input._device.xp
     m = xp.broadcast_to(m, shape)
     count = int(m.sum())

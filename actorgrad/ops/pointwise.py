@@ -9,19 +9,23 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.linalg import TYPE_META_NAMES
 from actorgrad.ops.operands import (
     SCALAR_NAMES,
     broadcast_error,
     common_dtype,
     data_as,
+    fitted_number,
     floating,
     kernel_operands,
+    not_implemented,
     number_array,
+    real_number,
     require_tensors,
 )
 from actorgrad.ops.record import Rule, common_device, record
-from actorgrad.tensor import Tensor
+from actorgrad.tensor import Tensor, bool_
 
 __all__ = ["addcdiv", "addcmul", "atan2", "arctan2", "lerp"]
 
@@ -83,6 +87,8 @@ def _broadcast_kernel(op: str, kernel: Any, *arrays: Any) -> Any:
 
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     """The angle of the point (other, input), in (-pi, pi]; integer inputs give the default float dtype."""
+    if autocast_state.get() is not None:
+        return autocast_call(atan2, "atan2", input, other)
     require_tensors("atan2", input=input, other=other)
     device = common_device((input, other))
     dtype = floating(common_dtype(input, other))
@@ -112,6 +118,8 @@ def lerp(input: Tensor, end: Tensor, weight: float | Tensor) -> Tensor:
     device = common_device((input, *tensors.values()))
     xp = device.xp
     dtype, work = x.dtype, _opmath(x.dtype)
+    if not isinstance(weight, Tensor):  # a complex number weight of a real tensor only from the real line
+        weight = real_number(weight, work)
     w = weight._data.astype(work, copy=False) if isinstance(weight, Tensor) else number_array(weight, work)
     x, e = (v.astype(work, copy=False) for v in kernel_operands(x, end._data))
     w = w if isinstance(w, xp.ndarray) else w[()]
@@ -126,8 +134,15 @@ def _addc(op: str, rule: Rule, kernel: Any, input: Tensor, tensor1: Tensor, tens
     require_tensors(op, input=input, tensor1=tensor1, tensor2=tensor2)
     device = common_device((input, tensor1, tensor2))
     dtype = common_dtype(input, tensor1, tensor2)
+    if op == "addcmul" and dtype == bool_:
+        raise not_implemented(f"addcmul_{device.type}_out", dtype)
     work = _opmath(dtype)
-    scale = number_array(value, work)[()]  # value is cast to the dtype computed in, as PyTorch casts the Scalar
+    # value is cast to the dtype computed in, as PyTorch casts the Scalar (a complex one only from the real line,
+    # into an integer dtype only from its range)
+    value = real_number(value, work)
+    if dtype.kind in "iu":
+        fitted_number(value, dtype)
+    scale = number_array(value, work)[()]
     a, b, c = (data_as(t, dtype).astype(work, copy=False) for t in (input, tensor1, tensor2))
     arrays = [v if isinstance(v, device.xp.ndarray) or v.ndim else v[()] for v in (a, b, c)]
     data = _broadcast_kernel(op, lambda a, b, c: a + scale * kernel(b, c), *arrays)
@@ -137,11 +152,15 @@ def _addc(op: str, rule: Rule, kernel: Any, input: Tensor, tensor1: Tensor, tens
 
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """input + value * tensor1 * tensor2."""
+    if autocast_state.get() is not None:
+        return autocast_call(addcmul, "addcmul", input, tensor1, tensor2, value=value)
     return _addc("addcmul", ADDCMUL, lambda b, c: b * c, input, tensor1, tensor2, value)
 
 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """input + value * tensor1 / tensor2; integer tensor1 and tensor2 are refused, as in PyTorch."""
+    if autocast_state.get() is not None:
+        return autocast_call(addcdiv, "addcdiv", input, tensor1, tensor2, value=value)
     require_tensors("addcdiv", input=input, tensor1=tensor1, tensor2=tensor2)
     if tensor1.dtype.kind in "biu" and tensor2.dtype.kind in "biu":
         raise RuntimeError(

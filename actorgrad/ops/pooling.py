@@ -126,7 +126,7 @@ def _geometry(op: str, x: np.ndarray, kernel_size: Any, stride: Any, padding: An
     if min(out) <= 0:
         raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[-3:]))}). Calculated output size: "
                            f"({x.shape[-3]}x{out[0]}x{out[1]}). Output size is too small")
-    if x.dtype == np.bool_ or op == "avg_pool2d" and x.dtype.kind in "iu" and x.dtype != np.int64:
+    if x.dtype.kind != "f" and (x.dtype.kind in "bc" or op == "avg_pool2d" and x.dtype != np.int64):
         raise NotImplementedError(f"\"{op}\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
     return kernel, stride2, pad, dil, out
 
@@ -166,7 +166,7 @@ def _geometry3d(op: str, x: np.ndarray, kernel_size: Any, stride: Any, padding: 
     if min(out) <= 0:
         raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[-4:]))}). Calculated output size: "
                            f"({x.shape[-4]}x{'x'.join(map(str, out))}). Output size is too small")
-    if x.dtype == np.bool_ or op == "avg_pool3d" and x.dtype.kind in "iu" and x.dtype != np.int64:
+    if x.dtype.kind != "f" and (x.dtype.kind in "bc" or op == "avg_pool3d" and x.dtype != np.int64):
         kernel_name = "avg_pool3d_out_frame" if op == "avg_pool3d" else op
         raise NotImplementedError(f"\"{kernel_name}\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
     return kernel, stride3, pad, dil, out

@@ -42,31 +42,65 @@ def misplaced_tensor(fn: Callable, op: str, args: tuple, kwargs: dict) -> TypeEr
     return None
 
 
-def checked_tensors(fn: Callable, op: str) -> Callable:
-    """`fn` with PyTorch's TypeError, under the name `op`, in place of an AttributeError met on a non-Tensor."""
+def checked_tensors(fn: Callable, op: str, write_out: Callable | None = None) -> Callable:
+    """`fn` with PyTorch's TypeError, under the name `op`, in place of an AttributeError met on a non-Tensor. With
+    `write_out`, PyTorch's `out=` too: `write_out(args, kwargs, out)` runs the op and writes its result into
+    `out`, so the `out` test costs no call frame of its own."""
     code = fn.__code__
-    if code.co_varnames[:1] == ("input",) and code.co_argcount == 1 and not code.co_kwonlyargcount and not (
+    unary = code.co_varnames[:1] == ("input",) and code.co_argcount == 1 and not code.co_kwonlyargcount and not (
         code.co_flags & VARIADIC
-    ):
+    )
+    if unary and write_out is None:
         def checked(input: Any) -> Any:  # the unary ops: a fixed signature costs a fifth of *args, **kwargs
             try:
                 return fn(input)
-            except AttributeError:
-                refusal = misplaced_tensor(fn, op, (input,), {})
-                if refusal is None:
-                    raise
-                raise refusal from None
-    else:
+            except AttributeError as error:
+                raise _refusal(fn, op, (input,), {}, error) from None
+    elif unary:
+        def checked(input: Any, *, out: Any = None) -> Any:
+            if out is not None:
+                return write_out((input,), {}, out)
+            try:
+                return fn(input)
+            except AttributeError as error:
+                raise _refusal(fn, op, (input,), {}, error) from None
+    elif write_out is None:
         def checked(*args: Any, **kwargs: Any) -> Any:
             try:
                 return fn(*args, **kwargs)
-            except AttributeError:
-                refusal = misplaced_tensor(fn, op, args, kwargs)
-                if refusal is None:
-                    raise
-                raise refusal from None
+            except AttributeError as error:
+                raise _refusal(fn, op, args, kwargs, error) from None
+    else:
+        def checked(*args: Any, out: Any = None, **kwargs: Any) -> Any:
+            if out is not None:
+                return write_out(args, kwargs, out)
+            try:
+                return fn(*args, **kwargs)
+            except AttributeError as error:
+                raise _refusal(fn, op, args, kwargs, error) from None
 
     return functools.wraps(fn)(checked)
+
+
+def _refusal(fn: Callable, op: str, args: tuple, kwargs: dict, error: AttributeError) -> Exception:
+    """PyTorch's error for a non-Tensor argument, or the AttributeError itself where every argument is a Tensor."""
+    return misplaced_tensor(fn, op, args, kwargs) or error
+
+
+def install(namespace: dict, public: str, checked: Callable) -> None:
+    """Put `checked` in `namespace` under `public`, named after its place there, so pickle (a saved module holding
+    `F.relu`) finds it."""
+    checked.__module__, checked.__qualname__ = namespace["__name__"], public
+    namespace[public] = checked
+
+
+def give_out(namespace: dict, names: Any, write_out: Callable, prefix: str = "") -> None:
+    """Give each of `names` in `namespace` (public names already wrapped by check_tensor_arguments) PyTorch's
+    `out=`, in place of that wrapper: `write_out(op, fn, args, kwargs, out)`, with `op` PyTorch's name for it
+    (`prefix` + its name: `linalg_inv`)."""
+    for public in names:
+        fn, op = getattr(namespace[public], "__wrapped__", namespace[public]), prefix + public
+        install(namespace, public, checked_tensors(fn, op, functools.partial(write_out, op, fn)))
 
 
 def check_tensor_arguments(namespace: dict, names: list[str], prefix: str = "") -> None:
@@ -77,6 +111,4 @@ def check_tensor_arguments(namespace: dict, names: list[str], prefix: str = "") 
         fn = namespace[public]
         code = getattr(fn, "__code__", None)
         if code is not None and code.co_argcount and fn.__annotations__.get(code.co_varnames[0]) in TENSOR:
-            checked = checked_tensors(fn, prefix + public)
-            checked.__module__, checked.__qualname__ = namespace["__name__"], public
-            namespace[public] = checked
+            install(namespace, public, checked_tensors(fn, prefix + public))

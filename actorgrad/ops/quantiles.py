@@ -13,7 +13,7 @@ import numpy as np
 from actorgrad.ops.operands import not_implemented, refuse_complex, type_name
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size, numpy_names
-from actorgrad.ops.searching import unique
+from actorgrad.ops.searching import refused_derivative, unique
 from actorgrad.ops.selection import where
 from actorgrad.ops.shape import single_dim
 from actorgrad.ops.sorting import _put_back, sort
@@ -175,12 +175,8 @@ def mode(
 
 
 # -- unique_consecutive -----------------------------------------------------------------------------------------
-def _no_derivative(ops: Any, g: Any) -> Any:
-    raise NotImplementedError("the derivative for 'unique_consecutive' is not implemented.")
-
-
 # PyTorch records a node for unique_consecutive that refuses its backward.
-UNIQUE_CONSECUTIVE = Rule("UniqueConsecutiveBackward0", ((), _no_derivative))
+UNIQUE_CONSECUTIVE = Rule("UniqueConsecutiveBackward0", ((), refused_derivative("unique_consecutive")))
 
 
 def unique_consecutive(

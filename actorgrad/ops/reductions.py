@@ -8,8 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices.array_ops import kept_max
 from actorgrad.devices.float_errors import quiet_float_errors
+from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops.operands import SCALAR_NAMES, floating_or_complex, not_implemented, refuse_complex
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
@@ -162,6 +164,13 @@ def accumulation_dtype(dtype: np.dtype) -> Any:
     return np.float32 if dtype == np.float16 else None
 
 
+def refuse_integer_result(input: Tensor, dtype: Any) -> None:
+    """PyTorch's error for an integer or bool `dtype=` where the input requires grad: such a result cannot carry a
+    gradient. Called only where a dtype is given, so the plain path pays nothing."""
+    if input.requires_grad and np.dtype(dtype).kind in "biu" and _grad_enabled.get():
+        raise RuntimeError(f"Autograd not support dtype: {SCALAR_NAMES[np.dtype(dtype)]}")
+
+
 def _reduce(rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bool, op: str, dtype: Any):
     """`op` over `dim`; with `dtype`, the input is cast to it first, as PyTorch does (the gradient comes back in
     the input's dtype)."""
@@ -196,10 +205,15 @@ def sum(
     input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
     keepdims: bool | None = None,
 ) -> Tensor:
+    if autocast_state.get() is not None and dtype is None:
+        return autocast_call(sum, "sum", input, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
     if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
         dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
-    if dtype is None and input._data.dtype.kind in "biu":
-        dtype = np.int64  # integers and bools sum in int64, as in PyTorch (numpy's sum of uint8 is uint64)
+    if dtype is None:
+        if input._data.dtype.kind in "biu":
+            dtype = np.int64  # integers and bools sum in int64, as in PyTorch (numpy's sum of uint8 is uint64)
+    else:
+        refuse_integer_result(input, dtype)
     return _reduce(SUM, SUM_DIM, input, dim, keepdim, "sum", dtype)
 
 
@@ -269,22 +283,31 @@ def prod(
     input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
     keepdims: bool | None = None,
 ) -> Tensor:
+    if autocast_state.get() is not None and dtype is None:
+        return autocast_call(prod, "prod", input, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
     if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
         dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     x = input._data
-    if dtype is None and x.dtype.kind in "biu":
-        dtype = np.int64  # integers and bools multiply in int64, as in PyTorch
     if dim is None:
-        return prod_over_dims(input, tuple(range(x.ndim)), dtype=dtype, rule=PROD)
-    if dim.__class__ is not int and not is_one_dim(dim):
+        dims, rule, keepdim = tuple(range(x.ndim)), PROD, False
+    elif dim.__class__ is not int and not is_one_dim(dim):
         raise TypeError(f"prod(): dim must be an int (PyTorch's prod reduces one dim), got {dim!r}")
-    dims = one_dim(dim, x.ndim, "prod")
-    return prod_over_dims(input, dims, keepdim, dtype=dtype)
+    else:
+        dims, rule = one_dim(dim, x.ndim, "prod"), PROD_DIM
+    if dtype is None:
+        if x.dtype.kind in "biu":
+            dtype = np.int64  # integers and bools multiply in int64, as in PyTorch
+    elif input.requires_grad and x.dtype != dtype:
+        refuse_integer_result(input, dtype)
+        input = input.to(dtype)  # a product's gradient needs the values as multiplied (complex ones cast to real)
+    return prod_over_dims(input, dims, keepdim, dtype=dtype, rule=rule)
 
 
 def logsumexp(
     input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None
 ) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(logsumexp, "logsumexp", input, dim, keepdim, axis=axis, keepdims=keepdims)
     if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
         dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     if dim is None:  # required, as PyTorch's (optional here only so that `axis` can stand in for it)
@@ -323,6 +346,8 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, op: str) -> tuple[Any, t
 def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None, *, axis: Any = None) -> Tensor:
     """log(softmax(x)) over `dim`; `dtype` may come third by position, as PyTorch's torch.log_softmax and
     Tensor.log_softmax take it."""
+    if autocast_state.get() is not None and dtype is None:
+        return autocast_call(log_softmax, "log_softmax", input, dim, dtype, axis=axis)
     if axis is not None:  # numpy's name, which PyTorch takes too
         dim = axis
     x, dims = _softmax_input(input, dim, dtype, "log_softmax")
@@ -335,6 +360,8 @@ def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None, *, axi
 def softmax(input: Tensor, dim: int | None = None, dtype: Any = None, *, axis: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) over `dim`; `dtype` may come third by position, as PyTorch's torch.softmax and
     Tensor.softmax take it."""
+    if autocast_state.get() is not None and dtype is None:
+        return autocast_call(softmax, "softmax", input, dim, dtype, axis=axis)
     if axis is not None:  # numpy's name, which PyTorch takes too
         dim = axis
     x, dims = _softmax_input(input, dim, dtype, "softmax")
@@ -346,14 +373,20 @@ def softmax(input: Tensor, dim: int | None = None, dtype: Any = None, *, axis: A
 
 def cumsum(input: Tensor, dim: int | None = None, *, dtype: Any = None, axis: Any = None) -> Tensor:
     """The running sum along `dim`; integers and bools sum in int64, as in PyTorch."""
+    if autocast_state.get() is not None and dtype is None:
+        return autocast_call(cumsum, "cumsum", input, dim, dtype=dtype, axis=axis)
     if axis is not None:  # numpy's name, which PyTorch takes too
         dim = axis
     x = input._data
     if dtype is None and x.dtype.kind in "biu":
         dtype = np.int64
+    if dim.__class__ is not int and not is_one_dim(dim):
+        raise TypeError(f"cumsum(): argument 'dim' must be int, not {type(dim).__name__}")
     (d,) = normalize_dims(dim, x.ndim, "cumsum")  # a 0-d tensor takes dim 0 or -1
-    if dtype is not None and np.dtype(dtype) == np.bool_:
-        raise not_implemented("cumsum_out_cpu", np.dtype(dtype))
+    if dtype is not None:
+        if np.dtype(dtype) == np.bool_:
+            raise not_implemented("cumsum_out_cpu", np.dtype(dtype))
+        refuse_integer_result(input, dtype)
     if x.ndim == 0:
         return record(CUMSUM_SCALAR, x.astype(dtype or x.dtype), (input,))
     with quiet_float_errors():  # inf - inf is NaN, quietly as in PyTorch

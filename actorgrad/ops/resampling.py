@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.ops.padding import pad
 from actorgrad.tensor import Tensor
@@ -177,6 +178,11 @@ def _resample_dim(x: Tensor, dim: int, indices: np.ndarray, weights: np.ndarray 
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(
+            interpolate, "interpolate", input, size, scale_factor, mode, align_corners, recompute_scale_factor,
+            antialias
+        )
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear "
@@ -313,7 +319,8 @@ def _check_window(kernel: tuple[int, int], dilation: tuple[int, int], padding: t
 
 
 def _check_float(input: Tensor, kernel: str) -> None:
-    if input.dtype.kind not in "fc":
+    """PyTorch's im2col and col2im take floating, complex and bool tensors (overlapping bools fold as an or)."""
+    if input.dtype.kind not in "fcb":
         raise NotImplementedError(f'"{kernel}" not implemented for \'{SCALAR_NAMES.get(input.dtype, input.dtype)}\'')
 
 
@@ -392,11 +399,15 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, p
                            "which is too small (non-positive)")
     _check_float(input, "col2im_out_cpu")
     cols = input if input.ndim == 3 else input.unsqueeze(0)
+    if input.dtype.kind == "b":  # summed as integers (CuPy's scatter-add takes no bools), then != 0: an or
+        cols = cols.int()
     n, c = cols.shape[0], planes // (kernel[0] * kernel[1])
     height, width = size[0] + 2 * padding[0], size[1] + 2 * padding[1]
     index = _block_index(kernel, dilation, stride, blocks, width)
     xp = input._device.xp
-    zeros = Tensor(xp.zeros((n, c, height * width), input.dtype), device=input._device)
+    zeros = Tensor(xp.zeros((n, c, height * width), cols.dtype), device=input._device)
     image = zeros.index_add(2, Tensor(index), cols.reshape(n, c, planes // c * length)).reshape(n, c, height, width)
     image = image[:, :, padding[0]:padding[0] + size[0], padding[1]:padding[1] + size[1]]
+    if input.dtype.kind == "b":
+        image = image != 0
     return image if input.ndim == 3 else image.squeeze(0)

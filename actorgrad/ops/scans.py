@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices.float_errors import quiet_float_errors
 from actorgrad.ops.operands import not_implemented, refuse_complex
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import input_size
+from actorgrad.ops.reductions import float16_in_float32, input_size, refuse_integer_result
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor, int64
 
@@ -21,12 +22,14 @@ __all__ = ["cummax", "cummin", "cumprod"]
 CummaxResult = namedtuple("cummax", ["values", "indices"])
 CumminResult = namedtuple("cummin", ["values", "indices"])
 
-CUMPROD = Rule(
-    "CumprodBackward0",
+
+def _cumprod_grad(ops: Any, g: Any, self: Any, result: Any, dim: int) -> Any:
     # a 0-d input is its own running product: the gradient passes as it is
-    (("self", "result", "dim"), lambda ops, g, self, result, dim: ops.cumprod_grad(g, self, result, dim)
-     if self.ndim else g),
-)
+    return ops.cumprod_grad(g, self, result, dim) if self.ndim else g
+
+
+# float16 runs in float32, as PyTorch's
+CUMPROD = Rule("CumprodBackward0", (("self", "result", "dim"), float16_in_float32(_cumprod_grad)))
 
 
 def _put_back(ops: Any, g: Any, self: Any, indices: Any, dim: int, rows_shape: tuple, self_shape: tuple) -> Any:
@@ -45,6 +48,8 @@ CUMMIN = Rule("CumminBackward0", _PUT_BACK, cost=input_size)
 def cumprod(input: Tensor, dim: int | None = None, *, dtype: Any = None, axis: Any = None) -> Tensor:
     """The running product along `dim`; integer and bool inputs give int64 unless `dtype` says otherwise, as
     cumsum's."""
+    if autocast_state.get() is not None and dtype is None:
+        return autocast_call(cumprod, "cumprod", input, dim, dtype=dtype, axis=axis)
     if axis is not None:  # numpy's name, which PyTorch takes too
         dim = axis
     x = input._data
@@ -53,9 +58,15 @@ def cumprod(input: Tensor, dim: int | None = None, *, dtype: Any = None, axis: A
         dtype = int64 if x.dtype.kind in "biu" else x.dtype
     elif np.dtype(dtype) == np.bool_:
         raise not_implemented("cumprod_out_cpu", np.dtype(dtype))
+    elif input.requires_grad and x.dtype != dtype:
+        refuse_integer_result(input, dtype)
+        input = input.to(dtype)  # the gradient needs the values as multiplied (complex ones cast to real)
     rows = x.reshape(x.shape or (1,)).astype(dtype, copy=False)
     with quiet_float_errors():  # 0 * inf is NaN, quietly as in PyTorch
-        data = input._device.xp.cumprod(rows, axis=d, dtype=dtype).reshape(x.shape)  # numpy's own widens narrow ints
+        if rows.dtype == np.float16:  # multiplied in float32 and rounded once, as PyTorch's (in float16 it drifts)
+            data = input._device.xp.cumprod(rows, axis=d, dtype=np.float32).astype(np.float16).reshape(x.shape)
+        else:  # numpy's own dtype widens narrow ints
+            data = input._device.xp.cumprod(rows, axis=d, dtype=dtype).reshape(x.shape)
     return record(CUMPROD, data, (input,), dim=d)
 
 

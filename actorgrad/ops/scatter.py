@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.arithmetic import _no_derivative
 from actorgrad.ops.index_parsing import checked_ints, host_array
 from actorgrad.ops.indexing import SCATTER_ADD, _along, fill_value, placed_index
@@ -28,6 +29,7 @@ _KEPT = (("keep",), lambda ops, g, keep: g * keep)  # the gradient where the inp
 _READ_BACK = (("where",), lambda ops, g, where: ops.index(g, (), where))
 SCATTER = Rule("ScatterBackward0", _KEPT, (("where", "src_pad"), SCATTER_ADD.grads[1][1]))
 SCATTER_VALUE = Rule("ScatterBackward1", _KEPT)
+SCATTER_NOTHING = Rule("ScatterBackward0", _KEPT, (("other",), lambda ops, g, other: ops.zeros_like(other)))
 INDEX_ADD = Rule("IndexAddBackward0", ((), None),
                  (("where", "alpha"), lambda ops, g, where, alpha: ops.index(g, (), where) * alpha))
 INDEX_COPY = Rule("IndexCopyBackward0", _KEPT, _READ_BACK)
@@ -80,8 +82,11 @@ def _scatter(input: Tensor, dim: int, index: Tensor, src: Any, value: Any, reduc
         values = src._data[plan.crop] if tensor_src else ops.xp.full(shape, fill_value(src, x.dtype)[()])
         data = reduced_into(ops, x, values, plan, _SCATTER_REDUCTIONS[reduce], True)
         return record(_NO_DERIVATIVE[op], data, (input, src) if tensor_src else (input,))
-    if positions.size == 0:  # PyTorch writes nothing
-        return record(SCATTER_VALUE, x.copy(), (input,), keep=input._device.xp.ones(x.shape, dtype=bool))
+    if positions.size == 0:  # PyTorch writes nothing; a tensor src still gets a gradient, of zeros
+        keep = input._device.xp.ones(x.shape, dtype=bool)
+        if tensor_src:
+            return record(SCATTER_NOTHING, x.copy(), (input, src), keep=keep)
+        return record(SCATTER_VALUE, x.copy(), (input,), keep=keep)
     where = placed_index(input, _along(positions, d))
     keep = _kept_mask(input, where)
     data = x.copy()
@@ -177,6 +182,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """A copy of the input with source's slices written at `index` along `dim`."""
+    if autocast_state.get() is not None:
+        return autocast_call(index_copy, "index_copy", input, dim, index, source)
     d, where = _vector_index("index_copy_", input, dim, index, "int64", RuntimeError(
         f"index_copy_(): Expected a long tensor for index, but got {SCALAR_NAMES.get(index.dtype, index.dtype)}"))
     _check_source("index_copy_", input, source, d, where[d].shape[0])

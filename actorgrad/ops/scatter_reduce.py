@@ -14,9 +14,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops.index_parsing import checked_ints, host_copy
 from actorgrad.ops.indexing import _along, _padded, at_least_1d, on_device, placed_index
 from actorgrad.ops.inplace_recording import INVALIDATED, write_in_place
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
@@ -121,7 +123,7 @@ def reduced_into(ops: Any, x: Any, values: Any, plan: ScatterPlan, reduce: str, 
         if reduce == "sum":
             return data
         count = xp.maximum(plan.counts + include_self, 1).astype(x.dtype)
-        return data / count if x.dtype.kind == "f" else data // count  # PyTorch floors an integer mean
+        return data / count if x.dtype.kind in "fc" else data // count  # PyTorch floors an integer mean
     combine = getattr(xp, _COMBINE[reduce])
     groups = plan.groups
     v = values.reshape(-1)[groups.order]
@@ -259,16 +261,26 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     reduce is 'sum', 'prod', 'mean', 'amax' or 'amin', over the input's value there too when include_self."""
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_reduce(): argument 'src' (position 4) must be Tensor, not {type(src).__name__}")
+    if input._data.dtype.kind == "c" and _grad_enabled.get() and (input.requires_grad or src.requires_grad):
+        raise RuntimeError("scatter_reduce does not support automatic differentiation for outputs with complex dtype.")
+    return _scatter_reduce(input, dim, index, src, reduce, include_self)
+
+
+def _scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool) -> Tensor:
+    """scatter_reduce without PyTorch's refusal of complex gradients, which its in-place form does not make."""
     d, positions = scatter_index("scatter_reduce", input, dim, index, src)
     x = input._data
     if x.ndim == 0 or positions.ndim == 0 or src.ndim == 0:
-        return on_at_least_1d(lambda *a: scatter_reduce(*a, reduce, include_self=include_self), input, d, index, src)
+        return on_at_least_1d(lambda *a: _scatter_reduce(*a, reduce, include_self), input, d, index, src)
     refusal = None
     if reduce not in _COMBINE and reduce not in ("sum", "mean"):
         refusal = RuntimeError(f"reduce argument must be either {_REDUCTIONS}, got {reduce}")
     elif reduce == "mean" and x.dtype == np.bool_:
         kernel = "scatter_gather_tensor_cpu_reduce_mean" if positions.size else "div_floor_cpu"
         refusal = NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+    elif x.dtype.kind == "c" and reduce in ("amax", "amin") and positions.size:  # complex numbers have no order
+        refusal = NotImplementedError(f"\"scatter_gather_tensor_cpu_reduce_{reduce}\" not implemented for "
+                                      f"'{SCALAR_NAMES[x.dtype]}'")
     check_scatter(x, d, positions, src._data, refusal)
     plan = scatter_plan(input, d, positions, src.shape, reduce in _COMBINE)
     return _record_reduction(input, src, reduce, include_self, plan)
@@ -276,7 +288,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 
 def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                     include_self: bool = True) -> Tensor:
-    return write_in_place(self, lambda s: scatter_reduce(s, dim, index, src, reduce, include_self=include_self),
+    return write_in_place(self, lambda s: _scatter_reduce(s, dim, index, src, reduce, include_self),
                           (src,), reduce in _COMBINE)  # prod's, amax's and amin's rules keep self's values
 
 

@@ -103,6 +103,20 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, inve
     return Tensor(where.xp.isin(a, b, assume_unique=assume_unique, invert=invert), device=where)
 
 
+def refused_derivative(op: str) -> Any:
+    """A formula that raises PyTorch's error for an op it records a node for but has no derivative of."""
+
+    def formula(ops: Any, g: Any) -> Any:
+        raise NotImplementedError(f"the derivative for '{op}' is not implemented.")
+
+    return formula
+
+
+# As PyTorch, unique's values record a node (they require grad) whose backward raises.
+UNIQUE = Rule("Unique2Backward0", ((), refused_derivative("_unique2")))
+UNIQUE_DIM = Rule("UniqueDimBackward0", ((), refused_derivative("unique_dim")))
+
+
 def unique(
     input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
     dim: int | None = None,
@@ -127,7 +141,7 @@ def unique(
     else:
         values, inverse, counts = _unique_slices(xp, x, axis)
     where = input._device
-    out = [Tensor(values, device=where)]
+    out = [record(UNIQUE if axis is None else UNIQUE_DIM, values, (input,))]
     if return_inverse:
         shape = x.shape if axis is None else (x.shape[axis],)
         out.append(Tensor(inverse.reshape(shape).astype(int64, copy=False), device=where))

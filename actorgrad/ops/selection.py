@@ -18,12 +18,14 @@ from actorgrad.ops.operands import (
     data_as,
     fitted_number,
     kernel_operands,
+    not_implemented,
+    real_number,
     require_tensors,
     result_type,
 )
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.searching import nonzero
-from actorgrad.tensor import Tensor, bool_
+from actorgrad.tensor import Tensor, bool_, float64
 from actorgrad.user_warnings import warn_once
 
 __all__ = ["clamp", "clamp_max", "clamp_min", "clip", "maximum", "minimum", "where"]
@@ -92,16 +94,38 @@ def _clamp_kernel(x: np.ndarray, lo: np.ndarray | None, hi: np.ndarray | None) -
     return out if hi is None else np.minimum(*kernel_operands(out, hi))
 
 
-def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
-    """Each element limited to [min, max]; either bound may be absent, a number or a (broadcasting) tensor."""
+def _bounds(op: str, input: Tensor, min: Any, max: Any) -> tuple[Any, Any, int]:
+    """clamp's bounds as PyTorch's overloads read them, and how many are tensors: two of a kind (where one is a
+    tensor and the other a number, a zero-dim tensor that does not require grad is read as a number); beside a
+    floating tensor a complex number is taken as a double (its real part; an imaginary part is refused)."""
+    tensors = isinstance(min, Tensor) + isinstance(max, Tensor)
+    if tensors and (min is None) + (max is None) + tensors < 2:
+        if any(isinstance(b, Tensor) and (b.ndim or b.requires_grad) for b in (min, max)):
+            got = ", ".join(type(v).__name__ for v in (input, min, max) if v is not None)
+            raise TypeError(
+                f"{op}() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                " * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)\n"
+                " * (Tensor input, Number min = None, Number max = None, *, Tensor out = None)\n"
+            )
+        min, max, tensors = *(b.item() if isinstance(b, Tensor) else b for b in (min, max)), 0
+    if not tensors and input.dtype.kind == "f":
+        min, max = (None if b is None else real_number(b, float64) for b in (min, max))
+    return min, max, tensors
+
+
+def _clamp(op: str, input: Tensor, min: Any, max: Any) -> Tensor:
     if min is None and max is None:
-        raise RuntimeError("clamp(): At least one of 'min' or 'max' must not be None")
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    min, max, tensors = _bounds(op, input, min, max)
     bounds = [b for b in (min, max) if b is not None]
     dtype = common_dtype(input, *bounds)
     if dtype.kind == "c":
         raise NotImplementedError("clamp is not supported for complex types")
+    if dtype == bool_ and (len(bounds) == 2 or not tensors):  # one tensor bound is maximum's or minimum's kernel
+        kernel = "clamp" if len(bounds) == 2 else "clamp_min" if max is None else "clamp_max"
+        raise not_implemented(f"{kernel}{'' if tensors else '_scalar'}_{input._device.type}", dtype)
     x = data_as(input, dtype)
-    if not any(isinstance(b, Tensor) for b in bounds):
+    if not tensors:
         lo, hi = (None if b is None else fitted_number(b, dtype) for b in (min, max))
         return record(CLAMP_NUMBERS, _clamp_kernel(x, lo, hi), (input,), min=min, max=max)
     lo_t, hi_t = (None if b is None else as_operand(b, dtype) for b in (min, max))
@@ -110,10 +134,16 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     try:
         data = _clamp_kernel(x, lo, hi)
     except ValueError:
-        raise broadcast_error("clamp", x.shape, *(b.shape for b in (lo, hi) if b is not None)) from None
+        raise broadcast_error(op, x.shape, *(b.shape for b in (lo, hi) if b is not None)) from None
     absent = Tensor(np.zeros((), dtype))  # stands for a missing bound among the node's inputs
     inputs = (input, absent if lo_t is None else lo_t, absent if hi_t is None else hi_t)
     return record(CLAMP_TENSORS, data, inputs, min=lo_t, max=hi_t)
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Each element limited to [min, max]; either bound may be absent, a number or a (broadcasting) tensor, but
+    not one of each."""
+    return _clamp("clamp", input, min, max)
 
 
 # One bound: a number (Backward0) or a broadcasting tensor (Backward1), which gets the gradient where it was picked.
@@ -147,8 +177,14 @@ def _of_tensors(op: str, rule: Rule, kernel: Any, input: Tensor, other: Tensor, 
 
 def _one_bound(op: str, number_rule: Rule, tensor_rule: Rule, input: Tensor, bound: Any) -> Tensor:
     dtype = common_dtype(input, bound)
+    if not isinstance(bound, Tensor) and dtype == bool_:
+        raise not_implemented(f"{op}_scalar_{input._device.type}", bool_)
     xp = input._device.xp
     kernel = xp.maximum if op == "clamp_min" else xp.minimum
+    if dtype.kind == "c":  # no order among complex numbers: PyTorch's errors differ by the bound's kind
+        if isinstance(bound, Tensor):
+            raise not_implemented(f"{'maximum' if op == 'clamp_min' else 'minimum'}_{input._device.type}", dtype)
+        raise NotImplementedError("clamp is not supported for complex types")
     if isinstance(bound, Tensor):
         return _of_tensors(op, tensor_rule, kernel, input, bound, dtype)
     x = data_as(input, dtype)
@@ -167,7 +203,7 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:
 
 def clip(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Alias of clamp."""
-    return clamp(input, min, max)
+    return _clamp("clip", input, min, max)
 
 
 def _pick(op: str, rule: Rule, kernel: Any, input: Tensor, other: Tensor) -> Tensor:

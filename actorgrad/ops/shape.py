@@ -264,7 +264,10 @@ def broadcast_to(input: Tensor, size: tuple[int, ...]) -> Tensor:
 
 def single_dim(dim: int, ndim: int, op: str) -> int:
     """One dim as a non-negative int; a 0-dim tensor takes dims -1 and 0, as in PyTorch."""
-    return normalize_dims(dim, max(ndim, 1), op)[0]
+    dims = normalize_dims(dim, max(ndim, 1), op)
+    if len(dims) != 1:  # a tuple of dims where the op takes one
+        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
+    return dims[0]
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -322,6 +325,8 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
         sizes = tuple(max(r, 0) for r in sizes)  # an empty dim repeated a negative number of times stays empty
     interleaved = tuple(n for pair in zip(sizes, padded_shape) for n in pair)
     data = np.tile(x.reshape(padded_shape), sizes)
+    if not data.flags.c_contiguous:  # row-major, as PyTorch's (np.tile copies the input as laid out if no repeat)
+        data = data.copy(order="C")
     return record(
         REPEAT, data, (input,), interleaved=interleaved, repeat_axes=tuple(range(0, len(interleaved), 2)),
         self_shape=x.shape,
@@ -332,8 +337,8 @@ def flip(input: Tensor, *flipped: Any, dims: Any = None) -> Tensor:
     x = input._data
     flipped = _sizes_or_keyword("flip", flipped, dims, "dims")
     dims = normalize_dims(flipped, x.ndim, "flip") if x.ndim else one_dim(flipped, 0, "flip")
-    # a copy, as PyTorch's flip is: numpy's flipped view would follow later in-place changes of the input
-    return record(FLIP, np.flip(x, dims).copy(), (input,), dims=dims)
+    # a copy laid out as the input (PyTorch's flip is no view: numpy's would follow later in-place changes of it)
+    return record(FLIP, preserved(input._device.xp, np.flip(x, dims), x), (input,), dims=dims)
 
 
 def roll(input: Tensor, shifts: int | tuple[int, ...], dims: int | tuple[int, ...] | None = None) -> Tensor:
@@ -349,7 +354,10 @@ def roll(input: Tensor, shifts: int | tuple[int, ...], dims: int | tuple[int, ..
     if not x.ndim:
         raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
     dims = tuple(single_dim(d, x.ndim, "roll") for d in dims)
-    return record(ROLL, np.roll(x, shifts, dims), (input,), shifts=shifts, dims=dims)
+    data = np.roll(x, shifts, dims)
+    if not data.flags.c_contiguous:  # row-major, as PyTorch's (numpy's keeps the input's order)
+        data = data.copy(order="C")
+    return record(ROLL, data, (input,), shifts=shifts, dims=dims)
 
 
 def clone(input: Tensor, *, memory_format: Any = preserve_format) -> Tensor:

@@ -12,7 +12,7 @@ from typing import Any
 
 from actorgrad.ops.operands import not_implemented
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import input_size
+from actorgrad.ops.reductions import input_size, numpy_names
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor, bool_, int64
 
@@ -73,15 +73,24 @@ def _indices(indices: Any, values: Tensor, input: Tensor) -> Tensor:
     return Tensor(indices.astype(int64, copy=False).reshape(values.shape), device=input._device)
 
 
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> SortResult:
-    """The elements sorted along `dim`, and where each came from. Always stable, so `stable` changes nothing."""
+def sort(
+    input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *, axis: Any = None
+) -> SortResult:
+    """The elements sorted along `dim` (or numpy's `axis`), and where each came from. Always stable, so `stable`
+    changes nothing."""
+    if axis is not None:  # numpy's name, which PyTorch takes too
+        dim = axis
     rows, order, d = _order("sort", input, dim, descending)
     values = _values(SORT, input, rows, order, d)
     return SortResult(values, _indices(order, values, input))
 
 
-def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
-    """The indices that sort the input along `dim`."""
+def argsort(
+    input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *, axis: Any = None
+) -> Tensor:
+    """The indices that sort the input along `dim` (or numpy's `axis`)."""
+    if axis is not None:  # numpy's name, which PyTorch takes too
+        dim = axis
     _, order, _ = _order("argsort", input, dim, descending)
     return Tensor(order.astype(int64, copy=False).reshape(input.shape), device=input._device)
 
@@ -96,8 +105,13 @@ def _check_k(op: str, k: Any) -> None:
         raise TypeError(f"{op}(): argument 'k' (position 2) must be int, not {type(k).__name__}")
 
 
-def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> TopkResult:
-    """The k largest (or, with largest=False, smallest) elements along `dim`, in order, and their indices."""
+def topk(
+    input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, axis: Any = None
+) -> TopkResult:
+    """The k largest (or, with largest=False, smallest) elements along `dim` (or numpy's `axis`), in order, and
+    their indices."""
+    if axis is not None:  # numpy's name, which PyTorch takes too
+        dim = axis
     _check_k("topk", k)
     rows, order, d = _order("topk", input, dim, largest)
     if not 0 <= k <= rows.shape[d]:
@@ -111,8 +125,12 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     return TopkResult(values, _indices(picked, values, input))
 
 
-def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> KthvalueResult:
+def kthvalue(
+    input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None
+) -> KthvalueResult:
     """The k-th smallest element (k from 1) along `dim`, and its index."""
+    if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
+        dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     _check_k("kthvalue", k)
     rows, order, d = _order("kthvalue", input, dim, False)
     if rows.shape[d] == 0:

@@ -58,7 +58,8 @@ def _x_log_rules(name: str, log: Any, shift: float) -> tuple[Rule, Rule, Rule]:
     """The rules of x * log(y + shift): x's gradient is log(y + shift), but 0 where x is 0 and y + shift <= 0
     (where the log is -inf or NaN), as PyTorch's formula; y's is x / (y + shift). With x a number only y has a
     gradient; with y a number only x, with y saved as its log."""
-    x_grad = (("y", "masked"), lambda ops, g, y, masked: ops.where(masked, 0, g * log(ops, y)))
+    # the log in the gradient's dtype: numpy's log of a uint8 y would be float16
+    x_grad = (("y", "masked"), lambda ops, g, y, masked: ops.where(masked, 0, g * log(ops, ops.cast(y, g.dtype))))
     y_grad = (("x", "y"), lambda ops, g, x, y: g * x / (y + shift if shift else y))
     return (
         Rule(f"{name}Backward0", x_grad, y_grad, broadcasts=True),

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.memory_formats import contiguous_format
 from actorgrad.ops.indexing import index_select
 from actorgrad.ops.joining import cat, not_tensors, stack, tensor_list
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensor_elements
@@ -206,8 +207,8 @@ def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: i
     _check_output_size(size * repeats, output_size)
     shape = list(input.shape)
     expanded = input.unsqueeze(d + 1).expand(*shape[:d + 1], repeats, *shape[d + 1:])
-    # cloned before the reshape, as PyTorch's: a reshape of the expanded view could alias the input's memory
-    return expanded.clone().view(*shape[:d], size * repeats, *shape[d + 1:])
+    # cloned row-major before the view, as PyTorch's (a clone keeping a non-contiguous input's layout has no view)
+    return expanded.clone(memory_format=contiguous_format).view(*shape[:d], size * repeats, *shape[d + 1:])
 
 
 def kron(input: Tensor, other: Tensor) -> Tensor:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.linalg_decompositions import check_floating
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
@@ -184,6 +185,8 @@ def _norm_input(input: Tensor, dtype: Any) -> Tensor:
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """The vector p-norm over `dim` (all dims by default): p = 'fro' (2), any number, inf or -inf; or the nuclear
     norm (p = 'nuc') of the matrices over two dims; with `dtype`, computed in that dtype."""
+    if autocast_state.get() is not None and dtype is None:
+        return autocast_call(norm, "norm", input, p, dim, keepdim, dtype=dtype)
     input = _norm_input(input, dtype)
     x = input._data
     if p == "fro" or p is None:
@@ -192,8 +195,9 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
         from actorgrad.linalg import matrix_norm  # linalg imports the ops package: at call time
 
         return matrix_norm(input, "nuc", tuple(range(x.ndim)) if dim is None else dim, keepdim)
-    if isinstance(p, str) or not isinstance(p, int | float):
+    if isinstance(p, str) or not isinstance(p, int | float | np.integer | np.floating):
         raise RuntimeError(f"norm(): p={p!r} is not supported; use 'fro', a number, inf or -inf")
+    p = float(p) if isinstance(p, np.floating) else int(p) if isinstance(p, np.integer) else p
     dims = reduced_dims(dim, x.ndim, "norm") if x.ndim else one_dim(dim or 0, 0, "norm")  # a 0-d tensor: dim 0, -1
     params = dict(dims=dims, kept_shape=kept(x.shape, dims), self_shape=x.shape)
     magnitude = np.abs(x)
@@ -220,6 +224,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     """The input with each slice along `dim` whose p-norm exceeds maxnorm scaled by maxnorm / (norm + 1e-7), as
     in PyTorch; composed of norm, where and a product, so the gradient flows through the norm."""
+    if autocast_state.get() is not None:
+        return autocast_call(renorm, "renorm", input, p, dim, maxnorm)
     if p <= 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:

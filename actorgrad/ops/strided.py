@@ -15,6 +15,7 @@ import numpy as np
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops.indexing import on_device
 from actorgrad.ops.inplace_recording import _check_grad_mode_view, _check_rebase, _move_history
+from actorgrad.ops.memory_overlap import has_internal_overlap
 from actorgrad.ops.operands import int_tuple
 from actorgrad.ops.record import Rule, make_view, record
 from actorgrad.tensor import Tensor, memory_owner
@@ -92,6 +93,8 @@ def _strided(op: str, input: Tensor, size: Any, stride: Any, storage_offset: Any
     byte_strides = tuple(s * itemsize for s in stride)
     if isinstance(root, np.ndarray):  # built on the root, so the view's numpy base chain ends at its storage
         data = np.ndarray(size, x.dtype, buffer=root, offset=start * itemsize, strides=byte_strides)
+        if has_internal_overlap(data):  # read-only, as an expand's: PyTorch refuses most writes to repeated elements
+            data.flags.writeable = False
     else:
         flat = root.reshape(-1, order="A")  # the memory in its own order
         data = input._device.xp.lib.stride_tricks.as_strided(flat[start:], size, byte_strides)

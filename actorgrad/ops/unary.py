@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.grad_mode import is_grad_enabled
 from actorgrad.ops.arithmetic import neg, pow
 from actorgrad.ops.operands import floating, number_array, require_tensors
@@ -140,6 +141,8 @@ def sqrt(input: Tensor) -> Tensor:
 
 def rsqrt(input: Tensor) -> Tensor:
     """1 / sqrt(input)."""
+    if autocast_state.get() is not None:
+        return autocast_call(rsqrt, "rsqrt", input)
     return _floating("rsqrt", input)
 
 
@@ -152,14 +155,20 @@ def cos(input: Tensor) -> Tensor:
 
 
 def tan(input: Tensor) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(tan, "tan", input)
     return _floating("tan", input)
 
 
 def asin(input: Tensor) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(asin, "asin", input)
     return _floating("asin", input)
 
 
 def acos(input: Tensor) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(acos, "acos", input)
     return _floating("acos", input)
 
 
@@ -225,18 +234,26 @@ def sinc(input: Tensor) -> Tensor:
 
 
 def sinh(input: Tensor) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(sinh, "sinh", input)
     return _floating("sinh", input)
 
 
 def cosh(input: Tensor) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(cosh, "cosh", input)
     return _floating("cosh", input)
 
 
 def log2(input: Tensor) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(log2, "log2", input)
     return _floating("log2", input)
 
 
 def log10(input: Tensor) -> Tensor:
+    if autocast_state.get() is not None:
+        return autocast_call(log10, "log10", input)
     return _floating("log10", input)
 
 
@@ -247,11 +264,15 @@ def exp2(input: Tensor) -> Tensor:
 
 def log1p(input: Tensor) -> Tensor:
     """log(1 + input), accurate for small inputs."""
+    if autocast_state.get() is not None:
+        return autocast_call(log1p, "log1p", input)
     return _floating("log1p", input)
 
 
 def expm1(input: Tensor) -> Tensor:
     """exp(input) - 1, accurate for small inputs."""
+    if autocast_state.get() is not None:
+        return autocast_call(expm1, "expm1", input)
     return _floating("expm1", input)
 
 

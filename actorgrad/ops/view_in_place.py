@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actorgrad.grad_mode import _grad_enabled
-from actorgrad.ops.inplace_recording import _check_rebase, _move_history
+from actorgrad.ops.inplace_recording import _check_grad_mode_view, _check_rebase, _invalidate_views, _move_history
 from actorgrad.ops.record import Rule
 from actorgrad.ops.shape import SQUEEZE, SQUEEZE_DIM, SQUEEZE_DIMS, TRANSPOSE, UNSQUEEZE, squeeze, transpose, unsqueeze
 from actorgrad.tensor import Tensor
@@ -36,7 +36,10 @@ def _in_place_view(name: str, view: Callable[..., Tensor]) -> Callable[..., Tens
     """The method `name`: `view(self, ...)` made this tensor's own shape, strides and history."""
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        recorded = _grad_enabled.get() and self.requires_grad
+        grad_mode = _grad_enabled.get()
+        if grad_mode:
+            _check_grad_mode_view(self)
+        recorded = grad_mode and self.requires_grad
         if recorded:
             _check_rebase(self)
         refuse_inference_change(self)
@@ -48,6 +51,7 @@ def _in_place_view(name: str, view: Callable[..., Tensor]) -> Callable[..., Tens
                 node._rule = _T_RULE if name == "t_" else _IN_PLACE_RULES[node._rule]
                 _move_history(self, node)
         bump_version(self)
+        _invalidate_views(self)
         return self
 
     method.__name__ = method.__qualname__ = name

@@ -75,8 +75,9 @@ class Adafactor(CountingOptimizer):
         beta2_term = step ** group["beta2_decay"]
         rho = min(lr, 1 / step**0.5)
         alpha = max(eps2, float(xp.sqrt(xp.sum(param * param))) / param.size**0.5) * rho
-        if group["weight_decay"]:
-            param *= 1 - lr * group["weight_decay"]
+        decay = number(group["weight_decay"])
+        if decay:
+            param *= 1 - lr * decay
         if grad.ndim > 1:
             row_var, col_var = state["row_var"]._data, state["col_var"]._data
             lerp_(row_var, _mean_square(xp, grad, -1), beta2_term)

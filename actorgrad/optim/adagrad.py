@@ -7,7 +7,7 @@ from typing import Any
 
 from actorgrad.devices import Device
 from actorgrad.optim.adaptive import CountingOptimizer, counter, next_step
-from actorgrad.optim.options import check_non_negative, check_tensor_lr, followed_gradient, number
+from actorgrad.optim.options import check_fused_foreach, check_non_negative, check_tensor_lr, followed_gradient, number
 from actorgrad.tensor import Tensor
 
 
@@ -44,6 +44,7 @@ class Adagrad(CountingOptimizer):
             differentiable=differentiable, fused=fused,
         )
         super().__init__(params, defaults)
+        check_fused_foreach(fused, foreach)
         for group in self.param_groups:
             for p in group["params"]:
                 self.state[p] = self._fresh_state(p._data, p._device)

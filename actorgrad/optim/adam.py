@@ -11,7 +11,7 @@ import numpy as np
 from actorgrad.default_dtype import default_float
 from actorgrad.devices import Device
 from actorgrad.optim.optimizer import Optimizer
-from actorgrad.optim.options import check_adam_arguments, followed_gradient, number
+from actorgrad.optim.options import check_adam_arguments, check_fused_foreach, followed_gradient, number
 from actorgrad.tensor import Tensor
 
 
@@ -57,10 +57,15 @@ class Adam(Optimizer):
             decoupled_weight_decay=decoupled_weight_decay,
         )
         super().__init__(params, defaults)
+        check_fused_foreach(fused, foreach)
 
     def _update(self, group: dict, param: Any, grad: Any, state: dict, device: Device) -> None:
-        if group["foreach"] and isinstance(group["lr"], Tensor) and not group["capturable"]:  # a group added later
-            raise RuntimeError("lr as a Tensor is not supported for capturable=False and foreach=True")
+        if group["foreach"] and not group["capturable"]:  # a group added later: PyTorch's foreach kernel's checks
+            if isinstance(group["lr"], Tensor):
+                raise RuntimeError("lr as a Tensor is not supported for capturable=False and foreach=True")
+            for i in (0, 1):
+                if isinstance(group["betas"][i], Tensor) and not group.get("fused"):  # else the fused kernel runs
+                    raise ValueError(f"beta{i + 1} as a Tensor is not supported for capturable=False and foreach=True")
         lr = number(group["lr"])
         beta1, beta2 = map(number, group["betas"])
         if not state:

@@ -61,8 +61,9 @@ class ASGD(CountingOptimizer):
         step = next_step(state)
         if group["maximize"]:
             grad = -grad
-        if group["weight_decay"]:
-            grad = grad + group["weight_decay"] * param
+        decay = number(group["weight_decay"])
+        if decay:
+            grad = grad + decay * param
         eta = state["eta"].item()
         param *= 1 - lambd * eta
         param -= eta * grad
@@ -72,7 +73,8 @@ class ASGD(CountingOptimizer):
         else:
             ax[...] = param
         # Rounded as PyTorch's `torch.as_tensor` of the Python number rounds them, also where a state dict loaded
-        # for a float64 parameter made `eta` and `mu` float64.
+        # for a float64 parameter made `eta` and `mu` float64; a Tensor lr makes `eta` a Tensor of its dtype.
         rounded = default_float().type
-        state["eta"]._data[...] = rounded(lr / ((1 + lambd * lr * step) ** group["alpha"]))
+        eta_dtype = group["lr"]._data.dtype.type if isinstance(group["lr"], Tensor) else rounded
+        state["eta"]._data[...] = eta_dtype(lr / ((1 + lambd * lr * step) ** group["alpha"]))
         state["mu"]._data[...] = rounded(1 / max(1, step - group["t0"]))

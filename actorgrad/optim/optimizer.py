@@ -29,7 +29,7 @@ from actorgrad.optim.optimizer_hooks import (
     register_optimizer_step_pre_hook,
     with_step_hooks,
 )
-from actorgrad.optim.options import check_honoured_options
+from actorgrad.optim.options import check_fused_params, check_honoured_options
 from actorgrad.tensor import Tensor
 from actorgrad.version_counter import bump_version
 
@@ -145,7 +145,7 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
-                self._check_complex(group)
+                self._check_group(group)
                 for param in group["params"]:
                     if param.grad is not None:
                         state = self.state.get(param, {})  # no empty entry for a parameter whose rule keeps none
@@ -158,12 +158,14 @@ class Optimizer:
                         bump_version(param)
         return loss
 
-    def _check_complex(self, group: dict) -> None:
-        """Refuse a group with a complex parameter to update before updating any of it, as PyTorch's Adafactor."""
+    def _check_group(self, group: dict) -> None:
+        """Refuse a group before updating any of it where it has a complex parameter to update and the optimizer
+        refuses those (PyTorch's Adafactor), or, under `fused`, any but real floating-point ones."""
         if self._complex_error is not None and any(
             p.grad is not None and p._data.dtype.kind == "c" for p in group["params"]
         ):
             raise RuntimeError(self._complex_error)
+        check_fused_params(group)
 
     def _update_complex(self, group: dict, param: Tensor, state: dict) -> None:
         """Update a complex parameter as PyTorch does: as its real view (re, im pairs along a new last dim), with
@@ -173,8 +175,8 @@ class Optimizer:
         pairs_shape = (*param.shape, 2)
         originals = {k: v for k, v in state.items() if isinstance(v, Tensor) and v._data.dtype.kind == "c"}
         for key, value in originals.items():  # contiguous (a copy only where needed), as a dtype view needs
-            state[key] = Tensor(real_pairs(xp.ascontiguousarray(value._data)), device=device)
-        grad = real_pairs(xp.ascontiguousarray(param.grad._data))
+            state[key] = Tensor(real_pairs(_contiguous(xp, value._data)), device=device)
+        grad = real_pairs(_contiguous(xp, param.grad._data))
         self._update(group, real_pairs(self._own_array(param)), grad, state, device)
         for key, value in state.items():
             if isinstance(value, Tensor) and value._data.dtype.kind == "f" and value.shape == pairs_shape:
@@ -191,10 +193,11 @@ class Optimizer:
 
     def _own_array(self, param: Tensor) -> Any:
         """The parameter's array, replaced once by a private writeable copy so in-place updates touch no other
-        tensor (and again if something else gave the parameter a new array since)."""
+        tensor (and again if something else gave the parameter a new array since). The copy keeps the layout (a
+        transposed or channels-last parameter stays so, as PyTorch's updated in place)."""
         data = param._data
         if self._owned.get(param) is not data:
-            data = data.copy()
+            data = data.copy(order="K")
             param._data = data
             self._owned[param] = data
         return data
@@ -323,6 +326,12 @@ def _typename(value: Any) -> str:
     """A value's type as PyTorch's typename names it: qualified by its module unless a builtin (numpy.ndarray)."""
     kind = type(value)
     return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _contiguous(xp: Any, array: Any) -> Any:
+    """`array` C-contiguous (a copy only where needed) and of its own shape: `ascontiguousarray` makes a 0-d
+    array 1-d, which would give a 0-d complex parameter's pairs a dim of its own."""
+    return xp.ascontiguousarray(array).reshape(array.shape)
 
 
 def real_pairs(z: Any) -> Any:

@@ -9,14 +9,34 @@ from actorgrad.tensor import Tensor
 
 
 def check_honoured_options(group: dict) -> None:
-    """Refuse PyTorch options whose promise actorgrad cannot keep, rather than silently ignore them
-    (`foreach` only picks an implementation, so any value is fine)."""
-    for name in ("fused", "capturable", "differentiable"):
+    """Refuse PyTorch options whose promise actorgrad cannot keep, rather than silently ignore them. `foreach` and
+    `fused` only pick an implementation, so they are taken (the same update runs), with PyTorch's checks of
+    `fused`."""
+    if group.get("fused") and group.get("differentiable"):
+        raise RuntimeError("`fused` does not support `differentiable`")
+    for name in ("capturable", "differentiable"):
         if group.get(name):
             raise ValueError(
-                f"actorgrad's optimizers do not support {name}={group[name]!r}; leave {name} at its default "
-                f"({None if name == 'fused' else False})"
+                f"actorgrad's optimizers do not support {name}={group[name]!r}; leave {name} at its default (False)"
             )
+
+
+def check_fused_foreach(fused: bool | None, foreach: bool | None) -> None:
+    """PyTorch's constructor check of its `fused` and `foreach` arguments (a group's own options are not checked:
+    there `fused` wins)."""
+    if fused and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def check_fused_params(group: dict) -> None:
+    """PyTorch's check, at the step, that a `fused` group updates only real floating-point parameters."""
+    if group.get("fused"):
+        for param in group["params"]:
+            if param.grad is not None and not param.is_floating_point():
+                raise RuntimeError(
+                    "`fused=True` requires all the params to be floating point Tensors of supported devices: "
+                    f"['cpu', 'cuda'] but {param.dtype} and {param.device.type}"
+                )
 
 
 def check_non_negative(name: str, value: float | Tensor) -> None:
@@ -44,7 +64,7 @@ def followed_gradient(group: dict, param: Any, grad: Any) -> Any:
     decay added to it (L2), or, for `decoupled_weight_decay`, applied to the parameter now (p *= 1 - lr * decay)."""
     if group["maximize"]:
         grad = -grad
-    decay = group["weight_decay"]
+    decay = number(group["weight_decay"])
     if decay and group.get("decoupled_weight_decay"):
         param *= 1 - number(group["lr"]) * decay
     elif decay:

@@ -7,7 +7,7 @@ from typing import Any
 
 from actorgrad.devices import Device
 from actorgrad.optim.optimizer import Optimizer
-from actorgrad.optim.options import check_non_negative, check_tensor_lr, number
+from actorgrad.optim.options import check_fused_foreach, check_tensor_lr, number
 from actorgrad.tensor import Tensor
 
 
@@ -23,7 +23,7 @@ class SGD(Optimizer):
         lr: float | Tensor = 1e-3,
         momentum: float = 0,
         dampening: float = 0,
-        weight_decay: float = 0,
+        weight_decay: float | Tensor = 0,
         nesterov: bool = False,
         *,
         maximize: bool = False,
@@ -32,9 +32,10 @@ class SGD(Optimizer):
         fused: bool | None = None,
     ) -> None:
         check_tensor_lr(lr)
-        check_non_negative("learning rate", lr)
-        check_non_negative("momentum value", momentum)
-        check_non_negative("weight_decay value", weight_decay)
+        # PyTorch's SGD checks `value < 0`, so (unlike the other optimizers) it takes a NaN.
+        for name, value in (("learning rate", lr), ("momentum value", momentum), ("weight_decay value", weight_decay)):
+            if number(value) < 0.0:
+                raise ValueError(f"Invalid {name}: {number(value)}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(
@@ -42,11 +43,13 @@ class SGD(Optimizer):
             maximize=maximize, foreach=foreach, differentiable=differentiable, fused=fused,
         )
         super().__init__(params, defaults)
+        check_fused_foreach(fused, foreach)
 
     def _update(self, group: dict, param: Any, grad: Any, state: dict, device: Device) -> None:
         step = -grad if group["maximize"] else grad
-        if group["weight_decay"]:
-            step = step + group["weight_decay"] * param
+        decay = number(group["weight_decay"])  # a Tensor in PyTorch's signature too
+        if decay:
+            step = step + decay * param
         momentum = group["momentum"]
         if momentum:
             buffer = state.get("momentum_buffer")
