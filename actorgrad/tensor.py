@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import copy
-import numbers
 import warnings
 import weakref
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -14,6 +12,7 @@ import numpy as np
 from actorgrad.devices import Device, cpu
 from actorgrad.grad_mode import INFERENCE, _inference_mode
 from actorgrad.memory_formats import checked_format, is_laid_out
+from actorgrad.tensor_protocol import PythonProtocols
 from actorgrad.tensor_repr import format_tensor
 from actorgrad.version_counter import VersionCounter, version_counter
 
@@ -53,7 +52,7 @@ NON_LEAF_GRAD = (
 )
 
 
-class Tensor:
+class Tensor(PythonProtocols):
     """An n-dimensional array that can record the operations applied to it.
 
     A leaf is a tensor the user made (no `grad_fn`); its gradients accumulate into `.grad`. A tensor made by
@@ -351,100 +350,6 @@ class Tensor:
                                  f"tensor as {np.dtype(dtype)}).")
             return array.astype(dtype)
         return array.copy() if copy else array
-
-    def item(self) -> float | int | bool:
-        if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return self._data.item()
-
-    def tolist(self) -> Any:
-        return self._data.tolist()
-
-    def __len__(self) -> int:
-        if self._data.ndim == 0:
-            raise TypeError("len() of a 0-d tensor")
-        return self._data.shape[0]
-
-    def __iter__(self) -> Iterator[Tensor]:
-        """The sub-tensors along the first dim, from one unbind (one UnbindBackward0 node, as in PyTorch); a 0-d
-        tensor has none to give: PyTorch's TypeError."""
-        if self._data.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        return iter(self.unbind(0))
-
-    def __reversed__(self) -> Tensor:
-        """The tensor flipped along its first dim (iterating it gives the rows last first), as PyTorch's."""
-        return self if self._data.ndim == 0 else self.flip(0)
-
-    def __contains__(self, element: Any) -> bool:
-        """`element in t`: does any element equal it (a tensor or any number: complex, numpy's scalars), as in
-        PyTorch."""
-        if not isinstance(element, Tensor | numbers.Number):
-            raise RuntimeError(
-                f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}."
-            )
-        return bool((element == self)._data.any())
-
-    def __format__(self, spec: str) -> str:
-        """A 0-d tensor formats as its value (`f"{loss:.4f}"`), as in PyTorch; others as their repr."""
-        if self._data.ndim == 0:
-            return self._data.item().__format__(spec)
-        return object.__format__(self, spec)
-
-    def __bool__(self) -> bool:
-        if self._data.size != 1:
-            count = "no values" if self._data.size == 0 else "more than one value"
-            raise RuntimeError(f"Boolean value of Tensor with {count} is ambiguous")
-        return bool(self._data)
-
-    def _scalar(self) -> float | int | bool:
-        """The one element, for int() and float(): PyTorch raises ValueError there, where item() raises
-        RuntimeError."""
-        if self._data.size != 1:
-            raise ValueError("only one element tensors can be converted to Python scalars")
-        return self._data.item()
-
-    def _real_scalar(self, target: str) -> float | int | bool:
-        """The one element for float() and int(): a complex one only when its imaginary part is zero, as in
-        PyTorch (`target` names the C type its error names)."""
-        value = self._scalar()
-        if isinstance(value, complex):
-            if value.imag:
-                raise RuntimeError(f"value cannot be converted to type {target} without overflow")
-            return value.real
-        return value
-
-    def _warn_if_tracked(self) -> None:
-        """float() and complex() of a tensor that requires grad: the number leaves the graph, so PyTorch warns
-        (where `.item()` and int() do not)."""
-        if self.requires_grad:
-            warnings.warn(
-                "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
-                "Consider using tensor.detach() first.", UserWarning, stacklevel=3,
-            )
-
-    def __float__(self) -> float:
-        self._warn_if_tracked()
-        return float(self._real_scalar("double"))
-
-    def __int__(self) -> int:
-        return int(self._real_scalar("int64_t"))
-
-    def __complex__(self) -> complex:
-        self._warn_if_tracked()
-        return complex(self._scalar())
-
-    def __delitem__(self, index: Any) -> None:
-        raise TypeError("Tensor does not support deleting items")
-
-    def __index__(self) -> int:
-        """Lets an integer tensor of one element index a list or slice a sequence (`items[t]`)."""
-        if self._data.size != 1 or self._data.dtype.kind not in "biu":
-            raise TypeError(
-                f"only integer tensors of a single element can be converted to an index (got dtype "
-                f"{self._data.dtype}, {self._data.size} elements)"
-            )
-        return int(self._data.item())
 
     def __repr__(self) -> str:
         return format_tensor(self)

@@ -25,7 +25,8 @@ FUNCTIONS = {
     "regularization": "dropout1d dropout2d dropout3d alpha_dropout",
     "normalization": "instance_norm rms_norm local_response_norm",
     "distances": "cosine_similarity pairwise_distance",
-    "resampling": "interpolate pixel_shuffle pixel_unshuffle unfold fold",
+    "resampling": "interpolate pixel_shuffle pixel_unshuffle",
+    "sliding_blocks": "unfold fold",
     "composite_losses": "margin_ranking_loss hinge_embedding_loss soft_margin_loss cosine_embedding_loss "
                         "triplet_margin_loss triplet_margin_with_distance_loss poisson_nll_loss gaussian_nll_loss",
     "class_losses": "multilabel_soft_margin_loss multi_margin_loss multilabel_margin_loss",

@@ -24,7 +24,8 @@ from actorgrad.nn.resampling import (
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
 )
-from actorgrad.ops.resampling import fold, interpolate, pixel_shuffle, pixel_unshuffle, unfold
+from actorgrad.ops.resampling import interpolate, pixel_shuffle, pixel_unshuffle
+from actorgrad.ops.sliding_blocks import fold, unfold
 
 X = np.random.default_rng(0).standard_normal((1, 2, 2, 3))
 TOL = {"atol": 1e-6, "rtol": 1e-4}

@@ -118,16 +118,15 @@ from actorgrad.ops.regularization import (
     feature_alpha_dropout,
 )
 from actorgrad.ops.resampling import (
-    fold,
     interpolate,
     pixel_shuffle,
     pixel_unshuffle,
-    unfold,
     upsample,
     upsample_bilinear,
     upsample_nearest,
 )
 from actorgrad.ops.shape import pad
+from actorgrad.ops.sliding_blocks import fold, unfold
 from actorgrad.ops.unpooling import max_unpool1d, max_unpool2d, max_unpool3d
 
 __all__ = [

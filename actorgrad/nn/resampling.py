@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from actorgrad.nn.module import Module
-from actorgrad.ops.resampling import fold, interpolate, pixel_shuffle, pixel_unshuffle, unfold
+from actorgrad.ops.resampling import interpolate, pixel_shuffle, pixel_unshuffle
+from actorgrad.ops.sliding_blocks import fold, unfold
 from actorgrad.tensor import Tensor
 
 
