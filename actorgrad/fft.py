@@ -15,8 +15,9 @@ import numpy as np
 
 from actorgrad.default_dtype import default_float
 from actorgrad.fft_frequencies import fftfreq, rfftfreq
-from actorgrad.ops.linalg_out import FFT, give_out
+from actorgrad.ops.linalg_out import FFT
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
+from actorgrad.ops.out_arguments import give_out_by_rules
 from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.ops.shape import roll
 from actorgrad.ops.spectral import BY_N, BY_ROOT_N, C2C, C2R, NO_SCALE, R2C, Complex, Conj, Resize, transform
@@ -347,4 +348,4 @@ def ifftshift(input: Tensor, dim: int | tuple[int, ...] | None = None) -> Tensor
 
 
 check_tensor_arguments(globals(), __all__, "fft_")
-give_out(globals(), FFT, "fft_")  # after the check: `out=` wraps the checked names
+give_out_by_rules(globals(), FFT, "fft_")  # after the check: `out=` wraps the checked names

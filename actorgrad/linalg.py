@@ -37,11 +37,12 @@ from actorgrad.ops.linalg_decompositions import linalg_slogdet as slogdet
 from actorgrad.ops.linalg_eig import eig, eigvals
 from actorgrad.ops.linalg_forms import cholesky_ex, inv_ex, lstsq, solve_ex
 from actorgrad.ops.linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve
-from actorgrad.ops.linalg_out import LINALG, give_out
+from actorgrad.ops.linalg_out import LINALG
 from actorgrad.ops.linalg_spectral import eigh, eigvalsh, matrix_rank, pinv, qr, svd, svdvals
 from actorgrad.ops.linalg_triangular import solve_triangular
 from actorgrad.ops.matrix_functions import linalg_matrix_exp as matrix_exp
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
+from actorgrad.ops.out_arguments import give_out_by_rules
 from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import normalize_dims
@@ -192,4 +193,4 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
 
 
 check_tensor_arguments(globals(), __all__, "linalg_")
-give_out(globals(), LINALG, "linalg_")  # after the check: `out=` wraps the checked names
+give_out_by_rules(globals(), LINALG, "linalg_")  # after the check: `out=` wraps the checked names

@@ -242,8 +242,7 @@ def autocast_call(fn: Callable, op: str, *args: Any, **kwargs: Any) -> Any:
         else:
             target = _widest(values, settings.dtypes[device_type], device_type)
         cache = settings.cache if policy == LOWER and settings.cache_enabled and _grad_enabled.get() else None
-        args = _cast(args, target, device_type, cache)
-        kwargs = {k: _cast(v, target, device_type, cache) for k, v in kwargs.items()}
+        args, kwargs = _cast(args, target, device_type, cache), _cast(kwargs, target, device_type, cache)
     outside = autocast_state.set(None)
     try:
         return fn(*args, **kwargs)
@@ -284,7 +283,11 @@ def _widest(args: tuple, lower: Any, device_type: str) -> Any:
     return widest
 
 
-def _cast(value: Any, dtype: Any, device_type: str, cache: dict | None) -> Any:
+def _cast(value: Any, dtype: Any, device_type: str, cache: dict | None = None) -> Any:
+    """`value`'s eligible tensors, and those inside its lists, tuples and dicts, cast to `dtype`; with `cache`, a
+    leaf that requires grad is cast once per region (again after it changes in place)."""
+    if isinstance(value, dict):
+        return {k: _cast(v, dtype, device_type, cache) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_cast(v, dtype, device_type, cache) for v in value)
     if not isinstance(value, Tensor) or not _eligible(value, device_type) or value._data.dtype == dtype:
@@ -297,18 +300,6 @@ def _cast(value: Any, dtype: Any, device_type: str, cache: dict | None) -> Any:
     if entry is None or entry[0] is not value or entry[1] != version or entry[2].dtype != dtype:
         entry = cache[key] = (value, version, value.to(dtype))
     return entry[2]
-
-
-
-def _cast_values(value: Any, device_type: str, dtype: Any) -> Any:
-    """custom_fwd's cast of a forward's arguments: tensors, and those inside lists, tuples and dicts."""
-    if isinstance(value, Tensor):
-        return value.to(dtype) if _eligible(value, device_type) else value
-    if isinstance(value, dict):
-        return {k: _cast_values(v, device_type, dtype) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_cast_values(v, device_type, dtype) for v in value)
-    return value
 
 
 def custom_fwd(fwd: Callable | None = None, *, device_type: str, cast_inputs: Any = None) -> Callable:
@@ -330,7 +321,7 @@ def custom_fwd(fwd: Callable | None = None, *, device_type: str, cast_inputs: An
             return fwd(*args, **kwargs)
         ctx._fwd_used_autocast = False
         with autocast(device_type, enabled=False):
-            return fwd(*_cast_values(args, device_type, cast_inputs), **_cast_values(kwargs, device_type, cast_inputs))
+            return fwd(*_cast(args, cast_inputs, device_type), **_cast(kwargs, cast_inputs, device_type))
 
     return decorate_fwd
 

@@ -7,8 +7,8 @@ that a Tensor argument is one) and its Tensor methods in `METHODS`; a new family
 
 from importlib import import_module
 
-from actorgrad.ops.linalg_out import PRODUCTS, give_out
-from actorgrad.ops.out_arguments import accept_out
+from actorgrad.ops.linalg_out import PRODUCTS
+from actorgrad.ops.out_arguments import OUT_DTYPE_RULES, give_out_by_rules
 from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.tensor import Tensor
 
@@ -97,5 +97,5 @@ for _family in FAMILIES:
     for _name, _method in _family.METHODS.items():
         setattr(Tensor, _name, _method)
 check_tensor_arguments(globals(), __all__)
-accept_out(globals())  # after the check: `out=` wraps the checked names
-give_out(globals(), PRODUCTS)  # the matrix products' `out=`
+give_out_by_rules(globals(), OUT_DTYPE_RULES)  # after the check: `out=` wraps the checked names
+give_out_by_rules(globals(), PRODUCTS)  # the matrix products' `out=`

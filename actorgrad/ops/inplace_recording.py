@@ -252,8 +252,13 @@ def _invalidate_views(self: Tensor) -> None:
     try:
         for view in list(views):
             fn = view._grad_fn
-            if fn is None and no_grad_views or fn is not None and fn not in INVALIDATED_VIEWS and (
-                    walk or no_grad_views and _no_grad_template(view, view._base)):
+            if fn is None:  # a view taken in no_grad mode
+                candidate = no_grad_views
+            else:  # a view with a history, not refused yet
+                candidate = fn not in INVALIDATED_VIEWS and (
+                    walk or (no_grad_views and _no_grad_template(view, view._base) is not None)
+                )
+            if candidate:
                 _invalidate(view, view._base._grad_fn, no_grad_views)
     finally:
         _grad_enabled.reset(token)

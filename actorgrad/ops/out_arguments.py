@@ -17,6 +17,7 @@ from typing import Any
 
 from actorgrad.grad_mode import _grad_enabled, no_grad
 from actorgrad.ops.inplace import copy_
+from actorgrad.ops.linalg import TYPE_META_NAMES
 from actorgrad.ops.operands import SCALAR_NAMES, category, type_name
 from actorgrad.ops.public_names import give_out
 from actorgrad.ops.storage_methods import resize_
@@ -33,19 +34,35 @@ RESIZED = (
 )
 
 
-def _castable(op: str, result: Any, out: Any, operands: tuple) -> str | None:
-    """TensorIterator's rule: the result casts to `out` within or up its category (bool < integer < floating <
-    complex)."""
-    if category(result) > category(out):
-        return f"result type {SCALAR_NAMES[result]} can't be cast to the desired output type {SCALAR_NAMES[out]}"
-    return None
+# A rule for `out`'s dtype: check(op, result dtype, out dtype, the op's operands) gives PyTorch's refusal or None.
+Check = Callable[[str, Any, Any, tuple], "str | None"]
 
 
-def _exact(op: str, result: Any, out: Any, operands: tuple) -> str | None:
-    """The ops whose kernels take `out` only in the result's dtype (abs, floor, clamp with number bounds ...)."""
-    if out != result:
-        return f"Found dtype {SCALAR_NAMES[out]} but expected {SCALAR_NAMES[result]}"
-    return None
+def _named(template: str, result: Any, out: Any) -> str:
+    """`template` with the dtypes named: `{r}`/`{o}` as PyTorch's Double..., `{cr}`/`{co}` as C++'s double ..."""
+    return template.format(r=SCALAR_NAMES[result], o=SCALAR_NAMES[out], cr=TYPE_META_NAMES[result],
+                           co=TYPE_META_NAMES[out])
+
+
+def exact_dtype(template: str) -> Check:
+    """Only the result's dtype, refused in `template`'s words."""
+    def check(op: str, result: Any, out: Any, operands: tuple) -> str | None:
+        return None if out == result else _named(template, result, out)
+
+    return check
+
+
+def castable_dtype(template: str) -> Check:
+    """Any dtype the result casts to within or up its category (bool < integer < floating < complex), as
+    TensorIterator's rule; refused in `template`'s words."""
+    def check(op: str, result: Any, out: Any, operands: tuple) -> str | None:
+        return None if category(result) <= category(out) else _named(template, result, out)
+
+    return check
+
+
+CASTABLE = castable_dtype("result type {r} can't be cast to the desired output type {o}")
+EXACT = exact_dtype("Found dtype {o} but expected {r}")  # abs, floor, clamp with number bounds ...
 
 
 def _clamp(op: str, result: Any, out: Any, operands: tuple) -> str | None:
@@ -53,33 +70,23 @@ def _clamp(op: str, result: Any, out: Any, operands: tuple) -> str | None:
     dtype, with tensor bounds any it casts to."""
     numbers = any(b is not None and not isinstance(b, Tensor) for b in operands[1:])
     tensors = not numbers and any(isinstance(b, Tensor) for b in operands[1:])
-    return (_castable if tensors else _exact)(op, result, out, operands)
+    return (CASTABLE if tensors else EXACT)(op, result, out, operands)
 
 
 def _lerp(op: str, result: Any, out: Any, operands: tuple) -> str | None:
     """lerp with a weight of dimensions takes `out` only in the result's dtype, with a number or a zero-dim
     weight any it casts to."""
     weight = operands[2] if len(operands) > 2 else None
-    return (_exact if isinstance(weight, Tensor) and weight.ndim else _castable)(op, result, out, operands)
+    return (EXACT if isinstance(weight, Tensor) and weight.ndim else CASTABLE)(op, result, out, operands)
 
 
 def _abs(op: str, result: Any, out: Any, operands: tuple) -> str | None:
     """abs of a complex tensor (a real result) casts into `out`; of a real one, `out` has its dtype."""
-    return (_castable if operands[0].dtype.kind == "c" else _exact)(op, result, out, operands)
+    return (CASTABLE if operands[0].dtype.kind == "c" else EXACT)(op, result, out, operands)
 
 
 def _boolean(op: str, result: Any, out: Any, operands: tuple) -> str | None:
     return None if out == bool_ else f"{op} does not support non-boolean outputs."
-
-
-def _worded(template: str) -> Callable[..., str | None]:
-    """An exact-dtype rule in an op's own words (`{out}`, `{result}`: PyTorch's names of the dtypes)."""
-    def check(op: str, result: Any, out: Any, operands: tuple) -> str | None:
-        if out == result:
-            return None
-        return template.format(out=SCALAR_NAMES[out], result=SCALAR_NAMES[result])
-
-    return check
 
 
 CASTABLE_OPS = (
@@ -97,19 +104,19 @@ EXACT_OPS = (
     "neg", "negative", "sign", "sgn", "floor", "ceil", "round", "trunc", "fix", "frac",
     "bitwise_not", "conj_physical",
 )
-# Each public name that takes `out=`, with its rule for `out`'s dtype.
-OUT_DTYPE_RULES: dict[str, Callable[..., str | None]] = {
-    **dict.fromkeys(CASTABLE_OPS, _castable),
-    **dict.fromkeys(EXACT_OPS, _exact),
+# Each elementwise public name that takes `out=`, with its rule for `out`'s dtype.
+OUT_DTYPE_RULES: dict[str, Check] = {
+    **dict.fromkeys(CASTABLE_OPS, CASTABLE),
+    **dict.fromkeys(EXACT_OPS, EXACT),
     **dict.fromkeys(("clamp", "clip", "clamp_min", "clamp_max"), _clamp),
     **dict.fromkeys(("abs", "absolute"), _abs),
     "lerp": _lerp,
     **dict.fromkeys(("signbit", "isposinf", "isneginf"), _boolean),
-    "nan_to_num": _worded("nan_to_num: dtype of out: {out} should be same as input: {result}"),
-    "float_power": _worded("the output given to float_power has dtype {out} but the operation's result requires "
-                           "dtype {result}"),
-    "heaviside": _worded("heaviside is not yet implemented for tensors with different dtypes."),
-    "where": _worded("Expected out type to be {result} but got {out}"),
+    "nan_to_num": exact_dtype("nan_to_num: dtype of out: {o} should be same as input: {r}"),
+    "float_power": exact_dtype("the output given to float_power has dtype {o} but the operation's result "
+                               "requires dtype {r}"),
+    "heaviside": exact_dtype("heaviside is not yet implemented for tensors with different dtypes."),
+    "where": exact_dtype("Expected out type to be {r} but got {o}"),
 }
 # The ops PyTorch does not refuse `out=` for beside arguments that require grad: those without a derivative,
 # and conj_physical.
@@ -121,12 +128,18 @@ NO_AUTOGRAD_CHECK = frozenset((
 ))
 
 
+# PyTorch's name of each op given `out=` (`add`, `linalg_inv`) -> its rule: give_out_by_rules fills it.
+_RULES: dict[str, Check] = {}
+
+
 def write_out(op: str, fn: Callable[..., Tensor], args: tuple, kwargs: dict, out: Any) -> Tensor:
     """`fn(*args, **kwargs)` written into `out`, with PyTorch's refusals; returns `out`."""
     operands = (*args, *kwargs.values())
-    check_out(op, out, () if op in NO_AUTOGRAD_CHECK else operands)
+    check_out(op, out, () if op in NO_AUTOGRAD_CHECK else tuple(
+        v for operand in operands for v in (operand if isinstance(operand, list | tuple) else (operand,))
+    ))  # multi_dot's tensors come as a list
     result = fn(*args, **kwargs)
-    refusal = OUT_DTYPE_RULES[op](op, result.dtype, out.dtype, operands)
+    refusal = _RULES[op](op, result.dtype, out.dtype, operands)
     if refusal is not None:
         raise RuntimeError(refusal)
     return store_out(result, out)
@@ -153,6 +166,8 @@ def store_out(result: Tensor, out: Tensor) -> Tensor:
         return copy_(out, result)
 
 
-def accept_out(namespace: dict) -> None:
-    """Give each name of OUT_DTYPE_RULES in `namespace` (the ops' public names) PyTorch's `out=`."""
-    give_out(namespace, OUT_DTYPE_RULES, write_out)
+def give_out_by_rules(namespace: dict, rules: dict[str, Check], prefix: str = "") -> None:
+    """Give each name of `rules` in `namespace` (a module's public names) PyTorch's `out=`, checked by its rule;
+    `prefix` is the one PyTorch puts before the name in its errors (linalg_inv())."""
+    _RULES.update({prefix + name: check for name, check in rules.items()})
+    give_out(namespace, rules, write_out, prefix)

@@ -180,15 +180,13 @@ def _reduce(rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bo
     acc = accumulation_dtype(x.dtype)
     kernel = getattr(x, op) if x.size or op != "mean" else _empty_mean(x)  # the ndarray method
     if dim is None:
-        with quiet_float_errors():  # inf - inf is NaN, quietly as in PyTorch (these kernels are numpy's Python)
-            data = kernel(keepdims=keepdim, dtype=acc).astype(x.dtype, copy=False)
-        return record(rule_all, data, (input,), kept_shape=(1,) * x.ndim, self_shape=x.shape, count=x.size)
-    dims = normalize_dims(dim, x.ndim, op) if x.ndim else one_dim(dim, 0, op)  # a 0-d tensor has no dim to reduce
-    kept_shape = kept(x.shape, dims)
-    with quiet_float_errors():
+        dims, rule, kept_shape, count = None, rule_all, (1,) * x.ndim, x.size
+    else:
+        dims = normalize_dims(dim, x.ndim, op) if x.ndim else one_dim(dim, 0, op)  # a 0-d tensor has no dim to reduce
+        rule, kept_shape, count = rule_dim, kept(x.shape, dims), math.prod(x.shape[d] for d in dims)
+    with quiet_float_errors():  # inf - inf is NaN, quietly as in PyTorch (these kernels are numpy's Python)
         data = kernel(axis=dims, keepdims=keepdim, dtype=acc).astype(x.dtype, copy=False)
-    count = math.prod(x.shape[d] for d in dims)
-    return record(rule_dim, data, (input,), kept_shape=kept_shape, self_shape=x.shape, count=count)
+    return record(rule, data, (input,), kept_shape=kept_shape, self_shape=x.shape, count=count)
 
 
 def _empty_mean(x: Any) -> Any:
