@@ -1,6 +1,6 @@
 """The GPU check of the devices issue, in one run (under 5 minutes): the GPU benchmarks, then the gpu tests, as
 one table. Needs cupy, torch with CUDA, trio and pytest-trio; run `python benchmarks/gpu_check.py` on the GPU
-machine after `pip install --no-deps -e .`.
+machine after `pip install --no-deps -e .` (`--only W3,gpu tests` runs the stages named).
 
 - W3 MLP (784-512-512-10) at batch 4096, float32, forward + backward on cuda:0, against torch CUDA (<= 1.5x),
   torch timed in a process of its own, round by round between actorgrad's; then both again with torch imported
@@ -79,7 +79,8 @@ def gpu_tests(limit_s: float) -> str:
     """The gpu tests (every test marked `gpu`), bounded as a whole: pytest-timeout cannot interrupt a thread stuck
     in a CUDA wait, and CuPy compiles each new kernel on first use (minutes on a fresh machine), so they run after
     the benchmarks."""
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=60", *test_workers(),
+    command = [sys.executable, "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider", "--timeout=60",
+               *test_workers(),
                "-m", "gpu", str(ROOT / "tests")]
     try:
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=limit_s)
@@ -88,7 +89,7 @@ def gpu_tests(limit_s: float) -> str:
         print(out[-4000:], file=sys.stderr)
         return f"stopped after {limit_s:.0f} s: its output so far is above"
     if done.returncode:
-        print(done.stdout[-6000:], done.stderr[-2000:], file=sys.stderr)
+        print(done.stdout[-40000:], done.stderr[-2000:], file=sys.stderr)
     return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-200:]
 
 
@@ -349,10 +350,13 @@ STAGES = [("W3", w3_rows), ("cpu + gpu branches", branch_rows), ("W2 streams", s
           ("event waits", event_rows), ("gpu tests", test_rows)]
 
 
-async def rows() -> list[tuple[str, str, str, str]]:
-    """Each stage's rows, printed as soon as it ends (a run cut short still shows the stages it finished)."""
+async def rows(only: set[str]) -> list[tuple[str, str, str, str]]:
+    """Each stage's rows, printed as soon as it ends (a run cut short still shows the stages it finished); only
+    the stages named in `only`, where it names any."""
     table = []
     for name, stage in STAGES:
+        if only and name not in only:
+            continue
         start = time.perf_counter()
         try:
             got = await stage()
@@ -373,7 +377,8 @@ def main() -> None:
     if sys.argv[1:2] == ["--torch-w3"]:
         trio.run(torch_w3, int(sys.argv[2]))
         return
-    table = trio.run(rows)
+    only = set(sys.argv[2].split(",")) if sys.argv[1:2] == ["--only"] else set()
+    table = trio.run(rows, only)
     width = [max(len(r[i]) for r in table) for i in range(4)]
     print()
     for row in table:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from actorgrad.devices import erf as float64_kernels
 
 CLAMP = 10.25  # |x| beyond: erf is +-1 and erfc 0 or 2 in float32; clamping keeps x**2 finite
@@ -30,6 +32,7 @@ ERFC_NEAR = 0.5  # |x| below: erfc = 1 - erf from Q, erf being at most 0.52 ther
 CDF_NEAR = 1.0  # |x| below: the normal cdf Phi(x) = (1 + erf(x / sqrt 2)) / 2 from Q; further left 1/2 + x P(x**2)
 # cancels towards Phi(-1.4) = 0.08 and the tail form is more accurate, further right the two are alike (measured)
 INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+SCALE = 2.0**24  # x Q(x**2) times this stays a normal float32 for every normal x (Q(0) = 0.128)
 
 # Highest power first. These are float32 values written out in full: erfc runs G in float64.
 NEAR_Q = (7.806903886375949e-05, -0.0007997853099368513, 0.005187162198126316, -0.026853347197175026,
@@ -50,12 +53,20 @@ def _polynomial(coefficients: tuple, x: Any) -> Any:
     return out
 
 
-def _erf_near(x: Any, square: Any) -> Any:
+def _erf_near(xp: Any, x: Any, square: Any) -> Any:
     """erf(x) for |x| <= ERF_NEAR from x and x**2: x + x Q(x**2) keeps erf's sign and its relative accuracy as
-    x -> 0 (the coefficient 2 / sqrt(pi) would cost half an ulp rounded to float32)."""
+    x -> 0 (the coefficient 2 / sqrt(pi) would cost half an ulp rounded to float32). CuPy compiles its kernels
+    with -ftz=true, which writes a float32 subnormal as 0: x Q(x**2) would be lost below |x| = 9.2e-38, leaving
+    erf(x) = x, 12% low, so there x is scaled by 2**24 and back, which changes no bit where x Q(x**2) is normal."""
     out = _polynomial(NEAR_Q, square)
-    out *= x
-    out += x
+    if xp is np:
+        out *= x
+        out += x
+        return out
+    scaled = x * SCALE
+    out *= scaled
+    out += scaled
+    out *= 1 / SCALE
     return out
 
 
@@ -82,7 +93,7 @@ def erf(xp: Any, x: Any) -> Any:
     xc = xp.clip(x.reshape(-1), -CLAMP, CLAMP)
     y = xp.abs(xc)
     square = xc * xc
-    near = _erf_near(xc, square)
+    near = _erf_near(xp, xc, square)
     xp.negative(square, out=square)
     far = _erfcx_of_twice(y * 0.5)
     far *= xp.exp(square, out=square)
@@ -96,7 +107,7 @@ def erfc(xp: Any, x: Any) -> Any:
     subnormals, 0 from x = 10.06); NaN stays NaN."""
     xc = xp.clip(x.reshape(-1), -CLAMP, CLAMP)
     y = xp.abs(xc)
-    near = _erf_near(xc, xc * xc)
+    near = _erf_near(xp, xc, xc * xc)
     xp.subtract(1, near, out=near)
     y64 = y.astype(xp.float64)
     tail = _erfcx_of_twice(y64 * 0.5)

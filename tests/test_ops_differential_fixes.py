@@ -347,7 +347,9 @@ def test_the_fixes_on_cuda_give_the_cpu_results(cupy):
         results.append([(o.dtype, o.detach().cpu().numpy()) for o in outs])
     for (cpu_dtype, cpu), (cuda_dtype, cuda) in zip(*results):
         assert cpu_dtype == cuda_dtype
-        np.testing.assert_allclose(cuda, cpu, rtol=1e-12)
+        # a float16 scan adds its float32 partial sums in another order on a GPU: a few round to float16 the
+        # other way (one ulp; a float16 sum would lose far more: it stops growing at 2048)
+        np.testing.assert_allclose(cuda, cpu, rtol=np.finfo(np.float16).eps if cpu.dtype == np.float16 else 1e-12)
 
 
 @pytest.mark.parametrize("write", [

@@ -236,5 +236,5 @@ def test_out_and_clamp_on_cuda_give_the_cpu_results(cupy):
         clamped = ag.clamp(ag.tensor([-9.0, 0.0, 5.0], device=device), ag.tensor(-4.0, device=device), 1)
         quotient = ag.div(ag.tensor([2048.0, 3.0], dtype=ag.float16, device=device), 1.0001, rounding_mode="trunc")
         results.append((out.cpu().numpy(), clamped.cpu().numpy(), quotient.cpu().numpy()))
-    for cpu, cuda in zip(*results):
-        np.testing.assert_array_equal(cpu, cuda)
+    for cpu, cuda in zip(*results):  # a GPU's float32 sin may round its last bit the other way
+        np.testing.assert_allclose(cuda, cpu, rtol=np.finfo(np.float32).eps, atol=0)

@@ -218,11 +218,22 @@ def test_on_cuda_the_values_are_the_cpus(cupy):
     n = [[-1], [0], [1], [3], [9], [30], [600]]
     for name in POLYNOMIALS:
         op = getattr(S, name)
+        exact = op(ag.tensor(x, dtype=ag.float64), ag.tensor(n, dtype=ag.float64)).numpy()
         for dtype in (ag.float64, ag.float32):
             got = op(ag.tensor(x, dtype=dtype, device="cuda:0"), ag.tensor(n, dtype=dtype, device="cuda:0"))
-            want = op(ag.tensor(x, dtype=dtype), ag.tensor(n, dtype=dtype))
-            assert got.device.type == "cuda" and got.dtype == want.dtype
-            np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-12 if dtype == ag.float64 else 1e-5)
+            want = op(ag.tensor(x, dtype=dtype), ag.tensor(n, dtype=dtype)).numpy()
+            assert got.device.type == "cuda" and got.dtype == dtype
+            got = got.cpu().numpy()
+            if dtype == ag.float64:
+                np.testing.assert_allclose(got, want, rtol=1e-12)
+                continue
+            # float32's 600-step recurrences drift from float64's values (2e-4 of chebyshev_t's at 0.4) and round
+            # differently on a GPU (fused multiply-adds): each value as close to float64's as the cpu's, at most
+            # twice as far
+            finite = np.isfinite(want)
+            np.testing.assert_array_equal(got[~finite], want[~finite])
+            drift = np.abs(want - exact)[finite]
+            assert (np.abs(got - exact)[finite] <= 1e-5 * np.abs(exact[finite]) + 2 * drift).all(), name
         got = op(ag.tensor(x, device="cuda:0"), 3)
         assert got.device.type == "cuda"
         np.testing.assert_array_equal(got.cpu().numpy(), op(ag.tensor(x), 3).numpy())

@@ -138,7 +138,8 @@ def test_nan_grid_points_on_cuda_read_as_on_cpu(cupy):
         for padding_mode in ("zeros", "border"):
             results = [_sample(x, points, device=device, mode=mode, padding_mode=padding_mode, align_corners=True)
                        for device in ("cpu", "cuda")]
-            np.testing.assert_array_equal(*results)
+            # NaN where the cpu has NaN; the finite point to float64 rounding (a GPU fuses multiply-adds)
+            np.testing.assert_allclose(*results, rtol=1e-12, atol=0)
 
 
 def test_native_channel_shuffle_is_channel_shuffle_under_aten_name():
