@@ -255,11 +255,19 @@ def _space(op: str, start: Any, end: Any, steps: int, dtype: Any, exponent: bool
     return points, resolved
 
 
+def _steps(steps: Any) -> Any:
+    """An integer 0-d tensor as its int, as PyTorch reads `steps`; anything else as it is, for _space to check."""
+    if isinstance(steps, Tensor) and steps.ndim == 0 and steps.dtype.kind in "iu":
+        return steps.item()
+    return steps
+
+
 def linspace(
     start: Any, end: Any, steps: int, *, dtype: Any = None, requires_grad: bool = False, device: Any = None,
     layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     """`steps` points evenly spaced from `start` to `end`, both included."""
+    steps = _steps(steps)
     check_device(device)
     check_layout("linspace", layout, pin_memory)
     points, resolved = _space("linspace", start, end, steps, dtype)
@@ -273,6 +281,7 @@ def logspace(
     device: Any = None, layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     """`base` to the power of `steps` points evenly spaced from `start` to `end`."""
+    steps = _steps(steps)
     check_device(device)
     check_layout("logspace", layout, pin_memory)
     if isinstance(base, Tensor):

@@ -3,7 +3,7 @@ only torch.special has (ndtr, erfcx, the Bessel and Airy functions, the orthogon
 
 from __future__ import annotations
 
-from actorgrad.ops.arithmetic import sigmoid as expit
+from actorgrad.ops.arithmetic_unary import sigmoid as expit
 from actorgrad.ops.gamma import special_digamma as digamma
 from actorgrad.ops.gamma import special_erfinv as erfinv
 from actorgrad.ops.gamma import special_gammaln as gammaln

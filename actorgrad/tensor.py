@@ -14,7 +14,7 @@ from actorgrad.grad_mode import INFERENCE, _inference_mode
 from actorgrad.memory_formats import checked_format, is_laid_out
 from actorgrad.tensor_protocol import PythonProtocols
 from actorgrad.tensor_repr import format_tensor
-from actorgrad.version_counter import VersionCounter, version_counter
+from actorgrad.version_counter import VersionCounter, mark_detached, version_counter
 
 float16 = np.dtype(np.float16)
 float32 = np.dtype(np.float32)
@@ -210,6 +210,8 @@ class Tensor(PythonProtocols):
         refused, as in PyTorch, since its base's history would still run through it."""
         if self._base is not None:
             raise RuntimeError(DETACH_VIEW)
+        if self._grad_fn is not None:  # a node that saved it can no longer use it
+            mark_detached(self)
         self._grad_fn, self._output_nr, self._requires_grad = None, 0, False
         return self
 
@@ -358,7 +360,10 @@ class Tensor(PythonProtocols):
 
 
 def _checked_dim(dim: Any, ndim: int, op: str) -> int:
-    """`dim` as an index into a shape, refused with PyTorch's errors when it is no int or out of range."""
+    """`dim` as an index into a shape (an integer 0-d tensor too, as PyTorch takes one), refused with PyTorch's
+    errors when it is no int or out of range."""
+    if isinstance(dim, Tensor) and dim.ndim == 0 and dim.dtype.kind in "iu":
+        dim = dim.item()
     if not isinstance(dim, int | np.integer) or isinstance(dim, bool):
         raise TypeError(f"{op}(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
     if ndim == 0:

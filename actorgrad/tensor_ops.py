@@ -13,16 +13,15 @@ import numpy as np
 
 from actorgrad.devices.array_ops import reduced_axes
 from actorgrad.ops import (
-    contraction,
     conv,
+    einsum_contraction,
     embeddings,
     linalg_decompositions,
     linalg_spectral,
     linalg_triangular,
     pooling,
 )
-from actorgrad.ops.activations import relu_backward
-from actorgrad.ops.arithmetic import sigmoid, tanh
+from actorgrad.ops.arithmetic_unary import sigmoid, tanh
 from actorgrad.ops.casts import to_device
 from actorgrad.ops.complex_parts import conj_physical
 from actorgrad.ops.diagonals import tril
@@ -30,6 +29,7 @@ from actorgrad.ops.gamma import digamma, erfinv, polygamma
 from actorgrad.ops.indexing import INDEX_RULES, index_put_zeros, scatter_add, take_index
 from actorgrad.ops.joining import cat
 from actorgrad.ops.matrix_functions import linalg_matrix_exp
+from actorgrad.ops.piecewise_linear_activations import relu_backward
 from actorgrad.ops.reductions import log_softmax, prod_over_dims
 from actorgrad.ops.rounding import trunc
 from actorgrad.ops.scans import cumprod
@@ -115,6 +115,10 @@ class TensorOps:
     @staticmethod
     def zeros_like(x: Tensor) -> Tensor:
         return Tensor(x._device.xp.zeros_like(x._data), device=x._device)
+
+    @staticmethod
+    def zeros(shape: tuple[int, ...], like: Tensor) -> Tensor:
+        return Tensor(like._device.xp.zeros(shape, like._data.dtype), device=like._device)
 
     @staticmethod
     def prod_others(x: Tensor, dims: tuple[int, ...]) -> Tensor:
@@ -232,7 +236,7 @@ class TensorOps:
 
     @staticmethod
     def einsum(equation: str, *operands: Tensor) -> Tensor:
-        return contraction.einsum(equation, *operands)
+        return einsum_contraction.einsum(equation, *operands)
 
     @staticmethod
     def embedding_backward(g: Tensor, indices: Any, num_weights: int, padding_idx: int | None) -> Tensor:

@@ -41,6 +41,27 @@ _stamps = itertools.count(1)
 last_change = [0]
 
 
+# Non-leaf tensors cut from their graph by `detach_()`, by id, with the stamp of that change: a node recorded before
+# it that saved such a tensor refuses to run, as PyTorch's. Keyed by id, not a WeakKeyDictionary, which would compare
+# two tensors with `==`; an entry leaves with its tensor. `last_detach` holds the latest such stamp, so a node
+# recorded after it (every node, in a program that never calls detach_()) looks nothing up.
+detached_in_place: dict[int, tuple[weakref.ref, int]] = {}
+last_detach = [0]
+
+DETACHED_SAVED = (
+    "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, "
+    "please use out-of-place `.detach()` instead"
+)
+
+
+def mark_detached(t: Tensor) -> None:
+    """Record that a non-leaf `t` was detached in place, as a change that sends nodes recorded before it to their
+    check of saved values (a new stamp), where its entry here refuses it."""
+    stamp = last_change[0] = last_detach[0] = next(_stamps)
+    key = id(t)
+    detached_in_place[key] = (weakref.ref(t, lambda _, key=key: detached_in_place.pop(key, None)), stamp)
+
+
 def refuse_inference_change(t: Tensor) -> None:
     """PyTorch's refusal to change an inference tensor in place outside inference mode."""
     if t._vc is INFERENCE and _inference_mode.get() is None:

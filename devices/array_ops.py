@@ -163,6 +163,10 @@ class ArrayOps:
     def zeros_like(self, x: Any) -> Any:
         return self.xp.zeros_like(x)
 
+    def zeros(self, shape: tuple[int, ...], like: Any) -> Any:
+        """Zeros of `shape` in `like`'s dtype (the gradient of a piece that got none, beside one that got one)."""
+        return self.xp.zeros(shape, like.dtype)
+
     def prod_others(self, x: Any, dims: tuple[int, ...]) -> Any:
         """For each element, the product of the other elements of its slice over `dims`, without dividing:
         exact where x holds zeros. Exclusive running products from both ends, multiplied."""

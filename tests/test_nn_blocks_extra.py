@@ -20,9 +20,9 @@ from actorgrad.nn import distance as D
 from actorgrad.nn import dropout as Do
 from actorgrad.nn import normalization as N
 from actorgrad.nn import padding_layers as P
-from actorgrad.ops.activations import hardshrink, rrelu, softshrink
 from actorgrad.ops.distances import cosine_similarity, pairwise_distance
 from actorgrad.ops.normalization import instance_norm, local_response_norm, rms_norm
+from actorgrad.ops.piecewise_linear_activations import hardshrink, rrelu, softshrink
 from actorgrad.ops.regularization import alpha_dropout, dropout, dropout1d, dropout2d, dropout3d
 
 X = [[[0.3, -1.2, 2.0, 0.5], [1.5, -0.4, 0.1, -2.2], [0.7, 0.9, -1.1, 0.2]],

@@ -21,7 +21,7 @@ FUNCTIONS = {
     "adaptive_pooling": "adaptive_avg_pool1d adaptive_avg_pool2d adaptive_max_pool1d adaptive_max_pool2d "
                         "adaptive_avg_pool3d adaptive_max_pool3d",
     "attention": "scaled_dot_product_attention multi_head_attention_forward",
-    "activations": "hardshrink softshrink rrelu",
+    "piecewise_linear_activations": "hardshrink softshrink rrelu",
     "regularization": "dropout1d dropout2d dropout3d alpha_dropout",
     "normalization": "instance_norm rms_norm local_response_norm",
     "distances": "cosine_similarity pairwise_distance",

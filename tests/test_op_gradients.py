@@ -211,7 +211,7 @@ def reshape_case(draw):
                                    (divisor, n // divisor), ()] if n == 1 else
                                   [(-1,), (n,), tuple(reversed(shape)), (1, *shape), (divisor, -1),
                                    (divisor, n // divisor)]))
-    as_tuple = draw(st.booleans())
+    as_tuple = draw(st.booleans()) or not target  # reshape() with no shape is refused, as PyTorch's
     seed = draw(SEEDS)
     arrays = (values("any", shape, np.random.default_rng(seed)),)
     fn = (lambda x: x.reshape(target)) if as_tuple else (lambda x: ag.reshape(x, *target))
@@ -235,7 +235,7 @@ def permute_case(draw):
     order = tuple(d - len(shape) if draw(st.booleans()) else d for d in order)
     seed = draw(SEEDS)
     arrays = (values("any", shape, np.random.default_rng(seed)),)
-    if draw(st.booleans()):
+    if order and draw(st.booleans()):  # a 0-d tensor's permute() with no dims is refused, as PyTorch's
         fn = lambda x: x.permute(*order)  # noqa: E731
     else:
         fn = lambda x: ag.permute(x, order)  # noqa: E731

@@ -164,7 +164,7 @@ def _jacobian_columns(outputs: tuple, inputs: tuple, strict: bool) -> Steps:
 
 
 def _move_leading_dims_last(block: Tensor, count: int) -> Tensor:
-    return block.permute(*range(count, block.ndim), *range(count))
+    return block.permute((*range(count, block.ndim), *range(count)))  # a tuple: () for a 0-d block
 
 
 # PyTorch's texts, naming actorgrad's path (hessian's errors name jacobian, which runs its outer Jacobian there);

@@ -20,7 +20,7 @@ from actorgrad.distributions.utils import (
     logits_to_probs,
 )
 from actorgrad.grad_mode import no_grad
-from actorgrad.ops.losses import binary_cross_entropy_with_logits
+from actorgrad.ops.binary_cross_entropies import binary_cross_entropy_with_logits
 from actorgrad.ops.selection import where
 from actorgrad.random_tensors import rand
 from actorgrad.tensor import Tensor

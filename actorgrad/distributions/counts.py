@@ -26,10 +26,10 @@ from actorgrad.distributions.utils import (
 )
 from actorgrad.grad_mode import no_grad
 from actorgrad.ops.activations import logsigmoid
+from actorgrad.ops.binary_cross_entropies import binary_cross_entropy_with_logits
 from actorgrad.ops.gamma import lgamma
 from actorgrad.ops.index_parsing import host_array
 from actorgrad.ops.indexing import on_device
-from actorgrad.ops.losses import binary_cross_entropy_with_logits
 from actorgrad.ops.selection import where
 from actorgrad.random import numpy_generator
 from actorgrad.random_tensors import poisson

@@ -22,8 +22,8 @@ from actorgrad.distributions.utils import (
     probs_to_logits,
 )
 from actorgrad.grad_mode import no_grad
+from actorgrad.ops.binary_cross_entropies import binary_cross_entropy_with_logits
 from actorgrad.ops.embeddings import one_hot
-from actorgrad.ops.losses import binary_cross_entropy_with_logits
 from actorgrad.ops.operands import broadcast_error
 from actorgrad.ops.selection import where
 from actorgrad.ops.unary import logit

@@ -14,7 +14,7 @@ from actorgrad.nn import functional as F
 from actorgrad.nn import init
 from actorgrad.nn.module import Module
 from actorgrad.nn.parameter import Parameter
-from actorgrad.ops.activations import hardshrink, rrelu, softshrink
+from actorgrad.ops.piecewise_linear_activations import hardshrink, rrelu, softshrink
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
 

@@ -4,23 +4,14 @@ from actorgrad.ops.activations import (
     celu,
     elu,
     gelu,
-    hardshrink,
-    hardsigmoid,
     hardswish,
-    hardtanh,
-    leaky_relu,
     logsigmoid,
     mish,
-    relu,
-    relu6,
-    rrelu,
     selu,
     silu,
     softplus,
-    softshrink,
     softsign,
     tanhshrink,
-    threshold,
 )
 from actorgrad.ops.adaptive_pooling import (
     adaptive_avg_pool1d,
@@ -33,9 +24,10 @@ from actorgrad.ops.adaptive_pooling import (
     adaptive_max_pool3d,
     adaptive_max_pool3d_with_indices,
 )
-from actorgrad.ops.arithmetic import sigmoid, tanh
+from actorgrad.ops.arithmetic_unary import sigmoid, tanh
 from actorgrad.ops.attention import multi_head_attention_forward, scaled_dot_product_attention
 from actorgrad.ops.bilinear import bilinear
+from actorgrad.ops.binary_cross_entropies import binary_cross_entropy, binary_cross_entropy_with_logits
 from actorgrad.ops.channel_shuffle import channel_shuffle
 from actorgrad.ops.class_losses import (
     cross_entropy,
@@ -79,8 +71,6 @@ from actorgrad.ops.inplace_activations import (
 )
 from actorgrad.ops.linalg import linear
 from actorgrad.ops.losses import (
-    binary_cross_entropy,
-    binary_cross_entropy_with_logits,
     huber_loss,
     kl_div,
     l1_loss,
@@ -96,6 +86,17 @@ from actorgrad.ops.normalization import (
     local_response_norm,
     normalize,
     rms_norm,
+)
+from actorgrad.ops.piecewise_linear_activations import (
+    hardshrink,
+    hardsigmoid,
+    hardtanh,
+    leaky_relu,
+    relu,
+    relu6,
+    rrelu,
+    softshrink,
+    threshold,
 )
 from actorgrad.ops.pooling import (
     avg_pool1d,

@@ -9,7 +9,7 @@ import numpy as np
 
 from actorgrad.nn.loss import NLLLoss
 from actorgrad.nn.module import Module
-from actorgrad.ops.contraction import einsum
+from actorgrad.ops.einsum_contraction import einsum
 from actorgrad.ops.indexing import on_device
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn

@@ -8,22 +8,25 @@ that a Tensor argument is one) and its Tensor methods in `METHODS`; a new family
 from importlib import import_module
 
 from actorgrad.ops.linalg_out import PRODUCTS
-from actorgrad.ops.out_arguments import OUT_DTYPE_RULES, give_out_by_rules
+from actorgrad.ops.out_arguments import OUT_DTYPE_RULES, SEVERAL_OUTPUTS, give_out_by_rules
 from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.tensor import Tensor
 
 FAMILY_NAMES = (
     "activations",
+    "piecewise_linear_activations",
     "adaptive_pooling",
     "aliases",
     "aten_forms",
     "arithmetic",
+    "arithmetic_unary",
     "bilinear",
     "casts",
     "channel_shuffle",
     "comparison",
     "complex_parts",
     "contraction",
+    "einsum_contraction",
     "correlation",
     "conv",
     "diagonals",
@@ -99,3 +102,4 @@ for _family in FAMILIES:
 check_tensor_arguments(globals(), __all__)
 give_out_by_rules(globals(), OUT_DTYPE_RULES)  # after the check: `out=` wraps the checked names
 give_out_by_rules(globals(), PRODUCTS)  # the matrix products' `out=`
+give_out_by_rules(globals(), SEVERAL_OUTPUTS)  # `out=(values, indices)` of max, sort ...

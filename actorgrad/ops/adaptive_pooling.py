@@ -5,7 +5,8 @@ mean is one node (AdaptiveAvgPool2D/3DBackward0) whose forward and gradient appl
 transpose (matmuls, so differentiable to any order); an input holding a NaN or an infinity, which a matrix would
 spread to every bin through 0 * inf, is averaged from each bin's own places instead (as on a GPU, where asking would
 cost a host sync). float16 is averaged in float32 and rounded once, as PyTorch's. Its max is a gather at each bin's
-first maximum (the last NaN, if any), whose gradient is the scatter-add max pooling uses.
+first maximum (the last NaN, if any), whose gradient is the scatter-add max pooling uses. Their nodes take the input,
+as PyTorch's (pool_gradients).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.operands import SCALAR_NAMES
-from actorgrad.ops.pooling import ONE_INT, check_1d_rank, recorded_gather_last, single_size
+from actorgrad.ops.pool_gradients import gather_maxima, input_dependent, scatter_to_maxima
+from actorgrad.ops.pooling import ONE_INT, check_1d_rank, single_size
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
 from actorgrad.ops.shape import squeeze, unsqueeze
@@ -128,13 +130,30 @@ def _volume_grad(ops: Any, g: Any, depths: Any, rows: Any, cols: Any) -> Any:
     return ops.reshape(depths @ ops.reshape(planes, (*lead, od, h * w)), (*lead, depths.shape[0], h, w))
 
 
-ADAPTIVE_AVG_POOL_2D = Rule("AdaptiveAvgPool2DBackward0", (("rows", "cols"), _plane_grad), cost=input_size)
-ADAPTIVE_AVG_POOL_3D = Rule("AdaptiveAvgPool3DBackward0", (("depths", "rows", "cols"), _volume_grad), cost=input_size)
+def _plane_means(ops: Any, gg: Any, rows: Any, cols: Any, grad_shape: tuple) -> Any:
+    return _plane_grad(ops, gg, rows.T, cols.T)  # the gradient's adjoint: the forward's matrices
+
+
+def _volume_means(ops: Any, gg: Any, depths: Any, rows: Any, cols: Any, grad_shape: tuple) -> Any:
+    return _volume_grad(ops, gg, depths.T, rows.T, cols.T)
+
+
+ADAPTIVE_AVG_POOL_2D = input_dependent("AdaptiveAvgPool2D", ("rows", "cols"), _plane_grad, _plane_means, input_size)
+ADAPTIVE_AVG_POOL_3D = input_dependent(
+    "AdaptiveAvgPool3D", ("depths", "rows", "cols"), _volume_grad, _volume_means, input_size
+)
+_MAX_SAVES = ("index", "self_shape", "slots")
+ADAPTIVE_MAX_POOL = {
+    dims: input_dependent(f"AdaptiveMaxPool{dims}D", _MAX_SAVES, scatter_to_maxima, gather_maxima, input_size)
+    for dims in (2, 3)
+}
 
 
 def _adaptive_average(rule: Rule, input: Tensor, outs: tuple[int, ...]) -> Tensor:
     """The means over the last len(outs) dims. The forward applies the averaging matrices A (out, size) as
     A_d (A_h x A_w^T) and the gradient their transposes, as A_d^T (A_h^T g A_w): one formula for both."""
+    if all(n == 1 for n in outs):  # global pooling: PyTorch's kernel takes the mean (its node MeanBackward1)
+        return input.mean(tuple(range(-len(outs), 0)), keepdim=True)
     x = input._data
     device = input._device
     data = x.astype(np.float32) if x.dtype == np.float16 else x
@@ -198,8 +217,9 @@ def _adaptive_max(input: Tensor, outs: tuple[int, ...], return_indices: bool) ->
     index = chosen[0]
     for place, n in zip(chosen[1:], sizes[1:]):
         index = index * n + place
-    flat = recorded_gather_last(input.reshape(*lead, math.prod(sizes)), index.reshape(*lead, math.prod(outs)))
-    out = flat.reshape(*lead, *outs)
+    saved = index.reshape(*lead, math.prod(outs))
+    values = input._device.ops.gather_last(x.reshape(*lead, math.prod(sizes)), saved).reshape(*lead, *outs)
+    out = record(ADAPTIVE_MAX_POOL[dims], values, (input,), index=saved, self_shape=x.shape, slots=math.prod(sizes))
     return (out, Tensor(index.astype(np.int64), device=input._device)) if return_indices else out
 
 

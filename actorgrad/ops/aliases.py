@@ -28,7 +28,6 @@ from actorgrad.ops.operands import (
 )
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.shape import (
-    _shape_arg,
     broadcast_to,
     clone,
     permute,
@@ -38,6 +37,7 @@ from actorgrad.ops.shape import (
     transpose,
     view,
 )
+from actorgrad.ops.size_arguments import int_sizes
 from actorgrad.tensor import Tensor, bool_, int64
 from actorgrad.tensor_construction import COPY_CONSTRUCT, copied_leaf
 from actorgrad.user_warnings import warn, warn_once
@@ -83,7 +83,7 @@ def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
 
 def _dims_list(dims: int | tuple[int, ...] | list[int], ndim: int, what: str) -> list[int]:
     """Dims in the order given, non-negative, with PyTorch's movedim errors."""
-    given = [dims] if isinstance(dims, int) else list(dims)
+    given = list(int_sizes("movedim", (dims,), None, what))
     out = [single_dim(d, ndim, "movedim") for d in given]
     if len(set(out)) != len(out):
         raise RuntimeError(f"movedim: repeated dim in `{what}` ({given})")
@@ -115,7 +115,7 @@ def unflatten(input: Tensor, dim: int, sizes: tuple[int, ...]) -> Tensor:
     """Dim `dim` split into `sizes` (one of them may be -1, inferred)."""
     shape = input.shape
     d = single_dim(dim, input.ndim, "unflatten")
-    sizes = tuple(sizes)
+    sizes = int_sizes("unflatten", (), sizes, "sizes")  # a sequence only, as the keyword
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty")
     unexpected = "unflatten got an unexpected error:\n"  # how PyTorch words the errors of its inner size checks
@@ -188,10 +188,10 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     return getitem(input, (slice(None),) * d + (index % size,))
 
 
-def tile(input: Tensor, dims: tuple[int, ...]) -> Tensor:
+def tile(input: Tensor, *sizes: Any, dims: Any = None) -> Tensor:
     """repeat, with `dims` padded by leading 1s to the input's number of dims."""
-    dims = _shape_arg(dims) if isinstance(dims, tuple | list) else (dims,)
-    return repeat(input, (1,) * (input.ndim - len(dims)) + tuple(dims))
+    dims = int_sizes("tile", sizes, dims, "dims")
+    return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
@@ -376,7 +376,7 @@ METHODS: dict[str, Any] = {
     "expand_as": expand_as, "view_as": view_as, "reshape_as": reshape_as, "ravel": ravel, "swapaxes": swapaxes,
     "swapdims": swapdims, "movedim": movedim, "moveaxis": moveaxis, "unflatten": unflatten, "narrow": narrow,
     "narrow_copy": narrow_copy,
-    "select": select, "tile": lambda self, *dims: tile(self, dims), "take_along_dim": take_along_dim,
+    "select": select, "tile": tile, "take_along_dim": take_along_dim,
     "diff": diff, "div": divide, "divide": divide, "multiply": multiply, "subtract": subtract,
     "true_divide": true_divide, "new_zeros": _new("zeros"), "new_ones": _new("ones"),
     "new_empty": _new("empty"), "new_full": _new("full"), "new_tensor": _new_tensor,

@@ -1,4 +1,5 @@
-"""Elementwise ops and their gradient rules, one table row each.
+"""Elementwise binary ops (add, sub, mul, div, floor_divide, remainder, pow) and their gradient rules, one table
+row each; the unary ops of the arithmetic core live in arithmetic_unary.
 
 Binary rules undo broadcasting with `ops.sum_to`, the one shared helper for it.
 """
@@ -16,6 +17,7 @@ from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices import cpu
 from actorgrad.devices.floor_division import python_division
 from actorgrad.ops import float_kernels
+from actorgrad.ops.arithmetic_unary import reciprocal
 from actorgrad.ops.float_kernels import FLOAT16, FLOAT16_SCALAR_OPS, float16_by_scalar
 from actorgrad.ops.operand_checks import check_alpha, check_subtraction, check_unsigned_number
 from actorgrad.ops.operands import (
@@ -23,7 +25,6 @@ from actorgrad.ops.operands import (
     broadcast_error,
     data_as,
     fitted_number,
-    floating,
     floating_or_complex,
     kernel_operands,
     not_implemented,
@@ -33,10 +34,7 @@ from actorgrad.ops.operands import (
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor, bool_
 
-__all__ = [
-    "add", "exp", "floor_divide", "log", "mul", "neg", "pow", "reciprocal", "relu", "remainder", "sigmoid",
-    "sub", "tanh",
-]
+__all__ = ["add", "floor_divide", "mul", "pow", "remainder", "sub"]
 
 ADD = Rule("AddBackward0", ((), None), ((), None), broadcasts=True)
 SUB = Rule("SubBackward0", ((), None), ((), lambda ops, g: -g), broadcasts=True)
@@ -161,27 +159,7 @@ def _number_base_grad(ops: Any, g: Any, self: Any, result: Any, base: float | co
 
 RPOW_SCALAR = Rule("PowBackward2", (("self", "result", "base"), _number_base_grad))
 RSUB_SCALAR = Rule("RsubBackward1", ((), lambda ops, g: -g))
-RECIPROCAL = Rule("ReciprocalBackward0", (("result",), lambda ops, g, result: -g * ops.conj(result * result)))
 NEGATIVE_INTEGER_POWER = "Integers to negative integer powers are not allowed."
-
-UNARY = {  # each kernel takes the device's ArrayOps, for its array module
-    "neg": (Rule("NegBackward0", ((), lambda ops, g: -g)), lambda ops, x: ops.xp.negative(x)),
-    "exp": (Rule("ExpBackward0", (("result",), lambda ops, g, result: g * ops.conj(result))),
-            lambda ops, x: ops.xp.exp(x)),
-    "log": (Rule("LogBackward0", (("self",), lambda ops, g, self: g / ops.conj(self))), lambda ops, x: ops.xp.log(x)),
-    "tanh": (
-        Rule("TanhBackward0", (("result",), lambda ops, g, result: g * ops.conj(1 - result * result))),
-        lambda ops, x: ops.xp.tanh(x),
-    ),
-    "sigmoid": (
-        Rule("SigmoidBackward0", (("result",), lambda ops, g, result: g * ops.conj(result * (1 - result)))),
-        float_kernels.sigmoid,
-    ),
-    "relu": (
-        Rule("ReluBackward0", (("result",), lambda ops, g, result: ops.relu_grad(g, result))),
-        lambda ops, x: ops.xp.maximum(x, 0),
-    ),
-}
 
 
 def _promoted(name: str, a: Any, b: Any) -> tuple[Tensor, Tensor, Any, Any]:
@@ -339,66 +317,11 @@ def pow(input: Any, exponent: Any) -> Tensor:
     return _binary("pow", input, exponent)
 
 
-def reciprocal(input: Tensor) -> Tensor:
-    if autocast_state.get() is not None:
-        return autocast_call(reciprocal, "reciprocal", input)
-    x = input._data
-    return record(RECIPROCAL, np.reciprocal(x.astype(floating_or_complex(x.dtype), copy=False)), (input,))
-
-
 def rtruediv(input: Tensor, other: Any) -> Tensor:
     """`other / input`: recorded as `input.reciprocal() * other`, as PyTorch records it."""
     return mul(reciprocal(input), other)
 
 
-def _unary(name: str, input: Tensor) -> Tensor:
-    rule, kernel = UNARY[name]
-    x = input._data
-    if x.dtype.kind != "f":  # float inputs, the common case, need nothing here
-        if name == "neg" and x.dtype == bool_:
-            raise RuntimeError(
-                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
-                "mask, use the `~` or `logical_not()` operator instead."
-            )
-        if name == "relu" and x.dtype == bool_:
-            raise RuntimeError("Boolean inputs not supported for relu")
-        if name == "relu" and x.dtype.kind == "c":
-            raise NotImplementedError("clamp is not supported for complex types")
-        if name not in ("neg", "relu") and x.dtype.kind != "c":
-            x = x.astype(floating(x.dtype), copy=False)  # exp of an int tensor is float32, as in PyTorch
-    return record(rule, kernel(input._device.ops, x), (input,))
-
-
-def neg(input: Tensor) -> Tensor:
-    return _unary("neg", input)
-
-
-def exp(input: Tensor) -> Tensor:
-    if autocast_state.get() is not None:
-        return autocast_call(exp, "exp", input)
-    return _unary("exp", input)
-
-
-def log(input: Tensor) -> Tensor:
-    if autocast_state.get() is not None:
-        return autocast_call(log, "log", input)
-    return _unary("log", input)
-
-
-def tanh(input: Tensor) -> Tensor:
-    return _unary("tanh", input)
-
-
-def sigmoid(input: Tensor) -> Tensor:
-    return _unary("sigmoid", input)
-
-
-def relu(input: Tensor) -> Tensor:
-    return _unary("relu", input)
-
-
 METHODS = {
     "add": add, "sub": sub, "mul": mul, "floor_divide": floor_divide, "remainder": remainder, "pow": pow,
-    "__neg__": neg, "neg": neg,
-    "exp": exp, "log": log, "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "reciprocal": reciprocal,
 }

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actorgrad.ops import embeddings, losses, normalization, regularization
+from actorgrad.ops import binary_cross_entropies, embeddings, normalization, regularization
 from actorgrad.tensor import Tensor
 
 __all__ = ["batch_norm", "binary_cross_entropy_with_logits", "dropout", "embedding", "group_norm", "layer_norm"]
@@ -58,5 +58,6 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         raise TypeError(
             f"binary_cross_entropy_with_logits(): argument 'reduction' must be int, not {type(reduction).__name__}"
         )
-    return losses.binary_cross_entropy_with_logits(input, target, weight, reduction=REDUCTIONS.get(reduction, "none"),
-                                                   pos_weight=pos_weight)
+    return binary_cross_entropies.binary_cross_entropy_with_logits(
+        input, target, weight, reduction=REDUCTIONS.get(reduction, "none"), pos_weight=pos_weight
+    )

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from actorgrad.amp.autocast import autocast_call, autocast_state
-from actorgrad.ops.contraction import einsum
+from actorgrad.ops.einsum_contraction import einsum
 from actorgrad.ops.linalg import TYPE_META_NAMES
 from actorgrad.tensor import Tensor
 

@@ -15,16 +15,16 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.operands import SCALAR_NAMES
-from actorgrad.ops.pooling import scatter_to_maxima
+from actorgrad.ops.pool_gradients import gather_maxima, input_dependent, scatter_to_maxima
 from actorgrad.ops.record import Rule, record
 from actorgrad.random_tensors import rand
 from actorgrad.tensor import Tensor
 
 __all__: list[str] = []
 
-_SCATTER = (("index", "self_shape", "slots"), scatter_to_maxima)
-FRACTIONAL_MAX_POOL_2D = Rule("FractionalMaxPool2DBackward0", _SCATTER)
-FRACTIONAL_MAX_POOL_3D = Rule("FractionalMaxPool3DBackward0", _SCATTER)
+_SAVES = ("index", "self_shape", "slots")
+FRACTIONAL_MAX_POOL_2D = input_dependent("FractionalMaxPool2D", _SAVES, scatter_to_maxima, gather_maxima)
+FRACTIONAL_MAX_POOL_3D = input_dependent("FractionalMaxPool3D", _SAVES, scatter_to_maxima, gather_maxima)
 _DIM_NAMES = ("time", "height", "width")
 
 

@@ -32,8 +32,7 @@ _PUT_BACK = (("self_shape", "basic", "advanced"), _put_back)
 INDEX_RULES = {
     name: Rule(name, _PUT_BACK, cost=input_size)
     for name in ("SelectBackward0", "SliceBackward0", "UnsqueezeBackward0", "AliasBackward0", "IndexBackward0",
-                 "SplitBackward0", "SplitWithSizesBackward0", "UnbindBackward0", "IndexSelectBackward0",
-                 "GatherBackward0")
+                 "IndexSelectBackward0", "GatherBackward0")
 }
 INDEX_PUT = Rule("IndexPutBackward0", (("basic", "advanced"), lambda ops, g, basic, adv: ops.index(g, basic, adv)))
 

@@ -17,7 +17,8 @@ import numpy as np
 from actorgrad.devices import cpu, is_writeable
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops.aliases import TRUE_DIVISION, divide
-from actorgrad.ops.arithmetic import add, exp, mul, neg, relu, sigmoid, sub, tanh
+from actorgrad.ops.arithmetic import add, mul, sub
+from actorgrad.ops.arithmetic_unary import exp, neg, relu, sigmoid, tanh
 from actorgrad.ops.casts import legacy_type
 from actorgrad.ops.index_parsing import parse_index
 from actorgrad.ops.indexing import KEPT_GRAD, fill_value, masked_fill, on_device, placed_index
@@ -43,7 +44,7 @@ from actorgrad.ops.memory_overlap import (
     spread_over_repeats,
     writeable_region,
 )
-from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, fitted_number
+from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, checked_int, fitted_number, type_name
 from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.ops.selection import clamp
 from actorgrad.ops.unary import abs, sgn, sign
@@ -154,9 +155,10 @@ def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
 
 
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
-    """`src`'s values (broadcast to this tensor's shape, cast to its dtype) written into this tensor."""
+    """`src`'s values (broadcast to this tensor's shape, cast to its dtype) written into this tensor; a number
+    fills it, as PyTorch's copy_ takes one as a 0-d tensor (a complex number's real part into a real tensor)."""
     if not isinstance(src, Tensor):
-        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
+        src = _number_source(src, self._data.dtype)
     if src._device is not self._device:  # a copy across devices; its gradient goes back through ToCopyBackward0
         src = src.to(self._device)
     elif self._vc is not None and src._vc is self._vc:  # src may lie in self's memory
@@ -176,6 +178,17 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
         return record(COPY, data, (s, src))
 
     return write_in_place(self, compute, (src,), False)
+
+
+def _number_source(value: Any, dtype: np.dtype) -> Tensor:
+    """copy_'s number as the 0-d tensor PyTorch makes of it (a Python int int64, a float float64), else its error."""
+    if not isinstance(value, bool | int | float | complex | np.number | np.bool_):
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type_name(value)}")
+    if isinstance(value, int) and not isinstance(value, bool):
+        checked_int(value)
+    elif isinstance(value, complex | np.complexfloating) and dtype.kind != "c":
+        value = value.real
+    return Tensor(np.asarray(value))
 
 
 # -- tensor[index] = value -----------------------------------------------------------------------------------------

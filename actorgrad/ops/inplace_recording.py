@@ -202,8 +202,7 @@ def _view_name(view: Tensor) -> tuple[str | None, int, str]:
     """The error template (once its history was invalidated), output number and node name (without
     `Backward0`) of `view` in PyTorch's graph."""
     fn = view._grad_fn
-    return INVALIDATED_VIEWS.get(fn) or (None, MULTI_OUTPUT_VIEWS.get(fn, view._output_nr),
-                                         re.sub(r"Backward[0-9]*$", "", fn.name()))
+    return INVALIDATED_VIEWS.get(fn) or (None, view._output_nr, re.sub(r"Backward[0-9]*$", "", fn.name()))
 
 
 def _no_grad_template(view: Tensor, base: Tensor) -> str | None:

@@ -1,18 +1,22 @@
 """Joining and splitting (cat, stack, split, chunk, unbind) and their gradient rules.
 
-The engine's nodes have one output each, so split, chunk and unbind give each piece its own node (named as
-PyTorch names its one multi-output node); each piece's gradient goes back through its slice of the input.
+As in PyTorch, the pieces of one split, chunk or unbind are the outputs of one node (piece k its output k) and views
+of the input; the node's backward joins the pieces' gradients once (zeros for pieces that got none), so a backward
+through n pieces costs the input's size, not n times it.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import weakref
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
-from actorgrad.ops.indexing import INDEX_RULES, take_index
+from actorgrad.ops.linalg_outputs import record_outputs
 from actorgrad.ops.operands import common_dtype, require_tensor_elements
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.shape import single_dim
@@ -20,16 +24,9 @@ from actorgrad.tensor import Tensor
 
 __all__ = ["cat", "chunk", "concat", "concatenate", "split", "stack", "unbind"]
 
-# The node of each piece of a split, chunk or unbind -> the piece's output number in PyTorch's one node. PyTorch
-# forbids changing such a piece (or a view of it) in place, and using one after its base changed in place.
-MULTI_OUTPUT_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _marked(pieces: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-    for i, piece in enumerate(pieces):
-        if piece._grad_fn is not None:
-            MULTI_OUTPUT_VIEWS[piece._grad_fn] = i
-    return pieces
+# The nodes of split, chunk and unbind: PyTorch forbids changing their pieces (or views of them) in place, and using
+# one after its base changed in place.
+MULTI_OUTPUT_VIEWS: weakref.WeakSet = weakref.WeakSet()
 
 
 def _piece(i: int):
@@ -138,11 +135,59 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -
     return record(_joining_rule("StackBackward0", len(arrays)), data, tuple(tensors), where=where)
 
 
-def _pieces(input: Tensor, dim: int, sizes: list[int], name: str) -> tuple[Tensor, ...]:
+def _even_sizes(size: int, step: int) -> list[int]:
+    """The piece sizes of `split(step)` along a dim of `size`: `step` each, the last one smaller (one empty piece
+    of an empty dim)."""
+    return [min(step, size - start) for start in range(0, size, step)] if size else [0]
+
+
+def _joined(ops: Any, grads: tuple, dim: int, shapes: list[tuple[int, ...]]) -> Any:
+    """The pieces' gradients `grads` joined along `dim`, zeros of its piece's shape for each one that is None."""
+    like = next(g for g in grads if g is not None)
+    return ops.concatenate(tuple(ops.zeros(shape, like) if g is None else g for g, shape in zip(grads, shapes)), dim)
+
+
+def _split_grad(ops: Any, grads: tuple, self_sym_sizes: tuple[int, ...], dim: int, split_sizes: Sequence[int]) -> Any:
+    shapes = [self_sym_sizes[:dim] + (n,) + self_sym_sizes[dim + 1:] for n in split_sizes]
+    return _joined(ops, grads, dim, shapes)
+
+
+def _even_split_grad(ops: Any, grads: tuple, self_sym_sizes: tuple[int, ...], dim: int, split_size: int) -> Any:
+    return _split_grad(ops, grads, self_sym_sizes, dim, _even_sizes(self_sym_sizes[dim], split_size))
+
+
+def _unbind_grad(ops: Any, grads: tuple, dim: int) -> Any:
+    """The pieces' gradients stacked along `dim` (each given its size-1 dim back), zeros for those that got none."""
+    piece = next(g for g in grads if g is not None).shape
+    shape = piece[:dim] + (1,) + piece[dim:]
+    return _joined(ops, tuple(None if g is None else ops.reshape(g, shape) for g in grads), dim,
+                   [shape] * len(grads))
+
+
+def _input_size(data: Any, params: dict) -> int:
+    return math.prod(params["self_sym_sizes"])
+
+
+# The saved values under PyTorch's names (`node._saved_split_size` ...).
+SPLIT = Rule("SplitBackward0", (("self_sym_sizes", "dim", "split_size"), _even_split_grad), cost=_input_size)
+SPLIT_WITH_SIZES = Rule("SplitWithSizesBackward0", (("self_sym_sizes", "dim", "split_sizes"), _split_grad),
+                        cost=_input_size)
+UNBIND = Rule("UnbindBackward0", (("dim",), _unbind_grad), cost=_input_size)
+
+
+def _pieces(input: Tensor, dim: int, sizes: list[int], rule: Rule, **params: Any) -> tuple[Tensor, ...]:
+    """The pieces of `sizes` along `dim`: views of the input, the outputs of one node of `rule`."""
+    x = input._data
     lead = (slice(None),) * dim
-    ends = np.cumsum(sizes).tolist()
-    rule = INDEX_RULES[name]
-    return _marked(tuple(take_index(input, lead + (slice(end - n, end),), None, rule) for n, end in zip(sizes, ends)))
+    arrays = tuple(x[lead + (slice(end - n, end),)] for n, end in zip(sizes, itertools.accumulate(sizes)))
+    return _marked(record_outputs(rule, arrays, (input,), self_sym_sizes=x.shape, dim=dim, **params))
+
+
+def _marked(pieces: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+    node = pieces[0]._grad_fn
+    if node is not None:
+        MULTI_OUTPUT_VIEWS.add(node)
+    return pieces
 
 
 def _not_tensor(op: str, input: object) -> TypeError:
@@ -167,8 +212,7 @@ def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int 
                 f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}"
                 if step == 0 else f"split expects split_size be non-negative, but got split_size={step}"
             )
-        sizes = [min(step, size - start) for start in range(0, size, step)] if size else [0]
-        return _pieces(tensor, dim, sizes, "SplitBackward0")
+        return _pieces(tensor, dim, _even_sizes(size, step), SPLIT, split_size=step)
     sizes = list(split_size_or_sections)
     if any(n < 0 for n in sizes):  # PyTorch's check before the sum's
         raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
@@ -178,7 +222,7 @@ def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int 
             f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension "
             f"{dim}), but got split_sizes={sizes}"
         )
-    return _pieces(tensor, dim, sizes, "SplitWithSizesBackward0")
+    return _pieces(tensor, dim, sizes, SPLIT_WITH_SIZES, split_sizes=tuple(sizes))
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0, *, axis: int | None = None) -> tuple[Tensor, ...]:
@@ -211,9 +255,11 @@ def unbind(input: Tensor, dim: int = 0, *, axis: int | None = None) -> tuple[Ten
     dim = single_dim(dim, x.ndim, "unbind")
     if not x.ndim:  # a 0-dim tensor takes dim 0, then has no size there
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    if not x.shape[dim]:
+        return ()
     lead = (slice(None),) * dim
-    rule = INDEX_RULES["UnbindBackward0"]
-    return _marked(tuple(take_index(input, lead + (i,), None, rule) for i in range(x.shape[dim])))
+    arrays = tuple(x[lead + (i, Ellipsis)] for i in range(x.shape[dim]))  # the Ellipsis: a 0-dim view, not a copy
+    return _marked(record_outputs(UNBIND, arrays, (input,), self_sym_sizes=x.shape, dim=dim))
 
 
 def _split_method(self: Tensor, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:

@@ -176,7 +176,7 @@ def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
     if rows != columns:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                            f"prod(self.shape[:ind]), but got {columns} != {rows}")
-    return decompositions.inv(A.reshape(rows, columns)).reshape(*A.shape[ind:], *A.shape[:ind])
+    return decompositions.inv(A.reshape(rows, columns)).reshape((*A.shape[ind:], *A.shape[:ind]))
 
 
 def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None) -> Tensor:
@@ -185,7 +185,7 @@ def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None) -> Tens
     require_tensors("linalg_tensorsolve", input=A, other=B)
     if dims is not None:
         moved = [d % A.ndim for d in dims]
-        A = A.permute(*[d for d in range(A.ndim) if d not in moved], *moved)
+        A = A.permute((*[d for d in range(A.ndim) if d not in moved], *moved))
     rows, columns = math.prod(A.shape[:B.ndim]), math.prod(A.shape[B.ndim:])
     if rows != columns:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "

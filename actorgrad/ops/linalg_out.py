@@ -6,7 +6,8 @@ when `out` had elements); no autograd through `out=`. Which dtypes `out` may hav
 own words: most take only the result's dtype, some any dtype the result casts to within or up its category, the
 transforms a complex (or, for the real inverse ones, a real floating) `out`. Tensor methods and operators take no
 `out`, so `a @ b` and `a.mm(b)` pay nothing; a public name pays one `is None` test in the call frame that checks
-its tensor arguments.
+its tensor arguments. The decompositions and solves that return several tensors take a tuple of them
+(`linalg.qr(A, out=(Q, R))`), each with its own rule.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from actorgrad.ops.operands import SCALAR_NAMES
-from actorgrad.ops.out_arguments import CASTABLE, Check, castable_dtype, exact_dtype
+from actorgrad.ops.out_arguments import CASTABLE, EXPECTED, Check, Outputs, castable_dtype, exact_dtype
 
 __all__: list[str] = []
 
@@ -27,7 +28,6 @@ def _kind(kinds: str, template: str) -> Check:
     return check
 
 
-EXPECTED = exact_dtype("Expected out tensor to have dtype {cr}, but got {co} instead")
 TENSORDOT = exact_dtype(
     "tensordot: Expected the output tensor to have dtype {r}, but got an output tensor with dtype {o}"
 )
@@ -45,8 +45,17 @@ def _either(first: Check, second: Check) -> Check:
     return lambda *arguments: first(*arguments) or second(*arguments)
 
 
+def _any_dtype(op: str, result: Any, out: Any, operands: tuple) -> None:
+    """lstsq's rank and singular values, which PyTorch writes into an `out` of any dtype."""
+
+
+def _expected(count: int, autograd_name: str = "") -> Outputs:
+    """`count` outputs each in its result's dtype; `autograd_name` as Outputs'."""
+    return Outputs((EXPECTED,) * count, autograd_name)
+
+
 # Each public name's rule for `out`, per namespace.
-PRODUCTS: dict[str, Check] = {
+PRODUCTS: dict[str, Check | Outputs] = {
     **dict.fromkeys(("matmul", "mm", "bmm", "mv", "addmm", "addmv", "baddbmm", "cross", "inverse", "tril", "triu"),
                     EXPECTED),
     **dict.fromkeys(("outer", "ger", "addr", "kron"), CASTABLE),
@@ -57,8 +66,14 @@ PRODUCTS: dict[str, Check] = {
     "cholesky": _safely("cholesky"),
     "cholesky_solve": _safely("cholesky_solve"),
     "cholesky_inverse": _safely("cholesky_inverse"),
+    "slogdet": _expected(2, "_linalg_slogdet"),
+    "qr": _expected(2, "linalg_qr"),
+    "svd": _expected(3, "_linalg_svd"),
+    "geqrf": Outputs((_safely("torch.geqrf", "a"), _safely("torch.geqrf", "tau"))),
+    "triangular_solve": _expected(2),
+    "lu_unpack": _expected(3),
 }
-LINALG: dict[str, Check] = {
+LINALG: dict[str, Check | Outputs] = {
     **dict.fromkeys(("matmul", "cross", "inv", "det", "solve", "vector_norm", "svdvals", "eigvalsh",
                      "cholesky", "lu_solve"), EXPECTED),
     **{name: _safely(name) for name in ("tensorinv", "tensorsolve")},
@@ -72,6 +87,20 @@ LINALG: dict[str, Check] = {
     "solve_triangular": exact_dtype("expected scalar type {r} but found {o}"),
     "matrix_rank": _safely("torch.linalg.matrix_rank"),
     "matrix_power": _either(_safely("matrix_power"), EXPECTED),
+    # the decompositions and solves that return several tensors
+    "eigh": _expected(2, "_linalg_eigh"),
+    "eig": Outputs((_safely("torch.linalg.eig", "eigenvalues"), _safely("torch.linalg.eig", "eigenvectors"))),
+    "svd": _expected(3, "_linalg_svd"),
+    "qr": _expected(2),
+    "slogdet": _expected(2, "_linalg_slogdet"),
+    "lu_factor": _expected(2, "linalg_lu_factor_ex"),
+    "lu_factor_ex": _expected(3),
+    "lu": _expected(3),
+    "lstsq": Outputs((_safely("torch.linalg.lstsq", "solution"), _safely("torch.linalg.lstsq", "residuals"),
+                      _any_dtype, _any_dtype)),
+    "inv_ex": _expected(2),
+    "cholesky_ex": _expected(2),
+    "solve_ex": _expected(2, "_linalg_solve_ex"),
 }
 _COMPLEX_OUT = ("fft", "ifft", "rfft", "ihfft", "fftn", "ifftn", "rfftn", "ihfftn")
 _REAL_OUT = ("irfft", "hfft", "irfftn", "hfftn")

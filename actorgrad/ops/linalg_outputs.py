@@ -1,14 +1,14 @@
 """The outputs of linalg's decompositions as the outputs of one node each, as in PyTorch (svd's U, S and Vh, eigh's
 eigenvalues and eigenvectors, slogdet's sign and logabsdet ...), and the factors such a node saves for its
-backward."""
+backward. Split, chunk and unbind record their pieces (views of their input) the same way."""
 
 from __future__ import annotations
 
 import weakref
 from typing import Any
 
-from actorgrad.node import InputMetadata
-from actorgrad.ops.record import FormulaNode, Rule, record
+from actorgrad.node import metadata_of
+from actorgrad.ops.record import FormulaNode, Rule, record, share_if_view
 from actorgrad.tensor import Tensor
 from actorgrad.version_counter import version_counter
 
@@ -16,9 +16,9 @@ __all__: list[str] = []
 
 
 class MultiOutputNode(FormulaNode):
-    """The one node of an op with several outputs (a decomposition's factors), output k in slot k as in PyTorch:
-    its formulas take the tuple of the outputs' gradients, None for an output that got none (PyTorch's formulas
-    skip undefined gradients rather than take zeros)."""
+    """The one node of an op with several outputs (a decomposition's factors, split's pieces), output k in slot k
+    as in PyTorch: its formulas take the tuple of the outputs' gradients, None for an output that got none
+    (PyTorch's formulas skip undefined gradients rather than take zeros)."""
 
     __slots__ = ()
 
@@ -67,7 +67,8 @@ class _SavedFactor:
 def record_outputs(rule: Rule, outputs: tuple, inputs: tuple[Tensor, ...], *, save_outputs: bool = False,
                    **params: Any) -> tuple[Tensor, ...]:
     """Wrap the forward results `outputs` of an op on `inputs`, all of them outputs of one node of `rule` when
-    grad mode asks for one; with `save_outputs` its formulas get them all as `factors` (SavedFactors)."""
+    grad mode asks for one; with `save_outputs` its formulas get them all as `factors` (SavedFactors). An output
+    whose array is a view of an input's is a view of that input, as `record` makes one."""
     xp = inputs[0]._device.xp
     outputs = tuple(xp.asarray(data) for data in outputs)  # numpy's slogdet of one matrix gives numpy scalars
     if save_outputs:
@@ -79,9 +80,14 @@ def record_outputs(rule: Rule, outputs: tuple, inputs: tuple[Tensor, ...], *, sa
     # record makes a FormulaNode with one slot; this node differs only in having a slot per output
     node.__class__ = MultiOutputNode
     device = node.device
-    node.input_metadata = tuple(InputMetadata(data.shape, data.dtype, device) for data in outputs)
-    outs = (first,) + tuple(Tensor(data, grad_fn=node, output_nr=k, device=device)
-                            for k, data in enumerate(outputs[1:], 1))
+    node.input_metadata = tuple(metadata_of(data.shape, data.dtype, device)[0] for data in outputs)
+    outs = [first]
+    for k, data in enumerate(outputs[1:], 1):
+        out = Tensor(data, grad_fn=node, output_nr=k, device=device)
+        if data.base is not None:
+            share_if_view(out, inputs)
+        outs.append(out)
+    outs = tuple(outs)
     if save_outputs:
         params["factors"].node = weakref.ref(node)
         if node.stamp is not None:  # the factors' versions are checked at backward too (not under saved-tensor hooks)

@@ -6,7 +6,8 @@ messages), then share one n-d computation. Max pooling sends each window's gradi
 first maximum in the window (as PyTorch picks on ties), through the flat indices (into each plane or volume) it
 computes in the forward: a scatter-add whose own gradient is a gather at the same indices, both in the `ops`
 interface. Average pooling is a depthwise convolution with a ones kernel divided by the window's count, so its
-gradient is the convolution's input adjoint.
+gradient is the convolution's input adjoint. The backward nodes, which take the input as PyTorch's do, are
+pool_gradients'.
 """
 
 from __future__ import annotations
@@ -20,6 +21,13 @@ import numpy as np
 from actorgrad.devices.convolution import ConvGeometry
 from actorgrad.ops.conv import int_argument, integer_value
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
+from actorgrad.ops.pool_gradients import (
+    gather_maxima,
+    input_dependent,
+    scatter_to_maxima,
+    spread_means,
+    window_means,
+)
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
 from actorgrad.ops.shape import squeeze, unsqueeze
@@ -29,22 +37,9 @@ from actorgrad.tensor import Tensor
 __all__ = ["max_pool2d", "max_pool3d", "max_pool1d", "avg_pool1d"]
 
 
-def scatter_to_maxima(ops: Any, g: Any, index: Any, self_shape: tuple, slots: int) -> Any:
-    """Each window's gradient to the element its index names. A window over padding alone can name one past the
-    plane (PyTorch writes there out of bounds): that gradient lands in an extra slot, dropped."""
-    size = math.prod(self_shape[index.ndim - 1:])  # the index is (*lead, windows), one plane or volume per row
-    flat = ops.scatter_add_last(ops.reshape(g, index.shape), index, slots)
-    if slots > size:
-        flat = ops.index(flat, (slice(None),) * (index.ndim - 1) + (slice(0, size),), None)
-    return ops.reshape(flat, self_shape)
-
-
-MAX_POOL_2D = Rule(
-    "MaxPool2DWithIndicesBackward0", (("index", "self_shape", "slots"), scatter_to_maxima), cost=input_size
-)
-MAX_POOL_3D = Rule(
-    "MaxPool3DWithIndicesBackward0", (("index", "self_shape", "slots"), scatter_to_maxima), cost=input_size
-)
+_MAX_SAVES = ("index", "self_shape", "slots")
+MAX_POOL_2D = input_dependent("MaxPool2DWithIndices", _MAX_SAVES, scatter_to_maxima, gather_maxima, input_size)
+MAX_POOL_3D = input_dependent("MaxPool3DWithIndices", _MAX_SAVES, scatter_to_maxima, gather_maxima, input_size)
 GATHER = Rule(
     "GatherBackward0", (("index", "size"), lambda ops, g, index, size: ops.scatter_add_last(g, index, size))
 )
@@ -243,17 +238,9 @@ def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     return _max_pool(MAX_POOL_3D, input, *geometry, return_indices)
 
 
-def _spread(ops: Any, g: Any, divisor: Any, kernel: Any, planes_shape: tuple, self_shape: tuple,
-            geo: ConvGeometry) -> Any:
-    """Average pooling's gradient: each window's gradient over its count, spread on its places (the input
-    adjoint of the ones-kernel convolution)."""
-    windows = ops.reshape(g / divisor, (planes_shape[0], 1, *g.shape[2 - len(planes_shape):]))
-    return ops.reshape(ops.convolution_input_grad(windows, kernel, planes_shape, geo), self_shape)
-
-
 _AVG_POOL_SAVES = ("divisor", "kernel", "planes_shape", "self_shape", "geometry")
-AVG_POOL_2D = Rule("AvgPool2DBackward0", (_AVG_POOL_SAVES, _spread), cost=input_size)
-AVG_POOL_3D = Rule("AvgPool3DBackward0", (_AVG_POOL_SAVES, _spread), cost=input_size)
+AVG_POOL_2D = input_dependent("AvgPool2D", _AVG_POOL_SAVES, spread_means, window_means, input_size)
+AVG_POOL_3D = input_dependent("AvgPool3D", _AVG_POOL_SAVES, spread_means, window_means, input_size)
 
 
 def _avg_pool(rule: Rule, input: Tensor, kernel: tuple[int, ...], stride: tuple[int, ...], pad: tuple[int, ...],

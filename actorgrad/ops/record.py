@@ -21,7 +21,7 @@ from actorgrad.node import Node, metadata_kinds, metadata_of
 from actorgrad.ops.operands import as_operand, result_type
 from actorgrad.saved_tensors import SavedOutput, _saved_tensors_hooks, pack_saved
 from actorgrad.tensor import Tensor, array_storage
-from actorgrad.version_counter import last_change, version_counter
+from actorgrad.version_counter import DETACHED_SAVED, detached_in_place, last_change, last_detach, version_counter
 
 SECOND_BACKWARD = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -146,6 +146,14 @@ def _modified_error(node: Node, saved: Any, version: int) -> RuntimeError:
     ))
 
 
+def _refuse_detached(versions: tuple, stamp: int) -> None:
+    """PyTorch's error for a saved input (a non-leaf when saved) that was detached in place after `stamp`."""
+    for value in versions[::2]:
+        detached = detached_in_place.get(id(value))
+        if detached is not None and detached[1] > stamp:
+            raise RuntimeError(DETACHED_SAVED)
+
+
 class FormulaNode(Node):
     """A node whose backward is a Rule from the op tables.
 
@@ -170,6 +178,8 @@ class FormulaNode(Node):
         stamp = self.stamp
         if stamp is not None and stamp != last_change[0]:  # something changed in place since this was recorded
             versions = self.versions
+            if last_detach[0] > stamp:  # a tensor was detached in place since: was it one this node saved?
+                _refuse_detached(versions, stamp)
             for value, version in zip(versions[::2], versions[1::2]):
                 vc = value._vc
                 if vc is not None and vc.value != version:

@@ -17,11 +17,12 @@ from actorgrad.memory_formats import (
     preserve_format,
     preserved,
 )
-from actorgrad.ops.operands import SCALAR_NAMES
+from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.ops.padding import pad
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import normalize_dims, one_dim
 from actorgrad.ops.resampling import pixel_shuffle, pixel_unshuffle
+from actorgrad.ops.size_arguments import int_sizes
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn_once
 from actorgrad.version_counter import version_counter
@@ -73,24 +74,9 @@ ROLL = Rule(
 CLONE = Rule("CloneBackward0", ((), None))
 
 
-def _shape_arg(shape: tuple) -> tuple:
-    if len(shape) == 1 and isinstance(shape[0], tuple | list):
-        return tuple(shape[0])
-    return tuple(shape)
-
-
-def _sizes_or_keyword(op: str, positional: tuple, keyword: Any, name: str) -> tuple:
-    """Sizes or dims given as separate ints, one sequence, or PyTorch's keyword (`x.flip(dims=[0])`)."""
-    if keyword is None:
-        return _shape_arg(positional)
-    if positional:
-        raise TypeError(f"{op}() got multiple values for argument '{name}'")
-    return _shape_arg((keyword,))
-
-
 def reshape(input: Tensor, *sizes: Any, shape: Any = None) -> Tensor:
     x = input._data
-    target = _sizes_or_keyword("reshape", sizes, shape, "shape")
+    target = int_sizes("reshape", sizes, shape, "shape")
     for i, n in enumerate(target):
         if isinstance(n, int) and n < -1:
             raise RuntimeError(f"invalid shape dimension {n} at index {i} of shape {list(target)}")
@@ -114,6 +100,12 @@ def reshape(input: Tensor, *sizes: Any, shape: Any = None) -> Tensor:
 VIEW_INCOMPATIBLE = (
     "view size is not compatible with input tensor's size and stride (at least one dimension spans across two "
     "contiguous subspaces). Use .reshape(...) instead."
+)
+
+
+VIEW_ARGUMENTS = (
+    "view() received an invalid combination of arguments - got ({}), but expected one of:\n * (torch.dtype dtype)\n"
+    " * (tuple of ints size)\n"
 )
 
 
@@ -149,14 +141,18 @@ def _view_as_dtype(input: Tensor, dtype: np.dtype) -> Tensor:
 def view(input: Tensor, *shape: Any, size: Any = None, dtype: Any = None) -> Tensor:
     """`reshape` that refuses to copy: the result must share the input's memory, as PyTorch's view does.
     view(dtype) reads the memory as another dtype instead."""
-    shape = _sizes_or_keyword("view", shape, size, "size")
-    if dtype is None and len(shape) == 1 and _is_dtype(shape[0]):
+    if dtype is None and size is None and len(shape) == 1 and _is_dtype(shape[0]):
         (dtype,), shape = shape, ()
     if dtype is not None:
-        if shape:
+        if shape or size is not None:
             raise TypeError("view() takes either a shape or a dtype, not both")
         return _view_as_dtype(input, np.dtype(dtype))
-    out = reshape(input, *shape)
+    try:
+        sizes = int_sizes("view", shape, size, "size")
+    except TypeError:  # PyTorch names both of view's forms
+        got = [type_name(v) for v in shape] + ([] if size is None else [f"size={type_name(size)}"])
+        raise TypeError(VIEW_ARGUMENTS.format(", ".join(got))) from None
+    out = reshape(input, sizes)
     if out._base is None and out._data.size:  # numpy's reshape copied: no strides give this shape in place
         raise RuntimeError(VIEW_INCOMPATIBLE)
     return out
@@ -173,7 +169,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
 
 def permute(input: Tensor, *order: Any, dims: Any = None) -> Tensor:
     x = input._data
-    order = _sizes_or_keyword("permute", order, dims, "dims")
+    order = int_sizes("permute", order, dims, "dims")
     if len(order) != x.ndim:
         raise RuntimeError(
             f"permute(): number of dims in the ordering ({len(order)}) does not match the tensor's {x.ndim} dims"
@@ -252,10 +248,11 @@ def _expanded_shape(shape: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[int
     return tuple(out)
 
 
-def broadcast_to(input: Tensor, size: tuple[int, ...]) -> Tensor:
-    """A view of `input` at the broadcast shape `size` (-1 keeps a dim's size)."""
+def broadcast_to(input: Tensor, *sizes: Any, size: Any = None) -> Tensor:
+    """A view of `input` at the broadcast shape `size` (-1 keeps a dim's size), given as the method takes it: one
+    sequence, or separate ints (`x.broadcast_to(3)`)."""
     x = input._data
-    target = _expanded_shape(x.shape, tuple(size))
+    target = _expanded_shape(x.shape, int_sizes("broadcast_to", sizes, size, "size"))
     data = np.broadcast_to(x, target)
     if data.size == x.size and x.size:  # no element repeated: a writeable view, as PyTorch's, not numpy's read-only one
         data = x.reshape(target)
@@ -308,9 +305,9 @@ def unsqueeze(input: Tensor, dim: int | None = None, *, axis: int | None = None)
     return record(UNSQUEEZE, np.expand_dims(x, d), (input,), self_shape=x.shape)
 
 
-def repeat(input: Tensor, *sizes: Any) -> Tensor:
+def repeat(input: Tensor, *sizes: Any, repeats: Any = None) -> Tensor:
     x = input._data
-    sizes = _shape_arg(sizes)
+    sizes = int_sizes("repeat", sizes, repeats, "repeats")
     if len(sizes) < x.ndim:
         raise RuntimeError(
             f"Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor: "
@@ -335,7 +332,7 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
 
 def flip(input: Tensor, *flipped: Any, dims: Any = None) -> Tensor:
     x = input._data
-    flipped = _sizes_or_keyword("flip", flipped, dims, "dims")
+    flipped = int_sizes("flip", flipped, dims, "dims")
     dims = normalize_dims(flipped, x.ndim, "flip") if x.ndim else one_dim(flipped, 0, "flip")
     # a copy laid out as the input (PyTorch's flip is no view: numpy's would follow later in-place changes of it)
     return record(FLIP, preserved(input._device.xp, np.flip(x, dims), x), (input,), dims=dims)
@@ -343,12 +340,12 @@ def flip(input: Tensor, *flipped: Any, dims: Any = None) -> Tensor:
 
 def roll(input: Tensor, shifts: int | tuple[int, ...], dims: int | tuple[int, ...] | None = None) -> Tensor:
     x = input._data
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    shifts = int_sizes("roll", (shifts,), None, "shifts")
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
         return record(ROLL, np.roll(x, shifts[0]), (input,), shifts=shifts, dims=None)
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    dims = int_sizes("roll", (dims,), None, "dims")
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
     if not x.ndim:
@@ -391,7 +388,7 @@ def to_dtype(input: Tensor, dtype: Any) -> Tensor:
 
 def expand(input: Tensor, *sizes: Any, size: Any = None) -> Tensor:
     """Tensor.expand: broadcast_to with the sizes as separate ints, one sequence, or `size=`."""
-    return broadcast_to(input, _sizes_or_keyword("expand", sizes, size, "size"))
+    return broadcast_to(input, int_sizes("expand", sizes, size, "size"))
 
 
 METHODS = {

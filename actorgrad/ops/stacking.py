@@ -216,9 +216,9 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     n = max(input.ndim, other.ndim)
     a_shape = (1,) * (n - input.ndim) + tuple(input.shape)
     b_shape = (1,) * (n - other.ndim) + tuple(other.shape)
-    a = input.reshape(*[s for k in a_shape for s in (k, 1)])
-    b = other.reshape(*[s for k in b_shape for s in (1, k)])
-    return (a * b).reshape(*[x * y for x, y in zip(a_shape, b_shape)])
+    a = input.reshape([s for k in a_shape for s in (k, 1)])  # a list: () for 0-d operands
+    b = other.reshape([s for k in b_shape for s in (1, k)])
+    return (a * b).reshape([x * y for x, y in zip(a_shape, b_shape)])
 
 
 def fliplr(input: Tensor) -> Tensor:

@@ -12,7 +12,8 @@ import numpy as np
 
 from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.grad_mode import is_grad_enabled
-from actorgrad.ops.arithmetic import neg, pow
+from actorgrad.ops.arithmetic import pow
+from actorgrad.ops.arithmetic_unary import neg
 from actorgrad.ops.operands import floating, number_array, require_tensors
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor, bool_
