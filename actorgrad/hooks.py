@@ -22,6 +22,7 @@ from contextlib import nullcontext
 from contextvars import ContextVar
 from typing import Any
 
+import numpy as np
 import trio
 
 from actorgrad.grad_mode import _grad_enabled, enable_grad
@@ -145,11 +146,17 @@ def _sent_devices(node: Any) -> tuple:
     return tuple(node.device if to is None else to.input_metadata[nr].device for to, nr in node.next_functions)
 
 
+def grad_tensor(array: Any, device: Any) -> Tensor:
+    """A raw gradient as the Tensor a hook or a custom backward gets. numpy's 0-d results are scalars
+    (np.float64), which an in-place change (`grad.mul_(2)`) could not write to: those become 0-d arrays."""
+    return Tensor(np.asarray(array) if isinstance(array, np.generic) else array, device=device)
+
+
 def _as_tensors(values: Iterable, devices: tuple | None) -> tuple:
     """Raw gradient arrays as Tensors on their `devices`; None: they are Tensors already (create_graph)."""
     if devices is None:
         return tuple(values)
-    return tuple(None if v is None else Tensor(v, device=d) for v, d in zip(values, devices))
+    return tuple(None if v is None else grad_tensor(v, d) for v, d in zip(values, devices))
 
 
 def _checked(result: Any, before: Any, index: int, fn: Callable) -> Any:
@@ -182,7 +189,7 @@ def _replace(fn: Callable, grad: Any, slot: int, device: Any) -> Steps:
     """A tensor hook's call on the gradient of one slot: `fn(grad)` may return a replacement. `device` is the
     raw gradient's, or None when it is a Tensor already (create_graph)."""
     raw = device is not None
-    before = Tensor(grad, device=device) if raw and grad is not None else grad
+    before = grad_tensor(grad, device) if raw and grad is not None else grad
     after = _checked((yield fn, (before,)), before, slot, fn)
     return after._data if raw and after is not None else after
 

@@ -21,7 +21,7 @@ import numpy as np
 from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.autograd.function_outputs import alias_input, note_views, pack_function_saved, take_dirty, wrap_output
 from actorgrad.grad_mode import _grad_enabled, no_grad, set_grad_enabled
-from actorgrad.hooks import own_staged_grads
+from actorgrad.hooks import grad_tensor, own_staged_grads
 from actorgrad.node import InputMetadata, Node
 from actorgrad.ops.record import MODIFIED, SECOND_BACKWARD, _modified_error
 from actorgrad.saved_tensors import _saved_tensors_hooks
@@ -123,7 +123,7 @@ class BackwardCFunction(FunctionCtx, Node):
                 if self._materialize_grads and meta is not None:
                     g = Tensor(meta.device.xp.zeros(meta.shape, meta.dtype), device=meta.device)
             elif not recorded:
-                g = Tensor(g, device=self.device if meta is None else meta.device)
+                g = grad_tensor(g, self.device if meta is None else meta.device)
             out.append(g)
         return out
 
@@ -157,14 +157,18 @@ class BackwardCFunction(FunctionCtx, Node):
                     )
                 continue
             node = next(edges)[0]
-            if g is None or node is None:
+            if g is None:
                 out.append(None)
                 continue
             if not isinstance(g, Tensor):
+                kind = type(g).__name__  # PyTorch's words first
                 raise RuntimeError(
-                    f"function {self.name()} returned a gradient of type {type(g).__name__} at index {i}: "
-                    f"expected Tensor or None"
+                    f"expected Variable or None (got {kind}): function {self.name()} returned a gradient of type "
+                    f"{kind} at index {i}"
                 )
+            if node is None:  # an input that needs no gradient: none flows, but post hooks see it, as in PyTorch
+                out.append(g if recorded else g._data)
+                continue
             shape, dtype, device = input_metadata
             if g.shape != shape and _broadcast_shape(shape, g.shape) != g.shape:
                 raise RuntimeError(

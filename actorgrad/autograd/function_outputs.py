@@ -62,10 +62,12 @@ def take_dirty(ctx: Any, args: tuple, outputs: tuple) -> None:
 
 
 def alias_input(ctx: Any, output: Any, args: tuple) -> Any:
-    """An output that is an input returned as is (not marked dirty) as a new tensor without history on its data,
-    sharing its version counter, as PyTorch returns `input.detach()` for it."""
-    if isinstance(output, Tensor) and any(output is a for a in args) and not any(output is t for t in ctx._dirty):
-        return output.detach()
+    """For a Function that records nothing: an output that is an input returned as is, as a new tensor without
+    history on its data, sharing its version counter, as PyTorch returns `input.detach()` for it. An input marked
+    dirty comes back as itself, unless it requires grad (under no_grad), as in PyTorch."""
+    if isinstance(output, Tensor) and any(output is a for a in args):
+        if output.requires_grad or not any(output is t for t in ctx._dirty):
+            return output.detach()
     return output
 
 

@@ -122,7 +122,7 @@ def jvp_steps(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: b
             unpack(postprocess(result, create_graph), is_outputs_tuple))
 
 
-def _jacobian_rows(outputs: tuple, inputs: tuple, create_graph: bool, strict: bool, what: str) -> Steps:
+def _jacobian_rows(outputs: tuple, inputs: tuple, create_graph: bool, strict: bool) -> Steps:
     """d outputs[i] / d inputs[j] of shape outputs[i].shape + inputs[j].shape, one reverse pass per output
     element; None outputs count as independent of every input."""
     jacobian = []
@@ -139,7 +139,7 @@ def _jacobian_rows(outputs: tuple, inputs: tuple, create_graph: bool, strict: bo
                                            f"This is not allowed in strict mode.")
                     g = zeros_like(x)
                 elif strict and create_graph and not g.requires_grad:
-                    raise RuntimeError(f"The {what} of the user-provided function is independent of input {i}. "
+                    raise RuntimeError(f"The jacobian of the user-provided function is independent of input {i}. "
                                        f"This is not allowed in strict mode when create_graph=True.")
                 rows[j].append(g)
         shape = () if out is None else out.shape
@@ -156,7 +156,7 @@ def _jacobian_columns(outputs: tuple, inputs: tuple, strict: bool) -> Steps:
     cotangents = tuple(zeros_like(out, requires_grad=True) for out in outputs)
     vjps = yield from _grads(outputs, inputs, cotangents, create_graph=True)
     vjps = tuple(zeros_like(x) if g is None else g for g, x in zip(vjps, inputs))
-    columns = yield from _jacobian_rows(vjps, cotangents, False, strict, "jacobian")
+    columns = yield from _jacobian_rows(vjps, cotangents, False, strict)
     return tuple(
         tuple(_move_leading_dims_last(columns[j][i], inputs[j].ndim) for j in range(len(inputs)))
         for i in range(len(outputs))
@@ -217,7 +217,7 @@ def jacobian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool
         if strategy == "forward-mode":
             result = yield from _jacobian_columns(outputs, inputs, strict)
         else:
-            result = yield from _jacobian_rows(outputs, inputs, create_graph, strict, "jacobian")
+            result = yield from _jacobian_rows(outputs, inputs, create_graph, strict)
     return unpack(postprocess(result, create_graph), (is_outputs_tuple, is_inputs_tuple))
 
 
@@ -232,14 +232,16 @@ def hessian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool,
         inputs = preprocess(inputs, create_graph, need_graph=True)
         out = scalar_output(func, inputs, strict, "hessian").reshape(())
         gradients = yield from _grads((out,), inputs, create_graph=True)
+        # PyTorch's inner jacobian is not strict: a gradient the output does not reach is zeros of the input's
+        # shape (so its Hessian blocks are too), and only then refused in strict mode, as a constant jacobian
+        gradients = tuple(zeros_like(x) if g is None else g for g, x in zip(gradients, inputs))
         check_grads_require_grad(gradients, strict, JACOBIAN_CONSTANT)
         if vectorize and strict:  # PyTorch's outer jacobian refuses it once the gradients are taken
             raise RuntimeError(_VECTORIZE_NO_STRICT)
         if outer_jacobian_strategy == "forward-mode":
-            gradients = tuple(zeros_like(x) if g is None else g for g, x in zip(gradients, inputs))
             result = yield from _jacobian_columns(gradients, inputs, strict)
         else:
-            result = yield from _jacobian_rows(gradients, inputs, create_graph, strict, "hessian")
+            result = yield from _jacobian_rows(gradients, inputs, create_graph, strict)
     return unpack(postprocess(result, create_graph), (is_inputs_tuple, is_inputs_tuple))
 
 

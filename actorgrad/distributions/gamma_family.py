@@ -75,8 +75,10 @@ class Gamma(ExponentialFamily):
 
     def cdf(self, value: Tensor) -> Tensor:
         """The regularized lower incomplete gamma function P(concentration, rate * value): differentiable in rate
-        and value, not in concentration (as PyTorch's)."""
-        value = as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
+        and value, not in concentration (as PyTorch's). A tensor value keeps its dtype, so that a float64 value
+        promotes float32 parameters as PyTorch's does; a number takes the parameters' dtype."""
+        if not isinstance(value, Tensor):
+            value = as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         if self._validate_args:
             self._validate_sample(value)
         return special_gammainc(self.concentration, self.rate * value)

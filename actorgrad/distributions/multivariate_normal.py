@@ -13,7 +13,8 @@ from actorgrad.distributions.distribution import Distribution
 from actorgrad.distributions.utils import lazy_property
 from actorgrad.ops.index_sets import broadcast_shapes  # PyTorch's error for shapes that do not broadcast
 from actorgrad.ops.linalg import matmul
-from actorgrad.ops.linalg_decompositions import cholesky, solve
+from actorgrad.ops.linalg_decompositions import cholesky
+from actorgrad.ops.linalg_triangular import solve_triangular
 from actorgrad.random_tensors import randn
 from actorgrad.tensor import Tensor
 
@@ -24,9 +25,10 @@ MATRIX_NAMES = ("covariance_matrix", "precision_matrix", "scale_tril")
 
 
 def solve_lower(L: Tensor, B: Tensor) -> Tensor:
-    """X with L X = B, batch dims broadcast, reading only L's lower triangle (as a triangular solve does, so that
-    the entries above the diagonal get no gradient); a general solve, as there is no triangular one."""
-    return solve(L.tril(), B)
+    """X with L X = B, batch dims broadcast, reading only L's lower triangle (so that the entries above the diagonal
+    get no gradient). A triangular solve, never a general one: `linalg.solve` reads a B of shape L.shape[:-1] (an
+    identity beside a batch of n matrices of size n) as a batch of vectors."""
+    return solve_triangular(L, B, upper=False)
 
 
 def mahalanobis(L: Tensor, x: Tensor) -> Tensor:
@@ -45,7 +47,7 @@ def precision_to_scale_tril(P: Tensor) -> Tensor:
     flipped_factor = cholesky(P.flip(-2, -1))
     inverse_scale = flipped_factor.flip(-2, -1).mT
     identity = eye(P.shape[-1], dtype=P.dtype, device=P.device)
-    return solve_lower(inverse_scale, identity).tril()  # exactly lower: a general solve leaves rounding above
+    return solve_lower(inverse_scale, identity)
 
 
 class VectorNormal(Distribution):

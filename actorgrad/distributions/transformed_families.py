@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from actorgrad.creation import full, full_like, ones_like, zeros_like
+from actorgrad.creation import as_tensor, full, full_like, ones_like, zeros_like
 from actorgrad.distributions import constraints
 from actorgrad.distributions.continuous import Cauchy, Exponential, Normal, Uniform
 from actorgrad.distributions.distribution import Distribution
@@ -93,6 +93,9 @@ class _Folded(TransformedDistribution):
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
+        return self._folded_log_prob(value)
+
+    def _folded_log_prob(self, value: Tensor) -> Tensor:
         return where(value >= 0, self.base_dist.log_prob(value) + math.log(2), -math.inf)
 
     def cdf(self, value: Tensor) -> Tensor:
@@ -139,6 +142,13 @@ class HalfCauchy(_Folded):
     @property
     def variance(self) -> Tensor:
         return self.base_dist.variance
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        """The value read at the scale's dtype, as PyTorch's HalfCauchy reads it (a bool or float64 value included;
+        HalfNormal's promotes)."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return self._folded_log_prob(as_tensor(value, dtype=self.scale.dtype, device=self.scale.device))
 
 
 class Gumbel(TransformedDistribution):

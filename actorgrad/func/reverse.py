@@ -102,7 +102,8 @@ class _Vjp:
     def flat_vjp(self, flat_cotangents: list, create_graph: bool | None = None, retain_graph: bool = True) -> list:
         grads = self.level.gradients(self.outputs, self.primals, flat_cotangents, create_graph=create_graph,
                                      retain_graph=retain_graph)
-        return grads if create_graph else [self.level.unwrap(g) for g in grads]
+        # unwrapped even under create_graph: the graph stays only where it reaches outside this level
+        return [self.level.unwrap(g) for g in grads]
 
     def vjp_fn(self, cotangents: Any, retain_graph: bool = True, create_graph: bool | None = None) -> Any:
         """The vjp with `cotangents` (a pytree shaped as the output), as a tuple over the primals."""

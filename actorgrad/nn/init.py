@@ -130,6 +130,8 @@ def trunc_normal_(
             "incorrect.", stacklevel=2,
         )
     _check_normal_dtype(tensor)
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
     draw = numpy_generator(generator)
     mass = _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std)
     if mass > 0.3:
@@ -147,13 +149,13 @@ def trunc_normal_(
         def accept(x: np.ndarray) -> np.ndarray:
             log_ratio = -0.5 * (((x - mean) / std) ** 2 - ((peak - mean) / std) ** 2)
             return np.log(draw.uniform(0.0, 1.0, x.shape)) <= log_ratio
-    values = propose(tensor.shape)
+    values = propose(tensor.numel())  # flat, as indexing by the rejected mask needs an array (a 0-d one too)
     rejected = ~accept(values)
     while rejected.any():
         retry = propose(int(rejected.sum()))
         values[rejected] = retry
         rejected[rejected] = ~accept(retry)
-    return _fill(tensor, values)
+    return _fill(tensor, values.reshape(tensor.shape))
 
 
 def _normal_cdf(z: float) -> float:

@@ -219,8 +219,8 @@ class StateDictMethods:
                               f"object from checkpoint but received {type(incoming)}")
                 continue
             if not _is_placeholder(current) and not _is_placeholder(incoming) and current.ndim == 0 \
-                    and incoming.ndim == 1 and len(incoming):
-                # PyTorch's reading of old checkpoints that saved a scalar as a vector: its first element
+                    and incoming.shape == (1,):
+                # PyTorch's reading of old checkpoints that saved a scalar as a one-element vector
                 incoming = incoming[0] if isinstance(incoming, Tensor) else np.asarray(incoming[0])
             array = _as_array(incoming)
             # a placeholder's shape raises PyTorch's error for loading it into a materialized tensor

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from actorgrad.amp.autocast import autocast_call
 from actorgrad.creation import empty, zeros
 from actorgrad.nn import functional as F
 from actorgrad.nn import init
@@ -23,12 +24,15 @@ from actorgrad.nn.parameter import Parameter
 from actorgrad.nn.recurrent_checks import _check_cell_hidden, _lstm_states
 from actorgrad.nn.recurrent_steps import (
     _MODES,
+    CELL_OPS,
     State,
     _gru_step,
     _lstm_step,
     _relu_step,
     _run_steps,
     _tanh_step,
+    casts_whole,
+    cell_step,
 )
 from actorgrad.nn.utils.rnn import PackedSequence
 from actorgrad.ops.indexing import index_select
@@ -79,9 +83,9 @@ class RNNCellBase(Module):
             text += f", nonlinearity={self.nonlinearity}"
         return text
 
-    def _run(self, input: Tensor, hx: State | None, step: Callable[..., State] | None) -> State:
+    def _run(self, input: Tensor, hx: State | None, step: Callable[..., State] | None, op: str) -> State:
         """One step on a batched or unbatched `input`, with PyTorch's checks in its order; `hx` None is a zero
-        state, `step` None an RNNCell's unknown nonlinearity."""
+        state, `step` None an RNNCell's unknown nonlinearity; `op` is PyTorch's cell op, which autocast reads."""
         name = type(self).__name__
         if input.dim() not in (1, 2):
             raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
@@ -103,7 +107,7 @@ class RNNCellBase(Module):
             hx = tuple(h.unsqueeze(0) for h in hx)
         for index, h in enumerate(hx):
             _check_cell_hidden(input, h, self.hidden_size, index)
-        out = step(F.linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh, self.bias_hh, None)
+        out = cell_step(op, step, input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return out if batched else tuple(h.squeeze(0) for h in out)
 
 
@@ -117,7 +121,7 @@ class RNNCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         step = {"tanh": _tanh_step, "relu": _relu_step}.get(self.nonlinearity)  # refused in forward, as PyTorch's
-        return self._run(input, None if hx is None else (hx,), step)[0]
+        return self._run(input, None if hx is None else (hx,), step, f"rnn_{self.nonlinearity}_cell")[0]
 
 
 class LSTMCell(RNNCellBase):
@@ -128,7 +132,7 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
-        return self._run(input, _lstm_states(hx, "lstm_cell"), _lstm_step)
+        return self._run(input, _lstm_states(hx, "lstm_cell"), _lstm_step, "lstm_cell")
 
 
 class GRUCell(RNNCellBase):
@@ -139,7 +143,7 @@ class GRUCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
-        return self._run(input, None if hx is None else (hx,), _gru_step)[0]
+        return self._run(input, None if hx is None else (hx,), _gru_step, "gru_cell")[0]
 
 
 # -- sequence layers -----------------------------------------------------------------------------------------
@@ -260,7 +264,7 @@ class RNNBase(Module):
         self._check_input(input)
         if input.size(0) == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
-        output, final = self._layers(input, self._checked_states(hx, input.size(1), input))
+        output, final = self._cast_layers(input, self._checked_states(hx, input.size(1), input))
         if not batched:
             return output.squeeze(1), tuple(h.squeeze(1) for h in final)
         return (output.transpose(0, 1) if self.batch_first else output), final
@@ -275,7 +279,7 @@ class RNNBase(Module):
             raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
         self._check_input(data)
         sizes = batch_sizes.tolist()
-        output, final = self._layers(data, self._checked_states(hx, sizes[0], data), sizes)
+        output, final = self._cast_layers(data, self._checked_states(hx, sizes[0], data), sizes)
         if unsorted_indices is not None:
             final = tuple(index_select(h, 1, unsorted_indices) for h in final)
         return PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices), final
@@ -303,17 +307,28 @@ class RNNBase(Module):
                 f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.size(-1)}"
             )
 
-    def _layers(self, input: Tensor, hx: State, batch_sizes: list[int] | None = None) -> tuple[Tensor, State]:
+    def _cast_layers(self, input: Tensor, hx: State, batch_sizes: list[int] | None = None) -> tuple[Tensor, State]:
+        """`_layers` with this module's weights. Under CUDA autocast PyTorch's cuDNN layers cast the input, states
+        and weights to float16, so the output and final states come out in it (LSTM and GRU too); on the CPU
+        only the linear maps inside cast, as in PyTorch's CPU layers."""
+        op = CELL_OPS[self.mode]
+        if casts_whole(op, input):
+            return autocast_call(self._layers, op, input, hx, self.all_weights, batch_sizes)
+        return self._layers(input, hx, self.all_weights, batch_sizes)
+
+    def _layers(self, input: Tensor, hx: State, weights: list[list[Tensor]],
+                batch_sizes: list[int] | None) -> tuple[Tensor, State]:
         """The layers over a (seq, batch, feature) input, or a packed one's (rows, feature) data and its
-        `batch_sizes`, from the initial states `hx`, each of shape (layers * directions, batch, size); returns the
-        last layer's output and the final states."""
+        `batch_sizes`, from the initial states `hx`, each of shape (layers * directions, batch, size), with each
+        (layer, direction)'s `weights` in all_weights' order; returns the last layer's output and the final
+        states."""
         directions = 2 if self.bidirectional else 1
         final: list[State] = []
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(directions):
                 index = layer * directions + direction
-                output, state = self._direction(input, tuple(h[index] for h in hx), index, direction == 1,
+                output, state = self._direction(input, tuple(h[index] for h in hx), weights[index], direction == 1,
                                                 batch_sizes)
                 outputs.append(output)
                 final.append(state)
@@ -322,10 +337,9 @@ class RNNBase(Module):
                 input = F.dropout(input, self.dropout, self.training)
         return input, tuple(stack([state[k] for state in final]) for k in range(len(hx)))
 
-    def _direction(self, input: Tensor, state: State, index: int, reverse: bool,
+    def _direction(self, input: Tensor, state: State, weights: list[Tensor], reverse: bool,
                    batch_sizes: list[int] | None) -> tuple[Tensor, State]:
-        """One layer in one direction, with the parameters of (layer, direction) number `index`."""
-        weights = [getattr(self, name) for name in self._all_weights[index]]
+        """One layer in one direction, with its parameters `weights`."""
         b_ih, b_hh = weights[2:4] if self.bias else (None, None)
         w_hr = weights[-1] if self.proj_size else None
         step = _MODES[self.mode][1]

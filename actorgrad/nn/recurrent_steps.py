@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from actorgrad.amp.autocast import POLICIES, autocast_call, autocast_state
 from actorgrad.nn import functional as F
 from actorgrad.ops.joining import cat
 from actorgrad.tensor import Tensor
@@ -40,6 +41,26 @@ def _gru_step(gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None, 
     z = (x_z + h_z).sigmoid()
     n = (x_n + r * h_n).tanh()
     return ((h - n) * z + n,)  # (1 - z) * n + z * h, in PyTorch's order of operations
+
+
+# PyTorch's cell op for each mode; CUDA autocast lists them, and casts its cuDNN sequence layers the same way.
+CELL_OPS = {"RNN_TANH": "rnn_tanh_cell", "RNN_RELU": "rnn_relu_cell", "LSTM": "lstm_cell", "GRU": "gru_cell"}
+
+
+def casts_whole(op: str, input: Tensor) -> bool:
+    """Whether autocast casts a recurrent op's input, states and weights together (it lists `op` for the input's
+    device type) rather than leaving the casts to the linear maps inside it."""
+    return autocast_state.get() is not None and op in POLICIES.get(input._device.type, ())
+
+
+def cell_step(op: str, step: Callable[..., State], input: Tensor, state: State, w_ih: Tensor, w_hh: Tensor,
+              b_ih: Tensor | None, b_hh: Tensor | None) -> State:
+    """One step of a cell Module as PyTorch's cell op `op` (rnn_tanh_cell, lstm_cell, gru_cell): where autocast
+    lists that op (CUDA) the states are cast with the input and weights, so they come out in autocast's dtype;
+    elsewhere (CPU) only the linear maps inside cast, and a state keeps its dtype where it meets theirs."""
+    if casts_whole(op, input):
+        return autocast_call(cell_step, op, op, step, input, state, w_ih, w_hh, b_ih, b_hh)
+    return step(F.linear(input, w_ih, b_ih), state, w_hh, b_hh, None)
 
 
 # mode: (gates per hidden unit, step, the names of its states in PyTorch's hidden-size errors)
