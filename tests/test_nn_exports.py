@@ -43,7 +43,8 @@ MODULES = {
     "pooling": "MaxPool1d AvgPool1d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveMaxPool1d AdaptiveMaxPool2d "
                "MaxPool3d AvgPool3d AdaptiveAvgPool3d AdaptiveMaxPool3d MaxUnpool1d MaxUnpool2d MaxUnpool3d "
                "LPPool1d LPPool2d LPPool3d",
-    "recurrent": "RNN LSTM GRU RNNCell LSTMCell GRUCell RNNBase RNNCellBase",
+    "recurrent": "RNN LSTM GRU RNNBase",
+    "recurrent_cells": "RNNCell LSTMCell GRUCell RNNCellBase",
     "attention": "MultiheadAttention",
     "transformer": "TransformerEncoderLayer TransformerEncoder TransformerDecoderLayer TransformerDecoder Transformer",
     "activation": "Hardshrink Softshrink RReLU Softmax2d",

@@ -149,7 +149,8 @@ from actorgrad.nn.pooling import (
     MaxUnpool2d,
     MaxUnpool3d,
 )
-from actorgrad.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from actorgrad.nn.recurrent import GRU, LSTM, RNN, RNNBase
+from actorgrad.nn.recurrent_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from actorgrad.nn.resampling import (
     Fold,
     PixelShuffle,

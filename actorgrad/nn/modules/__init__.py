@@ -30,6 +30,7 @@ from actorgrad.nn import (
     parameter_containers,
     pooling,
     recurrent,
+    recurrent_cells,
     resampling,
     transformer,
 )
@@ -79,7 +80,7 @@ _TABLE = {
 _SOURCES = (
     activation, adaptive, attention, bilinear, channel_shuffle, container, distance, dropout, embedding_bag, layers,
     lazy, legacy_modules, loss, module, module_hooks, normalization, padding_layers, parameter_containers, pooling,
-    recurrent, resampling, transformer,
+    recurrent, recurrent_cells, resampling, transformer,
 )
 
 
