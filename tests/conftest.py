@@ -196,6 +196,26 @@ class StressGraphs:
             trap.disarm()
 
 
+class Doubled(Function):
+    """Doubles its input in place and says so (mark_dirty)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+@pytest.fixture
+def doubled():
+    """A custom Function that doubles its input in place, marked dirty, named `Doubled` in PyTorch's messages."""
+    return Doubled
+
+
 @pytest.fixture
 def stress_graphs():
     """StressGraphs(seed, ...): random graphs with shared leaves, a shared subgraph and fault injection points."""

@@ -22,20 +22,6 @@ def values(t):
     return t.detach().numpy()
 
 
-class Doubled(Function):
-    """Doubles its input in place and says so (mark_dirty)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        x.mul_(2)
-        ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
-
-
 class Cube(Function):
     """x**3, saving its input and its output; the gradient 3 * y / x reads both."""
 
@@ -96,21 +82,21 @@ def test_set_grad_enabled_inside_inference_mode_records_nothing_and_is_undone_on
 # custom Functions: mark_dirty
 
 
-def test_mark_dirty_counts_one_more_version_as_pytorch():
+def test_mark_dirty_counts_one_more_version_as_pytorch(doubled):
     x = leaf()
     h = x * 1
-    y = Doubled.apply(h)
+    y = doubled.apply(h)
     assert y is h and h._version == 2  # mul_ once, then mark_dirty once more
     free = ag.tensor([1.0, 2.0])
-    Doubled.apply(free)
+    doubled.apply(free)
     assert free._version == 2 and np.array_equal(values(free), [2.0, 4.0])
 
 
-def test_a_tensor_saved_before_mark_dirty_reports_both_versions_and_the_function():
+def test_a_tensor_saved_before_mark_dirty_reports_both_versions_and_the_function(doubled):
     x = leaf()
     h = x * 1
     z = h * h
-    Doubled.apply(h)
+    doubled.apply(h)
     message = "which is output 0 of Doubled, is at version 2; expected version 0 instead"
     with pytest.raises(RuntimeError, match=message):
         z.sum().backward()
@@ -154,11 +140,11 @@ def test_mark_dirty_of_a_tensor_that_is_not_an_input_warns():
     assert np.array_equal(values(x.grad), [2.0, 2.0, 2.0])
 
 
-def test_retain_grad_follows_a_tensor_marked_dirty():
+def test_retain_grad_follows_a_tensor_marked_dirty(doubled):
     x = leaf()
     h = x * 1
     h.retain_grad()
-    y = Doubled.apply(h)
+    y = doubled.apply(h)
     assert h.retains_grad
     (y * 3).sum().backward()
     assert np.array_equal(values(h.grad), [3.0, 3.0, 3.0])  # d(3y)/dy: h is y now

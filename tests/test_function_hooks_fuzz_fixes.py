@@ -116,27 +116,13 @@ def test_a_non_tensor_gradient_for_an_input_that_needs_none_is_refused_too(bad):
         Bad.apply(x, ag.tensor([3.0, 4.0])).sum().backward()
 
 
-class DoubleDirty(ag.autograd.Function):
-    """Doubles its input in place and returns it, marked dirty."""
-
-    @staticmethod
-    def forward(ctx, x):
-        x.mul_(2)
-        ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
-
-
 @pytest.mark.parametrize("leaf", [True, False])
-def test_under_no_grad_a_dirty_input_that_requires_grad_comes_back_without_history(leaf):
+def test_under_no_grad_a_dirty_input_that_requires_grad_comes_back_without_history(leaf, doubled):
     a = ag.ones(3, requires_grad=True)
     x = a if leaf else a.clone()
     history = x.grad_fn
     with ag.no_grad():
-        y = DoubleDirty.apply(x)
+        y = doubled.apply(x)
     assert y is not x and not y.requires_grad and y.grad_fn is None and y.is_leaf
     assert x.grad_fn is history and x.requires_grad  # the input keeps its own history
     np.testing.assert_array_equal(y.numpy(), [2.0, 2.0, 2.0])
@@ -145,11 +131,11 @@ def test_under_no_grad_a_dirty_input_that_requires_grad_comes_back_without_histo
     np.testing.assert_array_equal(y.numpy(), [3.0, 3.0, 3.0])
 
 
-def test_a_dirty_input_that_needs_no_grad_comes_back_as_itself():
+def test_a_dirty_input_that_needs_no_grad_comes_back_as_itself(doubled):
     x = ag.ones(3)
-    assert DoubleDirty.apply(x) is x
+    assert doubled.apply(x) is x
     with ag.no_grad():
-        assert DoubleDirty.apply(x) is x
+        assert doubled.apply(x) is x
     np.testing.assert_array_equal(x.numpy(), [4.0, 4.0, 4.0])
 
 

@@ -39,9 +39,9 @@ def _checked_sizes(op: str, positional: tuple, keyword: Any, name: str) -> tuple
     where = "" if keyword is not None else " (position 1)"
     if keyword is None and not positional:
         raise TypeError(f'{op}() missing 1 required positional arguments: "{name}"')
-    if keyword is None and len(positional) > 1 or _one_int(positional[0] if keyword is None else None):
-        sizes = positional
-    else:
+    if keyword is None and (len(positional) > 1 or _one_int(positional[0])):
+        sizes = positional  # separate ints
+    else:  # one sequence, as the keyword or the only positional
         sizes = positional[0] if keyword is None else keyword
         if not isinstance(sizes, _SEQUENCES):
             raise TypeError(f"{op}(): argument '{name}'{where} must be tuple of ints, not {type_name(sizes)}")
