@@ -12,7 +12,8 @@ from actorgrad.creation_args import check_device, dtype_or, leaf_on
 from actorgrad.default_dtype import default_float
 from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device
-from actorgrad.tensor import Tensor
+from actorgrad.ops.operands import not_implemented
+from actorgrad.tensor import Tensor, bool_
 from actorgrad.tensor_construction import new_leaf
 from actorgrad.user_warnings import warn
 
@@ -53,6 +54,8 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = No
     if len(size) != len(stride):
         raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of strides "
                            f"({len(stride)})")
+    if 0 not in size and any(s < 0 and n > 1 for n, s in zip(size, stride)):  # would reach before the storage
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and strides={list(stride)}")
     resolved = dtype_or(dtype, default_float())
     extent = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
     where = as_device(device) if device is not None else None
@@ -130,12 +133,14 @@ def range(start: Any, end: Any, step: Any = 1, *, dtype: Any = None, device: Any
     warn("torch.range is deprecated and will be removed in a future release because its behavior is inconsistent "
          "with Python's range builtin. Instead, use torch.arange, which produces values in [start, end).")
     check_device(device)
+    resolved = dtype_or(dtype, default_float())
+    if resolved == bool_ or resolved.kind == "c":
+        raise not_implemented("range_cpu", resolved)
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     count = math.floor((end - start) / step) + 1
-    resolved = dtype_or(dtype, default_float())
     values = start + step * np.arange(count, dtype=np.float64 if resolved.kind in "fc" else np.int64)
     return leaf_on(values.astype(resolved), requires_grad, device)
 

@@ -3,6 +3,8 @@ only torch.special has (ndtr, erfcx, the Bessel and Airy functions, the orthogon
 
 from __future__ import annotations
 
+from typing import Any
+
 from actorgrad.ops.arithmetic_unary import sigmoid as expit
 from actorgrad.ops.gamma import special_digamma as digamma
 from actorgrad.ops.gamma import special_erfinv as erfinv
@@ -10,6 +12,7 @@ from actorgrad.ops.gamma import special_gammaln as gammaln
 from actorgrad.ops.gamma import special_multigammaln as multigammaln
 from actorgrad.ops.gamma import special_polygamma as polygamma
 from actorgrad.ops.gamma import special_psi as psi
+from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.orthogonal_polynomials import (
     chebyshev_polynomial_t,
     chebyshev_polynomial_u,
@@ -24,6 +27,7 @@ from actorgrad.ops.orthogonal_polynomials import (
     shifted_chebyshev_polynomial_v,
     shifted_chebyshev_polynomial_w,
 )
+from actorgrad.ops.out_arguments import CASTABLE, EXACT, give_out_by_rules
 from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.ops.reductions import log_softmax, logsumexp, softmax
 from actorgrad.ops.rounding import special_round as round
@@ -61,4 +65,35 @@ __all__ = [
     "xlog1py", "xlogy", "zeta",
 ]
 
+
+
+def _floating_out(op: str, result: Any, out: Any, operands: tuple) -> str | None:
+    """logsumexp's `out`: any floating or complex dtype."""
+    return None if out.kind in "fc" else (
+        f"logsumexp(): Expected floating point type for result tensor, but got: {SCALAR_NAMES[out]}")
+
+
+# The functions without a derivative (PyTorch writes them into `out` beside arguments that require grad) and the
+# aliases, whose refusal of autograd through `out=` names the kernel they run as; the rest are special_* kernels.
+NO_DERIVATIVE = (
+    "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t", "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v", "chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p", "modified_bessel_i0", "modified_bessel_i1",
+    "modified_bessel_k0", "modified_bessel_k1", "ndtr", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+    "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "spherical_bessel_j0",
+)
+KERNEL_NAMES: dict[str, str | None] = {
+    "digamma": "digamma", "erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "exp2": "exp2", "expit": "sigmoid",
+    "expm1": "expm1", "gammainc": "igamma", "gammaincc": "igammac", "gammaln": "lgamma", "i0": "i0",
+    "log1p": "log1p", "logit": "logit", "logsumexp": "logsumexp", "multigammaln": "mvlgamma",
+    "polygamma": "polygamma", "psi": "digamma", "round": "round", "sinc": "sinc", "xlogy": "xlogy",
+    **dict.fromkeys(NO_DERIVATIVE, None),
+}
+OUT_RULES = {
+    **{name: CASTABLE for name in __all__ if name not in ("log_softmax", "softmax")},  # PyTorch's take no `out`
+    "round": EXACT, "logsumexp": _floating_out,
+}
+
 check_tensor_arguments(globals(), __all__, "special_")
+give_out_by_rules(globals(), OUT_RULES, "special_", KERNEL_NAMES)  # after the check: `out=` wraps the checked names

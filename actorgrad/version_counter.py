@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from actorgrad.grad_mode import INFERENCE, INFERENCE_INPLACE, _inference_mode
 
@@ -54,12 +54,41 @@ DETACHED_SAVED = (
 )
 
 
+# Views PyTorch makes with a creation mode other than the default (its CreationMeta), by id, as `detached_in_place`:
+# NO_GRAD for a view made in no_grad mode, MULTI_OUTPUT for a piece of split, chunk or unbind made without a history
+# (of a tensor that did not require grad), and a view made from either takes its mode. An in-place change through
+# one that needs a gradient is refused, and so is its history once its base changed that way. A view made with grad
+# mode on of a tensor that did not require grad has no history either, but the default mode: its history is read out
+# of its base's after a change. (A piece with a history is known by its node, MULTI_OUTPUT_VIEWS.)
+NO_GRAD, MULTI_OUTPUT = "no_grad", "multi_output"
+creation_modes: dict[int, tuple[weakref.ref, str]] = {}
+
+
+def mark_creation_mode(t: Tensor, mode: str) -> None:
+    """Record that the view `t` was made in creation `mode` (NO_GRAD or MULTI_OUTPUT)."""
+    key = id(t)
+    creation_modes[key] = (weakref.ref(t, lambda _, key=key: creation_modes.pop(key, None)), mode)
+
+
 def mark_detached(t: Tensor) -> None:
     """Record that a non-leaf `t` was detached in place, as a change that sends nodes recorded before it to their
     check of saved values (a new stamp), where its entry here refuses it."""
     stamp = last_change[0] = last_detach[0] = next(_stamps)
     key = id(t)
     detached_in_place[key] = (weakref.ref(t, lambda _, key=key: detached_in_place.pop(key, None)), stamp)
+
+
+def move_saved_versions(node: Any, old: VersionCounter, new: VersionCounter) -> None:
+    """Make `node` check the values it saved under the counter `old` against `new`, from its current version: an
+    in-place op's node saves its result (sigmoid_, exp_ ...), whose values were written into the changed tensor,
+    so, as in PyTorch, a later change of that tensor makes the node refuse to run."""
+    versions = list(node.versions)
+    moved = {id(value) for value in versions[::2] if value._vc is old}  # a value may be saved for several inputs
+    for i in range(0, len(versions), 2):
+        if id(versions[i]) in moved:
+            versions[i]._vc = new
+            versions[i + 1] = new.value
+    node.versions = tuple(versions)
 
 
 def refuse_inference_change(t: Tensor) -> None:

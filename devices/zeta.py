@@ -48,7 +48,8 @@ def _hurwitz(xp: Any, s: Any, q: Any) -> Any:
 
 def zeta(xp: Any, s: Any, q: Any) -> Any:
     """zeta(s, q) of two arrays, elementwise with broadcasting, in float64. As PyTorch: inf at s = 1 and at
-    q = 0 or a negative integer, NaN for s < 1 and for q < 0 with s not an integer, zeta(inf, q) inf for q < 1.
+    q = 0 or a negative integer (whatever s > 1), NaN for s < 1 and for another q < 0 with s not an integer,
+    zeta(inf, q) inf for q < 1.
     Beyond PyTorch, which gives NaN there, the limits zeta(s, inf) = 0, zeta(inf, 1) = 1 and zeta(inf, q > 1) = 0."""
     s, q = xp.broadcast_arrays(xp.asarray(s, dtype=xp.float64), xp.asarray(q, dtype=xp.float64))
     with np.errstate(all="ignore"):
@@ -68,6 +69,6 @@ def zeta(xp: Any, s: Any, q: Any) -> Any:
             out = xp.where(negative, (out + sign * rest[0]) - sign * rest[1], out)
         out = xp.where(s == xp.inf, xp.where(q > 1, 0.0, xp.where(q == 1, 1.0, xp.inf)), out)
         out = xp.where((q <= 0) & (q == xp.floor(q)), xp.inf, out)
-        out = xp.where((q < 0) & ~whole_s, xp.nan, out)
+        out = xp.where((q < 0) & (q != xp.floor(q)) & ~whole_s, xp.nan, out)
         out = xp.where(xp.isnan(q) | (s < 1) | xp.isnan(s), xp.nan, out)
         return xp.where(s == 1, xp.inf, out)

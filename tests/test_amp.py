@@ -102,7 +102,11 @@ def test_lower_precision_list_runs_in_the_autocast_dtype_on_cpu(name):
 def test_float32_list_runs_in_float32_on_cpu(name):
     with ag.autocast("cpu", dtype=F16):
         assert CPU_FP32[name](half).dtype == F32
-    assert CPU_FP32[name](half).dtype == F16
+    if name == "multi_margin_loss":  # outside autocast PyTorch's CPU kernel refuses float16
+        with pytest.raises(NotImplementedError, match="not implemented for 'Half'"):
+            CPU_FP32[name](half)
+    else:
+        assert CPU_FP32[name](half).dtype == F16
 
 
 @pytest.mark.parametrize("name", list(CPU_UNLISTED))

@@ -104,8 +104,7 @@ def test_float16_adaptive_avg_pool2d_is_the_exact_mean_rounded_once(outs):
 @pytest.mark.parametrize("pool, shape, kwargs, windows", [
     (F.avg_pool2d, (2, 3, 9, 8), {"kernel_size": 3}, (3, 3)),
     (F.avg_pool1d, (2, 3, 12), {"kernel_size": 3}, (3,)),
-    (F.avg_pool3d, (1, 2, 6, 6, 6), {"kernel_size": 3}, (3, 3, 3)),
-])
+])  # avg_pool3d has no float16 CPU kernel in PyTorch (tests/test_conv_pool_loss_fuzz_fixes.py)
 def test_float16_avg_pool_is_the_exact_mean_rounded_once(pool, shape, kwargs, windows):
     x = (np.random.default_rng(5).standard_normal(shape) * 8).astype(np.float16)  # fixed: exact comparison
     out = pool(ag.tensor(x), **kwargs)

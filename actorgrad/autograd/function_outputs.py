@@ -8,7 +8,8 @@ from typing import Any
 
 from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.grad_mode import no_grad
-from actorgrad.ops.inplace_recording import CUSTOM_FUNCTION, CUSTOM_FUNCTION_VIEWS, MULTI_OUTPUT, rebase_view
+from actorgrad.ops.inplace_messages import CUSTOM_FUNCTION, MULTI_OUTPUT
+from actorgrad.ops.inplace_recording import CUSTOM_FUNCTION_VIEWS, rebase_view
 from actorgrad.ops.record import share_if_view
 from actorgrad.saved_tensors import INPUT, Packed, packing_node
 from actorgrad.tensor import Tensor

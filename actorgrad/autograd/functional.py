@@ -199,6 +199,16 @@ def _check_forward_mode(inputs: Any, create_graph: bool, strict: bool, vectorize
         check_floating_dual(x, "primal")
 
 
+def _refuse_complex_rows(outputs: tuple) -> None:
+    """PyTorch's row loop (reverse mode, `vectorize=False`) takes each output element's gradient without a seed,
+    which a complex element refuses (its batched, vectorized path seeds one-hot vectors, as actorgrad's loop does)."""
+    for out in outputs:
+        if out is not None and out.requires_grad and out.numel() and out.is_complex():
+            raise RuntimeError(
+                f"grad can be implicitly created only for real scalar outputs but got actorgrad.{out.dtype}"
+            )
+
+
 def jacobian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool, vectorize: bool,
                    strategy: str) -> Steps:
     if strategy not in ("forward-mode", "reverse-mode"):
@@ -217,6 +227,8 @@ def jacobian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool
         if strategy == "forward-mode":
             result = yield from _jacobian_columns(outputs, inputs, strict)
         else:
+            if not vectorize:
+                _refuse_complex_rows(outputs)
             result = yield from _jacobian_rows(outputs, inputs, create_graph, strict)
     return unpack(postprocess(result, create_graph), (is_outputs_tuple, is_inputs_tuple))
 
@@ -241,6 +253,8 @@ def hessian_steps(func: Callable, inputs: Any, create_graph: bool, strict: bool,
         if outer_jacobian_strategy == "forward-mode":
             result = yield from _jacobian_columns(gradients, inputs, strict)
         else:
+            if not vectorize:
+                _refuse_complex_rows(gradients)
             result = yield from _jacobian_rows(gradients, inputs, create_graph, strict)
     return unpack(postprocess(result, create_graph), (is_inputs_tuple, is_inputs_tuple))
 

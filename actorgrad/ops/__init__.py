@@ -7,9 +7,11 @@ that a Tensor argument is one) and its Tensor methods in `METHODS`; a new family
 
 from importlib import import_module
 
+from actorgrad.ops.index_out import INDEX_OUT
 from actorgrad.ops.linalg_out import PRODUCTS
 from actorgrad.ops.out_arguments import OUT_DTYPE_RULES, SEVERAL_OUTPUTS, give_out_by_rules
 from actorgrad.ops.public_names import check_tensor_arguments
+from actorgrad.ops.reduction_out import give_reduction_out
 from actorgrad.tensor import Tensor
 
 FAMILY_NAMES = (
@@ -103,3 +105,5 @@ check_tensor_arguments(globals(), __all__)
 give_out_by_rules(globals(), OUT_DTYPE_RULES)  # after the check: `out=` wraps the checked names
 give_out_by_rules(globals(), PRODUCTS)  # the matrix products' `out=`
 give_out_by_rules(globals(), SEVERAL_OUTPUTS)  # `out=(values, indices)` of max, sort ...
+give_out_by_rules(globals(), INDEX_OUT)  # gather, scatter, searchsorted ...
+give_reduction_out(globals())  # sum, cumsum, amax, cat, stack ...

@@ -28,12 +28,12 @@ from actorgrad.tensor import Tensor
 def _adaptive_sizes(op: str, x: Any, output_size: Any, count_error: str) -> tuple[int, int]:
     """The output's (height, width): an int for both, or a pair whose None keeps the input's size; checked, with
     the input, in PyTorch's order."""
-    sizes = [output_size] * 2 if isinstance(output_size, int) else list(output_size)
+    sizes = _with_defaults(output_size, x.shape)
+    sizes = [sizes] * 2 if isinstance(sizes, int) else list(sizes)
     if len(sizes) != 2:
         raise RuntimeError(count_error)
     if x.ndim not in (3, 4):
         raise RuntimeError(f"{op}(): Expected 3D or 4D tensor, but got{':' if 'max' in op else ''} {list(x.shape)}")
-    sizes = [x.shape[-2 + i] if n is None else n for i, n in enumerate(sizes)]
     if min(sizes) < 0:
         raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 but received "
                            f"{{{sizes[0]}, {sizes[1]}}}")

@@ -208,6 +208,8 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
             f"{input.ndim} dimensions for input, and {indices.ndim} dimensions for indices"
         )
     d = single_dim(dim, input.ndim, "take_along_dim")
+    if input.ndim == 0:  # PyTorch reads the 0-dim input's size along dim
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
     common = []
     for k, (a, b) in enumerate(zip(input.shape, indices.shape)):
         if k != d and a != b and 1 not in (a, b):

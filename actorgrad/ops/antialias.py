@@ -66,6 +66,8 @@ def antialiased(input: Tensor, mode: str, sizes: list[int], scales: list, align_
     opmath = input.dtype.type
     out = input
     for d in reversed(range(len(sizes))):
+        if input.shape[2 + d] == sizes[d]:  # PyTorch's kernel leaves a dim of unchanged size alone, whatever its scale
+            continue
         step = _scale(opmath, input.shape[2 + d], sizes[d], scales[d], align_corners)
         out = _resample_dim(out, 2 + d, *_taps(mode, opmath, input.shape[2 + d], sizes[d], step))
-    return out
+    return input.clone() if out is input else out

@@ -21,7 +21,8 @@ from actorgrad.ops.activations import logsigmoid
 from actorgrad.ops.arithmetic import mul
 from actorgrad.ops.loss_arguments import REDUCTIONS, legacy_reduction, refuse_grad, resolve_reduction
 from actorgrad.ops.operands import SCALAR_NAMES
-from actorgrad.ops.record import Rule, record, same_device
+from actorgrad.ops.pool_gradients import input_dependent
+from actorgrad.ops.record import record, same_device
 from actorgrad.ops.reductions import log_softmax
 from actorgrad.ops.selection import where
 from actorgrad.tensor import Tensor
@@ -31,8 +32,15 @@ def _scaled(ops: Any, g: Any, coef: Any, kept_shape: tuple) -> Any:
     return ops.reshape(g, kept_shape) * coef
 
 
-NLL_LOSS = Rule("NllLossBackward0", (("coef", "kept_shape"), _scaled))
-NLL_LOSS_2D = Rule("NllLoss2DBackward0", *NLL_LOSS.grads)
+def _picked(ops: Any, gg: Any, coef: Any, kept_shape: tuple, grad_shape: tuple) -> Any:
+    """_scaled's adjoint: nll_loss of `gg`, the sum of gg * coef over each loss's classes."""
+    return ops.reshape(ops.sum_to(gg * coef, kept_shape), grad_shape)
+
+
+# As PyTorch's nll_loss_backward, the gradient is an op on the input too, with a zero derivative for it: under
+# create_graph the input's gradient requires grad, and a double backward gives zeros instead of failing.
+NLL_LOSS = input_dependent("NllLoss", ("coef", "kept_shape"), _scaled, _picked)
+NLL_LOSS_2D = input_dependent("NllLoss2D", ("coef", "kept_shape"), _scaled, _picked)
 
 
 def _check_class_target(x_shape: tuple, t_shape: tuple) -> None:
@@ -162,6 +170,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing <= 0.0:
         return loss
+    if weight is not None and target.dtype == np.uint8:  # PyTorch gathers the smoothing's weights by the target
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     x = input._data
     _, valid, picked = _class_targets(x, target, weight, ignore_index)
     classes = x.shape[axis]
@@ -223,8 +233,9 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
 
 
 def _margin_rows(name: str, input: Tensor) -> tuple[int, int]:
-    """The (samples, classes) of a margin loss's (N, C), (C,) or 0-d input."""
-    if input.dtype.kind != "f":
+    """The (samples, classes) of a margin loss's (N, C), (C,) or 0-d input (float16 only on CUDA: PyTorch's CPU
+    kernels of the two margin losses have none)."""
+    if input.dtype.kind != "f" or input.dtype == np.float16 and input._device.type != "cuda":
         raise NotImplementedError(f'"{name}" not implemented for \'{SCALAR_NAMES.get(input.dtype, input.dtype)}\'')
     if input.ndim > 2 or (input.ndim and input.shape[-1] == 0):
         raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "

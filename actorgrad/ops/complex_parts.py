@@ -89,9 +89,11 @@ def _angle_grad(ops: Any, g: Any, self: Any) -> Any:
     return _joined(ops, -scaled * y, scaled * x)
 
 
-def _polar_abs_grad(ops: Any, g: Any, other: Any) -> Any:
-    """d out / d abs = e^(i angle): the gradient is Re(conj(g) e^(i angle))."""
-    return _re(g) * ops.cos(other) + _im(g) * ops.sin(other)
+def _polar_abs_grad(ops: Any, g: Any, self: Any, other: Any) -> Any:
+    """d out / d abs = e^(i angle): the gradient is Re(conj(g) e^(i angle)); 0 where abs is 0, as PyTorch's
+    Re(conj(g) sgn(out)). (Where abs is negative, outside polar's domain, PyTorch's formula negates the derivative;
+    this keeps it.)"""
+    return ops.where(self == 0, 0, _re(g) * ops.cos(other) + _im(g) * ops.sin(other))
 
 
 def _polar_angle_grad(ops: Any, g: Any, self: Any, other: Any) -> Any:
@@ -105,7 +107,7 @@ CONJ = Rule("ConjBackward0", ((), _conjugated))
 CONJ_PHYSICAL = Rule("ConjPhysicalBackward0", ((), _conjugated))
 ANGLE = Rule("AngleBackward0", (("self",), _angle_grad))
 ANGLE_OF_REAL = Rule("AngleBackward0", ((), zeros_grad))
-POLAR = Rule("PolarBackward0", (("other",), _polar_abs_grad), (("self", "other"), _polar_angle_grad),
+POLAR = Rule("PolarBackward0", (("self", "other"), _polar_abs_grad), (("self", "other"), _polar_angle_grad),
              broadcasts=True)
 COMPLEX = Rule("ComplexBackward0", ((), lambda ops, g: _re(g)), ((), lambda ops, g: _im(g)), broadcasts=True)
 
@@ -237,6 +239,8 @@ def _real_pair(op: str, first: Tensor, second: Tensor, names: tuple[str, str]) -
         raise RuntimeError(f"Expected object of scalar type {_NAMES[a.dtype]} but got scalar type {_NAMES[b.dtype]} "
                            "for second argument")
     if a.dtype.itemsize < 4:
+        if op == "polar":  # PyTorch's complex makes a complex32 tensor, its polar has no Half kernel
+            raise NotImplementedError(f"\"polar_{first._device.type}\" not implemented for 'Half'")
         raise RuntimeError(f"{op}: actorgrad has no complex dtype for Half inputs (complex32); use float or double")
     device = common_device((first, second))
     try:

@@ -52,8 +52,10 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
             hinge_embedding_loss, "hinge_embedding_loss", input, target, margin, size_average, reduce, reduction
         )
     reduction = resolve_reduction(size_average, reduce, reduction)
-    below_margin = where(target != 1, (margin - input).clamp_min(0), 0.0)
-    return reduce_losses(below_margin + where(target != -1, input, 0.0), reduction)
+    # PyTorch fills the margin into a tensor like the input: an integer input truncates it and keeps its dtype
+    margins = Tensor(input._device.xp.full(input.shape, margin, input.dtype), device=input._device)
+    below_margin = where(target != 1, (margins - input).clamp_min(0), 0)
+    return reduce_losses(below_margin + where(target != -1, input, 0), reduction)
 
 
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
@@ -63,9 +65,9 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
         return autocast_call(soft_margin_loss, "soft_margin_loss", input, target, size_average, reduce, reduction)
     reduction = resolve_reduction(size_average, reduce, reduction)
     refuse_grad("soft_margin_loss", "target", target)
-    if input.dtype.kind != "f":
-        dtype = result_type(input, target)
-        raise RuntimeError(f"result type {SCALAR_NAMES[dtype] if dtype.kind == 'f' else 'Float'} can't be cast to "
+    dtype = result_type(input, target)
+    if input.dtype.kind != "f" or dtype.kind == "c":  # a complex target too: its loss cannot be cast into the input's
+        raise RuntimeError(f"result type {SCALAR_NAMES[dtype] if dtype.kind in 'fc' else 'Float'} can't be cast to "
                            f"the desired output type {SCALAR_NAMES.get(input.dtype, input.dtype)}")
     broadcast_into(input.shape, target.shape)
     return reduce_losses((-input * target.to(input.dtype)).exp().log1p(), reduction)

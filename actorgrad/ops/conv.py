@@ -16,7 +16,7 @@ import numpy as np
 from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices.convolution import ConvGeometry, macs
 from actorgrad.ops.linalg import MACS_PER_NS, TYPE_META_NAMES
-from actorgrad.ops.operands import SCALAR_NAMES, type_name
+from actorgrad.ops.operands import SCALAR_NAMES, result_type, type_name
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn_once
@@ -188,11 +188,11 @@ def _geometry(dims: int, x: Any, w: Any, bias: Any, stride: Any, padding: Any, d
         stride, pads, dilation = [1, *stride], [(0, 0), *pads], [1, *dilation]
     if 0 in dilation:  # the kernels' own check (a 1-d conv's on its 2-d parameters)
         raise RuntimeError(f"dilation should be greater than zero, but got {dilation}")
-    if w.dtype != x.dtype:
-        raise RuntimeError(f"expected scalar type {SCALAR_NAMES[x.dtype]} but found {SCALAR_NAMES[w.dtype]}")
-    if x.dtype == np.bool_:
+    if x.dtype == np.bool_:  # the kernel's dtype dispatch comes before its weight check
         kernel = "compute_columns3d" if dims == 3 else "slow_conv2d_cpu"
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+    if w.dtype != x.dtype:
+        raise RuntimeError(f"expected scalar type {SCALAR_NAMES[x.dtype]} but found {SCALAR_NAMES[w.dtype]}")
     return ConvGeometry(tuple(stride), tuple(pads), tuple(dilation), groups)  # type: ignore[arg-type]
 
 
@@ -285,6 +285,24 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
 
 
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+def _check_transposed_bias(dims: int, input: Tensor, bias: Tensor) -> None:
+    """PyTorch's transposed convolutions take a bias of another dtype only in 1-d and 2-d, and only into a float32,
+    float64 or integer output that can hold the sum (their kernel adds the bias in place)."""
+    x, b = input._data.dtype, bias._data.dtype
+    if x == np.float16 or x.kind == "c":
+        raise RuntimeError(f"Input type ({TYPE_META_NAMES.get(x, x)}) and bias type ({TYPE_META_NAMES.get(b, b)}) "
+                           "should be the same")
+    if dims == 3:
+        raise RuntimeError(f"expected scalar type {SCALAR_NAMES[x]} but found {SCALAR_NAMES.get(b, b)}")
+    promoted = result_type(input, bias)
+    if _CATEGORY[promoted.kind] > _CATEGORY[x.kind]:
+        raise RuntimeError(f"result type {SCALAR_NAMES[promoted]} can't be cast to the desired output type "
+                           f"{SCALAR_NAMES[x]}")
+
+
 def _conv_transpose(dims: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
                     output_padding: Any, groups: int, dilation: Any) -> Tensor:
     op = f"conv_transpose{dims}d"
@@ -298,6 +316,8 @@ def _conv_transpose(dims: int, input: Tensor, weight: Tensor, bias: Tensor | Non
     batched = input if x.ndim == dims + 2 else input.reshape(1, *x.shape)
     x = batched._data
     geo = _geometry(dims, x, w, bias, stride, padding, dilation, groups, output_padding)
+    if bias is not None and bias._data.dtype != x.dtype:
+        _check_transposed_bias(dims, input, bias)
     extra = _expanded(output_padding, "output_padding", dims, dims, op)
     sizes = zip(x.shape[2:], geo.stride[-dims:], geo.padding[-dims:], geo.dilation[-dims:], w.shape[2:], extra)
     shape = (x.shape[0], w.shape[1] * geo.groups, *[(n - 1) * s - 2 * p + d * (k - 1) + e + 1

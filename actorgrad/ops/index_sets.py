@@ -25,7 +25,7 @@ def _triangle_indices(op: str, row: int, col: int, offset: int, dtype: Any, devi
         if size < 0:
             raise RuntimeError(f"{name} must be non-negative, got{size}")
     dtype = np.dtype(dtype)
-    if dtype.kind not in "iu":
+    if dtype.kind != "i" or dtype.itemsize < 4:  # PyTorch's kernel has int32 and int64 only
         raise NotImplementedError(f"\"{op}\" not implemented for '{SCALAR_NAMES.get(dtype, dtype)}'")
     rows, cols = (np.tril_indices if op == "tril_indices" else np.triu_indices)(row, offset, col)
     return tensor(np.stack([rows, cols]).astype(dtype), device=device)

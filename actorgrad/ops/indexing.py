@@ -15,7 +15,7 @@ import numpy as np
 from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices import cpu
 from actorgrad.ops.index_parsing import checked_ints, host_copy, parse_index
-from actorgrad.ops.operands import checked_int, fitted_number, kernel_operands
+from actorgrad.ops.operands import SCALAR_NAMES, checked_int, fitted_number, kernel_operands
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
 from actorgrad.ops.shape import MASKED_GRAD, single_dim
@@ -183,11 +183,22 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {positions.size} value(s)")
     size = x.shape[dim] if x.ndim else 1
     if positions.size and (positions.min() < 0 or positions.max() >= size):
-        raise IndexError("index out of range in self")
+        raise _outside(x, dim, positions, size)
     if not x.ndim:
         return take_index(input.reshape(1), (), (positions,), INDEX_RULES["IndexSelectBackward0"]).reshape(())
     where = (slice(None),) * dim + (positions,)
     return take_index(input, (), where, INDEX_RULES["IndexSelectBackward0"])
+
+
+def _outside(x: Any, dim: int, positions: np.ndarray, size: int) -> Exception:
+    """index_select's error for a position outside [0, size): PyTorch's kernels for an empty input or one read along
+    dim 1, of several dims, word it their own way, naming the first such position."""
+    if x.ndim < 2 or (x.size and dim != 1):
+        return IndexError("index out of range in self")
+    if size == 0:
+        return RuntimeError("index_select(): self indexing axis dim should be positive")
+    first = positions[(positions < 0) | (positions >= size)][0]
+    return RuntimeError(f"INDICES element is out of DATA bounds, id={first} axis_dim={size}")
 
 
 def fill_value(value: Any, dtype: np.dtype) -> np.ndarray:
@@ -199,6 +210,20 @@ def fill_value(value: Any, dtype: np.dtype) -> np.ndarray:
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """A copy of the input with `value` where the mask holds."""
+    return refuse_integer_grad(masked_filled(input, mask, value))
+
+
+def refuse_integer_grad(result: Tensor) -> Tensor:
+    """`result`, unless it is an integer or bool tensor that requires grad (the fill value of masked_fill or
+    index_fill does): PyTorch refuses such a result, which could not carry a gradient. The in-place forms write it
+    out of the graph instead, as PyTorch's."""
+    if result.requires_grad and result._data.dtype.kind not in "fc":
+        raise RuntimeError(f"Autograd not support dtype: {SCALAR_NAMES[result._data.dtype]}")
+    return result
+
+
+def masked_filled(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     x = input._data
     m = mask._data if isinstance(mask, Tensor) else on_device(input, np.asarray(mask))
     if isinstance(mask, Tensor) and mask._device is not input._device:

@@ -21,11 +21,9 @@ from actorgrad.ops.arithmetic import add, mul, sub
 from actorgrad.ops.arithmetic_unary import exp, neg, relu, sigmoid, tanh
 from actorgrad.ops.casts import legacy_type
 from actorgrad.ops.index_parsing import parse_index
-from actorgrad.ops.indexing import KEPT_GRAD, fill_value, masked_fill, on_device, placed_index
+from actorgrad.ops.indexing import KEPT_GRAD, fill_value, masked_filled, on_device, placed_index
+from actorgrad.ops.inplace_messages import NO_GRAD_VIEW, NO_GRAD_VIEW_OF_VIEW, VIEW_OF_LEAF
 from actorgrad.ops.inplace_recording import (
-    NO_GRAD_VIEW,
-    NO_GRAD_VIEW_OF_VIEW,
-    VIEW_OF_LEAF,
     _check_grad_mode_view,
     _check_rebase,
     _differentiable,
@@ -76,6 +74,7 @@ COPY = Rule("torch::autograd::CopyBackwards", ((), zeros_grad), ((), None), broa
 _SETITEM_GRADS = (KEPT_GRAD, (("basic", "advanced", "value_shape"), _written_grad))
 COPY_SLICES = Rule("torch::autograd::CopySlices", *_SETITEM_GRADS)
 COPY_WHOLE = Rule("torch::autograd::CopyBackwards", *_SETITEM_GRADS)  # `x[...] = value`: PyTorch's copy_ into x
+FILL_WHOLE = Rule("FillBackward3", *_SETITEM_GRADS)  # the same with a zero-dim value (or a number)
 INDEX_PUT = Rule("IndexPutBackward0", *_SETITEM_GRADS)
 EXPANDED_WRITE = (
     "Use of {op} on expanded tensors is deprecated. Please clone() the tensor before performing this operation. This "
@@ -118,6 +117,11 @@ def abs_(self: Tensor) -> Tensor:
     return write_in_place(self, abs, (), True)
 
 
+def sgn_(self: Tensor) -> Tensor:
+    """sgn written in place; a complex tensor's node keeps the input's values, as its gradient divides by |z|."""
+    return write_in_place(self, sgn, (), self._data.dtype.kind == "c")
+
+
 # -- filling and copying -------------------------------------------------------------------------------------------
 def zero_(self: Tensor) -> Tensor:
     """Zeros written in place; as in PyTorch, this (and fill_ with a number) may fill an expanded tensor."""
@@ -136,7 +140,8 @@ def fill_(self: Tensor, value: Any) -> Tensor:
     if value._device is not self._device:  # from another device, as PyTorch: its gradient goes back there
         value = value.to(self._device)
     return write_in_place(
-        self, lambda s: record(FILL_TENSOR, np.full_like(s._data, value._data), (s, value)), (value,), False
+        self, lambda s: record(FILL_TENSOR, np.full_like(s._data, value._data), (s, value)), (value,), False,
+        sharing="none",
     )
 
 
@@ -151,7 +156,7 @@ def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
     if overlapping and isinstance(mask, Tensor) and mask.dtype == np.bool_ and _broadcasts_to(mask.shape, self.shape):
         warn(EXPANDED_WRITE.format(op="masked_fill_", example="[mask] = scalar"))
         mask = Tensor(spread_over_repeats(mask._data, self._data), device=mask._device)
-    return write_in_place(self, lambda s: masked_fill(s, mask, value), (value,), False, overlapping)
+    return write_in_place(self, lambda s: masked_filled(s, mask, value), (value,), False, overlapping, "none")
 
 
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
@@ -161,8 +166,6 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
         src = _number_source(src, self._data.dtype)
     if src._device is not self._device:  # a copy across devices; its gradient goes back through ToCopyBackward0
         src = src.to(self._device)
-    elif self._vc is not None and src._vc is self._vc:  # src may lie in self's memory
-        check_partly_shared(self._data, src._data, False)
 
     def compute(s: Tensor) -> Tensor:
         try:
@@ -205,7 +208,8 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         if value._device is not self._device:
             value = value.to(self._device)  # as PyTorch, a tensor from another device is copied over
         values = value._data
-        if self._vc is not None and value._vc is self._vc:  # the value may lie in self's memory
+        if self._vc is not None and value._vc is self._vc and (values.ndim or puts and not _fills_mask(index, given)):
+            # the value may lie in self's memory; PyTorch fills with a zero-dim one, read as a number
             check_partly_shared(self._data[basic + (Ellipsis,)], values, puts)  # an array even for ints alone
     else:
         values = _written_number(self, value)
@@ -219,15 +223,13 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         ) from None
     if puts and values.dtype != self._data.dtype:
         _check_put_dtype(self, index, given)
-    grad_mode = _grad_enabled.get()
-    if grad_mode:
+    records = _grad_enabled.get() and (self.requires_grad or (_requires_grad(value) and _differentiable(self)))
+    if records:
+        view = _index_view(basic, self._data.shape)
         try:
             _check_grad_mode_view(self)
         except RuntimeError as error:
-            raise _through_view_error(self, _index_view(basic, self._data.shape), error) from None
-    records = grad_mode and (self.requires_grad or (_requires_grad(value) and _differentiable(self)))
-    if records:
-        view = _index_view(basic, self._data.shape)
+            raise _through_view_error(self, view, error) from None
         if view is not None and self._grad_fn is None and self._requires_grad:
             raise RuntimeError(VIEW_OF_LEAF)  # PyTorch writes through self[index], a view of the leaf
         try:
@@ -247,7 +249,9 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         keep[basic] = False
     else:
         keep[basic][advanced] = False
-    rule = COPY_SLICES if view is not None else COPY_WHOLE if advanced is None else INDEX_PUT
+    fills = not values.ndim and self._data.ndim  # PyTorch's copy_ of a zero-dim value into more dims is a fill_
+    rule = COPY_SLICES if view is not None else INDEX_PUT if advanced is not None else FILL_WHOLE if fills \
+        else COPY_WHOLE
     positions = _view_positions(self)
     written_value = value if isinstance(value, Tensor) else Tensor(values, device=self._device)
     inputs = (_stand_in(self, False, positions), written_value)
@@ -327,8 +331,8 @@ def _through_view_error(self: Tensor, view: str | None, error: RuntimeError) -> 
     `self[index] = value` goes through: a view of a view made in no_grad mode, or of a piece of split ..."""
     if view is None:
         return error
-    if str(error) == NO_GRAD_VIEW:
-        return RuntimeError(NO_GRAD_VIEW_OF_VIEW.format(nr=0, name=view))
+    if str(error) == NO_GRAD_VIEW:  # the view has a history (a view of a view) only if self requires grad
+        return RuntimeError(NO_GRAD_VIEW_OF_VIEW.format(nr=0, name=view)) if self.requires_grad else error
     template = None if self._base is None else _view_template(self, self._base._grad_fn)
     if template is None:
         return error
@@ -356,6 +360,6 @@ METHODS = {
     "relu_": _unary_inplace(relu), "exp_": _unary_inplace(exp), "sigmoid_": _unary_inplace(sigmoid),
     "tanh_": _unary_inplace(tanh), "abs_": abs_, "absolute_": abs_,
     "neg_": _unary_inplace(neg), "negative_": _unary_inplace(neg), "sign_": _unary_inplace(sign),
-    "sgn_": _unary_inplace(sgn),
+    "sgn_": sgn_,
     "zero_": zero_, "fill_": fill_, "masked_fill_": masked_fill_, "copy_": copy_, "__setitem__": setitem,
 }

@@ -37,42 +37,34 @@ from actorgrad.devices import is_writeable
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.node import InputMetadata
 from actorgrad.ops.indexing import KEPT_GRAD, on_device
+from actorgrad.ops.inplace_messages import (
+    BASE_CHANGED,
+    LEAF,
+    MULTI_OUTPUT,
+    MULTI_OUTPUT_WITHOUT_HISTORY,
+    NO_GRAD_OF_VIEW_TEMPLATE,
+    NO_GRAD_TEMPLATE,
+    NO_GRAD_VIEW_OF_VIEW,
+    STALE_DTYPE_VIEW,
+    VIEW_OF_LEAF,
+)
 from actorgrad.ops.joining import MULTI_OUTPUT_VIEWS
-from actorgrad.ops.memory_overlap import has_internal_overlap, one_per_place, positions_in, writeable_region
+from actorgrad.ops.memory_overlap import (
+    check_operands_shared,
+    has_internal_overlap,
+    one_per_place,
+    positions_in,
+    writeable_region,
+)
 from actorgrad.ops.operands import SCALAR_NAMES, category
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
-from actorgrad.version_counter import bump_version, refuse_inference_change
-
-LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
-VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."
-# `what`: "is being modified inplace" (the view itself), or BASE_CHANGED (a later use of it, see `_invalidate`)
-NO_GRAD_TEMPLATE = (
-    "A view was created in no_grad mode and {what} with grad mode enabled. Given that this use case is ambiguous and "
-    "error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both "
-    "inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace "
-    "to be tracked)."
-)
-NO_GRAD_OF_VIEW_TEMPLATE = NO_GRAD_TEMPLATE.replace(
-    "A view was created", "Output {nr} of {name} is a view of a view which was created"
-)
-NO_GRAD_VIEW = NO_GRAD_TEMPLATE.format(what="is being modified inplace")
-NO_GRAD_VIEW_OF_VIEW = NO_GRAD_OF_VIEW_TEMPLATE.replace("{what}", "is being modified inplace")
-MULTI_OUTPUT = (
-    "Output {nr} of {name} is a view and {what}. This view is the output of a function that returns multiple "
-    "views. Such functions do not allow the output views to be modified inplace. You should replace the inplace "
-    "operation by an out-of-place one."
-)
-CUSTOM_FUNCTION = (
-    "Output {nr} of {name} is a view and {what}. This view was created inside a custom Function (or because an input "
-    "was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated "
-    "with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by "
-    "cloning the output of the custom Function."
-)
-BASE_CHANGED = "its base or another view of its base has been modified inplace"
-STALE_DTYPE_VIEW = (
-    "a view of its base as another dtype (view_as_real, view_as_complex, real, imag), made without a history, is used "
-    "after an in-place change of its base that needs a gradient; make the view again after the change"
+from actorgrad.version_counter import (
+    NO_GRAD,
+    bump_version,
+    creation_modes,
+    move_saved_versions,
+    refuse_inference_change,
 )
 
 # A base's history after a write through its view at `positions` (flat indices into the base).
@@ -127,12 +119,20 @@ def _differentiable(self: Tensor) -> bool:
     return self._data.dtype.kind in "fc"
 
 
+def _mode_template(view: Tensor) -> str | None:
+    """The error template for a view made in a creation mode that PyTorch refuses to change with a gradient
+    (version_counter.creation_modes), None for a view of the default mode."""
+    marked = creation_modes.get(id(view))
+    return None if marked is None else NO_GRAD_TEMPLATE if marked[1] == NO_GRAD else MULTI_OUTPUT_WITHOUT_HISTORY
+
+
 def _check_grad_mode_view(self: Tensor) -> None:
-    """Refuse, with grad mode on, an in-place change of a view made in no_grad mode from a tensor that requires
-    grad (it has no history of its own), as PyTorch does."""
-    base = self._base
-    if base is not None and self._grad_fn is None and base.requires_grad:
-        raise RuntimeError(NO_GRAD_VIEW)
+    """Refuse an in-place change that needs a gradient (grad mode on) of a view made in no_grad mode or a piece of
+    split made without a history (it has no history of its own), as PyTorch does, whether its base required grad
+    then or not."""
+    template = _mode_template(self) if self._grad_fn is None and self._base is not None else None
+    if template is not None:
+        raise RuntimeError(template.format(what="is being modified inplace"))
 
 
 def _check_rebase(self: Tensor) -> None:
@@ -142,6 +142,8 @@ def _check_rebase(self: Tensor) -> None:
     base = self._base
     if base is None:
         return
+    if base._grad_fn is None and base._requires_grad and self._data.dtype != base._data.dtype:
+        raise RuntimeError(VIEW_OF_LEAF)  # before actorgrad's own refusal of a view as another dtype (complex_parts)
     error = _view_error(self, base._grad_fn, "is being modified inplace")
     if error is not None:
         raise error
@@ -154,20 +156,9 @@ def _check_rebase(self: Tensor) -> None:
 
 def _cut_from_base(view: Tensor, base: Tensor) -> bool:
     """Whether `view` was made (with grad mode on) from a view taken in no_grad mode of its base, which requires
-    grad, maybe through further views: a node on its way back to the base's had no history for its input, so a
-    write could not reach the base's; PyTorch refuses it."""
-    node = view._grad_fn
-    if node is None or not base.requires_grad:
-        return False
-    stop = base._grad_fn
-    while node is not stop:
-        edges = node.next_functions
-        if not edges:  # the base's accumulator: the way back is whole
-            return False
-        node = edges[0][0]
-        if node is None:
-            return True
-    return False
+    grad, maybe through further views: its history does not reach the base's, so a write could not either;
+    PyTorch refuses it."""
+    return view._grad_fn is not None and base.requires_grad and _mode_template(view) is NO_GRAD_TEMPLATE
 
 
 def _view_error(view: Tensor, base_node: Any, what: str) -> RuntimeError | None:
@@ -210,8 +201,8 @@ def _no_grad_template(view: Tensor, base: Tensor) -> str | None:
     (None for any other): PyTorch refuses its history once its storage changed, as a write could not reach it."""
     if not base.requires_grad or view._requires_grad:  # a view that is a leaf of its own (a Parameter) has its own
         return None
-    if view._grad_fn is None:
-        return NO_GRAD_TEMPLATE
+    if view._grad_fn is None:  # None for a view made in grad mode before its base required grad
+        return _mode_template(view)
     return NO_GRAD_OF_VIEW_TEMPLATE if _cut_from_base(view, base) else None
 
 
@@ -361,17 +352,24 @@ def _move_history(t: Tensor, node: Any) -> None:
 
 
 def write_in_place(
-    self: Tensor, compute: Callable[[Tensor], Tensor], operands: tuple, saves_self: bool, overlapping: bool = False
+    self: Tensor, compute: Callable[[Tensor], Tensor], operands: tuple, saves_self: bool, overlapping: bool = False,
+    sharing: str = "partly",
 ) -> Tensor:
     """Run `compute` (the op out of place) and write its result into `self`, rebasing `self`'s history when the
     op needs a gradient. `saves_self`: the recorded node keeps `self`'s values, which must be copied first;
-    `overlapping`: the op may write an expanded tensor's repeated elements (its result is the same at each)."""
-    grad_mode = _grad_enabled.get()
-    if grad_mode:
-        _check_grad_mode_view(self)
-    records = grad_mode and (self.requires_grad or (any(_requires_grad(o) for o in operands) and _differentiable(self)))
+    `overlapping`: the op may write an expanded tensor's repeated elements (its result is the same at each).
+    `sharing`: which operands lying in self's memory PyTorch refuses: those lying there partly ("partly", its
+    elementwise kernels), any ("any": scatter_, index_add_, index_copy_), none ("none": a fill value, read as a
+    number)."""
+    records = _grad_enabled.get() and (
+        self.requires_grad or (any(_requires_grad(o) for o in operands) and _differentiable(self))
+    )
     if records:
+        _check_grad_mode_view(self)
         _check_rebase(self)
+    if sharing != "none":  # an operand may lie in self's memory (x += x[0])
+        check_operands_shared(self, operands, sharing == "any")
+    if records:
         positions = _view_positions(self)
         result = compute(_stand_in(self, saves_self, positions))
     else:
@@ -389,6 +387,8 @@ def write_in_place(
     _store(self, Ellipsis, data, overlapping)
     bump_version(self)
     if records:
+        if result._vc is not None:  # its node saved it, as `self` now: a later change of `self` is refused there
+            move_saved_versions(result._grad_fn, result._vc, self._vc)
         _rebase(self, result, positions)
     _invalidate_views(self)
     return self

@@ -16,11 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops.linalg_outputs import record_outputs
 from actorgrad.ops.operands import common_dtype, require_tensor_elements
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
+from actorgrad.version_counter import MULTI_OUTPUT, mark_creation_mode
 
 __all__ = ["cat", "chunk", "concat", "concatenate", "split", "stack", "unbind"]
 
@@ -187,6 +189,10 @@ def _marked(pieces: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
     node = pieces[0]._grad_fn
     if node is not None:
         MULTI_OUTPUT_VIEWS.add(node)
+    elif _grad_enabled.get():  # pieces without a history, which PyTorch knows by their creation mode
+        for piece in pieces:
+            if piece._base is not None:
+                mark_creation_mode(piece, MULTI_OUTPUT)
     return pieces
 
 

@@ -73,10 +73,25 @@ def check_partly_shared(region: Any, values: Any, puts: bool) -> None:
         return
     begin, other = _start(region), _start(values)
     end, other_end = begin + region.nbytes, other + values.nbytes
-    if begin == other and end == other_end and region.strides == values.strides and not puts:
+    if begin == other and end == other_end and _layout(region) == _layout(values) and not puts:
         return
     if begin < other_end and other < end:
         raise RuntimeError(PARTLY_SHARED)
+
+
+def check_operands_shared(target: Any, operands: tuple, same: bool) -> None:
+    """`check_partly_shared` of each tensor among `operands` on the storage of the tensor `target` (itself, or one
+    sharing its version counter); `same`: the very same memory is refused too (scatter_, index_add_ ...)."""
+    vc = target._vc
+    for operand in operands:
+        if operand is target or (vc is not None and getattr(operand, "_vc", None) is vc):
+            check_partly_shared(target._data, operand._data, same)
+
+
+def _layout(array: Any) -> tuple:
+    """The sizes and strides of `array`'s dims of more than one element: PyTorch drops a written value's leading
+    size-1 dims, and numpy's strides of size-1 dims are not PyTorch's."""
+    return tuple((n, stride) for n, stride in zip(array.shape, array.strides) if n != 1)
 
 
 def _start(array: Any) -> int:

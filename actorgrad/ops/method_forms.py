@@ -15,14 +15,15 @@ import numpy as np
 from actorgrad.devices import device as as_device
 from actorgrad.memory_formats import contiguous_format
 from actorgrad.ops.arithmetic import SUB, SUB_ALPHA, _binary, _scaled
+from actorgrad.ops.complex_parts import conj_physical
 from actorgrad.ops.dim_activations import prelu
+from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operand_checks import check_subtraction
 from actorgrad.ops.operands import SCALAR_NAMES, UnsupportedOperand, type_name
 from actorgrad.ops.record import Rule
 from actorgrad.ops.reductions import sum as summed
 from actorgrad.tensor import Tensor
 from actorgrad.tensor_construction import checked_numpy, copied_leaf, new_leaf
-from actorgrad.version_counter import bump_version, refuse_inference_change
 
 # The in-place methods PyTorch also has as functions of the tensor (nn's, such as relu_, live in nn.functional).
 IN_PLACE_FUNCTIONS = (
@@ -162,15 +163,10 @@ def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
 
 
 def _conj_physical_in_place(self: Tensor) -> Tensor:
-    """The conjugate written in place; a real tensor is its own (complex tensors: no gradient through this)."""
+    """The conjugate written in place, with its gradient (the conjugate's), as PyTorch's; a real tensor is its own."""
     if self._data.dtype.kind != "c":
         return self
-    if self.requires_grad:
-        raise RuntimeError("conj_physical_: actorgrad records no in-place op on a complex tensor that requires grad")
-    refuse_inference_change(self)
-    self._device.xp.conj(self._data, out=self._data)
-    bump_version(self)
-    return self
+    return write_in_place(self, conj_physical, (), False)
 
 
 def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -189,8 +185,9 @@ def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | Non
             requires_grad: bool | None = None) -> Tensor:
     """`obj` as a tensor, sharing its memory where it can: a tensor comes back itself (converted, recorded, when
     `dtype` or `device` differ; cloned with `copy=True`), a numpy array of the dtype shares its memory unless
-    `copy=True`; other data is copied as by `tensor()`. `copy=False` refuses a conversion. `requires_grad`
-    defaults to the tensor's own, as in PyTorch."""
+    `copy=True`; other data is copied as by `tensor()`. `copy=False` refuses a conversion, and a NumPy scalar or
+    Python data (lists, numbers), which it would copy. `requires_grad` defaults to the tensor's own, as in
+    PyTorch."""
     target = None if dtype is None else np.dtype(dtype)
     if isinstance(obj, Tensor):
         where = obj._device if device is None else as_device(device)
@@ -202,6 +199,8 @@ def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | Non
         if requires_grad is False and out.requires_grad:
             return out.detach()
         return out if not requires_grad or out.requires_grad else out.detach().requires_grad_()
+    if copy is False and isinstance(obj, np.generic):
+        raise RuntimeError("can't alias NumPy scalars. Either remove copy=False or transform it in a ndarray. ")
     if isinstance(obj, np.ndarray | np.generic) and (device is None or as_device(device).type == "cpu"):
         array = checked_numpy(np.asarray(obj))
         if target is not None and target != array.dtype:
@@ -210,8 +209,10 @@ def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | Non
                                  f"dtype '{SCALAR_NAMES[target]}'.")
             array = array.astype(target)
         elif copy:
-            array = array.copy()
+            array = array.copy(order="K")  # the array's layout, as PyTorch's copy keeps it
         return new_leaf(array, bool(requires_grad))
+    if copy is False and isinstance(obj, list | tuple | int | float | complex):
+        raise ValueError("can't alias arbitrary sequence into a tensor.")
     return copied_leaf(obj, target, device, bool(requires_grad))
 
 

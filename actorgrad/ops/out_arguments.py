@@ -105,8 +105,12 @@ def _lerp(op: str, result: Any, out: Any, operands: tuple) -> str | None:
 
 
 def _abs(op: str, result: Any, out: Any, operands: tuple) -> str | None:
-    """abs of a complex tensor (a real result) casts into `out`; of a real one, `out` has its dtype."""
-    return (CASTABLE if operands[0].dtype.kind == "c" else EXACT)(op, result, out, operands)
+    """abs of a complex tensor (a real result) casts into a real `out`, while a complex `out` must have the input's
+    dtype, as PyTorch's kernel checks; of a real one, `out` has its dtype."""
+    dtype = operands[0].dtype
+    if dtype.kind == "c":
+        return EXACT(op, dtype, out, operands) if out.kind == "c" else CASTABLE(op, result, out, operands)
+    return EXACT(op, result, out, operands)
 
 
 def _boolean(op: str, result: Any, out: Any, operands: tuple) -> str | None:
@@ -180,13 +184,15 @@ SEVERAL_OUTPUTS: dict[str, Outputs] = {
     )),
 }
 # The ops PyTorch does not refuse `out=` for beside arguments that require grad: those without a derivative,
-# and conj_physical.
-NO_AUTOGRAD_CHECK = frozenset((
+# and conj_physical (give_out_by_rules adds those of other namespaces: special_bessel_j0 ...).
+NO_AUTOGRAD_CHECK = {
     "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal", "logical_and",
     "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "bitwise_left_shift", "bitwise_right_shift", "signbit", "isposinf", "isneginf", "floor_divide", "heaviside",
-    "gcd", "lcm", "conj_physical", "histogram",
-))
+    "gcd", "lcm", "conj_physical", "histogram", "searchsorted", "bucketize", "nonzero", "histc",
+}
+# The ops whose autograd refusal of `out=` names the kernel PyTorch runs them as.
+AUTOGRAD_NAMES = {"take_along_dim": "gather", "argsort": "sort", "msort": "sort"}
 
 
 # PyTorch's name of each op given `out=` (`add`, `linalg_inv`) -> its rule: give_out_by_rules fills it.
@@ -205,7 +211,7 @@ def write_out(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict, out: A
         if rule.one is None or not isinstance(out, Tensor):
             return _write_outs(op, rule, fn, args, kwargs, out, operands)
         rule = rule.one
-    check_out(op, out, () if op in NO_AUTOGRAD_CHECK else _tensors(operands))
+    check_out(op, out, () if op in NO_AUTOGRAD_CHECK else _tensors(operands), AUTOGRAD_NAMES.get(op, op))
     result = fn(*args, **kwargs)
     if isinstance(result, tuple):  # max(x, 1) gives (values, indices), so its `out` is a tuple
         raise TypeError(f"{op}(): argument 'out' must be tuple of Tensors, not Tensor")
@@ -256,12 +262,12 @@ def _check_outs(op: str, fn: Callable[..., Any], outs: Any, count: int) -> None:
             raise TypeError(f"expected Tensor as element {index} in argument {position}, but got {type_name(out)}")
 
 
-def check_out(op: str, out: Any, operands: tuple) -> None:
+def check_out(op: str, out: Any, operands: tuple, autograd_name: str = "") -> None:
     """PyTorch's refusals before an op runs: an `out` that is no tensor, and autograd through `out=` (`out` or one
     of `operands` requiring grad, in grad mode)."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type_name(out)}")
-    refuse_autograd(op, (out, *operands))
+    refuse_autograd(autograd_name or op, (out, *operands))
 
 
 def refuse_autograd(op: str, tensors: tuple) -> None:
@@ -283,8 +289,16 @@ def store_out(result: Tensor, out: Tensor) -> Tensor:
         return copy_(out, result)
 
 
-def give_out_by_rules(namespace: dict, rules: dict[str, Check | Outputs], prefix: str = "") -> None:
+def give_out_by_rules(namespace: dict, rules: dict[str, Check | Outputs], prefix: str = "",
+                      autograd_names: dict[str, str | None] | None = None) -> None:
     """Give each name of `rules` in `namespace` (a module's public names) PyTorch's `out=`, checked by its rule;
-    `prefix` is the one PyTorch puts before the name in its errors (linalg_inv())."""
+    `prefix` is the one PyTorch puts before the name in its errors (linalg_inv()). `autograd_names` gives the
+    kernel an alias's autograd refusal names (special.expit: sigmoid), None for a function without a derivative,
+    which PyTorch lets write into `out` beside arguments that require grad."""
     _RULES.update({prefix + name: check for name, check in rules.items()})
+    for name, kernel in (autograd_names or {}).items():
+        if kernel is None:
+            NO_AUTOGRAD_CHECK.add(prefix + name)
+        else:
+            AUTOGRAD_NAMES[prefix + name] = kernel
     give_out(namespace, rules, write_out, prefix)

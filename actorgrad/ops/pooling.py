@@ -288,6 +288,8 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     divisor = _divisor("avg_pool3d", divisor_override)
     kernel, stride3, pad, _, out = _geometry3d(
         "avg_pool3d", input._data, kernel_size, stride, padding, 1, ceil_mode, divisor)
+    if input.dtype == np.float16 and input._device.type != "cuda":  # PyTorch's CUDA kernel has float16, its CPU one not
+        raise NotImplementedError("\"avg_pool3d_out_frame\" not implemented for 'Half'")
     return _avg_pool(AVG_POOL_3D, input, kernel, stride3, pad, out, count_include_pad, divisor)
 
 

@@ -21,7 +21,16 @@ from actorgrad.node import Node, metadata_kinds, metadata_of
 from actorgrad.ops.operands import as_operand, result_type
 from actorgrad.saved_tensors import SavedOutput, _saved_tensors_hooks, pack_saved
 from actorgrad.tensor import Tensor, array_storage
-from actorgrad.version_counter import DETACHED_SAVED, detached_in_place, last_change, last_detach, version_counter
+from actorgrad.version_counter import (
+    DETACHED_SAVED,
+    NO_GRAD,
+    creation_modes,
+    detached_in_place,
+    last_change,
+    last_detach,
+    mark_creation_mode,
+    version_counter,
+)
 
 SECOND_BACKWARD = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -364,6 +373,10 @@ def make_view(out: Tensor, t: Tensor) -> None:
     if vc.views is None:
         vc.views = weakref.WeakSet()
     vc.views.add(out)
+    if not _grad_enabled.get():
+        mark_creation_mode(out, NO_GRAD)
+    elif t._base is not None and id(t) in creation_modes:  # a view of such a view takes its mode
+        mark_creation_mode(out, creation_modes[id(t)][1])
 
 
 def as_tensor_operand(value: Any, like: Tensor) -> Tensor:

@@ -52,7 +52,10 @@ AMIN = Rule("AminBackward0", *AMAX.grads, cost=input_size)
 
 
 def _prod_grad(ops: Any, g: Any, self: Any, dims: tuple[int, ...], kept_shape: tuple) -> Any:
-    # The product of the others, never result / self: exact where the input holds zeros.
+    # The product of the others, never result / self: exact where the input holds zeros. A 0-d input is its own
+    # product: the gradient passes as it is, not depending on the input, as PyTorch's.
+    if not self.ndim:
+        return g
     return ops.reshape(g, kept_shape) * ops.conj(ops.prod_others(self, dims))
 
 

@@ -24,8 +24,9 @@ CumminResult = namedtuple("cummin", ["values", "indices"])
 
 
 def _cumprod_grad(ops: Any, g: Any, self: Any, result: Any, dim: int) -> Any:
-    # a 0-d input is its own running product: the gradient passes as it is
-    return ops.cumprod_grad(g, self, result, dim) if self.ndim else g
+    # a 0-d input, or one of one element along dim, is its own running product: the gradient passes as it is,
+    # not depending on the input (so, as PyTorch's, a double backward finds no graph)
+    return ops.cumprod_grad(g, self, result, dim) if self.ndim and self.shape[dim] > 1 else g
 
 
 # float16 runs in float32, as PyTorch's

@@ -14,13 +14,13 @@ from typing import Any
 from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.arithmetic import _no_derivative
 from actorgrad.ops.index_parsing import checked_ints, host_array
-from actorgrad.ops.indexing import SCATTER_ADD, _along, fill_value, placed_index
+from actorgrad.ops.indexing import SCATTER_ADD, _along, fill_value, placed_index, refuse_integer_grad
 from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.scatter_reduce import check_scatter, on_at_least_1d, reduced_into, scatter_index, scatter_plan
 from actorgrad.ops.shape import single_dim
-from actorgrad.tensor import Tensor
+from actorgrad.tensor import Tensor, int64
 from actorgrad.user_warnings import warn_once
 
 __all__ = ["index_add", "index_copy", "index_fill", "scatter"]
@@ -99,9 +99,12 @@ def _scatter(input: Tensor, dim: int, index: Tensor, src: Any, value: Any, reduc
     return record(SCATTER, data, (input, src), keep=keep, where=where, src_pad=src_pad)
 
 
-def _vector_index(op: str, input: Tensor, dim: int, index: Tensor, kinds: str, dtype_error: Exception) -> tuple:
+def _vector_index(op: str, input: Tensor, dim: int, index: Tensor, kinds: str, dtype_error: Exception,
+                  slice_loop: bool = False) -> tuple:
     """The dim and the advanced index that reaches `index`'s positions along it, after index_*'s checks
-    (index_fill counts negative positions from the end, as PyTorch's)."""
+    (index_fill counts negative positions from the end, as PyTorch's). `slice_loop`: index_add runs PyTorch's loop
+    over slices (a self of at most one dim, alpha other than 1, an int32 index), which words a position out of range
+    its own way; so it does along a dim neither the first nor the last."""
     x = input._data
     positions = host_array(index._data)
     if positions.dtype.kind not in "iu" or positions.dtype.itemsize < (8 if kinds == "int64" else 4):
@@ -119,7 +122,8 @@ def _vector_index(op: str, input: Tensor, dim: int, index: Tensor, kinds: str, d
         positions = checked_ints(positions.reshape(-1), size, d, negative=op == "index_fill_") % max(size, 1)
     except IndexError as error:  # PyTorch's type and wording differ per op
         if op == "index_add_":
-            raise (IndexError("index out of range in self") if x.ndim == 0 else RuntimeError(str(error))) from None
+            loop = slice_loop or 0 < d < x.ndim - 1
+            raise (IndexError("index out of range in self") if loop else RuntimeError(str(error))) from None
         raise IndexError(f"index_copy_(): {error}" if op == "index_copy_" else str(error)) from None
     return d, placed_index(input, (slice(None),) * d + (positions,))
 
@@ -168,7 +172,8 @@ def _check_source(op: str, input: Tensor, source: Tensor, d: int, count: int) ->
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     """A copy of the input with alpha * source's slices added at `index` along `dim` (repeats add up)."""
     d, where = _vector_index("index_add_", input, dim, index, "int32/int64", RuntimeError(
-        f"index_add_(): Expected dtype int32/int64 for index but got: {SCALAR_NAMES.get(index.dtype, index.dtype)}"))
+        f"index_add_(): Expected dtype int32/int64 for index but got: {SCALAR_NAMES.get(index.dtype, index.dtype)}"),
+        input.ndim <= 1 or alpha != 1 or index.dtype != int64)
     _check_source("index_add_", input, source, d, where[d].shape[0])
     if input.ndim == 0 or source.ndim == 0:
         return on_at_least_1d(lambda *a: index_add(*a, alpha=alpha), input, d, index.reshape(-1), source)
@@ -198,13 +203,17 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """A copy of the input with the slices at `index` along `dim` set to `value` (a number or a 0-dim tensor)."""
-    d, where = _vector_index("index_fill_", input, dim, index, "int64",
-                             IndexError("index_fill_(): Expected dtype int64 for index."))
-    if isinstance(value, Tensor) and value.ndim:
+    return refuse_integer_grad(_index_filled(input, dim, index, value))
+
+
+def _index_filled(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    if isinstance(value, Tensor) and value.ndim:  # PyTorch's first check
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
                            "dimension(s).")
+    d, where = _vector_index("index_fill_", input, dim, index, "int64",
+                             IndexError("index_fill_(): Expected dtype int64 for index."))
     if input.ndim == 0:
-        return index_fill(input.reshape(1), d, index.reshape(-1), value).reshape(())
+        return _index_filled(input.reshape(1), d, index.reshape(-1), value).reshape(())
     x = input._data
     data = x.copy()
     data[where] = fill_value(value.item() if isinstance(value, Tensor) else value, x.dtype)[()]
@@ -216,19 +225,21 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
 
 def scatter_(self: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
              reduce: str | None = None) -> Tensor:
-    return write_in_place(self, lambda s: _scatter(s, dim, index, src, value, reduce, "scatter_"), (src,), False)
+    return write_in_place(self, lambda s: _scatter(s, dim, index, src, value, reduce, "scatter_"), (src,), False,
+                          sharing="any")
 
 
 def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
-    return write_in_place(self, lambda s: index_add(s, dim, index, source, alpha=alpha), (source,), False)
+    return write_in_place(self, lambda s: index_add(s, dim, index, source, alpha=alpha), (source,), False,
+                          sharing="any")
 
 
 def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
-    return write_in_place(self, lambda s: index_copy(s, dim, index, source), (source,), False)
+    return write_in_place(self, lambda s: index_copy(s, dim, index, source), (source,), False, sharing="any")
 
 
 def index_fill_(self: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
-    return write_in_place(self, lambda s: index_fill(s, dim, index, value), (value,), False)
+    return write_in_place(self, lambda s: _index_filled(s, dim, index, value), (value,), False, sharing="none")
 
 
 METHODS: dict[str, Any] = {"scatter": scatter, "index_add": index_add, "index_copy": index_copy,

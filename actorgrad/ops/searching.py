@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.ops.arithmetic import _no_derivative
 from actorgrad.ops.operands import (
     SCALAR_NAMES,
     data_as,
@@ -25,12 +26,12 @@ __all__ = [
     "unique",
 ]
 
-# masked_select's gradient: g written back where the mask held, over the broadcast shape; the node sums it back
-# to the input's shape.
+# masked_select's gradient: g written back where the mask held, over the broadcast shape, summed back to the
+# input's shape (the node's own reduction would miss an input whose shape is that of the 1-D result).
 MASKED_SELECT = Rule(
     "MaskedSelectBackward0",
-    (("shape", "advanced"), lambda ops, g, shape, advanced: ops.index_put_zeros(g, shape, (), advanced)),
-    broadcasts=True,
+    (("shape", "advanced", "input_shape"), lambda ops, g, shape, advanced, input_shape: ops.sum_to(
+        ops.index_put_zeros(g, shape, (), advanced), input_shape)),
 )
 
 
@@ -56,7 +57,8 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     if not shape:  # a 0-dim pair selects as one element, as in PyTorch (nonzero refuses 0-dim arrays)
         shape = (1,)
     advanced = xp.nonzero(xp.broadcast_to(m, shape))
-    return record(MASKED_SELECT, xp.broadcast_to(x, shape)[advanced], (input,), shape=shape, advanced=advanced)
+    return record(MASKED_SELECT, xp.broadcast_to(x, shape)[advanced], (input,), shape=shape, advanced=advanced,
+                  input_shape=x.shape)
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
@@ -115,6 +117,7 @@ def refused_derivative(op: str) -> Any:
 # As PyTorch, unique's values record a node (they require grad) whose backward raises.
 UNIQUE = Rule("Unique2Backward0", ((), refused_derivative("_unique2")))
 UNIQUE_DIM = Rule("UniqueDimBackward0", ((), refused_derivative("unique_dim")))
+BINCOUNT = _no_derivative("bincount")  # weights that require grad give counts that do, as PyTorch's
 
 
 def unique(
@@ -191,7 +194,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     w = weights._data
     dtype = float32 if w.dtype == float32 else float64
     counts = xp.bincount(x, weights=w.astype(float64, copy=False), minlength=minlength)
-    return Tensor(counts.astype(dtype, copy=False), device=input._device)
+    return record(BINCOUNT, counts.astype(dtype, copy=False), (input, weights))
 
 
 def _side(op: str, right: bool, side: str | None) -> str:
@@ -218,6 +221,14 @@ def searchsorted(
     seq = data_as(sorted_sequence, dtype)
     values = data_as(input, dtype) if isinstance(input, Tensor) else xp.asarray(number_array(input, dtype))
     chosen = _side("torch.searchsorted", right, side)
+    if isinstance(input, Tensor) and input._device is not where:
+        raise RuntimeError("torch.searchsorted(): boundaries and input value tensors should have same device type, "
+                           f"but got boundaries tensor device type {sorted_sequence.device} and input value tensor "
+                           f"device type {input.device}")
+    if sorter is not None and sorter._device is not where:
+        raise RuntimeError("torch.searchsorted(): sorter and boundary tensors should have same device type, but got "
+                           f"sorter tensor device type {sorter.device} and input value tensor device type "
+                           f"{sorted_sequence.device}")
     if dtype.kind in "bc":  # no order (complex), or no kernel (bool), in PyTorch
         raise not_implemented("searchsorted_out_cpu", dtype)
     if seq.ndim != 1 and values.ndim == 0:

@@ -112,9 +112,10 @@ def xlog1py(input: Tensor | float, other: Tensor | float) -> Tensor:
 
 
 def _share(ops: Any, g: Any, self: Any, other: Any, ln_base: float) -> Any:
-    """d/d(self) of log_b(b**self + b**other), times g: g / (1 + b**(other - self))."""
+    """d/d(self) of log_b(b**self + b**other), times g: g / (1 + b**(other - self)), its conjugate for complex
+    inputs (PyTorch's conjugate-Wirtinger convention)."""
     gap = other - self
-    return g / (1 + ops.exp(gap if ln_base == 1 else gap * ln_base))
+    return g / ops.conj(1 + ops.exp(gap if ln_base == 1 else gap * ln_base))
 
 
 def _log_add_rule(name: str, ln_base: float) -> Rule:
@@ -130,22 +131,34 @@ LOGADDEXP = _log_add_rule("LogaddexpBackward0", 1)
 LOGADDEXP2 = _log_add_rule("Logaddexp2Backward0", math.log(2))
 
 
+def _complex_logaddexp(xp: Any, x: Any, y: Any) -> Any:
+    """PyTorch's complex logaddexp (numpy's takes no complex numbers): the operand with the larger real part plus
+    log1p(exp(smaller - larger)), its imaginary part not wrapped into (-pi, pi]; where both real parts are the same
+    infinity, the smaller operand (-inf) or log(exp(x) + exp(y)) (inf), as PyTorch's kernel."""
+    x_lower = x.real < y.real
+    low, high = xp.where(x_lower, x, y), xp.where(x_lower, y, x)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # inf - inf, log(0): replaced below
+        out = high + xp.log1p(xp.exp(low - high))
+        both_infinite = (low.real == high.real) & xp.isinf(low.real)
+        return xp.where(both_infinite, xp.where(low.real < 0, low, xp.log(xp.exp(low) + xp.exp(high))), out)
+
+
 def _log_add(name: str, rule: Rule, input: Tensor, other: Tensor) -> Tensor:
     require_tensors(name, input=input, other=other)
     device = common_device((input, other))
     dtype = result_type(input, other)
-    if dtype.kind != "f":
+    if dtype.kind != "f" and (dtype.kind != "c" or name != "logaddexp"):
         raise NotImplementedError(f'"{name}_cpu" not implemented for \'{SCALAR_NAMES.get(dtype, dtype)}\'')
     x, y = kernel_operands(data_as(input, dtype), data_as(other, dtype))
     try:
-        data = getattr(device.xp, name)(x, y)
+        data = _complex_logaddexp(device.xp, x, y) if dtype.kind == "c" else getattr(device.xp, name)(x, y)
     except ValueError:
         raise broadcast_error(name, x.shape, y.shape) from None
     return record(rule, data, (input, other))
 
 
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:
-    """log(exp(input) + exp(other)), without overflow; floating dtypes only."""
+    """log(exp(input) + exp(other)), without overflow; floating and complex dtypes."""
     return _log_add("logaddexp", LOGADDEXP, input, other)
 
 

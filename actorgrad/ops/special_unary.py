@@ -50,7 +50,7 @@ def _exp_square(xp: Any, y: Any) -> Any:
     return xp.exp(head * head) * xp.exp((y - head) * (y + head))
 
 
-def _erfcx_kernel(xp: Any, x: Any) -> Any:
+def erfcx_kernel(xp: Any, x: Any) -> Any:
     """exp(x**2) erfc(x) for any x: `erf.erfcx` at x >= 0, and 2 exp(x**2) - erfcx(-x) below (DLMF 7.4.3), inf
     where exp(x**2) overflows."""
     x = xp.asarray(x, dtype=xp.float64)
@@ -66,7 +66,7 @@ ERFCX = Rule("SpecialErfcxBackward0", (
 
 def erfcx(input: Tensor) -> Tensor:
     """The scaled complementary error function exp(input**2) erfc(input): erfc without its underflow."""
-    return record(ERFCX, _computed("erfcx", _erfcx_kernel, input), (input,))
+    return record(ERFCX, _computed("erfcx", erfcx_kernel, input), (input,))
 
 
 def ndtr(input: Tensor) -> Tensor:

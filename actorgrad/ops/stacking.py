@@ -192,6 +192,8 @@ def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: i
         (d,) = normalize_dims(dim, input.ndim, "repeat_interleave")
     size = input.shape[d] if input.ndim else 1
     if isinstance(repeats, Tensor):
+        if input.ndim == 0 and dim is not None:  # PyTorch reads the 0-dim input's size along dim
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         counts = _checked_counts(repeats._data)
         if counts.ndim > 1:
             raise RuntimeError("repeats must be 0-dim or 1-dim tensor")

@@ -139,10 +139,9 @@ def as_strided_(input: Tensor, size: Any, stride: Any, storage_offset: int | Non
 
 def _in_place(self: Tensor, size: Any, stride: Any, storage_offset: Any, method: bool) -> Tensor:
     refuse_inference_change(self)
-    if _grad_enabled.get():
+    if _grad_enabled.get() and self.requires_grad:
         _check_grad_mode_view(self)
-        if self.requires_grad:
-            _check_rebase(self)
+        _check_rebase(self)
     out = _strided("as_strided_", self, size, stride, storage_offset, method, AS_STRIDED_INPLACE)
     self._data = out._data
     bump_version(self)

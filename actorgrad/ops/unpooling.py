@@ -56,7 +56,10 @@ def unpooled_size(input: Tensor, kernel: tuple, stride: tuple, padding: tuple, o
 def _unpool(op: str, input: Tensor, indices: Tensor, size: Any, stride: tuple | None = None) -> Tensor:
     """PyTorch's max_unpool2d/3d kernel: its checks, then each plane's values scattered into zeros."""
     size = int_tuple(size, op, "output_size", 3)
-    dims = len(size)
+    dims = 3 if op == "max_unpool3d" else 2
+    if len(size) != dims:  # a kernel_size sequence of another length leads here, as in PyTorch
+        names = "three elements (depth, height, width)" if dims == 3 else "two elements (height, width)"
+        raise RuntimeError(f"There should be exactly {names} in output_size, but got {len(size)} elements.")
     kernel_name = f"max_unpooling{dims}d"
     if indices.dtype != np.int64:
         got = f" but got: {SCALAR_NAMES.get(indices.dtype, indices.dtype)}" if dims == 2 else ""

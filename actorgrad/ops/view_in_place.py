@@ -36,11 +36,9 @@ def _in_place_view(name: str, view: Callable[..., Tensor]) -> Callable[..., Tens
     """The method `name`: `view(self, ...)` made this tensor's own shape, strides and history."""
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        grad_mode = _grad_enabled.get()
-        if grad_mode:
-            _check_grad_mode_view(self)
-        recorded = grad_mode and self.requires_grad
+        recorded = _grad_enabled.get() and self.requires_grad
         if recorded:
+            _check_grad_mode_view(self)
             _check_rebase(self)
         refuse_inference_change(self)
         out = view(self, *args, **kwargs)

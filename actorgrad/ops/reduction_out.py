@@ -1,0 +1,121 @@
+"""The rules of `out=` for the reductions, scans and joins (`actorgrad.sum(x, 0, out=y)`, `cat(ts, out=y)`), as
+PyTorch's.
+
+`actorgrad.ops.out_arguments` writes `out` for these as for the elementwise ops: the op runs, its result is written
+into `out` (resized to the result's shape first, with PyTorch's deprecation warning when `out` had elements), and
+autograd through `out=` is refused. Two differences are PyTorch's own:
+- sum, nansum, prod, cumsum and cumprod compute in `out`'s dtype, as if given it as `dtype=` (so a float sum into
+  an integer `out` sums the truncated values); a `dtype=` given as well must be `out`'s. mean and nanmean of a
+  floating input compute in a floating `out`'s dtype too.
+- the joins refuse an `out` that shares memory with one of the tensors joined, and name `torch.cat()` in their
+  dtype refusal, a TypeError.
+Each other op checks `out`'s dtype by its kernel's rule, in its own words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from actorgrad.ops.memory_overlap import check_operands_shared
+from actorgrad.ops.operands import SCALAR_NAMES, category
+from actorgrad.ops.out_arguments import (
+    CASTABLE,
+    EXPECTED,
+    Check,
+    check_out,
+    exact_dtype,
+    give_out_by_rules,
+    write_out,
+)
+from actorgrad.ops.public_names import give_out
+from actorgrad.tensor import Tensor, bool_
+
+__all__: list[str] = []
+
+UINT8 = np.dtype(np.uint8)
+
+
+def _floating_result(op: str, result: Any, out: Any, operands: tuple) -> str | None:
+    """logsumexp writes into any floating or complex `out`."""
+    if out.kind in "fc":
+        return None
+    return f"{op}(): Expected floating point type for result tensor, but got: {SCALAR_NAMES[out]}"
+
+
+def _boolean_result(op: str, result: Any, out: Any, operands: tuple) -> str | None:
+    """all and any write bool, or uint8 as their uint8 results are."""
+    return None if out in (bool_, UINT8) else f"{op} only supports bool tensor for result, got: {SCALAR_NAMES[out]}"
+
+
+def _variance(op: str, result: Any, out: Any, operands: tuple) -> str | None:
+    """var and std write a real result into an `out` it casts to; a complex `out` only for a complex input."""
+    if out.kind == "c" and operands[0].dtype.kind != "c":
+        raise NotImplementedError(f'"std_cpu" not implemented for \'{SCALAR_NAMES[out]}\'')
+    return CASTABLE(op, result, out, operands)
+
+
+def _joined(op: str, result: Any, out: Any, operands: tuple) -> None:
+    if category(result) > category(out):
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type {SCALAR_NAMES[out]}")
+
+
+JOINS = ("cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack")
+# Each public name's rule for `out`'s dtype, checked on the op's result.
+REDUCTION_OUT: dict[str, Check] = {
+    **dict.fromkeys(("sum", "nansum", "prod", "cumsum", "cumprod", "norm", "argmax", "argmin"), EXPECTED),
+    **dict.fromkeys(("mean", "nanmean", "diff"), CASTABLE),
+    **dict.fromkeys(("var", "std"), _variance),
+    "logcumsumexp": exact_dtype("expected scalar_type {r} but found {o}"),
+    **dict.fromkeys(("amax", "amin"), exact_dtype(
+        "Expected the dtype for input and out to match, but got {r} for input's dtype and {o} for out's dtype.")),
+    "logsumexp": _floating_result,
+    **dict.fromkeys(("all", "any"), _boolean_result),
+    **dict.fromkeys(JOINS, _joined),
+}
+
+
+def _in_outs_dtype(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict, out: Any) -> Any:
+    """sum, prod, the scans (and mean of a floating input): computed in `out`'s dtype, unless `dtype=` is given,
+    which must then be `out`'s."""
+    input = args[0] if args else kwargs.get("input")
+    if not isinstance(out, Tensor) or not isinstance(input, Tensor):  # write_out refuses either as PyTorch does
+        return write_out(op, fn, args, kwargs, out)
+    check_out(op, out, tuple(v for v in (*args, *kwargs.values()) if isinstance(v, Tensor)))
+    dtype = kwargs.get("dtype")
+    if dtype is not None:
+        refusal = EXPECTED(op, np.dtype(dtype), out.dtype, ())
+        if refusal is not None:
+            raise RuntimeError(refusal)
+    elif op in ("mean", "nanmean"):
+        if input.dtype.kind in "fc" and out.dtype.kind in "fc":
+            kwargs = {**kwargs, "dtype": out.dtype}
+    else:
+        _refuse_kernel(op, input.dtype, out.dtype)
+        kwargs = {**kwargs, "dtype": out.dtype}
+    return write_out(op, fn, args, kwargs, out)
+
+
+def _refuse_kernel(op: str, input: Any, out: Any) -> None:
+    """The dtypes PyTorch's kernels of the scans and nansum have none for."""
+    if op in ("cumsum", "cumprod") and out == bool_:
+        raise NotImplementedError(f'"{op}_out_cpu" not implemented for \'Bool\'')
+    if op == "nansum" and input.kind == "f" and out.kind != "f":
+        raise NotImplementedError(f'"nansum_cpu" not implemented for \'{SCALAR_NAMES[out]}\'')
+
+
+def _join_out(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict, out: Any) -> Any:
+    """A join refuses an `out` that shares memory with a tensor it joins."""
+    if isinstance(out, Tensor) and args and isinstance(args[0], list | tuple):
+        check_operands_shared(out, tuple(t for t in args[0] if isinstance(t, Tensor)), True)
+    return write_out(op, fn, args, kwargs, out)
+
+
+def give_reduction_out(namespace: dict) -> None:
+    """Give the reductions, scans and joins of `namespace` (actorgrad.ops' public names) PyTorch's `out=`: each
+    checked by its rule, those that take more than write_out's steps through their own writer."""
+    give_out_by_rules(namespace, REDUCTION_OUT)
+    give_out(namespace, ("sum", "nansum", "prod", "cumsum", "cumprod", "mean", "nanmean"), _in_outs_dtype)
+    give_out(namespace, JOINS, _join_out)
