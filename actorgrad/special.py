@@ -3,8 +3,6 @@ only torch.special has (ndtr, erfcx, the Bessel and Airy functions, the orthogon
 
 from __future__ import annotations
 
-from typing import Any
-
 from actorgrad.ops.arithmetic_unary import sigmoid as expit
 from actorgrad.ops.gamma import special_digamma as digamma
 from actorgrad.ops.gamma import special_erfinv as erfinv
@@ -12,7 +10,6 @@ from actorgrad.ops.gamma import special_gammaln as gammaln
 from actorgrad.ops.gamma import special_multigammaln as multigammaln
 from actorgrad.ops.gamma import special_polygamma as polygamma
 from actorgrad.ops.gamma import special_psi as psi
-from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.orthogonal_polynomials import (
     chebyshev_polynomial_t,
     chebyshev_polynomial_u,
@@ -29,6 +26,7 @@ from actorgrad.ops.orthogonal_polynomials import (
 )
 from actorgrad.ops.out_arguments import CASTABLE, EXACT, give_out_by_rules
 from actorgrad.ops.public_names import check_tensor_arguments
+from actorgrad.ops.reduction_out import logsumexp_out_dtype
 from actorgrad.ops.reductions import log_softmax, logsumexp, softmax
 from actorgrad.ops.rounding import special_round as round
 from actorgrad.ops.special import erf, erfc, xlog1py, xlogy
@@ -66,13 +64,6 @@ __all__ = [
 ]
 
 
-
-def _floating_out(op: str, result: Any, out: Any, operands: tuple) -> str | None:
-    """logsumexp's `out`: any floating or complex dtype."""
-    return None if out.kind in "fc" else (
-        f"logsumexp(): Expected floating point type for result tensor, but got: {SCALAR_NAMES[out]}")
-
-
 # The functions without a derivative (PyTorch writes them into `out` beside arguments that require grad) and the
 # aliases, whose refusal of autograd through `out=` names the kernel they run as; the rest are special_* kernels.
 NO_DERIVATIVE = (
@@ -92,7 +83,7 @@ KERNEL_NAMES: dict[str, str | None] = {
 }
 OUT_RULES = {
     **{name: CASTABLE for name in __all__ if name not in ("log_softmax", "softmax")},  # PyTorch's take no `out`
-    "round": EXACT, "logsumexp": _floating_out,
+    "round": EXACT, "logsumexp": logsumexp_out_dtype,
 }
 
 check_tensor_arguments(globals(), __all__, "special_")

@@ -13,6 +13,7 @@ from actorgrad.default_device import default_device
 from actorgrad.default_dtype import default_complex, default_float
 from actorgrad.devices import Device, cpu
 from actorgrad.grad_mode import _inference_mode
+from actorgrad.memory_formats import preserved
 from actorgrad.tensor import Tensor, bool_, float64, int64
 from actorgrad.user_warnings import warn_once
 
@@ -67,8 +68,9 @@ def as_array(data: Any, dtype: Any = None) -> Any:
     """The array for `tensor()`, with PyTorch's dtypes: Python floats become float32, ints int64; numpy arrays,
     numpy numbers and tensors keep their dtypes, and promote with the rest as torch.promote_types does. A tensor's
     array is copied on its own device (a CuPy array stays on its GPU)."""
-    if isinstance(data, Tensor):
-        return data._data.astype(data._data.dtype if dtype is None else np.dtype(dtype))  # astype copies
+    if isinstance(data, Tensor):  # a copy laid out as PyTorch's clone lays it out (numpy's keeps broadcast strides)
+        x = data._data
+        return preserved(data._device.xp, x if dtype is None else x.astype(np.dtype(dtype), copy=False), x)
     if isinstance(data, np.ndarray):  # cast as numpy casts, wrapping out-of-range values, as PyTorch does
         if dtype is None or np.dtype(dtype) == data.dtype:  # no cast: nothing to warn of
             return np.array(checked_numpy(data))

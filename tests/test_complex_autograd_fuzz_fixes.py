@@ -1,6 +1,6 @@
 """Defects a fuzz-differential review of complex tensors and their gradients found: the in-place sgn_ and
-conj_physical_ of a complex tensor, polar's gradient in a zero magnitude, complex logaddexp, and abs' `out=` dtype
-rule for a complex input.
+conj_physical_ of a complex tensor, polar's gradient in a zero magnitude, complex logaddexp, abs' `out=` dtype
+rule for a complex input, and jacobian's and hessian's refusal of complex rows without vectorize.
 
 PyTorch's convention: a real loss L's gradient in a complex z is dL/d(re z) + i dL/d(im z); gradcheck checks it
 through the real and imaginary parts by central differences.
@@ -141,18 +141,6 @@ def test_abs_of_a_complex_tensor_takes_a_complex_out_only_of_its_own_dtype():
         ag.abs(z, out=ag.empty(2, dtype=ag.complex128))
     with pytest.raises(RuntimeError, match="Found dtype ComplexFloat but expected ComplexDouble"):
         ag.absolute(z.to(ag.complex128), out=ag.empty(2, dtype=ag.complex64))
-
-
-# -- index_reduce --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("include_self", [True, False])
-def test_index_reduce_refuses_complex_tensors_as_pytorch_kernels(include_self):
-    kernel = "index_func_" if include_self else "index_reduce_func_exclude_input_init"
-    z = ag.tensor([1 + 2j, 3j], dtype=ag.complex128)
-    for reduce in ("prod", "mean", "amax"):
-        with pytest.raises(NotImplementedError, match=f"\"{kernel}\" not implemented for 'ComplexDouble'"):
-            z.index_reduce(0, ag.tensor([0, 0]), z, reduce, include_self=include_self)
-    with pytest.raises(NotImplementedError, match=f"\"{kernel}\" not implemented for 'ComplexFloat'"):
-        ag.tensor([1j]).index_reduce_(0, ag.tensor([0]), ag.tensor([2j]), "prod", include_self=include_self)
 
 
 # -- autograd.functional's row loop ----------------------------------------------------------------------------------

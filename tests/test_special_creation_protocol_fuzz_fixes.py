@@ -1,7 +1,8 @@
 """Fixes from a fuzz-differential review of actorgrad.special, the creation functions and the Tensor protocol:
 `out=` on the torch.special functions (each with its kernel's dtype rule and autograd refusal), log_ndtr's slope in
 the far left tail, sinc's float16 slope, zeta's poles at non-positive integers q, i1/i1e's missing float16
-backward, and the dtype and aliasing refusals of tril_indices/triu_indices, range, polar and asarray(copy=False).
+backward, the dtype and aliasing refusals of tril_indices/triu_indices, range, polar and asarray(copy=False),
+asarray(copy=True) keeping an array's layout, and empty_strided's refusal of negative strides.
 Expected values come from closed forms, math.erf/erfc and series computed here."""
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def test_special_out_refuses_the_dtypes_its_kernel_refuses():
     with pytest.raises(RuntimeError, match="Expected floating point type for result tensor, but got: Long"):
         ag.special.logsumexp(x, 0, out=ag.empty(0, dtype=ag.int64))
     for fn in (ag.special.softmax, ag.special.log_softmax):  # PyTorch's take no `out`
-        with pytest.raises(TypeError):
+        with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
             fn(x, 0, out=ag.empty(0))
 
 
@@ -113,6 +114,17 @@ def test_log_ndtr_slope_at_the_ends_and_its_derivatives():
     away = f64([-60.0, -7.5, -1.3, 0.4, 3.0, 9.0], requires_grad=True)
     assert gradcheck(ag.special.log_ndtr, (away,))
     assert gradgradcheck(ag.special.log_ndtr, (away,))
+
+
+# -- sinc's float16 slope ------------------------------------------------------------------------------------------
+def test_sinc_float16_slope_keeps_pi_x_in_full_precision():
+    values = np.array([27.61, -42.56, -9.37, 0.5, 1e-3, 3.0], dtype=np.float16)
+    x = ag.tensor(values, requires_grad=True)
+    ag.special.sinc(x).sum().backward()
+    v = values.astype(np.float64)
+    want = (np.pi * v * np.cos(np.pi * v) - np.sin(np.pi * v)) / (np.pi * v * v)
+    assert x.grad.dtype == ag.float16
+    np.testing.assert_allclose(x.grad.numpy().astype(np.float64), want, rtol=1e-3)
 
 
 # -- zeta's poles --------------------------------------------------------------------------------------------------
@@ -187,6 +199,23 @@ def test_asarray_copy_false_refuses_data_it_would_copy():
     assert ag.asarray([1, 2]).tolist() == [1, 2] and ag.asarray(np.float64(2.0)).item() == 2.0
 
 
+def test_asarray_copy_keeps_a_numpy_arrays_layout():
+    array = np.arange(6.0).reshape(2, 3).T
+    copied = ag.asarray(array, copy=True)
+    assert copied.stride() == (1, 3) and copied.tolist() == array.tolist()
+    array[0, 0] = 9.0
+    assert copied[0, 0].item() == 0.0
+
+
+def test_empty_strided_refuses_a_negative_stride_that_would_reach_before_its_storage():
+    for size, stride in (((2,), (-1,)), ((2, 3), (1, -3)), ((2, 3), (-2, 1))):
+        with pytest.raises(RuntimeError, match=r"Storage size calculation overflowed with sizes=\["):
+            ag.empty_strided(size, stride)
+    t = ag.empty_strided((2, 3), (1, 2))  # overlapping-free, column-major
+    assert t.stride() == (1, 2) and t.shape == (2, 3)
+    assert ag.empty_strided((0, 2), (-1, 1)).shape == (0, 2)
+
+
 # -- cuda ----------------------------------------------------------------------------------------------------------
 @pytest.mark.gpu
 def test_on_cuda_special_out_and_the_log_ndtr_slope_are_the_cpus(cupy):
@@ -204,30 +233,3 @@ def test_on_cuda_special_out_and_the_log_ndtr_slope_are_the_cpus(cupy):
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-13)
     got = ag.special.zeta(ag.tensor([1.5], dtype=ag.float64, device="cuda:0"), ag.tensor([-3.0], device="cuda:0"))
     assert got.cpu().item() == INF
-
-
-def test_sinc_float16_slope_keeps_pi_x_in_full_precision():
-    values = np.array([27.61, -42.56, -9.37, 0.5, 1e-3, 3.0], dtype=np.float16)
-    x = ag.tensor(values, requires_grad=True)
-    ag.special.sinc(x).sum().backward()
-    v = values.astype(np.float64)
-    want = (np.pi * v * np.cos(np.pi * v) - np.sin(np.pi * v)) / (np.pi * v * v)
-    assert x.grad.dtype == ag.float16
-    np.testing.assert_allclose(x.grad.numpy().astype(np.float64), want, rtol=1e-3)
-
-
-def test_asarray_copy_keeps_a_numpy_arrays_layout():
-    array = np.arange(6.0).reshape(2, 3).T
-    copied = ag.asarray(array, copy=True)
-    assert copied.stride() == (1, 3) and copied.tolist() == array.tolist()
-    array[0, 0] = 9.0
-    assert copied[0, 0].item() == 0.0
-
-
-def test_empty_strided_refuses_a_negative_stride_that_would_reach_before_its_storage():
-    for size, stride in (((2,), (-1,)), ((2, 3), (1, -3)), ((2, 3), (-2, 1))):
-        with pytest.raises(RuntimeError, match=r"Storage size calculation overflowed with sizes=\["):
-            ag.empty_strided(size, stride)
-    t = ag.empty_strided((2, 3), (1, 2))  # overlapping-free, column-major
-    assert t.stride() == (1, 2) and t.shape == (2, 3)
-    assert ag.empty_strided((0, 2), (-1, 1)).shape == (0, 2)

@@ -172,7 +172,7 @@ def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
 
 def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """narrow, copied out of the input (no view); `start` is an int (a one-element integer tensor reads as one)."""
-    return narrow(input, dim, operator.index(start), length).clone()
+    return narrow(input, dim, operator.index(start), length).clone(memory_format=contiguous_format)
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:

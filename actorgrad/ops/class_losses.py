@@ -235,7 +235,7 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
 def _margin_rows(name: str, input: Tensor) -> tuple[int, int]:
     """The (samples, classes) of a margin loss's (N, C), (C,) or 0-d input (float16 only on CUDA: PyTorch's CPU
     kernels of the two margin losses have none)."""
-    if input.dtype.kind != "f" or input.dtype == np.float16 and input._device.type != "cuda":
+    if input.dtype.kind != "f" or (input.dtype == np.float16 and input._device.type != "cuda"):
         raise NotImplementedError(f'"{name}" not implemented for \'{SCALAR_NAMES.get(input.dtype, input.dtype)}\'')
     if input.ndim > 2 or (input.ndim and input.shape[-1] == 0):
         raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "

@@ -16,7 +16,7 @@ import numpy as np
 from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices.convolution import ConvGeometry, macs
 from actorgrad.ops.linalg import MACS_PER_NS, TYPE_META_NAMES
-from actorgrad.ops.operands import SCALAR_NAMES, result_type, type_name
+from actorgrad.ops.operands import SCALAR_NAMES, category, result_type, type_name
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn_once
@@ -285,9 +285,6 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
 
 
-_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
-
-
 def _check_transposed_bias(dims: int, input: Tensor, bias: Tensor) -> None:
     """PyTorch's transposed convolutions take a bias of another dtype only in 1-d and 2-d, and only into a float32,
     float64 or integer output that can hold the sum (their kernel adds the bias in place)."""
@@ -298,7 +295,7 @@ def _check_transposed_bias(dims: int, input: Tensor, bias: Tensor) -> None:
     if dims == 3:
         raise RuntimeError(f"expected scalar type {SCALAR_NAMES[x]} but found {SCALAR_NAMES.get(b, b)}")
     promoted = result_type(input, bias)
-    if _CATEGORY[promoted.kind] > _CATEGORY[x.kind]:
+    if category(promoted) > category(x):
         raise RuntimeError(f"result type {SCALAR_NAMES[promoted]} can't be cast to the desired output type "
                            f"{SCALAR_NAMES[x]}")
 

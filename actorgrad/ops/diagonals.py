@@ -88,10 +88,10 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
 def trace(input: Tensor) -> Tensor:
     """The sum of a matrix's main diagonal; integer matrices give int64, as sum does."""
     x = input._data
+    if x.dtype.kind == "b":  # before the dim check, as PyTorch's dispatch on the dtype
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if x.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
-    if x.dtype.kind == "b":
-        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     xp = input._device.xp
     advanced, length = _diagonal_index(xp, x.shape, 0, 0, 1)
     data = xp.asarray(x[advanced].sum(dtype=int64 if x.dtype.kind in "iu" else x.dtype))

@@ -224,6 +224,8 @@ def refuse_integer_grad(result: Tensor) -> Tensor:
 
 
 def masked_filled(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """masked_fill without its refusal of an integer result that requires grad: masked_fill_ writes that result
+    out of the graph."""
     x = input._data
     m = mask._data if isinstance(mask, Tensor) else on_device(input, np.asarray(mask))
     if isinstance(mask, Tensor) and mask._device is not input._device:

@@ -208,8 +208,8 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         if value._device is not self._device:
             value = value.to(self._device)  # as PyTorch, a tensor from another device is copied over
         values = value._data
-        if self._vc is not None and value._vc is self._vc and (values.ndim or puts and not _fills_mask(index, given)):
-            # the value may lie in self's memory; PyTorch fills with a zero-dim one, read as a number
+        # a value in self's memory is refused, unless zero-dim and filled in, which PyTorch reads as a number
+        if self._vc is not None and value._vc is self._vc and (values.ndim or (puts and not _fills_mask(index, given))):
             check_partly_shared(self._data[basic + (Ellipsis,)], values, puts)  # an array even for ints alone
     else:
         values = _written_number(self, value)
@@ -249,9 +249,12 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         keep[basic] = False
     else:
         keep[basic][advanced] = False
-    fills = not values.ndim and self._data.ndim  # PyTorch's copy_ of a zero-dim value into more dims is a fill_
-    rule = COPY_SLICES if view is not None else INDEX_PUT if advanced is not None else FILL_WHOLE if fills \
-        else COPY_WHOLE
+    if view is not None:
+        rule = COPY_SLICES
+    elif advanced is not None:
+        rule = INDEX_PUT
+    else:  # PyTorch's copy_ of a zero-dim value into more dims is a fill_
+        rule = FILL_WHOLE if not values.ndim and self._data.ndim else COPY_WHOLE
     positions = _view_positions(self)
     written_value = value if isinstance(value, Tensor) else Tensor(values, device=self._device)
     inputs = (_stand_in(self, False, positions), written_value)

@@ -367,7 +367,7 @@ def write_in_place(
     if records:
         _check_grad_mode_view(self)
         _check_rebase(self)
-    if sharing != "none":  # an operand may lie in self's memory (x += x[0])
+    if operands and sharing != "none":  # an operand may lie in self's memory (x += x[0])
         check_operands_shared(self, operands, sharing == "any")
     if records:
         positions = _view_positions(self)

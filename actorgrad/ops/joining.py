@@ -179,6 +179,8 @@ UNBIND = Rule("UnbindBackward0", (("dim",), _unbind_grad), cost=_input_size)
 
 def _pieces(input: Tensor, dim: int, sizes: list[int], rule: Rule, **params: Any) -> tuple[Tensor, ...]:
     """The pieces of `sizes` along `dim`: views of the input, the outputs of one node of `rule`."""
+    if not sizes:  # an empty size list splits an empty dim into no pieces, as PyTorch's
+        return ()
     x = input._data
     lead = (slice(None),) * dim
     arrays = tuple(x[lead + (slice(end - n, end),)] for n, end in zip(sizes, itertools.accumulate(sizes)))

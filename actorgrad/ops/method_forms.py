@@ -22,6 +22,7 @@ from actorgrad.ops.operand_checks import check_subtraction
 from actorgrad.ops.operands import SCALAR_NAMES, UnsupportedOperand, type_name
 from actorgrad.ops.record import Rule
 from actorgrad.ops.reductions import sum as summed
+from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
 from actorgrad.tensor_construction import checked_numpy, copied_leaf, new_leaf
 
@@ -87,14 +88,16 @@ globals().update({f"{name}_copy": _view_copy(name) for name in VIEW_COPIES})
 
 def slice_copy(input: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
                step: int = 1) -> Tensor:
-    """`input[start:end:step]` along `dim`, copied into new memory."""
-    index = (slice(None),) * (dim % max(input.ndim, 1)) + (slice(start, end, step),)
-    return input[index].clone()
+    """`input[start:end:step]` along `dim`, copied into new row-major memory (as PyTorch's)."""
+    if not input.ndim:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    index = (slice(None),) * single_dim(dim, input.ndim, "slice_copy") + (slice(start, end, step),)
+    return input[index].clone(memory_format=contiguous_format)
 
 
 def alias_copy(input: Tensor) -> Tensor:
-    """A copy of `input`, differentiable (PyTorch's copy of its alias op)."""
-    return input.clone()
+    """A row-major copy of `input`, differentiable (PyTorch's copy of its alias op)."""
+    return input.clone(memory_format=contiguous_format)
 
 
 def detach(input: Tensor) -> Tensor:
@@ -103,8 +106,8 @@ def detach(input: Tensor) -> Tensor:
 
 
 def detach_copy(input: Tensor) -> Tensor:
-    """A copy of `input` outside the graph."""
-    return input.detach().clone()
+    """A row-major copy of `input` outside the graph."""
+    return input.detach().clone(memory_format=contiguous_format)
 
 
 def get_device(input: Tensor) -> int:

@@ -38,11 +38,12 @@ __all__: list[str] = []
 UINT8 = np.dtype(np.uint8)
 
 
-def _floating_result(op: str, result: Any, out: Any, operands: tuple) -> str | None:
-    """logsumexp writes into any floating or complex `out`."""
+def logsumexp_out_dtype(op: str, result: Any, out: Any, operands: tuple) -> str | None:
+    """logsumexp writes into any floating or complex `out`; its refusal names logsumexp() whichever public name
+    ran it (special.logsumexp's too)."""
     if out.kind in "fc":
         return None
-    return f"{op}(): Expected floating point type for result tensor, but got: {SCALAR_NAMES[out]}"
+    return f"logsumexp(): Expected floating point type for result tensor, but got: {SCALAR_NAMES[out]}"
 
 
 def _boolean_result(op: str, result: Any, out: Any, operands: tuple) -> str | None:
@@ -71,7 +72,7 @@ REDUCTION_OUT: dict[str, Check] = {
     "logcumsumexp": exact_dtype("expected scalar_type {r} but found {o}"),
     **dict.fromkeys(("amax", "amin"), exact_dtype(
         "Expected the dtype for input and out to match, but got {r} for input's dtype and {o} for out's dtype.")),
-    "logsumexp": _floating_result,
+    "logsumexp": logsumexp_out_dtype,
     **dict.fromkeys(("all", "any"), _boolean_result),
     **dict.fromkeys(JOINS, _joined),
 }

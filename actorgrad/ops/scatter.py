@@ -207,6 +207,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
 
 
 def _index_filled(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    """index_fill without its refusal of an integer result that requires grad: index_fill_ writes that result out
+    of the graph."""
     if isinstance(value, Tensor) and value.ndim:  # PyTorch's first check
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
                            "dimension(s).")

@@ -48,10 +48,21 @@ def _sections_or_indices(value: Any) -> int | list[int]:
                     f"{type(value).__name__}")
 
 
-def tensor_split(input: Tensor, indices_or_sections: int | Sequence[int] | Tensor, dim: int = 0, *,
-                 axis: int | None = None) -> tuple[Tensor, ...]:
+def _cut_argument(op: str, indices_or_sections: Any, **keywords: Any) -> Any:
+    """The one cut argument given, by position or by one of PyTorch's keyword names (`sections`, `indices`, ...)."""
+    given = [value for value in (indices_or_sections, *keywords.values()) if value is not None]
+    if len(given) != 1:
+        raise TypeError(f"{op}() takes one of indices_or_sections, {', '.join(keywords)}; got {len(given)}")
+    return given[0]
+
+
+def tensor_split(input: Tensor, indices_or_sections: int | Sequence[int] | Tensor | None = None, dim: int = 0, *,
+                 axis: int | None = None, sections: int | None = None, indices: Sequence[int] | None = None,
+                 tensor_indices_or_sections: Tensor | None = None) -> tuple[Tensor, ...]:
     """`sections` pieces as even as can be (the first ones one longer), or the pieces between `indices` (Python
     slice bounds, so out-of-order or out-of-range ones give empty pieces), along `dim` (or `axis`)."""
+    indices_or_sections = _cut_argument("tensor_split", indices_or_sections, sections=sections, indices=indices,
+                                        tensor_indices_or_sections=tensor_indices_or_sections)
     if axis is not None:
         dim = axis
     x = input._data
@@ -85,18 +96,24 @@ def _split_at_least(op: str, input: Tensor, indices_or_sections: int | Sequence[
     return tensor_split(input, indices_or_sections, dim)
 
 
-def hsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
+def hsplit(input: Tensor, indices_or_sections: int | Sequence[int] | None = None, *, sections: int | None = None,
+           indices: Sequence[int] | None = None) -> tuple[Tensor, ...]:
     """tensor_split along dim 1 (dim 0 of a 1-d tensor)."""
+    indices_or_sections = _cut_argument("hsplit", indices_or_sections, sections=sections, indices=indices)
     return _split_at_least("hsplit", input, indices_or_sections, 1, 1 if input.ndim > 1 else 0)
 
 
-def vsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
+def vsplit(input: Tensor, indices_or_sections: int | Sequence[int] | None = None, *, sections: int | None = None,
+           indices: Sequence[int] | None = None) -> tuple[Tensor, ...]:
     """tensor_split along dim 0 of a tensor of at least 2 dims."""
+    indices_or_sections = _cut_argument("vsplit", indices_or_sections, sections=sections, indices=indices)
     return _split_at_least("vsplit", input, indices_or_sections, 2, 0)
 
 
-def dsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
+def dsplit(input: Tensor, indices_or_sections: int | Sequence[int] | None = None, *, sections: int | None = None,
+           indices: Sequence[int] | None = None) -> tuple[Tensor, ...]:
     """tensor_split along dim 2 of a tensor of at least 3 dims."""
+    indices_or_sections = _cut_argument("dsplit", indices_or_sections, sections=sections, indices=indices)
     return _split_at_least("dsplit", input, indices_or_sections, 3, 2)
 
 

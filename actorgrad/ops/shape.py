@@ -17,15 +17,15 @@ from actorgrad.memory_formats import (
     preserve_format,
     preserved,
 )
-from actorgrad.ops.operands import SCALAR_NAMES, type_name
+from actorgrad.ops.dtype_views import is_dtype, view_as_dtype
+from actorgrad.ops.operands import type_name
 from actorgrad.ops.padding import pad
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import normalize_dims, one_dim
+from actorgrad.ops.reductions import is_one_dim, normalize_dims, one_dim
 from actorgrad.ops.resampling import pixel_shuffle, pixel_unshuffle
 from actorgrad.ops.size_arguments import int_sizes
-from actorgrad.tensor import Tensor
+from actorgrad.tensor import Tensor, array_storage
 from actorgrad.user_warnings import warn_once
-from actorgrad.version_counter import version_counter
 
 __all__ = [
     "broadcast_to", "clone", "flatten", "flip", "pad", "permute", "pixel_shuffle", "pixel_unshuffle", "repeat",
@@ -40,6 +40,8 @@ def _reshape_back(ops: Any, g: Any, self_shape: tuple[int, ...]) -> Any:
 _RESHAPE_BACK = (("self_shape",), _reshape_back)
 MASKED_GRAD = (("mask",), lambda ops, g, mask: g * mask)  # the gradient where a mask is 1
 VIEW = Rule("ViewBackward0", _RESHAPE_BACK)
+RESHAPE_ALIAS = Rule("ReshapeAliasBackward0", _RESHAPE_BACK)
+UNSAFE_VIEW = Rule("UnsafeViewBackward0", _RESHAPE_BACK)
 TRANSPOSE = Rule(  # a 0-d tensor's transpose(0, -1) swaps nothing: numpy has no axis 0 to swap with itself
     "TransposeBackward0", (("dim0", "dim1"), lambda ops, g, dim0, dim1: ops.swapaxes(g, dim0, dim1) if g.ndim else g)
 )
@@ -76,7 +78,16 @@ CLONE = Rule("CloneBackward0", ((), None))
 
 def reshape(input: Tensor, *sizes: Any, shape: Any = None) -> Tensor:
     x = input._data
-    target = int_sizes("reshape", sizes, shape, "shape")
+    data = _reshaped(x, int_sizes("reshape", sizes, shape, "shape"))
+    if x.flags.c_contiguous:
+        rule = VIEW
+    else:  # PyTorch's nodes: an alias of the input's strides, or a copy of it made row-major
+        rule = RESHAPE_ALIAS if array_storage(data) is array_storage(x) else UNSAFE_VIEW
+    return record(rule, data, (input,), self_shape=x.shape)
+
+
+def _reshaped(x: Any, target: tuple[int, ...]) -> Any:
+    """The array `x` at the shape `target` (one -1 inferred): a view where strides allow, else a copy."""
     for i, n in enumerate(target):
         if isinstance(n, int) and n < -1:
             raise RuntimeError(f"invalid shape dimension {n} at index {i} of shape {list(target)}")
@@ -91,10 +102,9 @@ def reshape(input: Tensor, *sizes: Any, shape: Any = None) -> Tensor:
             )
         target = tuple(0 if n == -1 else n for n in target)
     try:
-        data = x.reshape(target)
+        return x.reshape(target)
     except ValueError:
         raise RuntimeError(f"shape '{list(target)}' is invalid for input of size {x.size}") from None
-    return record(VIEW, data, (input,), self_shape=x.shape)
 
 
 VIEW_INCOMPATIBLE = (
@@ -109,53 +119,25 @@ VIEW_ARGUMENTS = (
 )
 
 
-def _is_dtype(value: Any) -> bool:
-    return isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic))
-
-
-def _view_as_dtype(input: Tensor, dtype: np.dtype) -> Tensor:
-    """The input's memory read as `dtype` (bits reinterpreted, no gradient, as PyTorch's view(dtype)); a dtype of
-    another size scales the last dim, on PyTorch's conditions on the layout."""
-    x = input._data
-    if dtype.itemsize != x.dtype.itemsize:
-        names = (SCALAR_NAMES.get(d, d) for d in (x.dtype, dtype))
-        pair = "view {} as {} (different element sizes)".format(*names)
-        if not x.ndim:
-            raise RuntimeError(f"self.dim() cannot be 0 to {pair}")
-        strides, ratio = input.stride(), dtype.itemsize // x.dtype.itemsize
-        if strides[-1] != 1:
-            raise RuntimeError(f"self.stride(-1) must be 1 to {pair}, but got {strides[-1]}")
-        if ratio > 1:
-            checks = [("size(-1)", x.shape[-1]), ("storage_offset()", input.storage_offset())]
-            for what, n in checks + [(f"stride({d})", st) for d, st in enumerate(strides[:-1])]:
-                if n % ratio:
-                    raise RuntimeError(f"self.{what} must be divisible by {ratio} to {pair}, but got {n}")
-        if not x.size:
-            last = x.shape[-1] * x.dtype.itemsize // dtype.itemsize
-            x = input._device.xp.empty(x.shape[:-1] + (last,), x.dtype)  # numpy views no empty array as another size
-    out = Tensor(x.view(dtype), device=input._device)
-    out._vc = version_counter(input)  # a write through either is a change of both, as for detach()
-    return out
-
-
 def view(input: Tensor, *shape: Any, size: Any = None, dtype: Any = None) -> Tensor:
     """`reshape` that refuses to copy: the result must share the input's memory, as PyTorch's view does.
     view(dtype) reads the memory as another dtype instead."""
-    if dtype is None and size is None and len(shape) == 1 and _is_dtype(shape[0]):
+    if dtype is None and size is None and len(shape) == 1 and is_dtype(shape[0]):
         (dtype,), shape = shape, ()
     if dtype is not None:
         if shape or size is not None:
             raise TypeError("view() takes either a shape or a dtype, not both")
-        return _view_as_dtype(input, np.dtype(dtype))
+        return view_as_dtype(input, np.dtype(dtype))
     try:
         sizes = int_sizes("view", shape, size, "size")
     except TypeError:  # PyTorch names both of view's forms
         got = [type_name(v) for v in shape] + ([] if size is None else [f"size={type_name(size)}"])
         raise TypeError(VIEW_ARGUMENTS.format(", ".join(got))) from None
-    out = reshape(input, sizes)
-    if out._base is None and out._data.size:  # numpy's reshape copied: no strides give this shape in place
+    x = input._data
+    data = _reshaped(x, sizes)
+    if data.size and array_storage(data) is not array_storage(x):  # numpy copied: no strides give it in place
         raise RuntimeError(VIEW_INCOMPATIBLE)
-    return out
+    return record(VIEW, data, (input,), self_shape=x.shape)
 
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -288,7 +270,7 @@ def squeeze(input: Tensor, dim: int | tuple[int, ...] | None = None, *, axis: An
     if dim is None:
         rule, dims = SQUEEZE, tuple(i for i, n in enumerate(x.shape) if n == 1)
     else:
-        rule = SQUEEZE_DIM if isinstance(dim, int) else SQUEEZE_DIMS
+        rule = SQUEEZE_DIM if is_one_dim(dim) else SQUEEZE_DIMS  # a numpy int or 0-d tensor is one dim too
         dims = tuple(d for d in normalize_dims(dim, max(x.ndim, 1), "squeeze") if d < x.ndim and x.shape[d] == 1)
     data = x.reshape(tuple(n for i, n in enumerate(x.shape) if i not in dims))
     return record(rule, data, (input,), self_shape=x.shape)
@@ -341,11 +323,14 @@ def flip(input: Tensor, *flipped: Any, dims: Any = None) -> Tensor:
 def roll(input: Tensor, shifts: int | tuple[int, ...], dims: int | tuple[int, ...] | None = None) -> Tensor:
     x = input._data
     shifts = int_sizes("roll", (shifts,), None, "shifts")
+    if not shifts:
+        raise RuntimeError("`shifts` required")
+    if dims is not None:  # an empty sequence of dims: the flattened roll, as None
+        dims = int_sizes("roll", (dims,), None, "dims") or None
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
         return record(ROLL, np.roll(x, shifts[0]), (input,), shifts=shifts, dims=None)
-    dims = int_sizes("roll", (dims,), None, "dims")
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
     if not x.ndim:

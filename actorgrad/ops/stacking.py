@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.memory_formats import contiguous_format
+from actorgrad.memory_formats import contiguous_format, preserved
 from actorgrad.ops.indexing import index_select
 from actorgrad.ops.joining import cat, not_tensors, stack, tensor_list
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensor_elements
@@ -246,8 +246,16 @@ def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     if first == second:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}")
     xp = input._device.xp
-    data = xp.rot90(input._data, k, axes=(first, second)).copy()  # a new tensor, as PyTorch's
-    return record(ROT90, data, (input,), turns=k % 4, dims=(first, second))
+    x = input._data
+    turns = k % 4
+    if not turns:
+        data = xp.array(x, order="C", copy=True)
+    else:  # PyTorch's layout: a flip, laid out as the input, then (odd turns) its two dims swapped
+        flipped = xp.flip(x, {1: second, 2: (first, second), 3: first}[turns])
+        data = preserved(xp, flipped, x)
+        if turns % 2:
+            data = xp.swapaxes(data, first, second)
+    return record(ROT90, data, (input,), turns=turns, dims=(first, second))
 
 
 METHODS: dict[str, Any] = {
