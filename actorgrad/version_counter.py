@@ -55,17 +55,18 @@ DETACHED_SAVED = (
 
 
 # Views PyTorch makes with a creation mode other than the default (its CreationMeta), by id, as `detached_in_place`:
-# NO_GRAD for a view made in no_grad mode, MULTI_OUTPUT for a piece of split, chunk or unbind made without a history
-# (of a tensor that did not require grad), and a view made from either takes its mode. An in-place change through
-# one that needs a gradient is refused, and so is its history once its base changed that way. A view made with grad
-# mode on of a tensor that did not require grad has no history either, but the default mode: its history is read out
-# of its base's after a change. (A piece with a history is known by its node, MULTI_OUTPUT_VIEWS.)
-NO_GRAD, MULTI_OUTPUT = "no_grad", "multi_output"
+# NO_GRAD_MODE for a view made in no_grad mode, MULTI_OUTPUT_MODE for a piece of split, chunk or unbind made
+# without a history (of a tensor that did not require grad), and a view made from either takes its mode. An in-place
+# change through one that needs a gradient is refused, and so is its history once its base changed that way. A view
+# made with grad mode on of a tensor that did not require grad has no history either, but the default mode: its
+# history is read out of its base's after a change. (A piece with a history is known by its node,
+# MULTI_OUTPUT_VIEWS.)
+NO_GRAD_MODE, MULTI_OUTPUT_MODE = "no_grad", "multi_output"
 creation_modes: dict[int, tuple[weakref.ref, str]] = {}
 
 
 def mark_creation_mode(t: Tensor, mode: str) -> None:
-    """Record that the view `t` was made in creation `mode` (NO_GRAD or MULTI_OUTPUT)."""
+    """Record that the view `t` was made in creation `mode` (NO_GRAD_MODE or MULTI_OUTPUT_MODE)."""
     key = id(t)
     creation_modes[key] = (weakref.ref(t, lambda _, key=key: creation_modes.pop(key, None)), mode)
 

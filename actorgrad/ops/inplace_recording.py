@@ -60,7 +60,7 @@ from actorgrad.ops.operands import SCALAR_NAMES, category
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
 from actorgrad.version_counter import (
-    NO_GRAD,
+    NO_GRAD_MODE,
     bump_version,
     creation_modes,
     move_saved_versions,
@@ -123,7 +123,7 @@ def _mode_template(view: Tensor) -> str | None:
     """The error template for a view made in a creation mode that PyTorch refuses to change with a gradient
     (version_counter.creation_modes), None for a view of the default mode."""
     marked = creation_modes.get(id(view))
-    return None if marked is None else NO_GRAD_TEMPLATE if marked[1] == NO_GRAD else MULTI_OUTPUT_WITHOUT_HISTORY
+    return None if marked is None else NO_GRAD_TEMPLATE if marked[1] == NO_GRAD_MODE else MULTI_OUTPUT_WITHOUT_HISTORY
 
 
 def _check_grad_mode_view(self: Tensor) -> None:

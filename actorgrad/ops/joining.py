@@ -22,7 +22,7 @@ from actorgrad.ops.operands import common_dtype, require_tensor_elements
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor
-from actorgrad.version_counter import MULTI_OUTPUT, mark_creation_mode
+from actorgrad.version_counter import MULTI_OUTPUT_MODE, mark_creation_mode
 
 __all__ = ["cat", "chunk", "concat", "concatenate", "split", "stack", "unbind"]
 
@@ -194,7 +194,7 @@ def _marked(pieces: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
     elif _grad_enabled.get():  # pieces without a history, which PyTorch knows by their creation mode
         for piece in pieces:
             if piece._base is not None:
-                mark_creation_mode(piece, MULTI_OUTPUT)
+                mark_creation_mode(piece, MULTI_OUTPUT_MODE)
     return pieces
 
 

@@ -23,7 +23,7 @@ from actorgrad.saved_tensors import SavedOutput, _saved_tensors_hooks, pack_save
 from actorgrad.tensor import Tensor, array_storage
 from actorgrad.version_counter import (
     DETACHED_SAVED,
-    NO_GRAD,
+    NO_GRAD_MODE,
     creation_modes,
     detached_in_place,
     last_change,
@@ -374,7 +374,7 @@ def make_view(out: Tensor, t: Tensor) -> None:
         vc.views = weakref.WeakSet()
     vc.views.add(out)
     if not _grad_enabled.get():
-        mark_creation_mode(out, NO_GRAD)
+        mark_creation_mode(out, NO_GRAD_MODE)
     elif t._base is not None and id(t) in creation_modes:  # a view of such a view takes its mode
         mark_creation_mode(out, creation_modes[id(t)][1])
 
