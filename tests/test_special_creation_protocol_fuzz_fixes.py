@@ -8,6 +8,7 @@ Expected values come from closed forms, math.erf/erfc and series computed here."
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -217,6 +218,30 @@ def test_empty_strided_refuses_a_negative_stride_that_would_reach_before_its_sto
 
 
 # -- cuda ----------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("fill", "dtype", "name"), [
+    (lambda t: t.fill_(1e10), ag.float16, "c10::Half"),
+    (lambda t: t.fill_(70000), ag.float16, "c10::Half"),
+    (lambda t: t.masked_fill_(ag.tensor([True, False]), -1e300), ag.float32, "float"),
+    (lambda t: t.clamp(0, 1e300), ag.float32, "float"),
+    (lambda t: ag.where(ag.tensor([True, False]), t, 1e300), ag.float32, "float"),
+    (lambda t: t.fill_(1e300j), ag.complex64, "c10::complex<float>"),
+    (lambda t: ag.nn.init.constant_(t, 1e39), ag.float32, "float"),
+])
+def test_a_number_beyond_a_floating_dtypes_range_is_refused_where_a_tensor_stores_it(fill, dtype, name):
+    t = ag.zeros(2, dtype=dtype)
+    with pytest.raises(RuntimeError, match=f"value cannot be converted to type {re.escape(name)} without overflow"):
+        fill(t)
+    assert t.tolist() == [0, 0]
+
+
+def test_infinities_nan_and_numbers_that_round_within_range_are_stored():
+    t = ag.zeros(3, dtype=ag.float16)
+    t[0], t[1], t[2] = math.inf, math.nan, 65504.0  # float16's largest finite value
+    assert t[0].item() == math.inf and math.isnan(t[1].item()) and t[2].item() == 65504.0
+    with np.errstate(over="ignore"):  # pytest drops actorgrad's filter of numpy's cast warning
+        assert (ag.zeros(2, dtype=ag.float16) + 1e10).tolist() == [math.inf, math.inf]  # arithmetic just overflows
+
+
 @pytest.mark.gpu
 def test_on_cuda_special_out_and_the_log_ndtr_slope_are_the_cpus(cupy):
     points = [-1e4, -30.0, -2.0, 0.5, 8.0]

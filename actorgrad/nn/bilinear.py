@@ -23,7 +23,7 @@ class Bilinear(Module):
         self.in2_features = in2_features
         self.out_features = out_features
         self.weight = Parameter(empty(out_features, in1_features, in2_features, **factory))
-        self.bias = Parameter(empty(out_features, **factory)) if bias else None
+        self.register_parameter("bias", Parameter(empty(out_features, **factory)) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

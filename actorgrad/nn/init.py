@@ -19,6 +19,7 @@ import numpy as np
 from actorgrad.devices import cpu, is_writeable
 from actorgrad.grad_mode import no_grad
 from actorgrad.ops import random_fills
+from actorgrad.ops.indexing import fill_value
 from actorgrad.ops.operands import not_implemented
 from actorgrad.random import Generator, numpy_generator
 from actorgrad.tensor import Tensor
@@ -132,8 +133,10 @@ def trunc_normal_(
     _check_normal_dtype(tensor)
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
-    draw = numpy_generator(generator)
     mass = _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std)
+    if tensor.dtype.kind == "c":  # PyTorch compares the draws with the bounds, which complex numbers refuse
+        raise not_implemented("lt_cpu" if mass > 0.3 else "gt_cpu", tensor.dtype)
+    draw = numpy_generator(generator)
     if mass > 0.3:
         def propose(count: int | tuple[int, ...]) -> np.ndarray:
             return draw.normal(mean, std, count)
@@ -169,7 +172,13 @@ def _check_normal_dtype(tensor: Tensor) -> None:
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
-    return _fill(tensor, val)
+    """`val` everywhere, checked against the tensor's dtype as `fill_` checks it (PyTorch's constant_ is a fill_):
+    300 into uint8 or a complex number into a real tensor is refused rather than wrapped or cast."""
+    if not isinstance(val, Tensor):
+        return _fill(tensor, fill_value(val, tensor._data.dtype)[()])
+    if val.ndim:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {val.ndim} dimensions.")
+    return _fill(tensor, val.detach().cpu().numpy())  # on the host: _fill moves it to the tensor's device
 
 
 def zeros_(tensor: Tensor) -> Tensor:
@@ -228,6 +237,11 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
     if tensor.numel() == 0:
         return tensor
     _check_normal_dtype(tensor)
+    if tensor.dtype == np.float16:  # PyTorch's QR has no float16 kernel
+        raise not_implemented("geqrf_cpu", tensor.dtype)
+    if tensor.dtype.kind == "c":  # PyTorch fixes the signs with torch.sign, which refuses complex numbers
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                                  "torch.sgn instead.")
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
     flattened = numpy_generator(generator).normal(0, 1, (rows, cols))

@@ -40,7 +40,7 @@ class Linear(Module):
         self.in_features = in_features
         self.out_features = out_features
         self.weight = Parameter(empty(out_features, in_features, **factory))
-        self.bias = Parameter(empty(out_features, **factory)) if bias else None
+        self.register_parameter("bias", Parameter(empty(out_features, **factory)) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -99,7 +99,7 @@ class _ConvNd(Module):
         self._reversed_padding_repeated_twice = widths if isinstance(padding, str) else tuple(widths)
         shape = (in_channels, out_channels // groups) if self.transposed else (out_channels, in_channels // groups)
         self.weight = Parameter(empty(*shape, *self.kernel_size, **factory))
-        self.bias = Parameter(empty(out_channels, **factory)) if bias else None
+        self.register_parameter("bias", Parameter(empty(out_channels, **factory)) if bias else None)
         self.reset_parameters()
 
     def _tuple(self, value: Any) -> tuple[int, ...]:
@@ -342,8 +342,11 @@ class LayerNorm(Module):
         self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        self.weight = Parameter(ones(self.normalized_shape, **factory)) if elementwise_affine else None
-        self.bias = Parameter(zeros(self.normalized_shape, **factory)) if elementwise_affine and bias else None
+        weight = Parameter(ones(self.normalized_shape, **factory)) if elementwise_affine else None
+        self.register_parameter("weight", weight)
+        self.register_parameter(
+            "bias", Parameter(zeros(self.normalized_shape, **factory)) if elementwise_affine and bias else None
+        )
 
     def reset_parameters(self) -> None:
         """Scale 1 and shift 0 again, for code that re-initialises every layer that has this method."""

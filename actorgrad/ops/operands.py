@@ -11,6 +11,7 @@ complex128), an integer tensor the default complex dtype (complex64 beside a flo
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -148,6 +149,13 @@ C_TYPES = {np.dtype(t): name for t, name in (
 )}
 
 
+def _c_type(dtype: np.dtype) -> str:
+    """PyTorch's C++ name of a dtype; a complex dtype's is c10::complex of its parts'."""
+    if dtype.kind == "c":
+        return f"c10::complex<{C_TYPES[np.dtype(f'f{dtype.itemsize // 2}')]}>"
+    return C_TYPES[dtype]
+
+
 def require_tensors(op: str, first: int = 1, **operands: Any) -> None:
     """PyTorch's error for an operand that is no tensor; positions count from `first` (a method's from its first
     argument after self)."""
@@ -234,9 +242,15 @@ def real_number(value: Any, dtype: np.dtype) -> Any:
 def fitted_number(value: int | float | complex, dtype: np.dtype) -> np.ndarray:
     """A Python number as PyTorch stores it into a tensor of `dtype` (full, fill_, where, clamp): an integer dtype
     takes only a number in its range, or for an unsigned one a negative int down to -max (which wraps); a real
-    dtype a complex number only on the real line."""
+    dtype a complex number only on the real line; a floating dtype a finite number only within its range (each
+    part of a complex one), infinities and NaN as they are."""
     value = real_number(value, dtype)
-    if dtype.kind in "iu" and not isinstance(value, bool):
+    if dtype.kind in "fc":
+        limit = float(np.finfo(dtype).max)
+        for part in (value.real, value.imag) if isinstance(value, complex) else (value,):
+            if abs(part) > limit and abs(part) != math.inf:
+                raise RuntimeError(f"value cannot be converted to type {_c_type(dtype)} without overflow")
+    elif dtype.kind in "iu" and not isinstance(value, bool):
         info = np.iinfo(dtype)
         low = -int(info.max) if dtype.kind == "u" and isinstance(value, int) else info.min
         if not low <= value <= info.max:  # nan fails too

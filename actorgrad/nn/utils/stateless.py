@@ -78,11 +78,26 @@ def _check_keys(module: Module, names: dict[str, Tensor]) -> None:
                                                                              "\n\t".join(messages)))
 
 
+def _owner(module: Module, path: list[str]) -> Module:
+    """The submodule at `path`, with the errors of PyTorch's accessor (which names the whole path to a member
+    that is not a module)."""
+    for depth, item in enumerate(path):
+        if not hasattr(module, item):
+            raise AttributeError(f"{type(module).__name__} has no attribute `{item}`")
+        module = getattr(module, item)
+        if not isinstance(module, Module):
+            raise TypeError(f"submodule `{'.'.join(path[:depth + 1])}`: {module} is not an instance of "
+                            "actorgrad.nn.Module")
+    return module
+
+
 def _swap(module: Module, dotted: str, value: Any) -> Any:
     """Put `value` (or, for _MISSING, nothing) where `dotted` names a parameter, buffer or attribute; return what
-    was there."""
+    was there. As PyTorch's, only a tensor (or None) may go there, and only in place of one."""
+    if value is not _MISSING and value is not None and not isinstance(value, Tensor):
+        raise TypeError(f"{value} is not an instance of actorgrad.Tensor")
     *path, name = dotted.split(".")
-    owner = module.get_submodule(".".join(path)) if path else module
+    owner = _owner(module, path)
     for registry in (owner._parameters, owner._buffers):
         if name in registry:
             old = registry[name]
@@ -91,6 +106,9 @@ def _swap(module: Module, dotted: str, value: Any) -> Any:
             else:
                 registry[name] = value
             return old
+    current = getattr(owner, name, None)
+    if current is not None and not isinstance(current, Tensor):
+        raise TypeError(f"attribute `{name}`: {current} is not an instance of actorgrad.Tensor")
     old = owner.__dict__.get(name, _MISSING)
     if value is _MISSING:
         owner.__dict__.pop(name, None)
