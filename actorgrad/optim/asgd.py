@@ -73,8 +73,11 @@ class ASGD(CountingOptimizer):
         else:
             ax[...] = param
         # Rounded as PyTorch's `torch.as_tensor` of the Python number rounds them, also where a state dict loaded
-        # for a float64 parameter made `eta` and `mu` float64; a Tensor lr makes `eta` a Tensor of its dtype.
+        # for a float64 parameter made `eta` and `mu` float64; a floating-point Tensor lr makes `eta` a Tensor of its
+        # dtype (an integer one divides to the default float dtype, not truncated).
         rounded = default_float().type
-        eta_dtype = group["lr"]._data.dtype.type if isinstance(group["lr"], Tensor) else rounded
+        lr_option = group["lr"]
+        tensor_lr = isinstance(lr_option, Tensor) and lr_option.is_floating_point()
+        eta_dtype = lr_option._data.dtype.type if tensor_lr else rounded
         state["eta"]._data[...] = eta_dtype(lr / ((1 + lambd * lr * step) ** group["alpha"]))
         state["mu"]._data[...] = rounded(1 / max(1, step - group["t0"]))

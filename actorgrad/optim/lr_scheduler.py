@@ -280,8 +280,10 @@ class LinearLR(_ScalingLR):
         return 1.0 + change / (self.total_iters * self.start_factor + (self.last_epoch - 1) * change)
 
     def _get_closed_form_lr(self) -> list[float]:
-        progress = min(self.total_iters, self.last_epoch) / self.total_iters
-        return [base_lr * (self.start_factor + (self.end_factor - self.start_factor) * progress)
+        # PyTorch's order of operations (the change times the epochs, then divided), which rounds differently from
+        # the change times the fraction of epochs: so `step(epoch)` gives its values to the last bit.
+        change = self.end_factor - self.start_factor
+        return [base_lr * (self.start_factor + change * min(self.total_iters, self.last_epoch) / self.total_iters)
                 for base_lr in self.base_lrs]
 
 
