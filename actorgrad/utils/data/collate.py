@@ -64,18 +64,20 @@ def default_collate(batch: Sequence[Any]) -> Any:
     elem = batch[0]
     if isinstance(elem, Tensor):
         return ag.stack(list(batch), 0)
-    if isinstance(elem, np.ndarray | np.generic):
+    if isinstance(elem, str | bytes):  # numpy's str_ and bytes_ too
+        return batch
+    if isinstance(elem, np.ndarray):
         if elem.dtype.kind in "SaUO":
             raise TypeError(_ERROR.format(elem.dtype))
-        if isinstance(elem, np.ndarray) and elem.ndim > 0:
-            return default_collate([ag.as_tensor(sample) for sample in batch])
-        return ag.as_tensor(np.asarray(batch))
+        return default_collate([ag.as_tensor(sample) for sample in batch])
+    if isinstance(elem, np.bool_ | np.number):
+        # as PyTorch's, a list of numpy scalars of several dtypes promotes as tensors do (int16 and float16 give
+        # float16), not as numpy does
+        return ag.as_tensor(list(batch))
     if isinstance(elem, float):
         return ag.tensor(list(batch), dtype=ag.float64)
     if isinstance(elem, int):
         return ag.tensor(list(batch))
-    if isinstance(elem, str | bytes):
-        return batch
     if isinstance(elem, Mapping):
         return _rebuild(elem, {key: default_collate([sample[key] for sample in batch]) for key in elem})
     if _is_namedtuple(elem):

@@ -3,6 +3,7 @@ collates them into batches, in the calling thread or (`num_workers > 0`) on work
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any, Generic, TypeVar
@@ -43,6 +44,22 @@ class _LoaderIterator:
 
     def __len__(self) -> int:
         return len(self._loader)
+
+
+def _warn_past_length(batches: Iterator[Any], dataset: IterableDataset, reported: int | None,
+                      num_workers: int) -> Iterator[Any]:
+    """`batches`, warning (as PyTorch does) at each one past the dataset length that `len(loader)` read: a sign of
+    workers that each stream the whole dataset. As PyTorch's, the count of batches meets the count of samples."""
+    for fetched, batch in enumerate(batches, 1):
+        if reported is not None and fetched > reported:
+            text = (f"Length of IterableDataset {dataset} was reported to be {reported}(when accessing "
+                    f"len(dataloader)), but {fetched} samples have been fetched. ")
+            if num_workers > 0:
+                text += ("For multiprocessing data-loading, this could be caused by not properly configuring the "
+                         "IterableDataset replica at each worker. Please see "
+                         "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset for examples.")
+            warnings.warn(text, stacklevel=2)
+        yield batch
 
 
 T_co = TypeVar("T_co", covariant=True)
@@ -128,6 +145,7 @@ class DataLoader(Generic[T_co]):
         self.generator = generator
         self.multiprocessing_context = multiprocessing_context
         self._worker_pool: WorkerPool | None = None  # kept between epochs with persistent_workers
+        self._iterable_length: int | None = None  # an IterableDataset's length, once len(loader) has read it
         if collate_fn is None:
             collate_fn = default_collate if batch_sampler is not None else default_convert
         self.collate_fn = collate_fn
@@ -148,7 +166,7 @@ class DataLoader(Generic[T_co]):
         base_seed = int(ag.empty((), dtype=ag.int64).random_(generator=self.generator).item())
         batches = self._iter_workers(base_seed) if self.num_workers > 0 else self._iter_in_thread()
         if isinstance(self.dataset, IterableDataset):  # as PyTorch's, its iterator has no length
-            return batches
+            return _warn_past_length(batches, self.dataset, self._iterable_length, self.num_workers)
         return _LoaderIterator(self, batches)
 
     def _iter_workers(self, base_seed: int) -> Iterator[Any]:
@@ -171,7 +189,7 @@ class DataLoader(Generic[T_co]):
 
     def __len__(self) -> int:
         if isinstance(self.dataset, IterableDataset):
-            length = len(self.dataset)
+            length = self._iterable_length = len(self.dataset)
             if self.batch_size is not None:
                 length = length // self.batch_size if self.drop_last else -(-length // self.batch_size)
             return length
