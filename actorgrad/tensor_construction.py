@@ -37,7 +37,8 @@ REQUIRES_GRAD_TO_SCALAR = (
 def checked_numpy(array: np.ndarray | np.generic) -> np.ndarray | np.generic:
     """A numpy array PyTorch can make a tensor of as a whole: one of its dtypes, in the machine's byte order, with no
     negative stride (a tensor has none; PyTorch refuses to copy such an array silently)."""
-    if array.strides and min(array.strides) < 0:
+    # an unsupported dtype is named before a negative stride, as by PyTorch
+    if array.strides and min(array.strides) < 0 and array.dtype.newbyteorder("=") in _NUMPY_DTYPES:
         raise ValueError(
             "At least one stride in the given numpy array is negative, and tensors with negative strides are not "
             "currently supported. (You can probably work around this by making a copy of your array  with "
@@ -77,11 +78,13 @@ def as_array(data: Any, dtype: Any = None) -> Any:
         with np.errstate(over="ignore", invalid="ignore"):  # silently, as PyTorch's cast (inf, nan as an int)
             return np.array(checked_numpy(data), dtype=np.dtype(dtype))
     wide = None
-    if type(data) in _PLAIN or type(data) in (list, tuple) and _leaf_types(data) <= _PLAIN:
+    if type(data) in _PLAIN or type(data) in (list, tuple) and (leaves := _leaf_types(data)) <= _PLAIN:
         try:
             wide = np.array(data)
         except ValueError:  # ragged: PyTorch's reading below says where
             pass
+        if wide is not None and wide.dtype.kind == "f" and type(data) in (list, tuple) and float not in leaves:
+            wide = None  # ints past int64's range, which numpy reads as floats: PyTorch's reading below refuses them
     if wide is None or wide.dtype.kind not in "bif":  # big ints, tensors, numpy values: read as PyTorch reads
         wide, inferred = _nested_array(data)
     else:

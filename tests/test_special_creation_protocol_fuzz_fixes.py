@@ -242,6 +242,13 @@ def test_infinities_nan_and_numbers_that_round_within_range_are_stored():
         assert (ag.zeros(2, dtype=ag.float16) + 1e10).tolist() == [math.inf, math.inf]  # arithmetic just overflows
 
 
+@pytest.mark.parametrize("data", [[1, 2**63], [[0], [-(2**63) - 1]], (True, 2**64)])
+def test_a_list_of_ints_past_int64s_range_is_refused_not_read_as_floats(data):
+    with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+        ag.tensor(data)
+    assert ag.tensor([1, 2**63 - 1]).dtype == ag.int64 and ag.tensor([1.5, 2**63]).dtype == ag.float32
+
+
 @pytest.mark.gpu
 def test_on_cuda_special_out_and_the_log_ndtr_slope_are_the_cpus(cupy):
     points = [-1e4, -30.0, -2.0, 0.5, 8.0]
