@@ -90,7 +90,7 @@ class _Pickler(pickle.Pickler):
         super().__init__(file, protocol)
         self.archive = archive
         self.keys: dict[int, int] = {}
-        self.memories: dict[int, int] = {}  # id of a memory-owning array -> its entry's number
+        self.memories: dict[Any, int] = {}  # a memory's (address, bytes, dtype) -> its entry's number
         self.kept: list[Any] = []  # keeps each tensor and memory alive, so its id is not reused mid-pickle
         from actorgrad.nn.parameter import Parameter  # nn builds on the package that imports this module
 
@@ -115,10 +115,12 @@ class _Pickler(pickle.Pickler):
         another dtype)."""
         owner, place = memory_place(t)
         shared = place is not None
-        number = self.memories.get(id(owner)) if shared else None
+        # a memory is known by where it lies: a permuted copy's is a new 1-d array over it at each call
+        known = (owner.ctypes.data, owner.nbytes, owner.dtype.str) if shared else None
+        number = self.memories.get(known) if shared else None
         if number is None:
             number = len(self.memories)
-            self.memories[id(owner) if shared else -1 - number] = number
+            self.memories[known if shared else -1 - number] = number
             self.kept.append(owner)
             values = io.BytesIO()
             np.save(values, owner if shared else t.detach().cpu().numpy(), allow_pickle=False)

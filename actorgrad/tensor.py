@@ -244,6 +244,8 @@ class Tensor(PythonProtocols):
             return copy.deepcopy(x, memo)
         offset = _address(x) - _address(root)
         if isinstance(x, np.ndarray):
+            if not copied.flags.c_contiguous:  # a fresh copy, so dense: its memory as one row from its first element
+                copied = np.lib.stride_tricks.as_strided(copied, (copied.size,), (copied.itemsize,))
             out = np.ndarray(x.shape, x.dtype, buffer=copied, offset=offset, strides=x.strides)
             # a view made read-only of writable memory (expand's repeated elements) stays so; the copied memory
             # itself is writable, as numpy's deepcopy of it

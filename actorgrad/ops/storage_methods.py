@@ -175,13 +175,30 @@ def _reduce_ex(self: Tensor, protocol: int) -> tuple:
 
 
 def memory_place(t: Tensor) -> tuple[Any, tuple | None]:
-    """The array whose memory `t` views, whole, and where `t` lies in it (byte offset, shape, strides), so that
-    tensors pickled or saved together that shared memory share it again; `t`'s own array and None for one that
-    cannot be placed so (a device array, a view of the memory as another dtype, an empty tensor)."""
+    """The array whose memory `t` views, whole (as one row where not row-major), and where `t` lies in it (byte
+    offset, shape, strides), so that tensors pickled or saved together that shared memory share it again; `t`'s
+    own array and None for one that cannot be placed so (a device array, a view of the memory as another dtype,
+    an empty tensor, memory with overlaps or gaps)."""
     x, root = t._data, memory_owner(t)
-    if isinstance(x, np.ndarray) and root.dtype == x.dtype and root.flags.c_contiguous and x.size:
-        return root, (t.storage_offset() * x.itemsize, x.shape, x.strides)
+    if isinstance(x, np.ndarray) and root.dtype == x.dtype and x.size:
+        memory = _flat_memory(root)
+        if memory is not None:
+            return memory, (t.storage_offset() * x.itemsize, x.shape, x.strides)
     return x, None
+
+
+def _flat_memory(root: np.ndarray) -> np.ndarray | None:
+    """`root`'s memory as a 1-d array from its first element, when its elements fill it once each in some order
+    of its dims (row-major, or a permuted, channels_last or Fortran-ordered copy: laid out so it keeps its strides
+    through a save), else None."""
+    if root.flags.c_contiguous:
+        return root
+    expected = root.itemsize
+    for stride, size in sorted((s, n) for n, s in zip(root.shape, root.strides) if n != 1):
+        if stride != expected:
+            return None
+        expected *= size
+    return np.lib.stride_tricks.as_strided(root, (root.size,), (root.itemsize,))
 
 
 def placed(memory: Any, place: tuple | None) -> Any:
