@@ -103,9 +103,16 @@ def format_tensor(t: Tensor) -> str:
         data = cpu.asarray(data)
     if data.size:
         summarize = data.size > PRINT_OPTIONS.threshold
-        is_complex = data.dtype.kind == "c"
-        element_text, width = (_complex_format if is_complex else _element_format)(_edges(data) if summarize else data)
-        text = _PREFIX + _format_values(data, element_text, width, len(_PREFIX), summarize, not is_complex)
+        if not PRINT_OPTIONS.edgeitems:
+            # torch names the shape whenever edgeitems is 0, since a summary then shows no values at all.
+            suffixes.append(f"size={data.shape}")
+        if summarize and not PRINT_OPTIONS.edgeitems and data.ndim:
+            text = _PREFIX + "[...]"
+        else:
+            is_complex = data.dtype.kind == "c"
+            element_text, width = (_complex_format if is_complex else _element_format)(
+                _edges(data) if summarize else data)
+            text = _PREFIX + _format_values(data, element_text, width, len(_PREFIX), summarize, not is_complex)
         shown_dtypes = (default_float(), default_complex(), _INT64, _BOOL)
     else:
         # No values show the shape or whether it holds ints or bools, so those are named.

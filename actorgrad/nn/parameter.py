@@ -36,6 +36,11 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
+    def __format__(self, spec: str) -> str:
+        """As PyTorch's: only a plain 0-d Tensor formats as its value, so a Parameter formats as its repr and
+        refuses a format spec (`f"{p.item():.3f}"` is the way)."""
+        return object.__format__(self, spec)
+
 
 class Buffer(Tensor):
     """A tensor that a Module registers as a buffer when it is assigned as an attribute, `persistent` or not (in
