@@ -103,6 +103,8 @@ class Tensor(PythonProtocols):
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        if not isinstance(value, bool):  # as PyTorch: a truthy 1 or None is refused, not read as a flag
+            raise RuntimeError("requires_grad must be a bool")
         self._set_requires_grad(value, "only Tensors of floating point and complex dtype can require gradients")
 
     def _set_requires_grad(self, value: bool, not_floating: str) -> None:
@@ -123,6 +125,10 @@ class Tensor(PythonProtocols):
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set requires_grad in place; on a non-leaf only True is allowed (it requires grad already), as in
         PyTorch."""
+        if not isinstance(requires_grad, bool):
+            kind = type(requires_grad)
+            name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+            raise TypeError(f"requires_grad_(): argument 'requires_grad' must be bool, not {name}")
         if not (requires_grad and self._grad_fn is not None):
             self._set_requires_grad(requires_grad, "only Tensors of floating point dtype can require gradients")
         return self
@@ -143,14 +149,16 @@ class Tensor(PythonProtocols):
                 raise TypeError(
                     f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
                 )
+            if value is self:  # backward would add into the leaf's own values
+                raise RuntimeError("can't assign Variable as its own grad")
+            allowed = grad_dtypes.get(id(self), self.dtype) if grad_dtypes else self.dtype
+            if allowed is not None and value.dtype != allowed:  # checked before the size, as PyTorch does
+                raise RuntimeError(GRAD_DTYPE_MISMATCH.format(got=value.dtype, want=allowed))
             if value.shape != self.shape:
                 raise RuntimeError(
                     f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of size "
                     f"'{list(self.shape)}'. Please ensure that the gradient and the tensor are the same size"
                 )
-            allowed = grad_dtypes.get(id(self), self.dtype) if grad_dtypes else self.dtype
-            if allowed is not None and value.dtype != allowed:
-                raise RuntimeError(GRAD_DTYPE_MISMATCH.format(got=value.dtype, want=allowed))
             if value._device is not self._device:
                 here, there = self._device, value._device
                 if here.type != there.type:
