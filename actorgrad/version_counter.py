@@ -65,18 +65,23 @@ NO_GRAD_MODE, MULTI_OUTPUT_MODE = "no_grad", "multi_output"
 creation_modes: dict[int, tuple[weakref.ref, str]] = {}
 
 
+def _remember(table: dict, t: Tensor, value: Any) -> None:
+    """`table[id(t)] = (a weak reference to t, value)`, the entry dropped when `t` dies (the reference, held in the
+    entry, calls back then)."""
+    key = id(t)
+    table[key] = (weakref.ref(t, lambda _, key=key: table.pop(key, None)), value)
+
+
 def mark_creation_mode(t: Tensor, mode: str) -> None:
     """Record that the view `t` was made in creation `mode` (NO_GRAD_MODE or MULTI_OUTPUT_MODE)."""
-    key = id(t)
-    creation_modes[key] = (weakref.ref(t, lambda _, key=key: creation_modes.pop(key, None)), mode)
+    _remember(creation_modes, t, mode)
 
 
 def mark_detached(t: Tensor) -> None:
     """Record that a non-leaf `t` was detached in place, as a change that sends nodes recorded before it to their
     check of saved values (a new stamp), where its entry here refuses it."""
     stamp = last_change[0] = last_detach[0] = next(_stamps)
-    key = id(t)
-    detached_in_place[key] = (weakref.ref(t, lambda _, key=key: detached_in_place.pop(key, None)), stamp)
+    _remember(detached_in_place, t, stamp)
 
 
 def move_saved_versions(node: Any, old: VersionCounter, new: VersionCounter) -> None:

@@ -69,7 +69,7 @@ def one_per_place(positions: np.ndarray, kept: np.ndarray | None) -> np.ndarray:
 def check_partly_shared(region: Any, values: Any, puts: bool) -> None:
     """PyTorch's refusal of a value lying partly in the memory written to (`a[1:] = a[:-1]`), which it finds where
     both fill one block of memory each; `puts`: index_put_, which refuses the very same memory too."""
-    if not values.size or not region.size or not _dense(region) or not _dense(values):
+    if not values.size or not region.size or not is_dense(region) or not is_dense(values):
         return
     begin, other = _start(region), _start(values)
     end, other_end = begin + region.nbytes, other + values.nbytes
@@ -98,7 +98,7 @@ def _start(array: Any) -> int:
     return array.__array_interface__["data"][0] if isinstance(array, np.ndarray) else array.data.ptr
 
 
-def _dense(array: Any) -> bool:
+def is_dense(array: Any) -> bool:
     """PyTorch's is_non_overlapping_and_dense: the elements fill one block of memory, each once (PyTorch has no
     negative strides: a numpy view with one is a copy there, so it counts as not dense)."""
     step = array.itemsize

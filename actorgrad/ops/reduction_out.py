@@ -14,6 +14,7 @@ Each other op checks `out`'s dtype by its kernel's rule, in its own words.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +26,6 @@ from actorgrad.ops.out_arguments import (
     CASTABLE,
     EXPECTED,
     Check,
-    check_out,
     exact_dtype,
     give_out_by_rules,
     write_out,
@@ -80,11 +80,15 @@ REDUCTION_OUT: dict[str, Check] = {
 
 def _in_outs_dtype(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict, out: Any) -> Any:
     """sum, prod, the scans (and mean of a floating input): computed in `out`'s dtype, unless `dtype=` is given,
-    which must then be `out`'s."""
+    which must then be `out`'s; checked after write_out's own refusals, as PyTorch orders them."""
     input = args[0] if args else kwargs.get("input")
-    if not isinstance(out, Tensor) or not isinstance(input, Tensor):  # write_out refuses either as PyTorch does
-        return write_out(op, fn, args, kwargs, out)
-    check_out(op, out, tuple(v for v in (*args, *kwargs.values()) if isinstance(v, Tensor)))
+    if isinstance(out, Tensor) and isinstance(input, Tensor):  # else write_out refuses either as PyTorch does
+        fn = functools.partial(_computed_in_outs_dtype, op, fn, input, out)
+    return write_out(op, fn, args, kwargs, out)
+
+
+def _computed_in_outs_dtype(op: str, fn: Callable[..., Any], input: Tensor, out: Tensor, *args: Any,
+                            **kwargs: Any) -> Any:
     dtype = kwargs.get("dtype")
     if dtype is not None:
         refusal = EXPECTED(op, np.dtype(dtype), out.dtype, ())
@@ -92,11 +96,11 @@ def _in_outs_dtype(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict, o
             raise RuntimeError(refusal)
     elif op in ("mean", "nanmean"):
         if input.dtype.kind in "fc" and out.dtype.kind in "fc":
-            kwargs = {**kwargs, "dtype": out.dtype}
+            kwargs["dtype"] = out.dtype
     else:
         _refuse_kernel(op, input.dtype, out.dtype)
-        kwargs = {**kwargs, "dtype": out.dtype}
-    return write_out(op, fn, args, kwargs, out)
+        kwargs["dtype"] = out.dtype
+    return fn(*args, **kwargs)
 
 
 def _refuse_kernel(op: str, input: Any, out: Any) -> None:

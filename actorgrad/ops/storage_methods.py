@@ -14,6 +14,7 @@ import numpy as np
 from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device
 from actorgrad.ops.joining import chunk, split
+from actorgrad.ops.memory_overlap import is_dense
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.tensor import Tensor, memory_owner
 from actorgrad.tensor_construction import copied_leaf
@@ -193,11 +194,8 @@ def _flat_memory(root: np.ndarray) -> np.ndarray | None:
     through a save), else None."""
     if root.flags.c_contiguous:
         return root
-    expected = root.itemsize
-    for stride, size in sorted((s, n) for n, s in zip(root.shape, root.strides) if n != 1):
-        if stride != expected:
-            return None
-        expected *= size
+    if not is_dense(root):
+        return None
     return np.lib.stride_tricks.as_strided(root, (root.size,), (root.itemsize,))
 
 
