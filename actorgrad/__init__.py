@@ -67,6 +67,8 @@ from actorgrad.tensor_construction import tensor
 from actorgrad.windows import *  # noqa: F403
 
 uint8, int8, int16 = np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.int16)
+# PyTorch's shell dtypes: tensors hold and convert them; arithmetic keeps to one of them (no promotion), as PyTorch's
+uint16, uint32, uint64 = np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 cfloat, cdouble = complex64, complex128
 # PyTorch's names; left out of __all__, so that `import *` keeps the builtins
@@ -86,7 +88,8 @@ __all__ = [
     "int8",
     "int16", "int32", "int64", "is_grad_enabled", "inference_mode", "is_anomaly_check_nan_enabled",
     "is_anomaly_enabled", "is_inference_mode_enabled", "linalg", "manual_seed", "nn", "no_grad", "ops", "optim",
-    "profile", "set_grad_enabled", "set_num_workers", "special", "stream", "tensor", "testing", "uint8", "utils",
+    "profile", "set_grad_enabled", "set_num_workers", "special", "stream", "tensor", "testing", "uint8", "uint16",
+    "uint32", "uint64", "utils",
     *ops.__all__, *creation.__all__, *random_tensors.__all__, *windows.__all__,
     "default_generator", "get_default_device", "get_rng_state", "load", "save", "seed", "set_default_device",
     "set_printoptions", "set_default_tensor_type", "set_rng_state", "strided", *interop.__all__, *settings.__all__,

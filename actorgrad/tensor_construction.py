@@ -86,7 +86,7 @@ def as_array(data: Any, dtype: Any = None) -> Any:
         if wide is not None and wide.dtype.kind == "f" and type(data) in (list, tuple) and float not in leaves:
             wide = None  # ints past int64's range, which numpy reads as floats: PyTorch's reading below refuses them
     if wide is None or wide.dtype.kind not in "bif":  # big ints, tensors, numpy values: read as PyTorch reads
-        wide, inferred = _nested_array(data)
+        wide, inferred = _nested_array(data, dtype)
     else:
         inferred = default_float() if wide.dtype == float64 else wide.dtype
     target = inferred if dtype is None else np.dtype(dtype)
@@ -190,11 +190,19 @@ def _nested_values(data: Any, shape: tuple[int, ...], dim: int) -> Any:
     return [_nested_values(item, shape, dim + 1) for item in data]
 
 
-def _nested_array(data: Any) -> tuple[np.ndarray, np.dtype]:
+def _nested_array(data: Any, dtype: Any = None) -> tuple[np.ndarray, np.dtype]:
     """PyTorch's reading of sequences holding tensors, numpy values or what numpy cannot read: the values (in
     a dtype wide enough for them) and the dtype PyTorch infers."""
-    inferred = _infer_dtype(data)
-    return np.array(_nested_values(data, _nested_shape(data), 0)), inferred
+    values = _nested_values(data, _nested_shape(data), 0)
+    try:
+        inferred = _infer_dtype(data)
+    except ValueError:
+        if dtype is None or np.dtype(dtype).kind not in "ufc":
+            raise
+        # ints past int64's range, for a dtype that holds them (uint64 up to 2**64, a float or complex one):
+        # Python's ints, converted exactly by numpy (a negative one into uint64 is an OverflowError, as PyTorch's)
+        return np.array(values, dtype=object), np.dtype(dtype)
+    return np.array(values), inferred
 
 
 def new_leaf(data: Any, requires_grad: bool = False, device: Device = cpu) -> Tensor:
