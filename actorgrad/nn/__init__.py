@@ -72,6 +72,7 @@ from actorgrad.nn.lazy import (
     UninitializedParameter,
 )
 from actorgrad.nn.legacy_modules import Container, CrossMapLRN2d, NLLLoss2d
+from actorgrad.nn.linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions
 from actorgrad.nn.loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -190,7 +191,8 @@ __all__ = [
     "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
     "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
     "LazyInstanceNorm2d", "LazyInstanceNorm3d", "UninitializedParameter", "UninitializedBuffer",
-    "AdaptiveLogSoftmaxWithLoss", "Container", "CrossMapLRN2d", "NLLLoss2d",
+    "AdaptiveLogSoftmaxWithLoss", "Container", "CrossMapLRN2d", "NLLLoss2d", "LinearCrossEntropyLoss",
+    "LinearCrossEntropyOptions",
     "BCELoss", "GroupNorm", "HuberLoss", "KLDivLoss", "SmoothL1Loss", "SyncBatchNorm",
     "CELU", "ELU", "GLU", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "PReLU", "ReLU6", "SELU",
     "Softmin", "Softsign", "Tanhshrink", "Threshold",

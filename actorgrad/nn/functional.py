@@ -70,6 +70,7 @@ from actorgrad.ops.inplace_activations import (
     threshold_,
 )
 from actorgrad.ops.linalg import linear
+from actorgrad.ops.linear_cross_entropy import linear_cross_entropy
 from actorgrad.ops.losses import (
     huber_loss,
     kl_div,
@@ -152,7 +153,7 @@ __all__ = [
     "relu6", "selu", "softmin", "softsign", "tanhshrink", "threshold",
     "avg_pool2d", "batch_norm", "binary_cross_entropy_with_logits", "conv1d", "conv2d", "cross_entropy", "dropout",
     "embedding", "gelu", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss",
-    "nll_loss", "pad", "relu", "sigmoid", "silu", "softmax", "softplus", "tanh",
+    "nll_loss", "pad", "relu", "sigmoid", "silu", "softmax", "softplus", "tanh", "linear_cross_entropy",
 ]
 
 
