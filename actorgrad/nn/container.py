@@ -225,7 +225,7 @@ class ModuleList(Module):
     def __repr__(self) -> str:
         """Runs of identical modules are folded, as PyTorch prints them: `(0-2): 3 x Linear(...)`."""
         reprs = [repr(module) for module in self]
-        name = type(self).__name__  # a subclass prints its own name, as in PyTorch
+        name = self._get_name()  # a subclass prints its own name, as in PyTorch
         if not reprs:
             return f"{name}()"
         lines = []

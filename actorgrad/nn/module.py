@@ -19,7 +19,17 @@ from actorgrad.devices.array_ops import is_writeable
 from actorgrad.hooks import RemovableHandle
 from actorgrad.nn.module_casts import CastMethods
 from actorgrad.nn.module_extras import ModuleExtras
-from actorgrad.nn.module_hooks import HOOK_DICTS, ON_A_MODULE, add_hook, backward_hook_kind, call_with_hooks
+from actorgrad.nn.module_hooks import (
+    HOOK_DICTS,
+    ON_A_MODULE,
+    _global_buffer_registration_hooks,
+    _global_module_registration_hooks,
+    _global_parameter_registration_hooks,
+    add_hook,
+    backward_hook_kind,
+    call_with_hooks,
+    registered,
+)
 from actorgrad.nn.module_state import StateDictMethods
 from actorgrad.nn.parameter import Buffer, Parameter
 from actorgrad.tensor import Tensor
@@ -55,7 +65,7 @@ class Module(StateDictMethods, CastMethods, ModuleExtras):
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_buffers", {})
-        object.__setattr__(self, "_non_persistent_buffers", set())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", {})
         for name in HOOK_DICTS:
             object.__setattr__(self, name, OrderedDict())
@@ -135,7 +145,7 @@ class Module(StateDictMethods, CastMethods, ModuleExtras):
             if kind != keep:
                 self.__dict__[kind].pop(name, None)
         if keep != "_buffers":
-            self._non_persistent_buffers.discard(name)
+            self._non_persistent_buffers_set.discard(name)
         self.__dict__.pop(name, None)
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
@@ -146,6 +156,8 @@ class Module(StateDictMethods, CastMethods, ModuleExtras):
                 f"cannot assign '{_type_name(param)}' object to parameter '{name}' "
                 "(actorgrad.nn.Parameter or None required)"
             )
+        if param is not None and _global_parameter_registration_hooks:
+            param = registered(_global_parameter_registration_hooks, self, name, param)
         registry[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -157,18 +169,19 @@ class Module(StateDictMethods, CastMethods, ModuleExtras):
             raise TypeError(
                 f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' (actorgrad Tensor or None required)"
             )
-        registry[name] = tensor
+        registry[name] = registered(_global_buffer_registration_hooks, self, name, tensor)
         if persistent:
-            self._non_persistent_buffers.discard(name)
+            self._non_persistent_buffers_set.discard(name)
         else:
-            self._non_persistent_buffers.add(name)
+            self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
-        registry = self._registry("_modules", "module")
-        self._check_name("module", name, registry)
+        """Register `module` as child `name`; PyTorch checks the module's type before the name."""
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{_type_name(module)} is not a Module subclass")
-        registry[name] = module
+        registry = self._registry("_modules", "module")
+        self._check_name("module", name, registry)
+        registry[name] = registered(_global_module_registration_hooks, self, name, module)
 
     register_module = add_module
 
@@ -187,21 +200,21 @@ class Module(StateDictMethods, CastMethods, ModuleExtras):
         elif isinstance(value, Module):
             self._registry("_modules", "module")
             self._forget(name, "_modules")
-            self._modules[name] = value
+            self._modules[name] = registered(_global_module_registration_hooks, self, name, value)
         elif name in self.__dict__.get("_modules", ()):
             if value is not None:
                 raise TypeError(
                     f"cannot assign '{_type_name(value)}' as child module '{name}' "
                     "(actorgrad.nn.Module or None expected)"
                 )
-            self._modules[name] = None
+            self._modules[name] = registered(_global_module_registration_hooks, self, name, None)
         elif isinstance(value, Buffer):
             self.register_buffer(name, value, value.persistent)
         elif name in self.__dict__.get("_buffers", ()):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
                                 "(actorgrad.nn.Buffer, actorgrad.Tensor or None expected)")
-            self._buffers[name] = value
+            self._buffers[name] = registered(_global_buffer_registration_hooks, self, name, value)
         else:
             object.__setattr__(self, name, value)
 
@@ -223,7 +236,7 @@ class Module(StateDictMethods, CastMethods, ModuleExtras):
         for kind in ("_parameters", "_buffers", "_modules"):
             if name in self.__dict__[kind]:
                 del self.__dict__[kind][name]
-                self._non_persistent_buffers.discard(name)
+                self._non_persistent_buffers_set.discard(name)
                 return
         object.__delattr__(self, name)
 
@@ -233,9 +246,9 @@ class Module(StateDictMethods, CastMethods, ModuleExtras):
         if memo is None:
             memo = set()
         if remove_duplicate:
-            if id(self) in memo:
+            if self in memo:  # PyTorch's memo holds the modules themselves
                 return
-            memo.add(id(self))
+            memo.add(self)
         yield prefix, self
         for name, module in self._modules.items():
             if module is not None:
@@ -290,11 +303,13 @@ class Module(StateDictMethods, CastMethods, ModuleExtras):
 
     # -- modes and gradients -------------------------------------------------------------------------------
     def train(self, mode: bool = True) -> Module:
-        """Set training mode (Dropout drops) here and in every submodule."""
+        """Set training mode (Dropout drops) here and, through each child's own `train` (which a subclass may
+        override, to keep its BatchNorm frozen say), in every submodule, as PyTorch's."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
-        for module in self.modules():
-            object.__setattr__(module, "training", mode)
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
         return self
 
     def eval(self) -> Module:
@@ -316,28 +331,38 @@ class Module(StateDictMethods, CastMethods, ModuleExtras):
         module = self
         for item in target.split(".") if target else ():
             if not hasattr(module, item):
-                raise AttributeError(f"{type(module).__name__} has no attribute `{item}`")
+                raise AttributeError(f"{module._get_name()} has no attribute `{item}`")
             module = getattr(module, item)
             if not isinstance(module, Module):
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return module
 
-    def _get_member(self, target: str, kind: str, what: str) -> Any:
+    def _get_member(self, target: str) -> tuple[Module, str, Any]:
+        """(owner, name, value) of the attribute at dotted path `target`, with PyTorch's errors."""
         module_path, _, name = target.rpartition(".")
         module = self.get_submodule(module_path)
         if not hasattr(module, name):
-            raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
-        if name not in module.__dict__[kind]:
-            raise AttributeError(f"`{name}` is not {what}")
-        return module.__dict__[kind][name]
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+        return module, name, getattr(module, name)
 
     def get_parameter(self, target: str) -> Parameter:
-        return self._get_member(target, "_parameters", "an nn.Parameter")
+        """The parameter at dotted path `target`; one registered as None is refused, as in PyTorch."""
+        _, name, value = self._get_member(target)
+        if not isinstance(value, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return value
 
     def get_buffer(self, target: str) -> Tensor:
-        return self._get_member(target, "_buffers", "a buffer")
+        module, name, value = self._get_member(target)
+        if name not in module._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return value
 
     # -- repr --------------------------------------------------------------------------------------------------
+    def _get_name(self) -> str:
+        """The name repr and the lookup errors give the module, as PyTorch's (libraries override or call it)."""
+        return type(self).__name__
+
     def extra_repr(self) -> str:
         """The layer's own settings, shown inside its parentheses; layers override it."""
         return ""
@@ -346,8 +371,8 @@ class Module(StateDictMethods, CastMethods, ModuleExtras):
         lines = self.extra_repr().split("\n") if self.extra_repr() else []
         lines += [f"({name}): {indent(repr(module), 2)}" for name, module in self._modules.items()]
         if not self._modules and len(lines) <= 1:
-            return f"{type(self).__name__}({''.join(lines)})"
-        return f"{type(self).__name__}(\n" + "\n".join("  " + line for line in lines) + "\n)"
+            return f"{self._get_name()}({''.join(lines)})"
+        return f"{self._get_name()}(\n" + "\n".join("  " + line for line in lines) + "\n)"
 
 
 def zero_grad_of(param: Tensor, set_to_none: bool) -> None:

@@ -25,22 +25,39 @@ class CastMethods:
     """The casts and moves of a module's parameters and buffers, as PyTorch's."""
 
     def to(self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False,
-           memory_format: Any = None) -> Self:
+           memory_format: Any = None, **copy: Any) -> Self:
         """`to(device)`, `to(dtype)`, `to(device, dtype)`, `to(tensor)` (its device and dtype) or keywords, as
         PyTorch's: casts floating and complex parameters and buffers (and their gradients) and moves them. The
-        Parameter objects stay the same, so cast or move a model before building its optimizer."""
+        Parameter objects stay the same, so cast or move a model before building its optimizer. Tensor.to's `copy`
+        is refused (keyword or the second flag), as PyTorch refuses it."""
+        if copy:
+            if set(copy) != {"copy"}:
+                raise TypeError(f"to() got an unexpected keyword argument '{next(k for k in copy if k != 'copy')}'")
+            raise RuntimeError(".to() does not accept copy argument")
         rest = list(args)
+        keywords = (device, dtype)
         if rest and isinstance(rest[0], Tensor):
             other = rest.pop(0)
             device, dtype = other._device, other.dtype
+            refused = keywords  # PyTorch's to(tensor) takes no device or dtype keyword
         elif rest and is_device(rest[0]):
             device = rest.pop(0)
+            refused = keywords[:1]
             if rest and not isinstance(rest[0], bool):
                 dtype = rest.pop(0)
+                refused = keywords
         elif rest and not isinstance(rest[0], bool):
             dtype = rest.pop(0)
-        if len(rest) > 2 or not all(isinstance(flag, bool) for flag in rest):  # non_blocking, copy
-            raise TypeError(f"to() received an invalid combination of arguments: {args!r}")
+            refused = keywords  # nor to(dtype)
+        else:
+            refused = ()
+        bad_flags = len(rest) > 2 or not all(isinstance(flag, bool) for flag in rest)  # non_blocking, copy
+        if bad_flags or any(keyword is not None for keyword in refused):
+            named = "".join(f", {name}={value!r}" for name, value in zip(("device", "dtype"), keywords)
+                            if value is not None)
+            raise TypeError(f"to() received an invalid combination of arguments: {args!r}{named}")
+        if len(rest) == 2:
+            raise RuntimeError(".to() does not accept copy argument")
         if dtype is not None:
             dtype = np.dtype(dtype)
             if dtype.kind not in "fc":
@@ -64,11 +81,12 @@ class CastMethods:
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         for tensor in tensors:
             if kinds is None or tensor.dtype.kind in kinds:
-                # A tensor already of `dtype` keeps its array and its gradient object, as PyTorch's no-op cast.
+                # A tensor already of `dtype` keeps its array, as PyTorch's no-op cast; a gradient stays the same
+                # object, cast in place, as PyTorch's `param.grad.data = ...`.
                 if tensor.dtype != dtype:
                     tensor._data = tensor._data.astype(dtype)
                 if tensor.grad is not None and tensor.grad.dtype != dtype:
-                    tensor.grad = Tensor(tensor.grad._data.astype(dtype), device=tensor._device)
+                    tensor.grad._data = tensor.grad._data.astype(dtype)
         return self
 
     def type(self, dst_type: Any) -> Self:
@@ -96,10 +114,9 @@ class CastMethods:
     @staticmethod
     def _move_tensor(tensor: Tensor, where: Device) -> None:
         """Move a parameter or buffer (and its gradient) in place: it stays the same object."""
-        tensor._data = where.asarray(tensor._data)
-        tensor._device = where
-        if tensor.grad is not None:
-            tensor.grad = Tensor(where.asarray(tensor.grad._data), device=where)
+        for t in (tensor, tensor.grad):  # the gradient moves in place too, the same object, as in PyTorch
+            if t is not None:
+                t._data, t._device = where.asarray(t._data), where
 
     def cpu(self) -> Self:
         return self._move(as_device("cpu"))

@@ -1,14 +1,16 @@
-"""Module's remaining PyTorch methods: set_submodule, share_memory, to_empty, compile, and the moves and casts to
-what actorgrad lacks (ipu, xpu, mtia devices; the bfloat16 dtype), refused with errors that say so. Module
+"""Module's remaining PyTorch methods: set_submodule, share_memory, to_empty, compile, unpickling, and the moves and
+casts to what actorgrad lacks (ipu, xpu, mtia devices; the bfloat16 dtype), refused with errors that say so. Module
 inherits them from ModuleExtras."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Self, TypeVar
 
 import numpy as np
 
 from actorgrad.devices.device import device as as_device
+from actorgrad.nn.module_hooks import HOOK_DICTS
 from actorgrad.ops.tensor_kinds import MISSING_DEVICES
 
 
@@ -37,6 +39,17 @@ class ModuleExtras:
         if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
             raise AttributeError(f"`{name}` is not an nn.Module")
         setattr(parent, name, module)
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling, as PyTorch's: the saved attributes, and empty hook registries and non-persistent buffer names
+        where a module pickled without them lacks them (so a subclass's `super().__setstate__(state)` works). The
+        names' set has PyTorch's attribute name, `_non_persistent_buffers_set`; older actorgrad pickles name it
+        `_non_persistent_buffers`."""
+        self.__dict__.update(state)
+        for name in HOOK_DICTS:
+            self.__dict__.setdefault(name, OrderedDict())
+        self.__dict__.setdefault("_non_persistent_buffers_set", self.__dict__.pop("_non_persistent_buffers", set()))
+        self.__dict__.setdefault("_is_full_backward_hook", None)
 
     def share_memory(self) -> Self:
         """`share_memory_()` on every parameter and buffer (a no-op for actorgrad's tensors)."""

@@ -15,9 +15,11 @@ from actorgrad.hooks import RemovableHandle
 from actorgrad.nn.backward_hooks import BackwardHook
 from actorgrad.tensor import Tensor
 
+# Every module's hook registries, under PyTorch's attribute names (code that reads them directly finds them).
 HOOK_DICTS = (
     "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks", "_forward_hooks_with_kwargs",
-    "_forward_hooks_always_called", "_backward_pre_hooks", "_backward_hooks",
+    "_forward_hooks_always_called", "_backward_pre_hooks", "_backward_hooks", "_state_dict_pre_hooks",
+    "_state_dict_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks",
 )
 USE_FULL = " Please use register_full_backward_hook to get the documented behavior."
 MIXED_BACKWARD_HOOKS = (
@@ -102,6 +104,34 @@ def register_module_backward_hook(hook: Callable) -> RemovableHandle:
     global _global_is_full_backward_hook
     _global_is_full_backward_hook = backward_hook_kind(_global_is_full_backward_hook, False, GLOBAL)
     return _global_hook(_global_backward_hooks, hook)
+
+
+# Hooks on every registration of a buffer, a child module or a parameter, by any module (PyTorch's, for tools
+# that swap what is registered): `hook(module, name, value)`, whose non-None result is registered instead.
+_global_buffer_registration_hooks: OrderedDict = OrderedDict()
+_global_module_registration_hooks: OrderedDict = OrderedDict()
+_global_parameter_registration_hooks: OrderedDict = OrderedDict()
+
+
+def register_module_buffer_registration_hook(hook: Callable) -> RemovableHandle:
+    return add_hook(_global_buffer_registration_hooks, hook, False)
+
+
+def register_module_module_registration_hook(hook: Callable) -> RemovableHandle:
+    return add_hook(_global_module_registration_hooks, hook, False)
+
+
+def register_module_parameter_registration_hook(hook: Callable) -> RemovableHandle:
+    return add_hook(_global_parameter_registration_hooks, hook, False)
+
+
+def registered(hooks: OrderedDict, module: Any, name: str, value: Any) -> Any:
+    """What registering `value` as `name` files: `value`, or what the registration hooks return in its place."""
+    for hook in hooks.values():
+        output = hook(module, name, value)
+        if output is not None:
+            value = output
+    return value
 
 
 def _backward_hooks(module: Any, full: bool) -> list[Callable]:

@@ -57,6 +57,37 @@ def _without_module(hook: Callable) -> Callable:
     return lambda module, *args: hook(*args)
 
 
+def _prepare_keys(module: Any, state_dict: OrderedDict, prefix: str, local_metadata: dict,
+                  hooks: tuple[Callable, ...], lists: tuple[list, list, list]) -> OrderedDict:
+    """`state_dict` after `module`'s upgrade and load pre-hooks. As PyTorch's recursion hands each module only the
+    keys under its prefix, they see (and edit) those alone (and `strict` True, as PyTorch passes them); what they
+    leave under the prefix takes the place of those keys."""
+    local = OrderedDict((key, value) for key, value in state_dict.items() if key.startswith(prefix))
+    module._upgrade_state_dict(local, prefix, local_metadata.get("version"))
+    for hook in hooks:
+        hook(module, local, prefix, local_metadata, True, *lists)
+    if not prefix:
+        return local
+    kept = [(key, value) for key, value in local.items() if key.startswith(prefix)]
+    merged = OrderedDict()
+    for key, value in state_dict.items():
+        if not key.startswith(prefix):
+            merged[key] = value
+        elif kept:  # the prefix's keys go where its first one was
+            merged.update(kept)
+            kept = []
+    merged.update(kept)
+    return merged
+
+
+def _run_post_hooks(module: Any, keys: _IncompatibleKeys) -> None:
+    """A module's load post-hooks, once its children are loaded, as PyTorch's recursion runs them: they see the
+    missing and unexpected keys found so far (this module's, its children's and those of the modules before it)."""
+    for hook in _hooks(module, "_load_state_dict_post_hooks"):
+        if hook(module, keys) is not None:
+            raise AssertionError(POST_HOOK_RETURNED)
+
+
 def _never_called(method: str) -> RuntimeError:
     return RuntimeError(f"Reached a code path in Module.{method}() that should never be called: a module with extra "
                         f"state overrides both get_extra_state() and set_extra_state()")
@@ -96,10 +127,14 @@ class StateDictMethods:
         if type(self).get_extra_state is not StateDictMethods.get_extra_state:
             destination[prefix + EXTRA_STATE] = self.get_extra_state()
         for name, module in self._modules.items():
-            if module is not None:
+            if module is None:
+                continue
+            if type(module).state_dict is StateDictMethods.state_dict:
                 module._save_state(destination, f"{prefix}{name}.", keep_vars)
+            else:  # a child's own state_dict, as PyTorch's recursion calls it (what it returns is dropped)
+                module.state_dict(destination=destination, prefix=f"{prefix}{name}.", keep_vars=keep_vars)
         may_return = self.__dict__.get("_state_dict_hooks_may_return", ())
-        for hook_id, hook in self.__dict__.get("_state_dict_post_hooks", {}).items():
+        for hook_id, hook in self.__dict__.get("_state_dict_hooks", {}).items():
             result = hook(self, destination, prefix, local_metadata)
             if result is not None:
                 if hook_id not in may_return:
@@ -123,13 +158,13 @@ class StateDictMethods:
     def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
         """`hook(module, state_dict, prefix, local_metadata)` runs after `state_dict()` added this module's entries
         and its children's, and may change `state_dict` in place (it must return None)."""
-        return add_hook(self.__dict__.setdefault("_state_dict_post_hooks", OrderedDict()), hook, False)
+        return add_hook(self.__dict__.setdefault("_state_dict_hooks", OrderedDict()), hook, False)
 
     def _register_state_dict_hook(self, hook: Callable) -> RemovableHandle:
         """PyTorch's private post-hook, which libraries use: as `register_state_dict_post_hook`'s, but a state dict
         it returns replaces the one `state_dict()` returns."""
         may_return = self.__dict__.setdefault("_state_dict_hooks_may_return", {})
-        return add_hook(self.__dict__.setdefault("_state_dict_post_hooks", OrderedDict()), hook, False, may_return)
+        return add_hook(self.__dict__.setdefault("_state_dict_hooks", OrderedDict()), hook, False, may_return)
 
     def _register_load_state_dict_pre_hook(self, hook: Callable, with_module: bool = False) -> RemovableHandle:
         """PyTorch's private pre-hook, which libraries use: `hook(state_dict, prefix, local_metadata, strict,
@@ -164,7 +199,7 @@ class StateDictMethods:
     def _own_state(self, prefix: str) -> dict[str, Tensor]:
         slots = {prefix + name: param for name, param in self._parameters.items() if param is not None}
         for name, buffer in self._buffers.items():
-            if buffer is not None and name not in self._non_persistent_buffers:
+            if buffer is not None and name not in self._non_persistent_buffers_set:
                 slots[prefix + name] = buffer
         return slots
 
@@ -185,6 +220,9 @@ class StateDictMethods:
         Nothing is loaded when a shape mismatches, a pre-hook reports an error or, with `strict` and no post-hooks
         to see them first, when keys are missing or unexpected; the error lists them all, in PyTorch's words.
         With post-hooks the values load first, as in PyTorch, and the strict check reads the keys they leave.
+        Each module's pre-hooks see only the keys under its prefix, as PyTorch's; they all run before anything is
+        loaded (PyTorch runs each module's just before loading it). Post-hooks run children first, each seeing the
+        keys found in the modules loaded so far, as PyTorch's recursion runs them.
         Each tensor receives a new array, so earlier `state_dict()` results keep their values, and its version
         goes up as after PyTorch's in-place copy.
         """
@@ -197,16 +235,21 @@ class StateDictMethods:
         unexpected: list[str] = []
         errors: list[str] = []
         for prefix, module in modules:
-            local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
-            module._upgrade_state_dict(state_dict, prefix, local_metadata.get("version"))
-            for hook in _hooks(module, "_load_state_dict_pre_hooks"):
-                hook(module, state_dict, prefix, local_metadata, strict, missing, unexpected, errors)
+            hooks = _hooks(module, "_load_state_dict_pre_hooks")
+            if hooks or type(module)._upgrade_state_dict is not StateDictMethods._upgrade_state_dict:
+                local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+                if assign:
+                    local_metadata["assign_to_params_buffers"] = True
+                state_dict = _prepare_keys(module, state_dict, prefix, local_metadata, hooks,
+                                           (missing, unexpected, errors))
         slots = self._state_slots()
         extras = {prefix + EXTRA_STATE: module for prefix, module in modules
                   if type(module).set_extra_state is not StateDictMethods.set_extra_state}
-        missing += [key for prefix, module in modules for key in (*module._own_state(prefix), prefix + EXTRA_STATE)
-                    if key not in state_dict and (key in slots or key in extras)]
-        unexpected += self._unexpected_keys(state_dict, slots, extras, modules)
+        missing_by = [[key for key in (*module._own_state(prefix), prefix + EXTRA_STATE)
+                       if key not in state_dict and (key in slots or key in extras)] for prefix, module in modules]
+        unexpected_by = self._unexpected_keys(state_dict, slots, extras, modules)
+        all_missing = missing + [key for keys in missing_by for key in keys]
+        all_unexpected = unexpected + [key for keys in unexpected_by for key in keys]
         loaded = {}  # the arrays to copy in, or with `assign` the tensors to put in place
         for key, current in slots.items():
             if key not in state_dict:
@@ -232,34 +275,50 @@ class StateDictMethods:
                     f"size mismatch for {key}: copying a param with shape {shape} from checkpoint, "
                     f"the shape in current model is {current.shape}."
                 )
+            elif assign and isinstance(current, Parameter) and current.requires_grad and array.dtype.kind not in "fc":
+                errors.append(  # the Parameter that assign makes of it could not require grad
+                    f'While copying the parameter named "{key}", whose dimensions in the model are {current.shape} and '
+                    f"whose dimensions in the checkpoint are {shape}, an exception occurred : ('Only Tensors of "
+                    "floating point and complex dtype can require gradients',)."
+                )
             loaded[key] = incoming if assign else array
         post_hooked = any(_hooks(module, "_load_state_dict_post_hooks") for _, module in modules)
-        if errors or (strict and not post_hooked and (missing or unexpected)):
-            self._refuse_load(strict, missing, unexpected, errors)
+        if errors or (strict and not post_hooked and (all_missing or all_unexpected)):
+            self._refuse_load(strict, all_missing, all_unexpected, errors)
         if assign:
             self._assign_state(loaded, slots)
         else:
+            # An entry that holds a slot's own array (a state_dict() of this module, tied weights) reads what was
+            # loaded into that slot before it, as PyTorch's entries, views of the slots, see its in-place copies.
+            owners = {id(slot._data): (slot._data, slot) for slot in slots.values()}  # (array, the slot holding it)
             for key, array in loaded.items():
                 current = slots[key]
+                held, owner = owners.get(id(array), (None, None))
+                if held is array:
+                    array = owner._data
                 current._data = current._device.asarray(array).astype(current.dtype, copy=False)  # a copy on its device
                 bump_version(current)  # PyTorch copies in place, so graphs that saved the old value refuse backward
-        for key, module in extras.items():
-            if key in state_dict:
-                module.set_extra_state(state_dict[key])
         keys = _IncompatibleKeys(missing, unexpected)
-        for _, module in reversed(modules):  # children before their parent, as PyTorch's recursion
-            for hook in _hooks(module, "_load_state_dict_post_hooks"):
-                if hook(module, keys) is not None:
-                    raise AssertionError(POST_HOOK_RETURNED)
+        open_modules = []  # the modules whose children are being walked, innermost last
+        for (prefix, module), missing_here, unexpected_here in zip(modules, missing_by, unexpected_by, strict=True):
+            while open_modules and not prefix.startswith(open_modules[-1][0]):
+                _run_post_hooks(open_modules.pop()[1], keys)
+            missing += missing_here
+            unexpected += unexpected_here
+            if prefix + EXTRA_STATE in extras and prefix + EXTRA_STATE in state_dict:
+                module.set_extra_state(state_dict[prefix + EXTRA_STATE])
+            open_modules.append((prefix, module))
+        while open_modules:
+            _run_post_hooks(open_modules.pop()[1], keys)
         if strict and (missing or unexpected):
             self._refuse_load(strict, missing, unexpected, errors)
         return keys
 
-    def _unexpected_keys(self, state_dict: dict, slots: dict, extras: dict, modules: list) -> list[str]:
-        """The keys no slot takes, grouped by the module PyTorch's recursion reports each under (the deepest one
-        their dotted path reaches), in its order; keys under a child set to None are ignored, as in PyTorch."""
+    def _unexpected_keys(self, state_dict: dict, slots: dict, extras: dict, modules: list) -> list[list[str]]:
+        """The keys no slot takes, listed for each of `modules` under the one PyTorch's recursion reports each under
+        (the deepest one their dotted path reaches); keys under a child set to None are ignored, as in PyTorch."""
         order = {prefix: place for place, (prefix, _) in enumerate(modules)}
-        owned = []
+        owned: list[list[str]] = [[] for _ in modules]
         for key in state_dict:
             if key in slots or key in extras:
                 continue
@@ -270,8 +329,8 @@ class StateDictMethods:
                 if module is None:
                     break
             if module is not None:
-                owned.append((order[prefix], key))
-        return [key for _, key in sorted(owned, key=lambda pair: pair[0])]
+                owned[order[prefix]].append(key)
+        return owned
 
     def _assign_state(self, incoming: dict[str, Any], slots: dict[str, Tensor]) -> None:
         """`load_state_dict(assign=True)`: set each slot's attribute to the checkpoint's own tensor (a slot shared

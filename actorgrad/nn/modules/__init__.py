@@ -39,7 +39,9 @@ from actorgrad.nn.modules import utils
 # The classes (and functions) each PyTorch submodule holds, where actorgrad has them.
 _TABLE = {
     "module": "Module register_module_forward_pre_hook register_module_forward_hook "
-              "register_module_full_backward_pre_hook register_module_full_backward_hook register_module_backward_hook",
+              "register_module_full_backward_pre_hook register_module_full_backward_hook register_module_backward_hook "
+              "register_module_buffer_registration_hook register_module_module_registration_hook "
+              "register_module_parameter_registration_hook",
     "activation": "Threshold ReLU RReLU Hardtanh ReLU6 Sigmoid Hardsigmoid Tanh SiLU Mish Hardswish ELU CELU SELU GLU "
                   "GELU Hardshrink LeakyReLU LogSigmoid Softplus Softshrink MultiheadAttention PReLU Softsign "
                   "Tanhshrink Softmin Softmax Softmax2d LogSoftmax",
