@@ -13,14 +13,18 @@ Cost: each `unpack_dual` of a computed tensor runs two reverse passes over the p
 duals (about three times its backward: an 8-layer tanh MLP of 256x256 on a 64-row batch takes 11 ms forward, 13 ms
 backward, 38 ms to unpack the output's tangent), and the result is cached for the level. Exiting the level drops
 every tangent and the cache. Being lazy, a tangent must be unpacked before a backward pass frees the graph (or that
-pass must retain it). The tangent is itself differentiable (forward-over-reverse) when grad mode is on and a tangent
-or a primal requires grad. `unpack_dual` runs the sync engine, so inside trio it is refused: use `await
-actorgrad.functional.jvp(...)` there.
+pass must retain it). The tangent is itself differentiable (forward-over-reverse) when grad mode is on and a tangent,
+a primal or another tensor the computation used (a module's parameter) requires grad. A tensor changed in place
+after its tangent was unpacked gets a new one. `unpack_dual` runs the sync engine, so inside trio it is refused:
+use `await actorgrad.functional.jvp(...)` there.
 
 Deviations from PyTorch: a dual of a tensor that does not require grad reports `requires_grad=True` (its graph is
 how the tangent is found), and so do the tensors computed from it; ops run under `no_grad` record nothing, so their
 results carry no tangent; `unpack_dual(y).primal` of a computed y is y itself; one level at a time (as in PyTorch,
-which refuses nested levels too); a level belongs to the trio task or thread that entered it.
+which refuses nested levels too); a level belongs to the trio task or thread that entered it; changing in place a
+tensor that an op saved for its backward (`y = dual.exp(); y.mul_(2)`) makes unpacking a tangent that passes through
+that op raise backward's modified-in-place error, as PyTorch's reverse mode would, where its forward mode needs no
+saved values.
 """
 
 from __future__ import annotations
@@ -28,11 +32,13 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import NamedTuple
 
+from actorgrad.accumulate_grad import AccumulateGrad
 from actorgrad.creation import zeros_like
 from actorgrad.engine import grad_sync, refuse_inside_trio
-from actorgrad.grad_mode import enable_grad, is_grad_enabled
+from actorgrad.grad_mode import INFERENCE, _DecoratorContextManager, enable_grad, is_grad_enabled
 from actorgrad.ops.record import SECOND_BACKWARD
 from actorgrad.tensor import Tensor
+from actorgrad.version_counter import version_counter
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual"]
 
@@ -51,7 +57,8 @@ class _Level:
         self.index = index
         # id(dual) -> (dual, primal, tangent, the dual's version when made)
         self.duals: dict[int, tuple[Tensor, Tensor, Tensor, int]] = {}
-        self.tangents: dict[int, tuple[Tensor, Tensor | None]] = {}  # id(y) -> (y, tangent)
+        # id(y) -> (y, y's version when its tangent was found, tangent)
+        self.tangents: dict[int, tuple[Tensor, int, Tensor | None]] = {}
 
 
 _current_level: ContextVar[_Level | None] = ContextVar("actorgrad_dual_level", default=None)
@@ -79,21 +86,18 @@ def exit_dual_level(*, level: int | None = None) -> None:
     _current_level.set(None)
 
 
-class dual_level:
-    """Context manager for forward AD: duals made inside have their tangents only until it exits."""
+class dual_level(_DecoratorContextManager):
+    """Context manager for forward AD: duals made inside have their tangents only until it exits. As PyTorch's,
+    it also decorates a function, which then runs inside a level of its own."""
+
+    def clone(self) -> dual_level:
+        return dual_level()
 
     def __enter__(self) -> int:
         return enter_dual_level()
 
     def __exit__(self, *exc_info: object) -> None:
         exit_dual_level()
-
-
-def _level_for(level: int | None, message: str) -> _Level | None:
-    current = _current_level.get()
-    if level is not None and (current is None or level != current.index):
-        raise RuntimeError(message)
-    return current
 
 
 def check_floating_dual(value: Tensor, what: str) -> None:
@@ -105,8 +109,10 @@ def check_floating_dual(value: Tensor, what: str) -> None:
 
 def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> Tensor:
     """A dual tensor with `tensor`'s values and the tangent `tangent`, for the current dual level."""
-    current = _level_for(level, "Invalid level given to _make_dual")
-    if current is None:
+    current = _current_level.get()
+    if level is not None and level >= 0 and (current is None or level != current.index):
+        raise RuntimeError("Invalid level given to _make_dual")
+    if current is None or (level is not None and level < 0):
         raise RuntimeError("Trying to create a dual Tensor for forward AD but no level exists, make sure to "
                            "enter_dual_level() first.")
     for value, what in ((tensor, "primal"), (tangent, "tangent")):
@@ -127,20 +133,25 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
             dual = tensor.view(tensor.shape)
     else:
         dual = Tensor(tensor._data, requires_grad=True, device=tensor._device)
+        if tensor._vc is not INFERENCE:  # it shares the primal's memory, so it shares its changes (as detach())
+            dual._vc = version_counter(tensor)
     current.duals[id(dual)] = (dual, tensor, tangent, dual._version)
     return dual
 
 
 def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTensor:
-    """(primal, tangent) of `tensor` at the current dual level; the tangent is None outside a level and for a
-    tensor that does not depend on a dual."""
+    """(primal, tangent) of `tensor` at the current dual level (or `level`); the tangent is None outside a level,
+    at a level that does not exist (as PyTorch's) and for a tensor that does not depend on a dual."""
+    current = _current_level.get()
+    if (current is None and level is None) or (level is not None and level < 0):
+        return UnpackedDualTensor(tensor, None)  # anything, as PyTorch's, which looks at nothing without a level
     if not isinstance(tensor, Tensor):
         raise TypeError(f"_unpack_dual(): argument 'dual' (position 1) must be Tensor, not {type(tensor).__name__}")
-    current = _level_for(level, "Trying to access a forward AD level with an invalid index. This index was either "
-                                "not created or is already deleted.")
-    if current is None:
+    made = None if current is None else current.duals.get(id(tensor))
+    if level is not None and (current is None or level != current.index):
+        if made is not None:
+            raise RuntimeError("Invalid level given to _fw_primal")
         return UnpackedDualTensor(tensor, None)
-    made = current.duals.get(id(tensor))
     if made is not None:
         _refuse_changed_duals([made])
         return UnpackedDualTensor(made[1], made[2])
@@ -168,8 +179,8 @@ def _tangent(level: _Level, y: Tensor) -> Tensor | None:
     if not level.duals or not y.requires_grad or y.dtype.kind not in "fc":
         return None
     cached = level.tangents.get(id(y))
-    if cached is not None:
-        return cached[1]
+    if cached is not None and cached[1] == y._version:  # changed in place since: its graph, so its tangent, is new
+        return cached[2]
     refuse_inside_trio("unpack_dual", "actorgrad.functional.jvp")
     duals = list(level.duals.values())
     _refuse_changed_duals(duals)
@@ -188,7 +199,8 @@ def _tangent(level: _Level, y: Tensor) -> Tensor | None:
         used = [(g, primal, t) for g, (_, primal, t, _) in zip(vjps, duals) if g is not None]
         tangent = None
         if used:
-            differentiable = recording and any(p.requires_grad or t.requires_grad for _, p, t in used)
+            differentiable = recording and (any(p.requires_grad or t.requires_grad for _, p, t in used)
+                                            or _reaches_another_leaf(y, level))
             # the vjp of the vjps along t, not the gradient of Σ<g, t>: that sum is complex for complex duals
             linear = [(g, t if t.dtype == g.dtype else t.to(g.dtype)) for g, _, t in used if g.requires_grad]
             if linear:
@@ -196,5 +208,23 @@ def _tangent(level: _Level, y: Tensor) -> Tensor | None:
                                        create_graph=differentiable, allow_unused=True)
             if tangent is None:
                 tangent = zeros_like(y)
-    level.tangents[id(y)] = (y, tangent)
+    level.tangents[id(y)] = (y, y._version, tangent)
     return tangent
+
+
+def _reaches_another_leaf(y: Tensor, level: _Level) -> bool:
+    """Whether y's graph reaches a leaf that requires grad other than the level's own fresh duals (a parameter
+    the computation used): y's tangent then depends on it differentiably, as PyTorch's does."""
+    seen: set[int] = set()
+    stack = [y.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, AccumulateGrad):
+            if id(node.variable) not in level.duals:
+                return True
+        else:
+            stack.extend(n for n, _ in node.next_functions)
+    return False

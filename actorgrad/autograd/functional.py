@@ -152,15 +152,23 @@ def _jacobian_rows(outputs: tuple, inputs: tuple, create_graph: bool, strict: bo
 
 def _jacobian_columns(outputs: tuple, inputs: tuple, strict: bool) -> Steps:
     """The blocks of `_jacobian_rows`, built a column at a time (forward mode): by the double-vjp trick, the
-    Jacobian of the vjps with respect to their cotangents, transposed. Two reverse passes per input element."""
-    cotangents = tuple(zeros_like(out, requires_grad=True) for out in outputs)
-    vjps = yield from _grads(outputs, inputs, cotangents, create_graph=True)
+    Jacobian of the vjps with respect to their cotangents, transposed. Two reverse passes per input element.
+    An integer or bool output has no cotangent (none can require grad): its blocks are zeros of its dtype, the
+    tangents PyTorch's forward mode gives it."""
+    floating = tuple(out for out in outputs if out.dtype.kind in "fc")
+    cotangents = tuple(zeros_like(out, requires_grad=True) for out in floating)
+    vjps = yield from _grads(floating, inputs, cotangents, create_graph=True)
     vjps = tuple(zeros_like(x) if g is None else g for g, x in zip(vjps, inputs))
     columns = yield from _jacobian_rows(vjps, cotangents, False, strict)
-    return tuple(
-        tuple(_move_leading_dims_last(columns[j][i], inputs[j].ndim) for j in range(len(inputs)))
-        for i in range(len(outputs))
-    )
+    blocks = []
+    i = 0  # the output's index among the floating ones
+    for out in outputs:
+        if out.dtype.kind in "fc":
+            blocks.append(tuple(_move_leading_dims_last(columns[j][i], x.ndim) for j, x in enumerate(inputs)))
+            i += 1
+        else:
+            blocks.append(tuple(zeros(out.shape + x.shape, dtype=out.dtype, device=out.device) for x in inputs))
+    return tuple(blocks)
 
 
 def _move_leading_dims_last(block: Tensor, count: int) -> Tensor:

@@ -58,7 +58,7 @@ class _Linearization:
             self.outputs, self.output_spec = tree_flatten(output)
             check_tensor_outputs(self.outputs, api)
             # one cotangent per distinct output: an output returned twice has one tangent
-            self.cotangents = {id(o): zeros_like(o, requires_grad=True) for o in self.outputs
+            self.cotangents = {id(o): self.level.cotangent(o) for o in self.outputs
                                if o.requires_grad and o.dtype.kind in "fc"}
             distinct = list({id(o): o for o in self.outputs if id(o) in self.cotangents}.values())
             vjps = self.level.gradients(distinct, self.primals, [self.cotangents[id(o)] for o in distinct],

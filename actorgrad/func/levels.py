@@ -14,6 +14,7 @@ touched: every pass is `autograd.grad`, never `backward`.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from actorgrad.accumulate_grad import AccumulateGrad
@@ -27,6 +28,11 @@ from actorgrad.tensor import Tensor
 def refuse_in_trio(name: str, async_name: str) -> None:
     """The transforms run the sync engine, so inside a trio app they are refused, as `autograd.grad` is."""
     refuse_inside_trio(f"actorgrad.func.{name}", async_name)
+
+
+# Forward mode's cotangents, by id: J·t is the gradient with respect to them of an expression linear in them, so it
+# does not depend on them, though its graph may reach them; they are constants to every transform, enclosing too.
+_COTANGENTS: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 
 
 class Level:
@@ -48,6 +54,12 @@ class Level:
         self._own[id(fresh)] = fresh
         return fresh
 
+    def cotangent(self, output: Tensor) -> Tensor:
+        """Zeros shaped as `output` that require grad: the cotangent u of the double-vjp trick, a leaf of ours."""
+        fresh = zeros_like(output, requires_grad=True)
+        self._own[id(fresh)] = _COTANGENTS[id(fresh)] = fresh
+        return fresh
+
     def _node_reaches_outside(self, root: Any) -> bool:
         known = self._outside
         stack = [root]
@@ -56,7 +68,7 @@ class Level:
             if node in known:
                 stack.pop()
             elif isinstance(node, AccumulateGrad):
-                known[node] = id(node.variable) not in self._own
+                known[node] = id(node.variable) not in self._own and id(node.variable) not in _COTANGENTS
                 stack.pop()
             else:
                 pending = [n for n, _ in node.next_functions if n is not None and n not in known]
@@ -72,7 +84,7 @@ class Level:
         if not isinstance(value, Tensor) or not value.requires_grad:
             return False
         if value.grad_fn is None:
-            return id(value) not in self._own
+            return id(value) not in self._own and id(value) not in _COTANGENTS
         return self._node_reaches_outside(value.grad_fn)
 
     def unwrap(self, tree: Any) -> Any:
