@@ -58,6 +58,7 @@ from actorgrad.random import (
     seed,
     set_rng_state,
 )
+from actorgrad.random_binomial import binomial
 from actorgrad.random_tensors import *  # noqa: F403
 from actorgrad.scheduler import get_num_workers, profile, set_num_workers
 from actorgrad.serialization import load, save
@@ -90,7 +91,7 @@ __all__ = [
     "is_anomaly_enabled", "is_inference_mode_enabled", "linalg", "manual_seed", "nn", "no_grad", "ops", "optim",
     "profile", "set_grad_enabled", "set_num_workers", "special", "stream", "tensor", "testing", "uint8", "uint16",
     "uint32", "uint64", "utils",
-    *ops.__all__, *creation.__all__, *random_tensors.__all__, *windows.__all__,
+    *ops.__all__, *creation.__all__, *random_tensors.__all__, *windows.__all__, "binomial",
     "default_generator", "get_default_device", "get_rng_state", "load", "save", "seed", "set_default_device",
     "set_printoptions", "set_default_tensor_type", "set_rng_state", "strided", *interop.__all__, *settings.__all__,
 ]

@@ -4,6 +4,7 @@ name the argument and index at fault, with PyTorch's texts."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -34,6 +35,28 @@ def as_tuple(value: Any, what: str, kinds: type | tuple = Tensor, named: str = "
         if not isinstance(v, kinds):
             raise TypeError(f"{what}[{i}] must be {named}, got {type(v).__name__}")
     return values
+
+
+class EdgeOutput:
+    """A GradientEdge given among the outputs of backward() or grad(), as PyTorch takes one, read as an output
+    tensor is read: its gradient goes into the edge's slot, with the shape, dtype and device its node expects."""
+
+    __slots__ = ("_grad_fn", "_output_nr", "shape", "dtype", "device", "_device")
+    requires_grad = True
+
+    def __init__(self, edge: GradientEdge) -> None:
+        self._grad_fn, self._output_nr = edge.node, edge.output_nr
+        self.shape, self.dtype, self.device = edge.node.input_metadata[edge.output_nr]
+        self._device = self.device
+
+
+def as_outputs(value: Any, what: str) -> tuple:
+    """The outputs a pass starts from: tensors, or gradient edges (as EdgeOutputs)."""
+    outputs = as_tuple(value, what, (Tensor, GradientEdge))
+    for output in outputs:
+        if isinstance(output, GradientEdge):  # rare: only then a new tuple (the usual call allocates nothing more)
+            return tuple(EdgeOutput(o) if isinstance(o, GradientEdge) else o for o in outputs)
+    return outputs
 
 
 def as_inputs(value: Any, what: str) -> tuple:
@@ -68,11 +91,11 @@ def seed_grads(outputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
             if not out.requires_grad:  # graph_root refuses it, with PyTorch's text for it
                 seeds.append(None)
                 continue
-            if out._data.size != 1:
+            if math.prod(out.shape) != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if out._data.dtype.kind != "f":  # a complex loss needs its gradient given: 1 or 1j would be a choice
+            if out.dtype.kind != "f":  # a complex loss needs its gradient given: 1 or 1j would be a choice
                 raise RuntimeError(
-                    f"grad can be implicitly created only for real scalar outputs but got actorgrad.{out._data.dtype}"
+                    f"grad can be implicitly created only for real scalar outputs but got actorgrad.{out.dtype}"
                 )
             where = out._device
             if where is cpu:
@@ -91,11 +114,11 @@ def seed_grads(outputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
             raise RuntimeError(
                 f"invalid gradient at index {i} - expected device {out._device} but got {grad._device}"
             )
-        if (grad._data.dtype.kind == "c") != (out._data.dtype.kind == "c"):  # casting would drop or invent a part
+        if (grad._data.dtype.kind == "c") != (out.dtype.kind == "c"):  # casting would drop or invent a part
             raise RuntimeError(
                 f"For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch in "
                 f"dtype: grad_output[{i}] has a dtype of actorgrad.{grad._data.dtype} and output[{i}] has a dtype of "
-                f"actorgrad.{out._data.dtype}."
+                f"actorgrad.{out.dtype}."
             )
         if grad.dtype != out.dtype:
             grad = Tensor(grad._data.astype(out.dtype), device=grad._device)

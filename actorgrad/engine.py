@@ -19,7 +19,7 @@ from actorgrad.autograd.graph import GradientEdge
 from actorgrad.backward_arguments import (
     allows_unused,
     as_inputs,
-    as_tuple,
+    as_outputs,
     graph_root,
     input_edges,
     renamed_grad_tensors,
@@ -30,7 +30,7 @@ from actorgrad.backward_arguments import (
 from actorgrad.devices.float_errors import FLOAT_ERRORS_IGNORED, float_errors
 from actorgrad.grad_commit import commit_or_stage, commit_sync, owned
 from actorgrad.grad_mode import grad_mode_on
-from actorgrad.hooks import has_post_accumulate_hooks, run_post_accumulate_hooks_async
+from actorgrad.hooks import has_post_accumulate_hooks, post_accumulate_leaves, run_post_accumulate_hooks_async
 from actorgrad.node import GraphRoot
 from actorgrad.ops.joining import stack
 from actorgrad.ops.record import FormulaNode
@@ -63,8 +63,10 @@ async def backward(
         grad_tensors = renamed_grad_tensors(grad_tensors, grad_variables)
     task = _backward_task(tensors, grad_tensors, retain_graph, create_graph, inputs)
     await _run(task)
-    if commit_or_stage(task) and has_post_accumulate_hooks(task.staged):
-        await run_post_accumulate_hooks_async(task.staged, create_graph)
+    if commit_or_stage(task):
+        leaves = post_accumulate_leaves(task)
+        if has_post_accumulate_hooks(leaves):
+            await run_post_accumulate_hooks_async(leaves, create_graph)
 
 
 async def grad(
@@ -117,7 +119,7 @@ def _grad_passes(
     ins = as_inputs(inputs, "inputs")
     if not ins:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
-    outs = as_tuple(outputs, "outputs")
+    outs = as_outputs(outputs, "outputs")
     seeds = unbatched_grad_outputs(outs, grad_outputs) if is_grads_batched else [grad_outputs]
     results, tasks = [], []
     for k, seed in enumerate(seeds):
@@ -159,7 +161,7 @@ def _stacked(results: list[tuple], create_graph: bool) -> tuple:
 
 
 def _backward_task(tensors: Any, grad_tensors: Any, retain_graph: Any, create_graph: bool, inputs: Any) -> GraphTask:
-    outputs = as_tuple(tensors, "tensors")
+    outputs = as_outputs(tensors, "tensors")
     root = graph_root(outputs, seed_grads(outputs, grad_tensors, create_graph))
     targets = None
     if inputs is not None:

@@ -13,7 +13,12 @@ import numpy as np
 
 from actorgrad.devices import is_writeable
 from actorgrad.grad_mode import grad_mode_on
-from actorgrad.hooks import has_post_accumulate_hooks, run_post_accumulate_hooks
+from actorgrad.hooks import (
+    hand_reached_to,
+    has_post_accumulate_hooks,
+    post_accumulate_leaves,
+    run_post_accumulate_hooks,
+)
 from actorgrad.scheduler import GraphTask
 from actorgrad.tensor import Tensor, grad_dtypes
 from actorgrad.version_counter import bump_version
@@ -66,13 +71,16 @@ def commit_or_stage(task: GraphTask) -> bool:
         elif isinstance(grad, Tensor) and grad._grad_fn is None and not grad._requires_grad:
             grad = grad._data  # no graph to keep (a create_graph pass's gradient keeps its own, as PyTorch's)
         outer.stage(tensor, grad)
+    hand_reached_to(task, outer)
     return False
 
 
 def commit_sync(task: GraphTask, create_graph: bool) -> None:
     """`commit_or_stage`, then the post-accumulate hooks when this pass committed (a sync call's)."""
-    if commit_or_stage(task) and has_post_accumulate_hooks(task.staged):
-        run_post_accumulate_hooks(task.staged, create_graph)
+    if commit_or_stage(task):
+        leaves = post_accumulate_leaves(task)
+        if has_post_accumulate_hooks(leaves):
+            run_post_accumulate_hooks(leaves, create_graph)
 
 
 def _as_grad_dtype(tensor: Tensor, grad: Any) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.amp.autocast import autocast_call, autocast_state
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.linalg import matmul
 from actorgrad.ops.linalg_composites import (
     cond,
@@ -36,6 +37,8 @@ from actorgrad.ops.linalg_decompositions import linalg_det as det
 from actorgrad.ops.linalg_decompositions import linalg_slogdet as slogdet
 from actorgrad.ops.linalg_eig import eig, eigvals
 from actorgrad.ops.linalg_forms import cholesky_ex, inv_ex, lstsq, solve_ex
+from actorgrad.ops.linalg_ldl import OUT_RULES as _LDL_OUT
+from actorgrad.ops.linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve
 from actorgrad.ops.linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve
 from actorgrad.ops.linalg_out import LINALG
 from actorgrad.ops.linalg_spectral import eigh, eigvalsh, matrix_rank, pinv, qr, svd, svdvals
@@ -52,7 +55,8 @@ from actorgrad.tensor import Tensor
 
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh",
-    "householder_product", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
+    "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu", "lu_factor",
+    "lu_factor_ex", "lu_solve", "matmul",
     "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",
     "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm",
 ]
@@ -82,6 +86,7 @@ def vector_norm(
     x: Tensor, ord: float = 2, dim: int | tuple[int, ...] | None = None, keepdim: bool = False, *, dtype: Any = None
 ) -> Tensor:
     """The vector ord-norm of x over `dim` (all elements by default): any number, inf or -inf."""
+    check_flags("linalg_vector_norm", keepdim=keepdim)
     if autocast_state.get() is not None and dtype is None:
         return autocast_call(vector_norm, "vector_norm", x, ord, dim, keepdim, dtype=dtype)
     require_tensors("linalg_vector_norm", input=x)
@@ -108,6 +113,7 @@ def matrix_norm(
 ) -> Tensor:
     """The matrix norm over the two dims `dim`: 'fro'; the largest (1, inf) or smallest (-1, -inf) absolute
     column (1) or row (inf) sum; the largest (2) or smallest (-2) singular value, or their sum ('nuc')."""
+    check_flags("linalg_matrix_norm", keepdim=keepdim)
     if autocast_state.get() is not None and dtype is None:
         return autocast_call(matrix_norm, "matrix_norm", A, ord, dim, keepdim, dtype=dtype)
     require_tensors("linalg_matrix_norm", input=A)
@@ -138,6 +144,7 @@ def matrix_norm(
 def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """A vector norm (dim an int or one dim, or no dim and a 1-D input) or a matrix norm (two dims, a 2-D input, or
     a string ord), as torch.linalg.norm chooses."""
+    check_flags("linalg_norm", keepdim=keepdim)
     require_tensors("linalg_norm", input=A)
     if dim is not None:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
@@ -194,3 +201,4 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
 
 check_tensor_arguments(globals(), __all__, "linalg_")
 give_out_by_rules(globals(), LINALG, "linalg_")  # after the check: `out=` wraps the checked names
+give_out_by_rules(globals(), _LDL_OUT, "linalg_", dict.fromkeys(_LDL_OUT))  # no derivative: no autograd check

@@ -138,7 +138,8 @@ class Node:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {id(self):#x}>"  # PyTorch's: `<MulBackward0 object at 0x...>`
+        # PyTorch's: `<MulBackward0 object at 0x...>`, by its type's name (`<CopySlices ...>`, not torch::autograd::)
+        return f"<{self.name().removeprefix('torch::autograd::')} object at {id(self):#x}>"
 
 
 class GraphRoot(Node):

@@ -16,6 +16,7 @@ from actorgrad.creation_args import check_device, check_layout, checked_shape, d
 from actorgrad.default_dtype import default_float
 from actorgrad.memory_formats import formatted, preserve_format
 from actorgrad.ops.arithmetic import _no_derivative
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.index_parsing import host_array
 from actorgrad.ops.indexing import on_device
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, not_implemented, type_name
@@ -335,6 +336,7 @@ def multinomial(
 ) -> Tensor:
     """num_samples category indices drawn from each row of input's (unnormalized, non-negative) weights; without
     replacement, each category at most once (PyTorch's draw: the largest weight / Exp(1) keys first)."""
+    check_flags("multinomial", replacement=replacement)
     x = input._data
     if x.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")

@@ -2,8 +2,9 @@
 
 Inside `actorgrad.autograd.graph.saved_tensors_hooks(pack, unpack)`, each op recorded hands every tensor it
 saves (its inputs, its output, and the arrays among its keywords, as tensors) to `pack`, and keeps only what
-`pack` returns. Each time a backward needs the value, `unpack` gives it back, and the value takes the place
-in the graph of the tensor that was packed, so that a recorded backward (`create_graph`) still reaches it.
+`pack` returns (the numbers an op met it keeps as they are: see WrappedNumber). Each time a backward needs the
+value, `unpack` gives it back, and the value takes the place in the graph of the tensor that was packed, so that
+a recorded backward (`create_graph`) still reaches it.
 As in PyTorch, a packed value is not checked for in-place changes at backward: what `pack` kept is the hooks'
 business (a copy may rightly outlive changes to the original).
 """
@@ -43,6 +44,18 @@ class SavedOutput:
     def __init__(self, data: Any, vc: Any = None) -> None:
         self._data = data
         self._vc = vc
+
+
+class WrappedNumber(Tensor):
+    """A Python number an op met beside tensors, made a zero-dim tensor to compute with (PyTorch's wrapped
+    number). A node may save it, but saved-tensor hooks never see it, as in PyTorch: the user saved a number, not
+    a tensor. A subclass, so that telling one apart costs the ops that make one nothing."""
+
+    __slots__ = ()
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 INPUT, OUTPUT, ARRAY = "input", "output", "array"
@@ -125,7 +138,9 @@ def pack_saved(node: Any, output: Tensor, hooks: tuple[Callable, Callable]) -> N
 
     def packed(key: str, value: Any) -> Any:
         if key not in done:
-            if isinstance(value, Tensor):
+            if value.__class__ is WrappedNumber:  # kept as it is, not packed
+                done[key] = Packed(value, _same, INPUT, (None, 0), device)
+            elif isinstance(value, Tensor):
                 done[key] = Packed(pack(value), unpack, INPUT, gradient_edge(value), device)
             elif isinstance(value, SavedOutput):
                 done[key] = Packed(pack(output), unpack, OUTPUT, None, device)

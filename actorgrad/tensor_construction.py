@@ -3,6 +3,7 @@ floats the default float dtype, ints int64, nested sequences checked for ragged 
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -14,6 +15,7 @@ from actorgrad.default_dtype import default_complex, default_float
 from actorgrad.devices import Device, cpu
 from actorgrad.grad_mode import _inference_mode
 from actorgrad.memory_formats import preserved
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.tensor import Tensor, bool_, float64, int64
 from actorgrad.user_warnings import warn_once
 
@@ -209,9 +211,24 @@ def new_leaf(data: Any, requires_grad: bool = False, device: Device = cpu) -> Te
     """A new tensor that views no other (made by a creation function): an inference tensor in inference mode."""
     out = Tensor(data, device=device)
     out._vc = _inference_mode.get()
-    if requires_grad:
-        out._set_requires_grad(True, "Only Tensors of floating point and complex dtype can require gradients")
+    if requires_grad is not False:
+        if requires_grad is True:
+            out._set_requires_grad(True, "Only Tensors of floating point and complex dtype can require gradients")
+        elif requires_grad is not None:  # 1, numpy's True: PyTorch's creation functions take a bool or None
+            raise not_bool(called_name(), "requires_grad", requires_grad)
     return out
+
+
+def called_name() -> str:
+    """The name of the actorgrad function the user called: the outermost actorgrad frame, passing over wrappers
+    (nested functions, such as the public names' type checks). Looked up only for an error raised below it, so
+    the creation functions need not pass their names down to the leaf they make."""
+    frame, name = sys._getframe(1), "tensor"
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("actorgrad."):
+        if "<locals>" not in frame.f_code.co_qualname:
+            name = frame.f_code.co_name
+        frame = frame.f_back
+    return name
 
 
 def tensor(
@@ -221,6 +238,8 @@ def tensor(
     `data`, as PyTorch copies one). `pin_memory` is accepted as `Tensor.pin_memory()` is: nothing to pin here."""
     if pin_memory is not None and not isinstance(pin_memory, bool):
         raise TypeError(f"tensor(): argument 'pin_memory' must be bool, not {type(pin_memory).__name__}")
+    if requires_grad.__class__ is not bool:  # unlike the other creation functions', tensor()'s may not be None
+        raise not_bool("tensor", "requires_grad", requires_grad)
     if isinstance(data, Tensor):
         warnings.warn(COPY_CONSTRUCT.format("actorgrad.tensor(sourceTensor)"), UserWarning, stacklevel=2)
     return copied_leaf(data, dtype, device, requires_grad)

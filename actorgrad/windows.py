@@ -19,6 +19,7 @@ from actorgrad.creation_args import check_device, dtype_or, is_int, leaf_on
 from actorgrad.default_device import default_device
 from actorgrad.default_dtype import default_float
 from actorgrad.devices import device as as_device
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.linalg import TYPE_META_NAMES
 from actorgrad.ops.operands import not_implemented
 from actorgrad.tensor import Tensor
@@ -32,6 +33,8 @@ def _window(
 ) -> Tensor:
     """`points(n, N)`, the symmetric window of N points at n = 0 .. N - 1 (N > 1), cut to `window_length` points
     when periodic, as a new leaf."""
+    if periodic.__class__ is not bool:
+        raise not_bool(name, "periodic", periodic)
     check_device(device)
     if not is_int(window_length):
         raise TypeError(f"{name}(): argument 'window_length' (position 1) must be int, not "

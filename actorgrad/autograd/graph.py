@@ -1,7 +1,8 @@
 """`actorgrad.autograd.graph`: looking at and hooking into the backward graph, as in `torch.autograd.graph`.
 
 `Node` (with `name()`, `next_functions`, `metadata`, `register_hook`, `register_prehook`), `GradientEdge` and
-`get_gradient_edge` (an edge can stand for a tensor among the `inputs` of `grad()`), `saved_tensors_hooks`
+`get_gradient_edge` (an edge can stand for a tensor among the outputs or the `inputs` of `grad()` and
+`backward()`), `saved_tensors_hooks`
 (pack what ops save, unpack it when backward needs it) and the hooks built on it (`save_on_cpu`,
 `allow_mutation_on_saved_tensors`), `disable_saved_tensors_hooks`, `increment_version` and
 `register_multi_grad_hook`.
@@ -38,7 +39,7 @@ class GradientEdge(NamedTuple):
 
 def get_gradient_edge(tensor: Tensor) -> GradientEdge:
     """The edge that `tensor`'s gradient flows into: its grad_fn's slot, or its leaf accumulator. It stays
-    valid, and usable as an input of `grad()`, even when `tensor` itself is gone."""
+    valid, and usable as an output or an input of `grad()` and `backward()`, even when `tensor` itself is gone."""
     if not tensor.requires_grad:
         raise RuntimeError(
             "It is not possible to get the gradient edge for a Tensor that does not require gradients"
@@ -182,7 +183,8 @@ def register_multi_grad_hook(
 ) -> MultiHandle:
     """Once per backward pass: with mode "all", `fn(grads)` after the gradients of all of `tensors` that the
     pass reaches are computed (None for the others); with mode "any", `fn(grad)` on the first of them.
-    `fn` may be `async def`. Returns one handle that removes the hook from every tensor."""
+    `fn` may be `async def`. Returns one handle that removes the hook from every tensor. As in PyTorch, mode "any"
+    leaves out the tensors that do not require grad, and mode "all" refuses them."""
     if mode not in ("all", "any"):
         raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
     tensors = tuple(tensors)
@@ -198,7 +200,10 @@ def register_multi_grad_hook(
                 passes_seen.add(task)
                 return grad
 
-        return MultiHandle(t.register_hook(_hook_calling(fn, first)) for t in tensors)
+        # as PyTorch's: a tensor that does not require grad is left out (no gradient ever reaches it)
+        return MultiHandle(t.register_hook(_hook_calling(fn, first)) for t in tensors if t.requires_grad)
+    if not all(t.requires_grad for t in tensors):
+        raise AssertionError("Expected gradient function to be set")  # PyTorch's text, from its node lookup
 
     # Per pass: how many of the tensors' gradients are still to come, and those computed so far.
     pending: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -10,8 +10,9 @@ from importlib import import_module
 from actorgrad.ops.index_out import INDEX_OUT
 from actorgrad.ops.linalg_out import PRODUCTS
 from actorgrad.ops.out_arguments import OUT_DTYPE_RULES, SEVERAL_OUTPUTS, give_out_by_rules
-from actorgrad.ops.public_names import check_tensor_arguments
+from actorgrad.ops.public_names import check_tensor_arguments, give_out
 from actorgrad.ops.reduction_out import give_reduction_out
+from actorgrad.ops.selection import where_out
 from actorgrad.tensor import Tensor
 
 FAMILY_NAMES = (
@@ -107,3 +108,4 @@ give_out_by_rules(globals(), PRODUCTS)  # the matrix products' `out=`
 give_out_by_rules(globals(), SEVERAL_OUTPUTS)  # `out=(values, indices)` of max, sort ...
 give_out_by_rules(globals(), INDEX_OUT)  # gather, scatter, searchsorted ...
 give_reduction_out(globals())  # sum, cumsum, amax, cat, stack ...
+give_out(globals(), ("where",), where_out)  # where's out form takes tensors only

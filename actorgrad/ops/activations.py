@@ -67,6 +67,21 @@ def _elu_grad(ops: Any, g: Any, self: Any, alpha: float, scale: float, input_sca
     return ops.where(self <= 0, g * (scale * alpha * input_scale) * ops.exp(negative * input_scale), g * scale)
 
 
+ELU_INPLACE_NEGATIVE_ALPHA = (
+    "In-place elu backward calculation is triggered with a negative slope which is not supported. This is caused "
+    "by calling in-place forward function with a negative slope, please call out-of-place version instead."
+)
+
+
+def _elu_result_grad(ops: Any, g: Any, result: Any, alpha: float, scale: float, input_scale: float) -> Any:
+    """elu's gradient read off its result, which elu_, selu_ and celu_ save as PyTorch's do (a later change of it
+    is refused): on the exponential side the derivative is input_scale * (result + scale * alpha). PyTorch
+    refuses a negative alpha, whose result's sign no longer tells the two sides apart."""
+    if alpha < 0:
+        raise RuntimeError(ELU_INPLACE_NEGATIVE_ALPHA)
+    return ops.where(result <= 0, g * input_scale * (result + scale * alpha), g * scale)
+
+
 def _mish_grad(ops: Any, g: Any, self: Any) -> Any:
     """tanh(softplus(x)) written with sigmoid(x) and sigmoid(-x), both exact in their tails:
     1 + e^x = 1 / sigmoid(-x), so tanh(log(1 + e^x)) = sigmoid(x) (1 + sigmoid(-x)) / (1 + sigmoid(-x)^2)."""
@@ -94,6 +109,8 @@ SILU = Rule("SiluBackward0", (("self",), _silu_grad))
 _ELU_GRAD = (("self", "alpha", "scale", "input_scale"), _elu_grad)
 ELU = Rule("EluBackward0", _ELU_GRAD)
 CELU = Rule("CeluBackward0", _ELU_GRAD)
+_ELU_RESULT_GRAD = (("result", "alpha", "scale", "input_scale"), _elu_result_grad)
+IN_PLACE_ELU = {ELU: Rule("EluBackward1", _ELU_RESULT_GRAD), CELU: Rule("CeluBackward1", _ELU_RESULT_GRAD)}
 HARDSWISH = Rule("HardswishBackward0", (("self",), _hardswish_grad))
 MISH = Rule("MishBackward0", (("self",), _mish_grad))
 LOG_SIGMOID = Rule("LogSigmoidBackward0", (("self",), lambda ops, g, self: g * ops.sigmoid(-self)))
@@ -142,9 +159,11 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def _elu(rule: Rule, input: Tensor, alpha: float, scale: float, input_scale: float, inplace: bool) -> Tensor:
-    """scale * x for x > 0, else scale * alpha * (exp(x * input_scale) - 1): elu, selu and celu."""
+    """scale * x for x > 0, else scale * alpha * (exp(x * input_scale) - 1): elu, selu and celu (in place, the
+    node saves the result instead of the input)."""
     if inplace:
-        return write_in_place(input, lambda s: _elu(rule, s, alpha, scale, input_scale, False), (), True)
+        in_place = IN_PLACE_ELU[rule]
+        return write_in_place(input, lambda s: _elu(in_place, s, alpha, scale, input_scale, False), (), False)
     x = floating_data("elu_cpu", input)
     negative = np.expm1(np.where(x > 0, 0, x) * input_scale) * (scale * alpha)  # keeps -0.0 and NaN
     data = np.where(x > 0, x * scale, negative).astype(x.dtype, copy=False)

@@ -13,6 +13,7 @@ import numpy as np
 from actorgrad.memory_formats import contiguous_format, formatted, preserve_format
 from actorgrad.ops import arithmetic
 from actorgrad.ops.arithmetic import DIV, FLOOR_QUOTIENT, _binary, mul, sub
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.float_kernels import float16_scalar_divisor
 from actorgrad.ops.indexing import INDEX_RULES, gather, getitem, take_index
 from actorgrad.ops.joining import cat
@@ -350,6 +351,8 @@ def _new(name: str) -> Any:
 
 def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False):
     """A new leaf holding a copy of `data` (never its graph), with this tensor's dtype and device by default."""
+    if requires_grad.__class__ is not bool:  # not even None, as PyTorch's
+        raise not_bool("new_tensor", "requires_grad", requires_grad)
     if isinstance(data, Tensor):
         warn(COPY_CONSTRUCT.format("tensor.new_tensor(sourceTensor)"))
         data = data.detach()

@@ -32,6 +32,7 @@ from actorgrad.ops.operands import (
     result_type,
 )
 from actorgrad.ops.record import Rule, common_device, record
+from actorgrad.saved_tensors import WrappedNumber
 from actorgrad.tensor import Tensor, bool_
 
 __all__ = ["add", "floor_divide", "mul", "pow", "remainder", "sub"]
@@ -203,7 +204,7 @@ def _binary(name: str, a: Any, b: Any, rule: Rule | None = None) -> Tensor:
         if y is None and x is not None and x.dtype.kind == "f" and b.__class__ in (float, int):
             if x.dtype is FLOAT16 and name in FLOAT16_SCALAR_OPS:
                 return float16_by_scalar(rule or own_rule, kernel, a, b)
-            b = Tensor(number_array(b, x.dtype))  # a number never outranks a float tensor: nothing else to check
+            b = WrappedNumber(number_array(b, x.dtype))  # a number never outranks a float tensor: nothing else to check
             y = b._data
         elif (x is not None and x.dtype is FLOAT16 and name in FLOAT16_SCALAR_OPS and y is not None and y.ndim == 0
               and y.dtype.kind == "f" and x.ndim):

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from actorgrad.ops import binary_cross_entropies, embeddings, normalization, regularization
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.tensor import Tensor
 
 __all__ = ["batch_norm", "binary_cross_entropy_with_logits", "dropout", "embedding", "group_norm", "layer_norm"]
@@ -33,6 +34,8 @@ def batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, runnin
                running_var: Tensor | None, training: bool, momentum: float, eps: float,
                cudnn_enabled: bool) -> Tensor:
     """`cudnn_enabled` picks a CUDA backend in PyTorch and changes no result."""
+    if training.__class__ is not bool:
+        raise not_bool("batch_norm", "training", training, 6)
     return normalization.batch_norm_kernel(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 

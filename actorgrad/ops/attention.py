@@ -16,6 +16,7 @@ import numpy as np
 from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.creation import ones, zeros
 from actorgrad.ops.dim_activations import softmax
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.joining import cat
 from actorgrad.ops.linalg import TYPE_META_NAMES, linear, matmul
 from actorgrad.ops.loss_arguments import broadcast_into
@@ -88,6 +89,10 @@ def scaled_dot_product_attention(
     that attends to no key gets zeros (PyTorch's safe softmax) instead of NaN. Dropout with probability
     `dropout_p` applies to the attention weights whenever `dropout_p > 0`, as in PyTorch (training or not).
     """
+    if is_causal.__class__ is not bool:
+        raise not_bool("scaled_dot_product_attention", "is_causal", is_causal)
+    if enable_gqa.__class__ is not bool:
+        raise not_bool("scaled_dot_product_attention", "enable_gqa", enable_gqa)
     if autocast_state.get() is not None:
         return autocast_call(
             scaled_dot_product_attention, "scaled_dot_product_attention", query, key, value, attn_mask, dropout_p,

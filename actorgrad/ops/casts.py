@@ -12,6 +12,7 @@ from actorgrad.devices import Device
 from actorgrad.devices import device as as_device
 from actorgrad.devices.device import DEVICE_TYPES
 from actorgrad.memory_formats import checked_format, preserve_format, preserved
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.shape import contiguous, to_dtype
@@ -73,6 +74,8 @@ def _convert(input: Tensor, dtype: Any, copy: bool, device: Any = None) -> Tenso
 def to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False,
        copy: bool = False, memory_format: Any = None) -> Tensor:
     """`to(dtype)`, `to(device, dtype=None)`, `to(other)` (its dtype and device) or keywords, as PyTorch's."""
+    if non_blocking is not False or copy is not False:
+        check_flags("to", non_blocking=non_blocking, copy=copy)
     if len(args) > 2:
         raise TypeError(f"to() takes at most 2 positional arguments, got {len(args)}")
     if args and isinstance(args[0], Tensor):
@@ -98,6 +101,8 @@ def legacy_type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> 
     """Without a dtype, PyTorch's legacy type name ('actorgrad.FloatTensor', 'actorgrad.cuda.FloatTensor');
     with one, `to(dtype)`, where a name or a legacy type (`actorgrad.FloatTensor`, a cpu type) also picks the
     device, as in PyTorch."""
+    if non_blocking is not False:
+        check_flags("type", non_blocking=non_blocking)
     on_cuda = self._device.type == "cuda"
     if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), np.dtype):  # FloatTensor ...
         dtype = f"actorgrad.{dtype.__name__}"

@@ -2,17 +2,20 @@
 allclose, equal) and the any/all reductions.
 
 They give bool (or, for bitwise ops on integers, integer) tensors with no grad_fn: nothing flows back through
-them. Operands broadcast, meet in PyTorch's promoted dtype, and may be Python numbers on either side.
+them. Operands broadcast, meet in PyTorch's promoted dtype, and may be Python numbers on either side of an
+operator; the function forms take a Tensor first, as PyTorch's.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from actorgrad.default_dtype import default_float
 from actorgrad.ops.arithmetic import check_unsigned_number
+from actorgrad.ops.flag_arguments import check_flags, not_bool
 from actorgrad.ops.operands import (
     SCALAR_NAMES,
     as_operand,
@@ -22,6 +25,7 @@ from actorgrad.ops.operands import (
     not_implemented,
     require_tensors,
     result_type,
+    type_name,
 )
 from actorgrad.ops.record import common_device
 from actorgrad.ops.reductions import numpy_names, one_dim
@@ -55,53 +59,91 @@ def _elementwise(op: str, kernel: Any, input: Any, other: Any, *, promote: bool 
         raise broadcast_error(op, x.shape, y.shape) from None
 
 
+# The operators' forms: a Python number may stand on either side (`2 < t` is `t > 2`).
+_EQ, _NE = partial(_elementwise, "eq", np.equal), partial(_elementwise, "ne", np.not_equal)
+_LT, _LE = partial(_elementwise, "lt", np.less), partial(_elementwise, "le", np.less_equal)
+_GT, _GE = partial(_elementwise, "gt", np.greater), partial(_elementwise, "ge", np.greater_equal)
+
+
+def number_first(op: str, input: Any, other: Any) -> TypeError:
+    """PyTorch's error for a comparison's function form given no Tensor first: `torch.lt(1, t)` is refused,
+    while `1 < t` and `t.gt(1)` are not."""
+    return TypeError(
+        f"{op}() received an invalid combination of arguments - got ({type_name(input)}, {type_name(other)}), but "
+        "expected one of:\n * (Tensor input, Tensor other, *, Tensor out = None)\n"
+        " * (Tensor input, Number other, *, Tensor out = None)\n"
+    )
+
+
 def eq(input: Any, other: Any) -> Tensor:
-    return _elementwise("eq", np.equal, input, other)
+    if not isinstance(input, Tensor):
+        raise number_first("eq", input, other)
+    return _EQ(input, other)
 
 
 def ne(input: Any, other: Any) -> Tensor:
-    return _elementwise("ne", np.not_equal, input, other)
+    if not isinstance(input, Tensor):
+        raise number_first("ne", input, other)
+    return _NE(input, other)
 
 
 def lt(input: Any, other: Any) -> Tensor:
-    return _elementwise("lt", np.less, input, other)
+    if not isinstance(input, Tensor):
+        raise number_first("lt", input, other)
+    return _LT(input, other)
 
 
 def le(input: Any, other: Any) -> Tensor:
-    return _elementwise("le", np.less_equal, input, other)
+    if not isinstance(input, Tensor):
+        raise number_first("le", input, other)
+    return _LE(input, other)
 
 
 def gt(input: Any, other: Any) -> Tensor:
-    return _elementwise("gt", np.greater, input, other)
+    if not isinstance(input, Tensor):
+        raise number_first("gt", input, other)
+    return _GT(input, other)
 
 
 def ge(input: Any, other: Any) -> Tensor:
-    return _elementwise("ge", np.greater_equal, input, other)
+    if not isinstance(input, Tensor):
+        raise number_first("ge", input, other)
+    return _GE(input, other)
 
 
 def greater(input: Any, other: Any) -> Tensor:
     """Alias of gt."""
-    return gt(input, other)
+    if not isinstance(input, Tensor):
+        raise number_first("greater", input, other)
+    return _GT(input, other)
 
 
 def greater_equal(input: Any, other: Any) -> Tensor:
     """Alias of ge."""
-    return ge(input, other)
+    if not isinstance(input, Tensor):
+        raise number_first("greater_equal", input, other)
+    return _GE(input, other)
 
 
 def less(input: Any, other: Any) -> Tensor:
     """Alias of lt."""
-    return lt(input, other)
+    if not isinstance(input, Tensor):
+        raise number_first("less", input, other)
+    return _LT(input, other)
 
 
 def less_equal(input: Any, other: Any) -> Tensor:
     """Alias of le."""
-    return le(input, other)
+    if not isinstance(input, Tensor):
+        raise number_first("less_equal", input, other)
+    return _LE(input, other)
 
 
 def not_equal(input: Any, other: Any) -> Tensor:
     """Alias of ne."""
-    return ne(input, other)
+    if not isinstance(input, Tensor):
+        raise number_first("not_equal", input, other)
+    return _NE(input, other)
 
 
 def logical_and(input: Tensor, other: Tensor) -> Tensor:
@@ -191,6 +233,7 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     integer pair's difference is taken in the default float dtype, where it cannot wrap."""
     if not isinstance(other, Tensor):
         raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    check_flags("isclose", equal_nan=equal_nan)
     x, y = input._data, other._data
     if x.dtype != y.dtype:
         names = (SCALAR_NAMES.get(dtype, str(dtype)) for dtype in (x.dtype, y.dtype))
@@ -216,17 +259,20 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    check_flags("allclose", equal_nan=equal_nan)
     return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
     """Same shape and equal values (of any dtypes); a NaN equals nothing."""
-    return input.shape == other.shape and bool(eq(input, other)._data.all())
+    return input.shape == other.shape and bool(_EQ(input, other)._data.all())
 
 
 def _truth_reduction(op: str, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
     """`op` ("any" or "all") over `dim`: bool, but uint8 for a uint8 input, as in PyTorch. dim=None reduces every
     dim; an empty dim list reduces none (unlike sum's), so each element is tested alone, as PyTorch's."""
+    if keepdim.__class__ is not bool:
+        raise not_bool(op, "keepdim", keepdim)
     x = input._data
     if dim is None:
         dims = None
@@ -276,8 +322,8 @@ def _reflected_operator(op: Any) -> Any:
 
 
 METHODS: dict[str, Any] = {
-    "__eq__": _operator(eq, False), "__ne__": _operator(ne, True),
-    "__lt__": _operator(lt), "__le__": _operator(le), "__gt__": _operator(gt), "__ge__": _operator(ge),
+    "__eq__": _operator(_EQ, False), "__ne__": _operator(_NE, True),
+    "__lt__": _operator(_LT), "__le__": _operator(_LE), "__gt__": _operator(_GT), "__ge__": _operator(_GE),
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "greater": greater, "greater_equal": greater_equal,
     "less": less, "less_equal": less_equal, "not_equal": not_equal,
     "logical_and": logical_and, "logical_or": logical_or, "logical_xor": logical_xor, "logical_not": logical_not,

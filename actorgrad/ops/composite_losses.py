@@ -14,6 +14,7 @@ import numpy as np
 from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.grad_mode import no_grad
 from actorgrad.ops.distances import pairwise_distance
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.loss_arguments import (
     REDUCTIONS,
     broadcast_into,
@@ -123,6 +124,8 @@ def _triplet(distance: Any, anchor: Tensor, positive: Tensor, negative: Tensor, 
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
                         eps: float = 1e-6, swap: bool = False, size_average: bool | None = None,
                         reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    if swap.__class__ is not bool:
+        raise not_bool("triplet_margin_loss", "swap", swap, 7)
     if autocast_state.get() is not None:
         return autocast_call(
             triplet_margin_loss, "triplet_margin_loss", anchor, positive, negative, margin, p, eps, swap, size_average,
@@ -148,6 +151,10 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
                      reduction: str = "mean") -> Tensor:
     """exp(input) - target input on log rates, input - target log(input + eps) on rates; `full` adds Stirling's
     approximation of log(target!) where target > 1."""
+    if log_input.__class__ is not bool:
+        raise not_bool("poisson_nll_loss", "log_input", log_input, 3)
+    if full.__class__ is not bool:
+        raise not_bool("poisson_nll_loss", "full", full, 4)
     if autocast_state.get() is not None:
         return autocast_call(
             poisson_nll_loss, "poisson_nll_loss", input, target, log_input, full, size_average, eps, reduce, reduction

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.loss_arguments import kernel_reduction
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.ops.record import Rule, record
@@ -241,6 +242,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     (sum(target_lengths),), or (S,) unbatched; the lengths as tensors of integers or tuples of ints. 'mean' divides
     each loss by its target length (at least 1) and averages them; zero_infinity gives an impossible target (an
     infinite loss) a loss and gradient of 0."""
+    if zero_infinity.__class__ is not bool:
+        raise not_bool("ctc_loss", "zero_infinity", zero_infinity)
     reduction = kernel_reduction(reduction)
     if log_probs.ndim not in (2, 3):
         raise RuntimeError(f"Expected 3-dimensional tensor, but got {log_probs.ndim}-dimensional tensor for argument "

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from actorgrad.ops.embeddings import embedding, renorm_rows_
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.index_parsing import host_array
 from actorgrad.ops.indexing import gather, index_select
 from actorgrad.ops.record import same_device
@@ -41,6 +42,10 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                   per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
                   padding_idx: int | None = None) -> Tensor:
     """scale_grad_by_freq and sparse gradients are not supported by actorgrad (it has no sparse tensors)."""
+    if scale_grad_by_freq.__class__ is not bool:
+        raise not_bool("embedding_bag", "scale_grad_by_freq", scale_grad_by_freq, 4)
+    if sparse.__class__ is not bool:
+        raise not_bool("embedding_bag", "sparse", sparse, 6)
     if weight.dtype == np.int64 and input.dtype.kind == "f":
         warn("Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, input, ...)` "
              "is deprecated, and should now be `embedding_bag(input, weight, ...)`.")

@@ -12,6 +12,7 @@ import numpy as np
 
 from actorgrad.grad_mode import no_grad
 from actorgrad.ops.conv import integer_value
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.index_parsing import host_array
 from actorgrad.ops.operands import type_name
 from actorgrad.ops.record import Rule, record, same_device
@@ -20,9 +21,10 @@ from actorgrad.version_counter import bump_version
 
 __all__ = ["one_hot"]  # embedding's name at the top level is aten_forms's
 
+# The node's one edge is the weight's, as PyTorch's (the integer indices never have one); a recorded backward's
+# lookup of rows is this node too.
 EMBEDDING = Rule(
     "EmbeddingBackward0",
-    ((), None),  # the indices: integers, never requiring grad
     (("indices", "num_weights", "padding_idx", "frequency_scale"), lambda ops, g, indices, num_weights, padding_idx,
      frequency_scale: ops.embedding_backward(g if frequency_scale is None else g * frequency_scale, indices,
                                              num_weights, padding_idx)),
@@ -31,13 +33,16 @@ EMBEDDING_BACKWARD = Rule(
     "EmbeddingDenseBackward0",
     (("indices", "padding_idx"), lambda ops, h, indices, padding_idx: ops.embedding_rows(h, indices, padding_idx)),
 )
-ROWS = Rule("EmbeddingBackward0", EMBEDDING.grads[1])
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """With max_norm, the rows the input names are first scaled down in place to that norm, as in PyTorch.
     Sparse gradients are not supported by actorgrad (it has no sparse tensors)."""
+    if scale_grad_by_freq.__class__ is not bool:
+        raise not_bool("embedding", "scale_grad_by_freq", scale_grad_by_freq, 4)
+    if sparse.__class__ is not bool:
+        raise not_bool("embedding", "sparse", sparse, 5)
     if sparse:
         raise NotImplementedError("embedding: sparse gradients are not supported by actorgrad (it has no sparse "
                                   "tensors)")
@@ -61,7 +66,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     if scale_grad_by_freq:  # each position's gradient over its index's count in the whole input, as PyTorch's
         counts = weight._device.xp.bincount(idx.ravel(), minlength=count)
         frequency_scale = (1 / counts[idx]).astype(w.dtype)[..., None]
-    return record(EMBEDDING, w[idx], (input, weight), indices=idx, num_weights=count, padding_idx=padding_idx,
+    return record(EMBEDDING, w[idx], (weight,), indices=idx, num_weights=count, padding_idx=padding_idx,
                   frequency_scale=frequency_scale)
 
 
@@ -96,7 +101,7 @@ def recorded_embedding_backward(g: Tensor, indices: np.ndarray, num_weights: int
 
 def recorded_embedding_rows(h: Tensor, indices: np.ndarray, padding_idx: int | None) -> Tensor:
     data = h._device.ops.embedding_rows(h._data, indices, padding_idx)
-    return record(ROWS, data, (h,), indices=indices, num_weights=h.shape[0], padding_idx=padding_idx,
+    return record(EMBEDDING, data, (h,), indices=indices, num_weights=h.shape[0], padding_idx=padding_idx,
                   frequency_scale=None)
 
 

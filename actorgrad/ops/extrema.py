@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.operands import not_implemented, refuse_complex
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import _amax_grad, input_size, is_one_dim, kept, normalize_dims, numpy_names, one_dim
@@ -55,6 +56,8 @@ def _along_dim(op: str, input: Tensor, dim: int, keepdim: bool) -> tuple[np.ndar
     """The input as rows (a 0-d tensor is one row), and the extreme values and their indices along `dim`, the
     indices with `dim` kept."""
     x = input._data
+    if keepdim.__class__ is not bool:
+        raise not_bool(op, "keepdim", keepdim)
     if dim.__class__ is not int and not is_one_dim(dim):
         raise TypeError(f"{op}(): dim must be an int, got {dim!r}")
     (d,) = normalize_dims(dim, x.ndim, op)
@@ -124,6 +127,8 @@ def _arg(op: str, input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     if dim is None:
         if x.size == 0:
             raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
+        if keepdim.__class__ is not bool:
+            raise not_bool(op, "keepdim", keepdim)
         xp = input._device.xp
         index = xp.asarray(getattr(xp, op)(x), dtype=np.int64)  # into the flattened tensor, as in PyTorch
         return Tensor(index.reshape((1,) * x.ndim if keepdim else ()), device=input._device)
@@ -154,6 +159,8 @@ def aminmax(
     if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
         dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     x = input._data
+    if keepdim.__class__ is not bool:
+        raise not_bool("aminmax", "keepdim", keepdim)
     refuse_complex(x.dtype, "aminmax_cpu")
     if dim is None:
         if x.size == 0:

@@ -11,6 +11,7 @@ import numpy as np
 from actorgrad.devices.floor_division import python_division
 from actorgrad.ops.operands import kernel_operands, number_array
 from actorgrad.ops.record import Rule, common_device, record
+from actorgrad.saved_tensors import WrappedNumber
 from actorgrad.tensor import Tensor
 
 FLOAT16, FLOAT32 = np.dtype(np.float16), np.dtype(np.float32)
@@ -47,7 +48,7 @@ def float16_by_scalar(rule: Rule, kernel: Any, a: Tensor, b: Any) -> Tensor:
         common_device((a, b))
         scalar = b._data.astype(FLOAT32)
     else:
-        scalar, b = np.float32(b), Tensor(number_array(b, FLOAT16))
+        scalar, b = np.float32(b), WrappedNumber(number_array(b, FLOAT16))
     data = kernel(*kernel_operands(a._data.astype(FLOAT32), scalar)).astype(FLOAT16)
     return record(rule, data, (a, b))
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.amp.autocast import autocast_call, autocast_state
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.joining import stack
 from actorgrad.ops.linalg import matmul
 from actorgrad.ops.operands import SCALAR_NAMES
@@ -50,6 +51,8 @@ def _steps(n: int, align_corners: bool) -> np.ndarray:
 def affine_grid(theta: Tensor, size: Any, align_corners: bool | None = None) -> Tensor:
     """The (N, H, W, 2) or (N, D, H, W, 3) grid of the points theta maps the output's normalized pixel centres
     (or corners, with align_corners) to: grid_sample's second argument."""
+    if align_corners is not None and align_corners.__class__ is not bool:
+        raise not_bool("affine_grid_generator", "align_corners", align_corners, 3)
     if align_corners is None:
         warn(ALIGN_CORNERS_DEFAULT)
         align_corners = False
@@ -190,6 +193,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
                 align_corners: bool | None = None) -> Tensor:
     """The input (N, C, [D,] H, W) read at the grid's (N, [D_out,] H_out, W_out, 2 or 3) points, normalized to
     [-1, 1] (x along W first): the output (N, C, [D_out,] H_out, W_out)."""
+    if align_corners is not None and align_corners.__class__ is not bool:
+        raise not_bool("grid_sampler", "align_corners", align_corners, 5)
     if autocast_state.get() is not None:
         return autocast_call(grid_sample, "grid_sample", input, grid, mode, padding_mode, align_corners)
     _check(input, grid, mode, padding_mode)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.arithmetic import _no_derivative
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import record, same_device
 from actorgrad.tensor import Tensor
@@ -130,6 +131,7 @@ def histogram(
     weight: Tensor | None = None, density: bool = False,
 ) -> HistogramResult:
     """The histogram of input's values (flattened) and the bin edges."""
+    check_flags("histogram", density=density)
     hist, (edges,) = _histogramdd(input.reshape(-1, 1), bins, range, None if weight is None else weight.reshape(-1),
                                   density, HISTOGRAM)
     return HistogramResult(hist, edges)
@@ -140,6 +142,7 @@ def histogramdd(
     weight: Tensor | None = None, density: bool = False,
 ) -> HistogramddResult:
     """The histogram of input's rows as points in as many dimensions as its last dim, and each dim's edges."""
+    check_flags("histogramdd", density=density)
     hist, edges = _histogramdd(input, bins, range, weight, density, HISTOGRAMDD)
     return HistogramddResult(hist, tuple(edges))
 

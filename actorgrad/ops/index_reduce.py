@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.scatter_reduce import scatter_reduce
@@ -61,6 +62,7 @@ def _spread_index(op: str, input: Tensor, dim: int, index: Tensor, source: Tenso
 def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
                  include_self: bool = True) -> Tensor:
     """A copy of input with source[..., k, ...] (along `dim`) combined into input[..., index[k], ...]."""
+    check_flags("index_reduce", include_self=include_self)
     d, spread = _spread_index("index_reduce", input, dim, index, source, reduce, include_self)
     return scatter_reduce(input, d, spread, source, reduce, include_self=include_self)
 

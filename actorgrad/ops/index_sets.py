@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.default_dtype import default_float
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.indexing import getitem
 from actorgrad.ops.joining import cat
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, promote_types
@@ -44,6 +45,7 @@ def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = int64, dev
 
 def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
     """The length-r combinations of a 1-D tensor's elements, one per row, in itertools' order."""
+    check_flags("combinations", with_replacement=with_replacement)
     if input.ndim != 1:
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
     if r < 0:

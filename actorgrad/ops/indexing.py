@@ -14,6 +14,7 @@ import numpy as np
 
 from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices import cpu
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.index_parsing import checked_ints, host_copy, parse_index
 from actorgrad.ops.operands import SCALAR_NAMES, checked_int, fitted_number, kernel_operands
 from actorgrad.ops.record import Rule, record
@@ -135,7 +136,9 @@ def at_least_1d(t: Tensor) -> Tensor:
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """input's elements at `index` along `dim`, at index's own positions along the other dims; a 0-dim input or
     index counts as one of shape (1,), as in PyTorch."""
-    if sparse_grad:
+    if sparse_grad is not False:
+        if sparse_grad is not True:
+            raise not_bool("gather", "sparse_grad", sparse_grad)
         raise NotImplementedError("gather: sparse gradients are not supported by actorgrad (it has no sparse tensors)")
     positions = _int_index(index, "gather", "int32/int64")
     x = input._data

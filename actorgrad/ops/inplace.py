@@ -20,6 +20,7 @@ from actorgrad.ops.aliases import TRUE_DIVISION, divide
 from actorgrad.ops.arithmetic import add, mul, sub
 from actorgrad.ops.arithmetic_unary import exp, neg, relu, sigmoid, tanh
 from actorgrad.ops.casts import legacy_type
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.index_parsing import parse_index
 from actorgrad.ops.indexing import KEPT_GRAD, fill_value, masked_filled, on_device, placed_index
 from actorgrad.ops.inplace_messages import NO_GRAD_VIEW, NO_GRAD_VIEW_OF_VIEW, VIEW_OF_LEAF
@@ -39,6 +40,7 @@ from actorgrad.ops.inplace_recording import (
 from actorgrad.ops.memory_overlap import (
     check_partly_shared,
     has_internal_overlap,
+    same_storage,
     spread_over_repeats,
     writeable_region,
 )
@@ -162,6 +164,8 @@ def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """`src`'s values (broadcast to this tensor's shape, cast to its dtype) written into this tensor; a number
     fills it, as PyTorch's copy_ takes one as a 0-d tensor (a complex number's real part into a real tensor)."""
+    if non_blocking is not False and non_blocking is not True:
+        raise not_bool("copy_", "non_blocking", non_blocking)
     if not isinstance(src, Tensor):
         src = _number_source(src, self._data.dtype)
     if src._device is not self._device:  # a copy across devices; its gradient goes back through ToCopyBackward0
@@ -208,8 +212,11 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         if value._device is not self._device:
             value = value.to(self._device)  # as PyTorch, a tensor from another device is copied over
         values = value._data
-        # a value in self's memory is refused, unless zero-dim and filled in, which PyTorch reads as a number
-        if self._vc is not None and value._vc is self._vc and (values.ndim or (puts and not _fills_mask(index, given))):
+        # a value in self's memory (a view, or a `.data` alias) is refused, unless zero-dim and filled in, which
+        # PyTorch reads as a number
+        if (values.ndim or (puts and not _fills_mask(index, given))) and (
+            (self._vc is not None and value._vc is self._vc) or same_storage(self._data, values)
+        ):
             check_partly_shared(self._data[basic + (Ellipsis,)], values, puts)  # an array even for ints alone
     else:
         values = _written_number(self, value)

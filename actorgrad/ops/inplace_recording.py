@@ -336,10 +336,15 @@ def _refresh_views(base: Tensor, old: Any) -> None:
                 read = record(INVALIDATED, np.empty_like(view._data), (view,), message=STALE_DTYPE_VIEW)
                 _move_history(view, read._grad_fn)
                 continue
-            positions = positions_in(view._data, base._data)
-            read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=on_device(base, positions),
-                          base_shape=base.shape)
-            _move_history(view, read._grad_fn)
+            read_out_of_base(view, base)
+
+
+def read_out_of_base(view: Tensor, base: Tensor) -> None:
+    """Give `view` a history that reads its positions out of `base`'s (PyTorch's regenerated AsStridedBackward0)."""
+    positions = positions_in(view._data, base._data)
+    read = record(AS_STRIDED, np.empty_like(view._data), (base,), positions=on_device(base, positions),
+                  base_shape=base.shape)
+    _move_history(view, read._grad_fn)
 
 
 def _move_history(t: Tensor, node: Any) -> None:

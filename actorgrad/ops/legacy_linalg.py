@@ -11,6 +11,7 @@ from typing import Any
 
 from actorgrad.ops import linalg_lu, linalg_spectral
 from actorgrad.ops.aliases import _adjoint
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.joining import cat
 from actorgrad.ops.linalg import outer
 from actorgrad.ops.linalg_composites import householder_product
@@ -98,6 +99,7 @@ DEPRECATIONS = {
 
 def qr(input: Tensor, some: bool = True) -> QrResult:
     """linalg.qr in mode 'reduced' (some) or 'complete'."""
+    check_flags("qr", some=some)
     _deprecated("qr", "torch.linalg.qr")
     return QrResult(*linalg_spectral.qr(input, "reduced" if some else "complete"))
 
@@ -105,6 +107,7 @@ def qr(input: Tensor, some: bool = True) -> QrResult:
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> SvdResult:
     """U, S and V (not Vh) with input = U diag(S) V^T; without compute_uv, S alone and zero U and V of the full
     sizes, as PyTorch's."""
+    check_flags("svd", some=some, compute_uv=compute_uv)
     require_tensors("svd", input=input)
     if compute_uv:
         U, S, Vh = linalg_spectral.svd(input, full_matrices=not some)
@@ -122,6 +125,7 @@ def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
 
 def cholesky(input: Tensor, upper: bool = False) -> Tensor:
     """linalg.cholesky (deprecated in PyTorch for it)."""
+    check_flags("cholesky", upper=upper)
     _deprecated("cholesky", "torch.linalg.cholesky")
     return linalg_cholesky(input, upper=upper)
 
@@ -129,6 +133,7 @@ def cholesky(input: Tensor, upper: bool = False) -> Tensor:
 def lu(A: Tensor, pivot: bool = True, get_infos: bool = False) -> tuple:
     """(LU, pivots), with the info tensor too when get_infos: linalg.lu_factor_ex, which never raises for a
     singular matrix (PyTorch's torch.lu does not check either)."""
+    check_flags("_lu_with_info", pivot=pivot)
     _deprecated("lu", "torch.linalg.lu_factor / torch.linalg.lu_factor_ex")
     LU, pivots, info = linalg_lu.lu_factor_ex(A, pivot=pivot)
     return LuWithInfoResult(LU, pivots, info) if get_infos else (LU, pivots)
@@ -231,6 +236,7 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpos
     """other multiplied by the full Q that geqrf's reflectors (input, tau) define: Q other, Q^H other (transpose;
     Q^T for real Q), or from the right (left=False)."""
     require_tensors("ormqr", input=input, input2=tau, input3=other)
+    check_flags("ormqr", left=left, transpose=transpose)
     _check_ormqr(input, tau, other, left)
     m = input.shape[-2]
     k = tau.shape[-1]

@@ -164,10 +164,12 @@ def _linear_weight_grad(ops: Any, g: Any, self: Any) -> Any:
 
 _LINEAR_GRADS = ((("other",), lambda ops, g, weight: g @ ops.conj(weight)), (("self",), _linear_weight_grad))
 LINEAR = {
+    # edges in addmm's order, as PyTorch's linear records addmm(bias, input, weight.t()): bias, input, weight
     True: Rule(
         "AddmmBackward0",
-        *_LINEAR_GRADS,
         (("bias_shape",), lambda ops, g, bias_shape: ops.sum_to(g, bias_shape)),
+        (("weight",), lambda ops, g, weight: g @ ops.conj(weight)),
+        (("mat1",), _linear_weight_grad),
         cost=_cost,
         multithreaded=True,
     ),
@@ -207,15 +209,11 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if x.ndim != 2:
         out = linear(input.reshape(math.prod(x.shape[:-1]), x.shape[-1]), weight, bias)  # -1: ambiguous if empty
         return out.reshape(*x.shape[:-1], w.shape[0])
-    inputs: tuple[Tensor, ...] = (input, weight)
-    if bias is not None:  # addmm expands its bias to the product's shape, with expand's error
-        _expanded_shape(bias.shape, (x.shape[0], w.shape[0]))
-    data = x @ w.T
-    if bias is not None:
-        data = data + bias._data
-        inputs = (input, weight, bias)
-    return record(LINEAR[bias is not None], data, inputs, inner=w.shape[1],
-                  bias_shape=None if bias is None else bias.shape)
+    if bias is None:
+        return record(LINEAR[False], x @ w.T, (input, weight), inner=w.shape[1])
+    _expanded_shape(bias.shape, (x.shape[0], w.shape[0]))  # addmm expands its bias to the product's shape
+    return record(LINEAR[True], x @ w.T + bias._data, (bias, input, weight), inner=w.shape[1],
+                  bias_shape=bias.shape, mat1=input, weight=weight)
 
 
 def _bias_added(out: Tensor, bias: Tensor) -> Tensor:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.devices.triangular import lu_factor
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.linalg_outputs import record_outputs
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import Rule, record, same_device
@@ -267,6 +268,7 @@ def logdet(input: Tensor) -> Tensor:
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """X with A X = B (batch dims broadcast); B may be a vector, or a batch of vectors (B.ndim == A.ndim - 1 with
     A's leading shape), as in PyTorch. left=False solves X A = B."""
+    check_flags("linalg_solve", left=left)
     require_tensors("linalg_solve", A=A, B=B)
     if B.ndim == 0:
         raise RuntimeError("linalg.solve: The input tensor B must have at least 2 dimensions.")
@@ -348,6 +350,7 @@ def read_by_cholesky(xp: Any, x: Any, upper: bool) -> Any:
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """The lower-triangular L with A = L L^H (only A's lower triangle is read), or with upper=True the upper U with
     A = U^H U (only A's upper triangle read)."""
+    check_flags("linalg_cholesky", upper=upper)
     require_tensors("linalg_cholesky", input=A)
     x = read_by_cholesky(A._device.xp, check_square("linalg.cholesky", A, complex_ok=True), upper)
     xp = A._device.xp

@@ -20,6 +20,7 @@ from actorgrad.devices.triangular import lu_factor as lu_kernel
 from actorgrad.devices.triangular import permutation
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops import linalg_decompositions as decompositions
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.linalg_decompositions import (
     CHOLESKY,
     INV,
@@ -83,6 +84,7 @@ SINGULAR_SOLVE = Rule(
 def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvExResult:
     """The inverse of each square matrix and info, the 1-based index of the first zero pivot of its LU factors (0
     for an invertible matrix); a singular matrix gives infinities, or LinAlgError with `check_errors`."""
+    check_flags("linalg_inv_ex", check_errors=check_errors)
     require_tensors("linalg_inv_ex", A=A)
     x = check_square("linalg.inv", A, complex_ok=True)
     xp = A._device.xp
@@ -101,6 +103,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvExResult:
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> SolveExResult:
     """linalg.solve's X and info (as inv_ex's): a singular matrix gives infinities, or LinAlgError with
     `check_errors`."""
+    check_flags("linalg_solve_ex", left=left, check_errors=check_errors)
     require_tensors("linalg_solve_ex", A=A, B=B)
     if not left:
         decompositions.check_right_solve(A, B)
@@ -130,6 +133,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
     """linalg.cholesky's factor (of A's lower triangle, or with `upper` of its upper one, real or complex) and info,
     the order of the first leading minor that is not positive-definite (0 when there is none); such a matrix gives
     LAPACK's partial factor, or LinAlgError with `check_errors`."""
+    check_flags("linalg_cholesky_ex", upper=upper, check_errors=check_errors)
     require_tensors("linalg_cholesky_ex", A=A)
     xp = A._device.xp
     x = decompositions.read_by_cholesky(xp, check_square("linalg.cholesky", A, complex_ok=True), upper)

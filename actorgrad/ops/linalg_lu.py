@@ -16,6 +16,7 @@ import numpy as np
 from actorgrad.devices.triangular import lu_factor as lu_kernel
 from actorgrad.devices.triangular import permutation
 from actorgrad.grad_mode import _grad_enabled
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.linalg_decompositions import _mH, _mT, batch_prefix, first_failure
 from actorgrad.ops.linalg_outputs import record_outputs
 from actorgrad.ops.linalg_triangular import triangle
@@ -135,6 +136,7 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -
     """The LU factorization of each (m, n) matrix with partial pivoting, as LAPACK's getrf: L and U packed in one
     matrix, the 1-based int32 pivots and info (the first zero pivot's 1-based index, or 0), without an error for
     a singular matrix unless `check_errors`."""
+    check_flags("linalg_lu_factor_ex", pivot=pivot, check_errors=check_errors)
     require_tensors("linalg_lu_factor_ex", A=A)
     x = _check_factorable("torch.lu_factor", A, pivot)
     xp = A._device.xp
@@ -156,6 +158,7 @@ def _raise_for_zero_pivot(op: str, x: Any, info: Any) -> None:
 
 def lu_factor(A: Tensor, *, pivot: bool = True) -> LuFactorResult:
     """lu_factor_ex's LU and pivots, with PyTorch's error for a singular matrix (a zero pivot)."""
+    check_flags("linalg_lu_factor", pivot=pivot)
     require_tensors("linalg_lu_factor", A=A)
     x = _check_factorable("torch.lu_factor", A, pivot)
     LU, pivots, info = lu_factor_ex(A)
@@ -166,6 +169,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> LuFactorResult:
 def lu(A: Tensor, *, pivot: bool = True) -> LuResult:
     """P, L, U with A = P L U: a permutation matrix, a unit lower-triangular (m, k) and an upper-triangular (k, n)
     matrix, k = min(m, n); L and U are outputs 1 and 2 of one node, P (output 0) takes no gradient."""
+    check_flags("linalg_lu", pivot=pivot)
     require_tensors("linalg_lu", A=A)
     _check_factorable("linalg.lu", A, pivot)
     packed, pivots, _ = lu_factor_ex(A)
@@ -202,6 +206,7 @@ def lu_unpack(
     """P, L, U from lu_factor's packed LU matrix and pivots (empty tensors for the parts not asked for); L and U
     are outputs 0 and 1 of one node."""
     require_tensors("lu_unpack", LU_data=LU_data, LU_pivots=LU_pivots)
+    check_flags("lu_unpack", unpack_data=unpack_data, unpack_pivots=unpack_pivots)
     x, pivots = LU_data._data, LU_pivots._data
     if x.ndim < 2:
         raise RuntimeError(f"torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: {list(x.shape)} "
@@ -272,6 +277,7 @@ LU_SOLVE = Rule(
 def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor:
     """X with A X = B (X A = B when not `left`; A^H in A's place when `adjoint`) from lu_factor's LU and pivots
     of A; batch dims broadcast."""
+    check_flags("linalg_lu_solve", left=left, adjoint=adjoint)
     require_tensors("linalg_lu_solve", LU=LU, pivots=pivots, B=B)
     lu_, piv, b = LU._data, pivots._data, B._data
     if b.ndim < 2:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.grad_mode import _grad_enabled
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.linalg_decompositions import _mH, _mT, check_floating, check_square, square_matrices
 from actorgrad.ops.linalg_outputs import SavedFactors, record_outputs
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
@@ -137,6 +138,7 @@ def _check_driver(A: Tensor, driver: str | None) -> None:
 
 def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> SvdResult:
     """U, S, Vh with A = U diag(S) Vh, S descending (U and Vh square with `full_matrices`)."""
+    check_flags("linalg_svd", full_matrices=full_matrices)
     require_tensors("linalg_svd", A=A)
     x = _check_matrices("linalg.svd", A)
     _check_driver(A, driver)
@@ -312,6 +314,7 @@ def pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = N
     """The Moore-Penrose pseudo-inverse: singular values at or below the tolerance count as zero. With `hermitian`
     it comes from the eigendecomposition of the symmetric matrix A's lower triangle gives (absolute eigenvalues
     for singular values), as PyTorch's; its gradient is the general one either way, as PyTorch's."""
+    check_flags("linalg_pinv", hermitian=hermitian)
     atol, rtol = _deprecated_tolerance("linalg_pinv", "rcond", rcond, atol, rtol)
     x = A._data
     if x.ndim < 2 or x.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
@@ -333,6 +336,7 @@ def pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = N
 def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: Any = None, rtol: Any = None) -> Tensor:
     """The number of singular values (absolute eigenvalues with `hermitian`) above the tolerance, as int64; complex
     matrices too, their tolerance from the eps of their real dtype."""
+    check_flags("linalg_matrix_rank", hermitian=hermitian)
     atol, rtol = _deprecated_tolerance("linalg_matrix_rank", "tol", tol, atol, rtol)
     x = A._data
     if x.ndim < 2:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.linalg_decompositions import _mH, _mT
 from actorgrad.ops.linalg_outputs import record_outputs
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, require_tensors
@@ -85,6 +86,7 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
     """X with A X = B (X A = B when not `left`) for triangular A: only its upper or lower triangle is read (its
     diagonal taken as ones with `unitriangular`), and batch dims broadcast. A zero on the diagonal gives infinities,
     not an error, as in PyTorch."""
+    check_flags("linalg_solve_triangular", upper=upper, left=left, unitriangular=unitriangular)
     require_tensors("linalg_solve_triangular", input=A, B=B)
     a, b = A._data, B._data
     for name, x in (("A", a), ("B", b)):
@@ -137,6 +139,7 @@ def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bo
     """torch.triangular_solve (deprecated for linalg.solve_triangular, and warned so): X with A X = input (A^T X
     = input when `transpose`, not conjugated for complex A, as PyTorch's), and a copy of A broadcast to the batch
     shape, both outputs of one node."""
+    check_flags("triangular_solve", upper=upper, transpose=transpose, unitriangular=unitriangular)
     require_tensors("triangular_solve", input=input, A=A)
     warn_once(TRIANGULAR_SOLVE_DEPRECATED)
     b, a = input._data, A._data
@@ -204,6 +207,7 @@ CHOLESKY_SOLVE = Rule(
 def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
     """X with A X = input, given A's Cholesky factor input2 (lower, A = L L^H; upper, A = U^H U), of which only
     that triangle is read; batch dims broadcast."""
+    check_flags("cholesky_solve", upper=upper)
     require_tensors("cholesky_solve", input=input, input2=input2)
     b, a = input._data, input2._data
     for name, x in (("b", b), ("u", a)):
@@ -231,6 +235,7 @@ CHOLESKY_INVERSE = Rule("CholeskyInverseBackward0", (("self", "result", "upper")
 def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:
     """The inverse of A from its Cholesky factor (lower, A = L L^H; upper, A = U^H U), of which only that triangle
     is read."""
+    check_flags("cholesky_inverse", upper=upper)
     require_tensors("cholesky_inverse", input=input)
     x = input._data
     if x.ndim < 2:

@@ -18,6 +18,7 @@ from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices import Device
 from actorgrad.ops.class_losses import cross_entropy as cross_entropy
 from actorgrad.ops.class_losses import nll_loss as nll_loss
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.loss_arguments import REDUCTIONS, kernel_reduction, size_mismatch
 from actorgrad.ops.loss_arguments import legacy_reduction as legacy_reduction
 from actorgrad.ops.operand_checks import check_subtraction
@@ -238,6 +239,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, redu
     size (input's dim 0)."""
     if autocast_state.get() is not None:
         return autocast_call(kl_div, "kl_div", input, target, size_average, reduce, reduction, log_target)
+    check_flags("kl_div", log_target=log_target)
     if size_average is not None or reduce is not None:
         reduction = legacy_reduction(size_average, reduce)
     elif reduction == "mean":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.pooling import avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d
 from actorgrad.ops.unpooling import repeated
 from actorgrad.tensor import Tensor
@@ -27,16 +28,22 @@ def _lp_pool(dims: int, input: Tensor, norm_type: float, kernel_size: Any, strid
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride: Any = None,
               ceil_mode: bool = False) -> Tensor:
+    if ceil_mode.__class__ is not bool:
+        raise not_bool("avg_pool1d", "ceil_mode", ceil_mode)
     return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode, kernel_size)
 
 
 def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
               ceil_mode: bool = False) -> Tensor:
+    if ceil_mode.__class__ is not bool:
+        raise not_bool("avg_pool2d", "ceil_mode", ceil_mode)
     kh, kw = repeated(kernel_size, 2)
     return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode, kh * kw)
 
 
 def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
               ceil_mode: bool = False) -> Tensor:
+    if ceil_mode.__class__ is not bool:
+        raise not_bool("avg_pool3d", "ceil_mode", ceil_mode)
     kd, kh, kw = repeated(kernel_size, 3)
     return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode, kd * kh * kw)

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.tensor import array_storage
+
 SHARED_MEMORY = (
     "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
     "Please clone() the tensor before performing the operation."
@@ -23,6 +25,36 @@ PARTLY_SHARED = (
     "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory "
     "location. Please clone() the tensor before performing the operation."
 )
+
+
+# The ops whose `out=` PyTorch refuses to write where it lies partly in an input's memory
+# (`add(b[:3], 1, out=b[1:4])`): its elementwise kernels and a few more, as found by running PyTorch 2.13 (the
+# special functions by their names without `special_`).
+_PARTLY_SHARED_OUT = (
+    "abs", "absolute", "acos", "acosh", "add", "addcdiv", "addcmul", "angle", "arccos", "arccosh", "arcsin",
+    "arcsinh", "arctan", "arctan2", "arctanh", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
+    "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "cat", "ceil",
+    "chain_matmul", "clamp", "clamp_max", "clamp_min", "clip", "concat", "concatenate", "conj_physical", "copysign",
+    "cos", "cosh", "cross", "cumsum", "deg2rad", "digamma", "div", "divide", "eq", "erf", "erfc", "erfinv", "exp",
+    "exp2", "expm1", "fix", "floor", "floor_divide", "fmax", "fmin", "fmod", "frac", "gather", "gcd", "ge", "greater",
+    "greater_equal", "gt", "heaviside", "hypot", "i0", "igamma", "igammac", "index_select", "kron", "lcm", "ldexp",
+    "le", "lerp", "less", "less_equal", "lgamma", "log", "log10", "log1p", "log2", "logaddexp", "logaddexp2",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "logit", "lt", "maximum", "minimum", "msort", "mul",
+    "multiply", "nan_to_num", "ne", "neg", "negative", "nextafter", "not_equal", "pow", "rad2deg", "reciprocal",
+    "remainder", "round", "rsqrt", "sgn", "sigmoid", "sign", "sin", "sinc", "sinh", "sqrt", "square", "stack", "sub",
+    "subtract", "take_along_dim", "tan", "tanh", "true_divide", "trunc", "where", "xlogy",
+)
+_PARTLY_SHARED_SPECIAL = (
+    "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t", "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v", "chebyshev_polynomial_w", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2",
+    "expit", "expm1", "gammainc", "gammaincc", "gammaln", "hermite_polynomial_h", "hermite_polynomial_he", "i0",
+    "i0e", "i1", "i1e", "laguerre_polynomial_l", "legendre_polynomial_p", "log1p", "log_ndtr", "logit",
+    "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1", "ndtri", "psi", "round",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "sinc",
+    "spherical_bessel_j0", "xlog1py", "xlogy", "zeta",
+)
+PARTLY_SHARED_OUT = frozenset(_PARTLY_SHARED_OUT + tuple("special_" + name for name in _PARTLY_SHARED_SPECIAL))
 
 
 def has_internal_overlap(array: Any) -> bool:
@@ -79,13 +111,29 @@ def check_partly_shared(region: Any, values: Any, puts: bool) -> None:
         raise RuntimeError(PARTLY_SHARED)
 
 
+def same_storage(array: Any, other: Any) -> bool:
+    """Whether two arrays lie in the memory of one numpy or CuPy array."""
+    return array_storage(array) is array_storage(other)
+
+
 def check_operands_shared(target: Any, operands: tuple, same: bool) -> None:
-    """`check_partly_shared` of each tensor among `operands` on the storage of the tensor `target` (itself, or one
-    sharing its version counter); `same`: the very same memory is refused too (scatter_, index_add_ ...)."""
+    """`check_partly_shared` of each tensor among `operands` on the storage of the tensor `target` (itself, one
+    sharing its version counter, or one whose array lies in the same numpy or CuPy array's memory: a `.data`
+    alias, which PyTorch finds by its storage too; also two `from_numpy` tensors of one numpy array, which PyTorch,
+    seeing two storages, lets through); `same`: the very same memory is refused too (scatter_, index_add_ ...)."""
     vc = target._vc
+    owner = None
     for operand in operands:
-        if operand is target or (vc is not None and getattr(operand, "_vc", None) is vc):
-            check_partly_shared(target._data, operand._data, same)
+        values = getattr(operand, "_data", None)
+        if values is None:  # a number
+            continue
+        if operand is target or (vc is not None and operand._vc is vc):
+            check_partly_shared(target._data, values, same)
+            continue
+        if owner is None:
+            owner = array_storage(target._data)
+        if array_storage(values) is owner:
+            check_partly_shared(target._data, values, same)
 
 
 def _layout(array: Any) -> tuple:

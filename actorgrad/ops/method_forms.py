@@ -17,6 +17,7 @@ from actorgrad.memory_formats import contiguous_format
 from actorgrad.ops.arithmetic import SUB, SUB_ALPHA, _binary, _scaled
 from actorgrad.ops.complex_parts import conj_physical
 from actorgrad.ops.dim_activations import prelu
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operand_checks import check_subtraction
 from actorgrad.ops.operands import SCALAR_NAMES, UnsupportedOperand, type_name
@@ -191,6 +192,8 @@ def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | Non
     `copy=True`; other data is copied as by `tensor()`. `copy=False` refuses a conversion, and a NumPy scalar or
     Python data (lists, numbers), which it would copy. `requires_grad` defaults to the tensor's own, as in
     PyTorch."""
+    if requires_grad is not None and requires_grad.__class__ is not bool:
+        raise not_bool("asarray", "requires_grad", requires_grad)
     target = None if dtype is None else np.dtype(dtype)
     if isinstance(obj, Tensor):
         where = obj._device if device is None else as_device(device)

@@ -14,6 +14,7 @@ import numpy as np
 
 from actorgrad.devices.float_errors import quiet_float_errors
 from actorgrad.ops.extrema import _extreme_all_grad, _select_grad
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.operands import SCALAR_NAMES, not_implemented
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import (
@@ -63,6 +64,8 @@ def nansum(
     """The sum over `dim` with NaNs counted as zero; integers and bools sum in int64, as sum's."""
     if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
         dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
+    if keepdim.__class__ is not bool:
+        raise not_bool("nansum", "keepdim", keepdim)
     x = input._data
     if x.dtype.kind == "c":
         raise RuntimeError("nansum on CPU does not support complex inputs")
@@ -88,6 +91,8 @@ def nanmean(
     """The mean of the non-NaN elements over `dim` (NaN where there are none), as PyTorch's: nansum / count."""
     if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
         dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
+    if keepdim.__class__ is not bool:
+        raise not_bool("nanmean", "keepdim", keepdim)
     if input._data.dtype.kind == "c":
         raise RuntimeError("nansum on CPU does not support complex inputs")  # nanmean is nansum / count
     if input._data.dtype.kind != "f":
@@ -120,6 +125,8 @@ def _lower_middle(xp: Any, rows: Any, d: int, ignore_nan: bool) -> tuple[Any, An
 
 def _median(op: str, all_rule: Rule, dim_rule: Rule, result: Any, input: Tensor, dim: int | None,
             keepdim: bool) -> Any:
+    if keepdim.__class__ is not bool:
+        raise not_bool(op, "keepdim", keepdim)
     x = input._data
     xp = input._device.xp
     if x.dtype.kind in "bc":

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.amp.autocast import autocast_call, autocast_state
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.loss_arguments import refuse_grad
 from actorgrad.ops.operands import SCALAR_NAMES, int_tuple
 from actorgrad.ops.record import Rule, common_device, record
@@ -217,6 +218,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     unbiased), as PyTorch; in evaluation, normalises with the running statistics. nn.functional's form: PyTorch's
     Python checks (more than one value per channel, a positive eps in training, a non-negative one in eval) come
     before the kernel's, which torch.batch_norm and instance_norm run without them."""
+    if training.__class__ is not bool:
+        raise not_bool("batch_norm", "training", training, 6)
     shape = input.shape
     if training:  # a 0-d input has no dim 0 to count
         _check_batch(shape[0] * math.prod(shape[2:]), shape)
@@ -276,6 +279,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
     """Each sample's channels normalised over their positions: batch_norm of the input seen as one sample of
     N * C channels, with the per-channel parameters and running statistics repeated N times (those updated are
     averaged over the samples back into the running buffers), as PyTorch computes it."""
+    if use_input_stats.__class__ is not bool:
+        raise not_bool("instance_norm", "use_input_stats", use_input_stats, 6)
     shape = input.shape
     if use_input_stats and math.prod(shape[2:]) == 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {list(shape)}")

@@ -11,6 +11,7 @@ import numpy as np
 
 from actorgrad.default_dtype import default_float
 from actorgrad.ops.aliases import diff
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.indexing import getitem
 from actorgrad.ops.joining import cat
 from actorgrad.ops.reductions import cumsum, normalize_dims, sum
@@ -181,6 +182,7 @@ def gradient(
 def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     """The Vandermonde matrix of x's powers x**(N-1) .. x**0 (x**0 .. x**(N-1) when increasing); integer and bool
     x give int64, floating and complex x keep their dtype, as in PyTorch."""
+    check_flags("vander", increasing=increasing)
     if x.ndim != 1:
         raise RuntimeError("x must be a one-dimensional tensor.")
     n = x.shape[0] if N is None else N

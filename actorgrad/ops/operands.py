@@ -18,6 +18,7 @@ import numpy as np
 
 from actorgrad.default_dtype import default_complex, default_float
 from actorgrad.devices import cpu
+from actorgrad.saved_tensors import WrappedNumber
 from actorgrad.tensor import Tensor, bool_, int64
 
 __all__ = ["promote_types", "result_type"]
@@ -269,8 +270,8 @@ def as_operand(value: Any, dtype: np.dtype, beside: Any = None, *, wrap: bool = 
         return value
     if isinstance(value, int | float | complex):
         if wrap and value.__class__ is int:
-            return Tensor(number_array(value, dtype))
-        return Tensor(np.asarray(value, dtype=dtype))
+            return WrappedNumber(number_array(value, dtype))
+        return WrappedNumber(np.asarray(value, dtype=dtype))
     where = beside._device if isinstance(beside, Tensor) else cpu
     if where is not cpu and isinstance(value, where.xp.ndarray):
         return Tensor(value, device=where)

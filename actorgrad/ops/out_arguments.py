@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from actorgrad.grad_mode import _grad_enabled, no_grad
 from actorgrad.ops.inplace import copy_
 from actorgrad.ops.linalg import TYPE_META_NAMES
+from actorgrad.ops.memory_overlap import PARTLY_SHARED_OUT, check_operands_shared
 from actorgrad.ops.operands import SCALAR_NAMES, category, type_name
 from actorgrad.ops.public_names import give_out
 from actorgrad.ops.storage_methods import resize_
@@ -189,7 +190,7 @@ NO_AUTOGRAD_CHECK = {
     "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal", "logical_and",
     "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "bitwise_left_shift", "bitwise_right_shift", "signbit", "isposinf", "isneginf", "floor_divide", "heaviside",
-    "gcd", "lcm", "conj_physical", "histogram", "searchsorted", "bucketize", "nonzero", "histc",
+    "gcd", "lcm", "conj_physical", "histogram", "searchsorted", "bucketize", "nonzero", "histc", "all", "any",
 }
 # The ops whose autograd refusal of `out=` names the kernel PyTorch runs them as.
 AUTOGRAD_NAMES = {"take_along_dim": "gather", "argsort": "sort", "msort": "sort"}
@@ -212,6 +213,8 @@ def write_out(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict, out: A
             return _write_outs(op, rule, fn, args, kwargs, out, operands)
         rule = rule.one
     check_out(op, out, () if op in NO_AUTOGRAD_CHECK else _tensors(operands), AUTOGRAD_NAMES.get(op, op))
+    if op in PARTLY_SHARED_OUT:
+        check_operands_shared(out, _tensors(operands), False)
     result = fn(*args, **kwargs)
     if isinstance(result, tuple):  # max(x, 1) gives (values, indices), so its `out` is a tuple
         raise TypeError(f"{op}(): argument 'out' must be tuple of Tensors, not Tensor")

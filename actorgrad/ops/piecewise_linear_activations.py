@@ -16,6 +16,7 @@ import numpy as np
 
 from actorgrad.ops.arithmetic_unary import relu as _relu
 from actorgrad.ops.dim_activations import floating_data, recorded_grad
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES, fitted_number
 from actorgrad.ops.record import Rule, record, zeros_grad
@@ -70,15 +71,14 @@ HARDSIGMOID = Rule(
     "HardsigmoidBackward0",
     (("self",), recorded_grad("HardsigmoidBackwardBackward0", lambda ops, g, self: _inside(ops, g / 6, self, -3, 3))),
 )
-THRESHOLD = Rule(
-    "ThresholdBackward0",
-    (
-        ("self", "threshold"),
-        recorded_grad(
-            "ThresholdBackwardBackward0", lambda ops, g, self, limit: ops.where(self <= limit, 0, g), "threshold"
-        ),
+_THRESHOLD_GRAD = (
+    ("self", "threshold"),
+    recorded_grad(
+        "ThresholdBackwardBackward0", lambda ops, g, self, limit: ops.where(self <= limit, 0, g), "threshold"
     ),
 )
+THRESHOLD = Rule("ThresholdBackward0", _THRESHOLD_GRAD)
+THRESHOLD_INPLACE = Rule("ThresholdBackward1", _THRESHOLD_GRAD)  # threshold_'s, saving a copy of the input
 
 
 def _outside(ops: Any, g: Any, self: Any, lambd: float) -> Any:
@@ -94,10 +94,23 @@ SOFTSHRINK = Rule(
     "SoftshrinkBackward0", (("self", "lambd"), recorded_grad("SoftshrinkBackwardBackward0", _outside, "lambd"))
 )
 # rrelu's gradient is g times the slope each element was given (1 where x > 0), kept from the forward.
-RRELU = Rule(
-    "RreluWithNoiseBackward0",
-    (("self", "noise"),
-     recorded_grad("RreluWithNoiseBackwardBackward0", lambda ops, g, self, noise: g * noise, "noise")),
+_rrelu_grad = recorded_grad("RreluWithNoiseBackwardBackward0", lambda ops, g, self, noise: g * noise, "noise")
+RRELU = Rule("RreluWithNoiseBackward0", (("self", "noise"), _rrelu_grad))
+
+
+def _rrelu_inplace_grad(
+    ops: Any, g: Any, result: Any, noise: Any, lower: float, upper: float, training: bool
+) -> Any:
+    """rrelu_'s gradient, its node saving the result as PyTorch's does. PyTorch reads it off the result's sign
+    with the mean slope when the slopes were not drawn (eval, or a range under 1e-6 wide), so refuses a negative
+    one there, as leaky_relu_ does."""
+    if not (training and upper - lower > 1e-6) and lower + upper < 0:
+        raise RuntimeError(LEAKY_RELU_INPLACE_NEGATIVE_SLOPE)
+    return _rrelu_grad(ops, g, result, noise)
+
+
+RRELU_INPLACE = Rule(
+    "RreluWithNoiseBackward1", (("result", "noise", "lower", "upper", "training"), _rrelu_inplace_grad)
 )
 
 
@@ -170,18 +183,18 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """value where x <= threshold, else x (so NaN stays NaN, with its gradient); integer tensors stay integer."""
     if inplace:
-        return write_in_place(input, lambda s: _threshold(s, threshold, value), (), True)
-    return _threshold(input, threshold, value)
+        return write_in_place(input, lambda s: _threshold(THRESHOLD_INPLACE, s, threshold, value), (), True)
+    return _threshold(THRESHOLD, input, threshold, value)
 
 
-def _threshold(input: Tensor, threshold: float, value: float) -> Tensor:
+def _threshold(rule: Rule, input: Tensor, threshold: float, value: float) -> Tensor:
     x = input._data
     if x.dtype.kind != "f":
         if x.dtype.kind in "bc":
             raise NotImplementedError(f"\"threshold_cpu\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
         threshold, value = fitted_number(threshold, x.dtype)[()], fitted_number(value, x.dtype)[()]  # as the kernel's
     data = np.where(x <= threshold, value, x).astype(x.dtype, copy=False)
-    return record(THRESHOLD, data, (input,), threshold=threshold)
+    return record(rule, data, (input,), threshold=threshold)
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
@@ -207,8 +220,14 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
           inplace: bool = False) -> Tensor:
     """x for x > 0, else x times a slope: drawn uniformly from [lower, upper] per element from actorgrad's
     generator while training, (lower + upper) / 2 in eval; `inplace` writes it into `input`."""
+    if training.__class__ is not bool:
+        raise not_bool("rrelu", "training", training, 4)
     if inplace:
-        return write_in_place(input, lambda s: rrelu(s, lower, upper, training), (), True)
+        return write_in_place(input, lambda s: _rrelu(RRELU_INPLACE, s, lower, upper, training), (), False)
+    return _rrelu(RRELU, input, lower, upper, training)
+
+
+def _rrelu(rule: Rule, input: Tensor, lower: float, upper: float, training: bool) -> Tensor:
     x = floating_data("rrelu_with_noise_out_cpu", input)
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
@@ -220,7 +239,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
         if where.type == "cuda":  # drawn on the host, from the generator `manual_seed` sets
             slopes = where.asarray(slopes)
     noise = where.xp.where(x > 0, 1, slopes).astype(x.dtype, copy=False)
-    return record(RRELU, x * noise, (input,), noise=noise)
+    return record(rule, x * noise, (input,), noise=noise, lower=lower, upper=upper, training=training)
 
 
 METHODS: dict[str, Any] = {"hardshrink": hardshrink}

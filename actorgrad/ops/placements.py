@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.amp.autocast import autocast_call, autocast_state
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.index_parsing import host_array, parse_index
 from actorgrad.ops.indexing import KEPT_GRAD, on_device, placed_index
 from actorgrad.ops.inplace import INDEX_PUT
@@ -93,6 +94,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """A copy of the input with source's elements written (added, with `accumulate`) at `index`'s flat
     positions, in order."""
+    check_flags("put", accumulate=accumulate)
     positions = _flat_positions("put_", input, index)
     x, s = input._data, source._data
     same_device(input, source)
@@ -115,6 +117,7 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
 
 
 def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    check_flags("put_", accumulate=accumulate)
     return write_in_place(self, lambda s: put(s, index, source, accumulate), (source,), False)
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from actorgrad.devices.convolution import ConvGeometry
 from actorgrad.ops.conv import int_argument, integer_value
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.ops.pool_gradients import (
     gather_maxima,
@@ -228,12 +229,16 @@ def _max_pool(rule: Rule, input: Tensor, kernel: tuple[int, ...], stride: tuple[
 
 def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    if ceil_mode.__class__ is not bool:
+        raise not_bool("max_pool2d", "ceil_mode", ceil_mode, 6)
     geometry = _geometry("max_pool2d", input._data, kernel_size, stride, padding, dilation, ceil_mode)
     return _max_pool(MAX_POOL_2D, input, *geometry, return_indices)
 
 
 def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    if ceil_mode.__class__ is not bool:
+        raise not_bool("max_pool3d", "ceil_mode", ceil_mode, 6)
     geometry = _geometry3d("max_pool3d", input._data, kernel_size, stride, padding, dilation, ceil_mode)
     return _max_pool(MAX_POOL_3D, input, *geometry, return_indices)
 
@@ -277,6 +282,10 @@ def _avg_pool(rule: Rule, input: Tensor, kernel: tuple[int, ...], stride: tuple[
 
 def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    if ceil_mode.__class__ is not bool:
+        raise not_bool("avg_pool2d", "ceil_mode", ceil_mode)
+    if count_include_pad.__class__ is not bool:
+        raise not_bool("avg_pool2d", "count_include_pad", count_include_pad)
     divisor = _divisor("avg_pool2d", divisor_override)
     kernel, stride2, pad, _, out = _geometry(
         "avg_pool2d", input._data, kernel_size, stride, padding, 1, ceil_mode, divisor)
@@ -285,6 +294,10 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 
 def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    if ceil_mode.__class__ is not bool:
+        raise not_bool("avg_pool3d", "ceil_mode", ceil_mode)
+    if count_include_pad.__class__ is not bool:
+        raise not_bool("avg_pool3d", "count_include_pad", count_include_pad)
     divisor = _divisor("avg_pool3d", divisor_override)
     kernel, stride3, pad, _, out = _geometry3d(
         "avg_pool3d", input._data, kernel_size, stride, padding, 1, ceil_mode, divisor)
@@ -316,6 +329,8 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """max_pool2d over a unit height, with max_pool1d's own checks first (PyTorch's kernel for inputs without
     gradients, whose messages users see)."""
+    if ceil_mode.__class__ is not bool:
+        raise not_bool("max_pool1d", "ceil_mode", ceil_mode, 6)
     x = input._data
     if x.ndim not in (2, 3) or 0 in x.shape[-2:]:
         raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
@@ -367,6 +382,10 @@ def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,
 def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True) -> Tensor:
     """avg_pool2d over a unit height."""
+    if ceil_mode.__class__ is not bool:
+        raise not_bool("avg_pool1d", "ceil_mode", ceil_mode)
+    if count_include_pad.__class__ is not bool:
+        raise not_bool("avg_pool1d", "count_include_pad", count_include_pad)
     k = single_size("avg_pool1d", kernel_size, "kernel_size", ONE_INT)
     s = k if _stride_omitted(stride) else single_size("avg_pool1d", stride, "stride", ONE_INT)
     p = single_size("avg_pool1d", padding, "padding", ONE_INT)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.operands import not_implemented, refuse_complex, type_name
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size, numpy_names
@@ -51,6 +52,7 @@ def _q_array(op: str, input: Tensor, q: Any) -> Any:
 def _quantile(op: str, input: Tensor, q: Any, dim: int | None, keepdim: bool, interpolation: str) -> Tensor:
     # The checks' errors name quantile() for nanquantile too, as PyTorch's shared checks do; a number q is checked
     # first, as PyTorch's overload for numbers does before it calls the one for tensors.
+    check_flags(op, keepdim=keepdim)
     qs = None if isinstance(q, Tensor) else _q_array(op, input, q)
     if interpolation not in INTERPOLATIONS:
         raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, but "
@@ -142,6 +144,7 @@ def mode(
     smallest, at its last position; each NaN counts as its own value."""
     if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
         dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
+    check_flags("mode", keepdim=keepdim)
     x = input._data
     xp = input._device.xp
     refuse_complex(x.dtype, "mode_cpu")
@@ -184,6 +187,7 @@ def unique_consecutive(
 ) -> Any:
     """The input with each run of equal consecutive elements (along `dim`: slices) kept once; with return_inverse,
     which run each element went to, with return_counts, each run's length."""
+    check_flags("unique_consecutive", return_inverse=return_inverse, return_counts=return_counts)
     xp = input._device.xp
     x = input._data
     refuse_complex(x.dtype, "unique")

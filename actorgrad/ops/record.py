@@ -19,7 +19,7 @@ from actorgrad.devices import Device, cpu
 from actorgrad.grad_mode import _grad_enabled, _inference_mode
 from actorgrad.node import Node, metadata_kinds, metadata_of
 from actorgrad.ops.operands import as_operand, result_type
-from actorgrad.saved_tensors import SavedOutput, _saved_tensors_hooks, pack_saved
+from actorgrad.saved_tensors import SavedOutput, WrappedNumber, _saved_tensors_hooks, pack_saved
 from actorgrad.tensor import Tensor, array_storage
 from actorgrad.version_counter import (
     DETACHED_SAVED,
@@ -104,7 +104,9 @@ def _saved_value(node: FormulaNode, name: str) -> Any:
 
 
 def _array_as_tensor(value: Any, device: Device) -> Any:
-    """A raw array a node saved (on its device) as a tensor; any other value as it is."""
+    """A raw array a node saved (on its device), or a number it met, as a tensor; any other value as it is."""
+    if value.__class__ is WrappedNumber:
+        return Tensor(value._data, device=value._device)
     return Tensor(value, device=device) if isinstance(value, device.xp.ndarray) else value
 
 
@@ -143,12 +145,13 @@ MODIFIED = (
 
 def _modified_error(node: Node, saved: Any, version: int) -> RuntimeError:
     """PyTorch's error for a saved tensor changed in place: a saved output names the node that saved it, a
-    saved input its own (current) grad_fn, a leaf nothing; node names drop PyTorch's `Backward0` suffix."""
+    saved input its own (current) grad_fn, a leaf nothing; node names drop `Backward0`, and `Backward` before
+    another number, as PyTorch's (ReluBackward0 is `Relu`, LeakyReluBackward1 `LeakyRelu1`)."""
     if isinstance(saved, SavedOutput):
         fn, nr = node, 0
     else:
         fn, nr = saved._grad_fn, saved._output_nr
-    source = "" if fn is None else f", which is output {nr} of {re.sub(r'Backward[0-9]*$', '', fn.name())},"
+    source = "" if fn is None else f", which is output {nr} of {re.sub(r'Backward(?:0$|(?=[0-9]*$))', '', fn.name())},"
     data = saved._data
     return RuntimeError(MODIFIED.format(
         dtype=data.dtype, shape=list(data.shape), source=source, now=saved._vc.value, saved=version

@@ -9,6 +9,7 @@ autograd through `out=` is refused. Two differences are PyTorch's own:
   floating input compute in a floating `out`'s dtype too.
 - the joins refuse an `out` that shares memory with one of the tensors joined, and name `torch.cat()` in their
   dtype refusal, a TypeError.
+- all and any into a uint8 `out` test the input cast to uint8 (where 0.5 and 256 are 0).
 Each other op checks `out`'s dtype by its kernel's rule, in its own words.
 """
 
@@ -118,9 +119,29 @@ def _join_out(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict, out: A
     return write_out(op, fn, args, kwargs, out)
 
 
+def _truth_out(op: str, fn: Callable[..., Any], args: tuple, kwargs: dict, out: Any) -> Any:
+    """all and any into a uint8 `out` test the input cast to uint8, as PyTorch's do: 0.5 and 256 test false."""
+    if isinstance(out, Tensor) and out.dtype == UINT8:
+        fn = functools.partial(_in_uint8, fn)
+    return write_out(op, fn, args, kwargs, out)
+
+
+def _in_uint8(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    if args:
+        args = (_as_uint8(args[0]), *args[1:])
+    elif "input" in kwargs:
+        kwargs["input"] = _as_uint8(kwargs["input"])
+    return fn(*args, **kwargs)
+
+
+def _as_uint8(input: Any) -> Any:
+    return input.detach().to(UINT8) if isinstance(input, Tensor) and input.dtype != UINT8 else input
+
+
 def give_reduction_out(namespace: dict) -> None:
     """Give the reductions, scans and joins of `namespace` (actorgrad.ops' public names) PyTorch's `out=`: each
     checked by its rule, those that take more than write_out's steps through their own writer."""
     give_out_by_rules(namespace, REDUCTION_OUT)
     give_out(namespace, ("sum", "nansum", "prod", "cumsum", "cumprod", "mean", "nanmean"), _in_outs_dtype)
     give_out(namespace, JOINS, _join_out)
+    give_out(namespace, ("all", "any"), _truth_out)

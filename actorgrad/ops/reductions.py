@@ -12,6 +12,7 @@ from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices.array_ops import kept_max
 from actorgrad.devices.float_errors import quiet_float_errors
 from actorgrad.grad_mode import _grad_enabled
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.operands import SCALAR_NAMES, floating_or_complex, not_implemented, refuse_complex
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
@@ -185,6 +186,8 @@ def _reduce(rule_all: Rule, rule_dim: Rule, input: Tensor, dim: Any, keepdim: bo
     if dim is None:
         dims, rule, kept_shape, count = None, rule_all, (1,) * x.ndim, x.size
     else:
+        if keepdim.__class__ is not bool:  # read only along a dim: a plain sum pays nothing
+            raise not_bool(op, "keepdim", keepdim)
         dims = normalize_dims(dim, x.ndim, op) if x.ndim else one_dim(dim, 0, op)  # a 0-d tensor has no dim to reduce
         rule, kept_shape, count = rule_dim, kept(x.shape, dims), math.prod(x.shape[d] for d in dims)
     with quiet_float_errors():  # inf - inf is NaN, quietly as in PyTorch (these kernels are numpy's Python)
@@ -239,6 +242,8 @@ def mean(
 
 def _extreme(rule: Rule, kernel: Any, op: str, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
     x = input._data
+    if keepdim.__class__ is not bool:
+        raise not_bool(op, "keepdim", keepdim)
     refuse_complex(x.dtype, "max_values_cpu" if op == "amax" else "min_values_cpu")
     dims = reduced_dims(dim, x.ndim, op) if x.ndim else one_dim(dim or 0, 0, op)
     if x.size == 0:
@@ -289,6 +294,8 @@ def prod(
     if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
         dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     x = input._data
+    if keepdim.__class__ is not bool:
+        raise not_bool("prod", "keepdim", keepdim)
     if dim is None:
         dims, rule, keepdim = tuple(range(x.ndim)), PROD, False
     elif dim.__class__ is not int and not is_one_dim(dim):
@@ -313,6 +320,8 @@ def logsumexp(
         dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     if dim is None:  # required, as PyTorch's (optional here only so that `axis` can stand in for it)
         raise TypeError('logsumexp() missing 1 required positional arguments: "dim"')
+    if keepdim.__class__ is not bool:
+        raise not_bool("logsumexp", "keepdim", keepdim)
     x = input._data
     x = x.astype(floating_or_complex(x.dtype), copy=False)  # integers give the default float dtype, as in PyTorch
     dims = reduced_dims(dim, x.ndim, "logsumexp") if x.ndim else one_dim(dim, 0, "logsumexp")

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.arithmetic import mul
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.inplace import mul_
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.random import numpy_generator
@@ -67,6 +68,8 @@ def _masked(input: Tensor, p: float, training: bool, inplace: bool,
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zeroes each element with probability p and scales the rest by 1/(1-p); `inplace` multiplies `input`
     itself by the mask and returns it, as PyTorch does."""
+    if training.__class__ is not bool:
+        raise not_bool("dropout", "train", training, 3)
     return _masked(input, p, training, inplace, input.shape)
 
 
@@ -79,6 +82,8 @@ def _channel_shape(input: Tensor) -> tuple[int, ...]:
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zeroes whole channels of an (N, C, L) or (C, L) input with probability p, scaling the rest by 1/(1-p)."""
+    if training.__class__ is not bool:
+        raise not_bool("feature_dropout", "train", training, 3)
     _check_p(p)
     if input.ndim not in (2, 3):
         raise RuntimeError(
@@ -102,6 +107,8 @@ def _deprecated_rank(name: str, ndim: int, spatial: int) -> None:
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zeroes whole channels (dim 1) with probability p, scaling the rest by 1/(1-p). As in PyTorch a 3D input is
     taken as (N, C, L), with a warning, not as an unbatched (C, H, W)."""
+    if training.__class__ is not bool:
+        raise not_bool("feature_dropout", "train", training, 3)
     _check_p(p)
     if input.ndim not in (3, 4):
         _deprecated_rank("dropout2d", input.ndim, 2)
@@ -123,6 +130,8 @@ def _unbatched_channel_shape(input: Tensor) -> tuple[int, ...]:
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zeroes whole channels of an (N, C, D, H, W) or (C, D, H, W) input with probability p, scaling the rest by
     1/(1-p)."""
+    if training.__class__ is not bool:
+        raise not_bool("feature_dropout", "train", training, 3)
     _check_p(p)
     if input.ndim not in (4, 5):
         _deprecated_rank("dropout3d", input.ndim, 3)
@@ -132,6 +141,8 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
     """Dropout for selu networks: dropped elements take selu's negative limit and the result is scaled and
     shifted back to the input's mean and variance."""
+    if training.__class__ is not bool:
+        raise not_bool("alpha_dropout", "train", training, 3)
     return _masked(input, p, training, inplace, input.shape, alpha=True)
 
 
@@ -139,6 +150,8 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
 def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
     """alpha_dropout of whole channels (dim 1): each (sample, channel) kept or set to selu's negative limit
     together, then scaled and shifted back to the input's mean and variance."""
+    if training.__class__ is not bool:
+        raise not_bool("feature_alpha_dropout", "train", training, 3)
     return _masked(input, p, training, inplace, _channel_shape, alpha=True)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.amp.autocast import autocast_call, autocast_state
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn
@@ -174,6 +175,8 @@ def _resample_dim(x: Tensor, dim: int, indices: np.ndarray, weights: np.ndarray 
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
+    if align_corners is not None and align_corners.__class__ is not bool:
+        raise not_bool("interpolate", "align_corners", align_corners)
     if autocast_state.get() is not None:
         return autocast_call(
             interpolate, "interpolate", input, size, scale_factor, mode, align_corners, recompute_scale_factor,

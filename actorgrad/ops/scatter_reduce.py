@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from actorgrad.grad_mode import _grad_enabled
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.index_parsing import checked_ints, host_copy
 from actorgrad.ops.indexing import _along, _padded, at_least_1d, on_device, placed_index
 from actorgrad.ops.inplace_recording import INVALIDATED, write_in_place
@@ -261,6 +262,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     reduce is 'sum', 'prod', 'mean', 'amax' or 'amin', over the input's value there too when include_self."""
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_reduce(): argument 'src' (position 4) must be Tensor, not {type(src).__name__}")
+    check_flags("scatter_reduce", include_self=include_self)
     if input._data.dtype.kind == "c" and _grad_enabled.get() and (input.requires_grad or src.requires_grad):
         raise RuntimeError("scatter_reduce does not support automatic differentiation for outputs with complex dtype.")
     return _scatter_reduce(input, dim, index, src, reduce, include_self)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.arithmetic import _no_derivative
+from actorgrad.ops.flag_arguments import check_flags, not_bool
 from actorgrad.ops.operands import (
     SCALAR_NAMES,
     data_as,
@@ -66,6 +67,8 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     (a 0-dim input counts as 1-D there, as in PyTorch)."""
     xp = input._device.xp
     x = input._data
+    if as_tuple is not False and as_tuple is not True:
+        raise not_bool("nonzero", "as_tuple", as_tuple)
     if as_tuple:
         indices = xp.nonzero(x.reshape(x.shape or (1,)))
         return tuple(Tensor(i.astype(int64, copy=False), device=input._device) for i in indices)
@@ -93,6 +96,7 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, inve
     promoted dtype as `==` compares them, so a number meets a tensor as it would there."""
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin(): expected at least one of elements and test_elements to be a Tensor")
+    check_flags("isin", assume_unique=assume_unique, invert=invert)
     for value in (elements, test_elements):  # PyTorch checks each one's own dtype, a number's as a 0-d tensor's
         dtype = value._data.dtype if isinstance(value, Tensor) else np.asarray(value).dtype
         if dtype.kind in "bc":
@@ -126,6 +130,8 @@ def unique(
 ) -> Any:
     """The distinct elements (or, along `dim`, slices), sorted (on the cpu PyTorch sorts whatever `sorted` says);
     with return_inverse, where each element went, with return_counts, how often each occurs."""
+    check_flags("_unique2" if dim is None else "unique_dim", sorted=sorted, return_inverse=return_inverse,
+                return_counts=return_counts)
     xp = input._device.xp
     x = input._data
     refuse_complex(x.dtype, "unique" if dim is None else "unique_dim")
@@ -215,6 +221,7 @@ def searchsorted(
     serves every value, an N-D one row by row with input's matching rows). Both are compared in their promoted
     dtype, as PyTorch's: a Python number is cast to it as a number meeting a tensor is (`0.1` meets float32
     boundaries as float32, `-1` uint8 ones as 255)."""
+    check_flags("searchsorted", out_int32=out_int32, right=right)
     where = sorted_sequence._device
     xp = where.xp
     dtype = result_type(sorted_sequence, input)
@@ -289,6 +296,7 @@ def _bisect(xp: Any, rows: Any, values: Any, right: bool) -> Any:
 def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:
     """The index of the bucket of 1-D sorted `boundaries` each of `input` falls in: boundaries[i-1] < x <=
     boundaries[i], or with right=True boundaries[i-1] <= x < boundaries[i]."""
+    check_flags("bucketize", out_int32=out_int32, right=right)
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)

@@ -22,6 +22,7 @@ from actorgrad.ops.operands import (
     real_number,
     require_tensors,
     result_type,
+    type_name,
 )
 from actorgrad.ops.record import Rule, common_device, record
 from actorgrad.ops.searching import nonzero
@@ -280,6 +281,19 @@ def where(condition: Tensor, input: Any = _UNSET, other: Any = _UNSET) -> Tensor
     except ValueError:
         raise broadcast_error("where", c.shape, x.shape, y.shape) from None
     return record(WHERE, data, (a, b), on_device=device, condition=condition)
+
+
+def where_out(op: str, fn: Any, args: tuple, kwargs: dict, out: Any) -> Any:
+    """where with `out=`: PyTorch's only form with `out` takes tensors for input and other, not numbers."""
+    from actorgrad.ops.out_arguments import write_out  # out_arguments imports the ops: at call time
+
+    for position, name in ((2, "input"), (3, "other")):
+        by_position = len(args) >= position
+        given = args[position - 1] if by_position else kwargs.get(name)
+        if given is not None and not isinstance(given, Tensor):
+            where = f" (position {position})" if by_position else ""
+            raise TypeError(f"where(): argument '{name}'{where} must be Tensor, not {type_name(given)}")
+    return write_out(op, fn, args, kwargs, out)
 
 
 METHODS = {

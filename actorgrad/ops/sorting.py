@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
+from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.operands import not_implemented
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size, numpy_names
@@ -80,6 +81,7 @@ def sort(
     changes nothing."""
     if axis is not None:  # numpy's name, which PyTorch takes too
         dim = axis
+    check_flags("sort", descending=descending, stable=False if stable is None else stable)  # stable: bool or None
     rows, order, d = _order("sort", input, dim, descending)
     values = _values(SORT, input, rows, order, d)
     return SortResult(values, _indices(order, values, input))
@@ -91,6 +93,7 @@ def argsort(
     """The indices that sort the input along `dim` (or numpy's `axis`)."""
     if axis is not None:  # numpy's name, which PyTorch takes too
         dim = axis
+    check_flags("argsort", descending=descending, stable=stable)
     _, order, _ = _order("argsort", input, dim, descending)
     return Tensor(order.astype(int64, copy=False).reshape(input.shape), device=input._device)
 
@@ -113,6 +116,7 @@ def topk(
     if axis is not None:  # numpy's name, which PyTorch takes too
         dim = axis
     _check_k("topk", k)
+    check_flags("topk", largest=largest, sorted=sorted)
     rows, order, d = _order("topk", input, dim, largest)
     if not 0 <= k <= rows.shape[d]:
         raise RuntimeError("selected index k out of range")
@@ -132,6 +136,7 @@ def kthvalue(
     if axis is not None or keepdims is not None:  # numpy's names, which PyTorch takes too
         dim, keepdim = numpy_names(dim, keepdim, axis, keepdims)
     _check_k("kthvalue", k)
+    check_flags("kthvalue", keepdim=keepdim)
     rows, order, d = _order("kthvalue", input, dim, False)
     if rows.shape[d] == 0:
         raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.amp.autocast import autocast_call, autocast_state
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.linalg_decompositions import check_floating
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record
@@ -55,6 +56,10 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
         raise RuntimeError("std and var only support floating point and complex dtypes")
     if isinstance(dim, bool):  # var(True): the legacy positional `unbiased`
         dim, unbiased = None, dim
+    if unbiased is not None and unbiased.__class__ is not bool:
+        raise not_bool(op, "unbiased", unbiased)
+    if keepdim.__class__ is not bool:
+        raise not_bool(op, "keepdim", keepdim)
     if unbiased is not None and correction is not None:
         raise TypeError(f"{op}(): give either unbiased= (legacy) or correction=, not both")
     if correction is None:
@@ -187,6 +192,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     norm (p = 'nuc') of the matrices over two dims; with `dtype`, computed in that dtype."""
     if autocast_state.get() is not None and dtype is None:
         return autocast_call(norm, "norm", input, p, dim, keepdim, dtype=dtype)
+    if keepdim.__class__ is not bool:
+        raise not_bool("norm", "keepdim", keepdim)
     input = _norm_input(input, dtype)
     x = input._data
     if p == "fro" or p is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from actorgrad.ops.complex_parts import view_as_real
+from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.padding import pad
 from actorgrad.ops.scatter import index_add
@@ -55,6 +56,12 @@ def stft(
 ) -> Tensor:
     """The short-time Fourier transform of a 1-D signal or a batch of them: (*, n_fft // 2 + 1 or n_fft, frames).
     With center=False, align_to_window=True starts each frame where its window (centred in n_fft) starts."""
+    if normalized.__class__ is not bool:
+        raise not_bool("stft", "normalized", normalized)
+    if onesided is not None and onesided.__class__ is not bool:
+        raise not_bool("stft", "onesided", onesided)
+    if return_complex is not None and return_complex.__class__ is not bool:
+        raise not_bool("stft", "return_complex", return_complex)
     from actorgrad.fft import fft, rfft  # actorgrad.fft builds on the ops package
 
     if center and align_to_window is not None:
@@ -120,6 +127,14 @@ def istft(
 ) -> Tensor:
     """The inverse of stft: each frame's inverse transform, windowed and overlap-added, divided by the summed
     squared window (which must not vanish inside the output: PyTorch's NOLA condition)."""
+    if center.__class__ is not bool:
+        raise not_bool("istft", "center", center)
+    if normalized.__class__ is not bool:
+        raise not_bool("istft", "normalized", normalized)
+    if onesided is not None and onesided.__class__ is not bool:
+        raise not_bool("istft", "onesided", onesided)
+    if return_complex.__class__ is not bool:
+        raise not_bool("istft", "return_complex", return_complex)
     from actorgrad.fft import ifft, irfft
 
     if input.dtype.kind != "c":

@@ -20,6 +20,7 @@ from typing import Any
 
 from actorgrad.autograd.graph import saved_tensors_hooks
 from actorgrad.grad_mode import enable_grad
+from actorgrad.ops.record import _modified_error
 from actorgrad.random import default_generator
 from actorgrad.saved_tensors import packing_node
 from actorgrad.tensor import Tensor
@@ -87,6 +88,9 @@ class CheckpointFrame:
     def __init__(self, function: Callable, args: tuple, kwargs: dict, *, preserve_rng_state: bool,
                  recompute_context: Any, determinism_check: str, early_stop: bool, debug: bool) -> None:
         self.function, self.args, self.kwargs = function, args, kwargs
+        # the inputs' versions: as PyTorch's, which saves them for backward, a rerun on inputs changed in place
+        # since is refused (it would give the gradient of other values)
+        self.versions = tuple(a._version if isinstance(a, Tensor) else None for a in args)
         self.rng_state = default_generator.get_state() if preserve_rng_state else None
         self.recompute_context = recompute_context
         self.check = determinism_check == "default"
@@ -132,6 +136,9 @@ class CheckpointFrame:
             return self.recomputed[handle.index]
 
     def _recompute(self) -> None:
+        for a, version in zip(self.args, self.versions):
+            if version is not None and a._version != version:
+                raise _modified_error(None, a, version)
         inputs = detach_variable(self.args)
         counter = 0
         recompute_ops: list[str] = []
