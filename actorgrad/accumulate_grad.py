@@ -10,7 +10,6 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from actorgrad.hooks import reached_without_grad
 from actorgrad.node import MAX_SEQUENCE_NR, Node, metadata_of
 from actorgrad.tensor import Tensor
 
@@ -30,7 +29,7 @@ class AccumulateGrad(Node):
         if grads[0] is not None and self.variable._requires_grad:
             task.stage(self.variable, grads[0])
         elif grads[0] is None and self.hooks is not None and self.hooks.post_accumulate and task.accumulate:
-            reached_without_grad(task, self.variable)  # its post-accumulate hooks run all the same, as PyTorch's
+            task.reach_without_grad(self.variable)  # its post-accumulate hooks run all the same, as PyTorch's
         return ()
 
 

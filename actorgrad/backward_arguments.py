@@ -4,7 +4,6 @@ name the argument and index at fault, with PyTorch's texts."""
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Any
 
@@ -39,19 +38,23 @@ def as_tuple(value: Any, what: str, kinds: type | tuple = Tensor, named: str = "
 
 class EdgeOutput:
     """A GradientEdge given among the outputs of backward() or grad(), as PyTorch takes one, read as an output
-    tensor is read: its gradient goes into the edge's slot, with the shape, dtype and device its node expects."""
+    tensor is read: its gradient goes into the edge's slot, with the shape, dtype and device its node expects
+    (its `_data` a broadcast zero-dim array of that shape and dtype, as an output tensor's array tells them)."""
 
-    __slots__ = ("_grad_fn", "_output_nr", "shape", "dtype", "device", "_device")
+    __slots__ = ("_grad_fn", "_output_nr", "_data", "shape", "dtype", "device", "_device")
     requires_grad = True
 
     def __init__(self, edge: GradientEdge) -> None:
         self._grad_fn, self._output_nr = edge.node, edge.output_nr
         self.shape, self.dtype, self.device = edge.node.input_metadata[edge.output_nr]
         self._device = self.device
+        self._data = np.broadcast_to(np.empty((), self.dtype), self.shape)
 
 
 def as_outputs(value: Any, what: str) -> tuple:
     """The outputs a pass starts from: tensors, or gradient edges (as EdgeOutputs)."""
+    if value.__class__ is Tensor:  # the usual call: one loss
+        return (value,)
     outputs = as_tuple(value, what, (Tensor, GradientEdge))
     for output in outputs:
         if isinstance(output, GradientEdge):  # rare: only then a new tuple (the usual call allocates nothing more)
@@ -91,11 +94,11 @@ def seed_grads(outputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
             if not out.requires_grad:  # graph_root refuses it, with PyTorch's text for it
                 seeds.append(None)
                 continue
-            if math.prod(out.shape) != 1:
+            if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if out.dtype.kind != "f":  # a complex loss needs its gradient given: 1 or 1j would be a choice
+            if out._data.dtype.kind != "f":  # a complex loss needs its gradient given: 1 or 1j would be a choice
                 raise RuntimeError(
-                    f"grad can be implicitly created only for real scalar outputs but got actorgrad.{out.dtype}"
+                    f"grad can be implicitly created only for real scalar outputs but got actorgrad.{out._data.dtype}"
                 )
             where = out._device
             if where is cpu:
@@ -114,11 +117,11 @@ def seed_grads(outputs: tuple, grad_outputs: Any, create_graph: bool) -> list:
             raise RuntimeError(
                 f"invalid gradient at index {i} - expected device {out._device} but got {grad._device}"
             )
-        if (grad._data.dtype.kind == "c") != (out.dtype.kind == "c"):  # casting would drop or invent a part
+        if (grad._data.dtype.kind == "c") != (out._data.dtype.kind == "c"):  # casting would drop or invent a part
             raise RuntimeError(
                 f"For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch in "
                 f"dtype: grad_output[{i}] has a dtype of actorgrad.{grad._data.dtype} and output[{i}] has a dtype of "
-                f"actorgrad.{out.dtype}."
+                f"actorgrad.{out._data.dtype}."
             )
         if grad.dtype != out.dtype:
             grad = Tensor(grad._data.astype(out.dtype), device=grad._device)

@@ -28,9 +28,9 @@ from actorgrad.backward_arguments import (
     warn_create_graph_cycle,
 )
 from actorgrad.devices.float_errors import FLOAT_ERRORS_IGNORED, float_errors
-from actorgrad.grad_commit import commit_or_stage, commit_sync, owned
+from actorgrad.grad_commit import commit_or_stage, commit_sync, owned, post_accumulate_leaves
 from actorgrad.grad_mode import grad_mode_on
-from actorgrad.hooks import has_post_accumulate_hooks, post_accumulate_leaves, run_post_accumulate_hooks_async
+from actorgrad.hooks import has_post_accumulate_hooks, run_post_accumulate_hooks_async
 from actorgrad.node import GraphRoot
 from actorgrad.ops.joining import stack
 from actorgrad.ops.record import FormulaNode

@@ -7,18 +7,14 @@ from __future__ import annotations
 import operator
 import sys
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from actorgrad.devices import is_writeable
 from actorgrad.grad_mode import grad_mode_on
-from actorgrad.hooks import (
-    hand_reached_to,
-    has_post_accumulate_hooks,
-    post_accumulate_leaves,
-    run_post_accumulate_hooks,
-)
+from actorgrad.hooks import has_post_accumulate_hooks, run_post_accumulate_hooks
 from actorgrad.scheduler import GraphTask
 from actorgrad.tensor import Tensor, grad_dtypes
 from actorgrad.version_counter import bump_version
@@ -71,8 +67,18 @@ def commit_or_stage(task: GraphTask) -> bool:
         elif isinstance(grad, Tensor) and grad._grad_fn is None and not grad._requires_grad:
             grad = grad._data  # no graph to keep (a create_graph pass's gradient keeps its own, as PyTorch's)
         outer.stage(tensor, grad)
-    hand_reached_to(task, outer)
+    for leaf in task.reached_without_grad or ():
+        outer.reach_without_grad(leaf)
     return False
+
+
+def post_accumulate_leaves(task: GraphTask) -> Iterable[Tensor]:
+    """The leaves whose post-accumulate-grad hooks a pass that committed runs: those it staged a gradient for,
+    then those it reached without one."""
+    staged, reached = task.staged, task.reached_without_grad
+    if reached is None:
+        return staged
+    return [*staged, *(leaf for leaf in dict.fromkeys(reached) if leaf not in staged)]
 
 
 def commit_sync(task: GraphTask, create_graph: bool) -> None:

@@ -320,34 +320,6 @@ async def run_steps_async(steps: Steps, task: Any) -> Any:
         return done.value
 
 
-# A pass (by weak reference) -> the leaves with post-accumulate-grad hooks it reached with no gradient (None, from
-# a custom Function's backward, say): PyTorch's AccumulateGrad runs their hooks all the same, `.grad` left as it
-# is. A plain dict, so that a pass asks "any at all?" for nothing.
-_reached_without_grad: dict = {}
-
-
-def reached_without_grad(task: Any, leaf: Tensor) -> None:
-    """Note that `task` reached `leaf`, which has post-accumulate-grad hooks, with no gradient."""
-    key = weakref.ref(task, lambda ref: _reached_without_grad.pop(ref, None))
-    _reached_without_grad.setdefault(key, []).append(leaf)
-
-
-def hand_reached_to(task: Any, outer: Any) -> None:
-    """A nested pass's leaves reached without a gradient, handed to the outer pass that commits for it."""
-    for leaf in _reached_without_grad.pop(weakref.ref(task), ()):
-        reached_without_grad(outer, leaf)
-
-
-def post_accumulate_leaves(task: Any) -> Iterable[Tensor]:
-    """The leaves whose post-accumulate-grad hooks a pass that committed runs: those it staged a gradient for,
-    then those it reached without one."""
-    staged = task.staged
-    if not _reached_without_grad:
-        return staged
-    reached = _reached_without_grad.pop(weakref.ref(task), ())
-    return [*staged, *(leaf for leaf in dict.fromkeys(reached) if leaf not in staged)]
-
-
 def _post_accumulate_calls(tensors: Iterable[Tensor]) -> list[HookCall]:
     return [(fn, (t,)) for t in tensors if t._hooks is not None for fn in list(t._hooks.post_accumulate.values())]
 

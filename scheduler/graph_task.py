@@ -137,7 +137,7 @@ class GraphTask:
         "multithreaded_on_workers", "worker_devices", "streamed", "buffer_type", "events", "streams_used", "crossed",
         "captures", "check_nan", "plain", "captured", "visit", "run", "remaining", "staged", "queues", "nurseries",
         "sleeping", "error", "error_node", "finished", "stopped", "cancel_scope", "inline", "async_scopes",
-        "async_stopped", "__weakref__",
+        "async_stopped", "reached_without_grad", "__weakref__",
     )
 
     def __init__(
@@ -205,6 +205,7 @@ class GraphTask:
             self.run = self.visit if accumulate else on_path
             self.remaining = 1 + sum(1 for node in self.pending if node in self.visit)
         self.staged: dict = {}
+        self.reached_without_grad: list | None = None  # leaves with post-accumulate hooks, no gradient
         self.queues: dict = {}
         self.nurseries: dict = {}
         self.sleeping: dict = {}  # device -> the event its dispatcher sleeps on, while it does
@@ -269,6 +270,13 @@ class GraphTask:
             held = self.staged.get(tensor)
             # A sum is recorded: a nested create_graph pass's gradient keeps its graph, even in a plain pass.
             self.staged[tensor] = grad if held is None else grad_mode_on(operator.add, held, grad)
+
+    def reach_without_grad(self, tensor: Any) -> None:
+        """Note a leaf with post-accumulate-grad hooks that the pass reached with no gradient (None, from a custom
+        Function's backward, say): PyTorch runs its hooks all the same, `.grad` left as it is."""
+        if self.reached_without_grad is None:
+            self.reached_without_grad = []
+        self.reached_without_grad.append(tensor)
 
     def replace_staged(self, tensor: Any, held: Any, new: Any) -> None:
         """Hold `new` for `tensor` in place of `held`, unless a sum has replaced `held` meanwhile."""
