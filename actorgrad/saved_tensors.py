@@ -1,10 +1,11 @@
 """What a node saves for its backward: its own output (SavedOutput), and values packed by saved-tensor hooks.
 
 Inside `actorgrad.autograd.graph.saved_tensors_hooks(pack, unpack)`, each op recorded hands every tensor it
-saves (its inputs, its output, and the arrays among its keywords, as tensors) to `pack`, and keeps only what
-`pack` returns (the numbers an op met it keeps as they are: see WrappedNumber). Each time a backward needs the
-value, `unpack` gives it back, and the value takes the place in the graph of the tensor that was packed, so that
-a recorded backward (`create_graph`) still reaches it.
+saves (its inputs, its output, and the arrays among its keywords, as tensors, the arrays of a saved index too)
+to `pack`, and keeps only what `pack` returns, any object (the numbers an op met it keeps as they are: see
+WrappedNumber; places a rule names `unhooked` too). Each pass of the node's backward has `unpack` give each value
+back once, however many formulas use it, as PyTorch's; the value takes the place in the graph of the tensor that
+was packed, so that a recorded backward (`create_graph`) still reaches it.
 As in PyTorch, a packed value is not checked for in-place changes at backward: what `pack` kept is the hooks'
 business (a copy may rightly outlive changes to the original).
 """
@@ -71,28 +72,53 @@ class _Unchecked:
 _PACKED_VERSIONS = (_Unchecked(), 0)
 
 
+class Memo:
+    """What a node's packed values unpacked to during one pass of its backward (None between passes): PyTorch
+    unpacks each saved value once per backward of its node, however many of its formulas use it, which matters
+    to hooks that copy (save_on_cpu) or allow one unpack."""
+
+    __slots__ = ("tensors",)
+
+    def __init__(self) -> None:
+        self.tensors: dict | None = None
+
+
+_NO_MEMO = Memo()  # for values read outside a node's backward (ctx.saved_tensors, node._saved_self): each read unpacks
+
+
 class Packed:
     """One saved value as `pack` left it, with the `unpack` to bring it back, what it was (a tensor with its
     gradient edge, the node's output, or a raw array) and the device of the node that saved it."""
 
-    __slots__ = ("packed", "unpack", "kind", "edge", "device")
+    __slots__ = ("packed", "unpack", "kind", "edge", "device", "memo")
 
-    def __init__(self, packed: Any, unpack: Callable, kind: str, edge: tuple | None, device: Device) -> None:
+    def __init__(
+        self, packed: Any, unpack: Callable, kind: str, edge: tuple | None, device: Device, memo: Memo = _NO_MEMO
+    ) -> None:
         self.packed = packed
         self.unpack = unpack
         self.kind = kind
         self.edge = edge
         self.device = device
+        self.memo = memo
 
     def value(self, raw: bool) -> Any:
         """The value unpacked: as a raw array for a plain backward, else as the formulas saw it when saved."""
-        with no_grad():
-            tensor = self.unpack(self.packed)
-        if not isinstance(tensor, Tensor):
-            raise TypeError(
-                f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
-                f"{type(tensor).__name__}"
-            )
+        memo = self.memo.tensors
+        tensor = None if memo is None else memo.get(self)
+        if tensor is None:
+            if raw:  # a plain backward runs without grad mode; a recorded one (create_graph) with it, as PyTorch's
+                with no_grad():
+                    tensor = self.unpack(self.packed)
+            else:
+                tensor = self.unpack(self.packed)
+            if not isinstance(tensor, Tensor):
+                raise TypeError(
+                    f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                    f"{type(tensor).__name__}"
+                )
+            if memo is not None:
+                memo[self] = tensor
         data = tensor._data
         if self.kind == ARRAY:
             return data
@@ -111,19 +137,55 @@ class Packed:
         return Tensor(data, grad_fn=node, output_nr=output_nr, device=tensor._device)
 
 
+class PackedIndex:
+    """An index a node saved (a tuple of slices, numbers and arrays) whose arrays were packed, as PyTorch packs
+    the index tensors of indexing ops."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: tuple) -> None:
+        self.items = items
+
+    def value(self, raw: bool) -> tuple:
+        return tuple(v.value(raw) if v.__class__ is Packed else v for v in self.items)
+
+
+_ON_USE = (Packed, PackedIndex)
+
+
 class UnpackOnUse:
-    """The saved values of one formula, some packed: each pass over them unpacks those afresh."""
+    """The saved values of one formula, some packed: each pass over them unpacks those afresh (once per pass of
+    the node's backward, through the node's `memo`)."""
 
-    __slots__ = ("values", "raw")
+    __slots__ = ("values", "raw", "memo")
 
-    def __init__(self, values: tuple, raw: bool) -> None:
+    def __init__(self, values: tuple, raw: bool, memo: Memo) -> None:
         self.values = values
         self.raw = raw
+        self.memo = memo
 
     def __iter__(self) -> Iterator:
         raw = self.raw
         for v in self.values:
-            yield v.value(raw) if v.__class__ is Packed else v
+            yield v.value(raw) if v.__class__ in _ON_USE else v
+
+    def __getitem__(self, k: int) -> Any:
+        """One value, unpacking only it (`node._saved_self`, as PyTorch's unpacks only the value read)."""
+        v = self.values[k]
+        return v.value(self.raw) if v.__class__ in _ON_USE else v
+
+
+def unpacking_once(node: Any, apply: Callable, grads: list, task: Any) -> list:
+    """`apply(node, grads, task)` for a node whose values were packed, each value unpacked at most once."""
+    calls = node.saved
+    if not calls:
+        return apply(node, grads, task)
+    memo = calls[0][2].memo
+    memo.tensors = {}
+    try:
+        return apply(node, grads, task)
+    finally:
+        memo.tensors = None
 
 
 def pack_saved(node: Any, output: Tensor, hooks: tuple[Callable, Callable]) -> None:
@@ -131,21 +193,35 @@ def pack_saved(node: Any, output: Tensor, hooks: tuple[Callable, Callable]) -> N
     grad mode (as in PyTorch), so ops inside `pack` record nothing and pack nothing."""
     pack, unpack = hooks
     device = node.device
+    array_type = device.xp.ndarray
+    memo = Memo()
     # name (self, other, result, a keyword) -> packed: as PyTorch packs each variable an op saves once, however
     # many formulas use it, but `x * x` saves `self` and `other`, which are the one tensor, twice
     done: dict[str, Any] = {}
-    grads = node._rule.grads
+    rule = node._rule
+    grads = rule.grads
+    unhooked = rule.unhooked
+
+    def packed_array(value: Any) -> Packed:
+        return Packed(pack(Tensor(value, device=device)), unpack, ARRAY, None, device, memo)
 
     def packed(key: str, value: Any) -> Any:
         if key not in done:
-            if value.__class__ is WrappedNumber:  # kept as it is, not packed
+            if key in unhooked:  # what PyTorch's node keeps as no tensor (a mask it makes from sizes)
+                done[key] = value
+            elif value.__class__ is WrappedNumber:  # kept as it is, not packed
                 done[key] = Packed(value, _same, INPUT, (None, 0), device)
             elif isinstance(value, Tensor):
-                done[key] = Packed(pack(value), unpack, INPUT, gradient_edge(value), device)
+                done[key] = Packed(pack(value), unpack, INPUT, gradient_edge(value), device, memo)
             elif isinstance(value, SavedOutput):
-                done[key] = Packed(pack(output), unpack, OUTPUT, None, device)
-            elif isinstance(value, device.xp.ndarray):  # a raw array of the node's device (an index, a mask)
-                done[key] = Packed(pack(Tensor(value, device=device)), unpack, ARRAY, None, device)
+                done[key] = Packed(pack(output), unpack, OUTPUT, None, device, memo)
+            elif isinstance(value, array_type):  # a raw array of the node's device (an index, a mask)
+                done[key] = packed_array(value)
+            elif value.__class__ is tuple and any(isinstance(v, array_type) for v in value):  # an advanced index
+                done[key] = PackedIndex(tuple(packed_array(v) if isinstance(v, array_type) else v for v in value))
+            elif hasattr(value, "pack_with"):  # a decomposition's factors (SavedFactors): packed one by one
+                value.pack_with(packed_array)
+                done[key] = value
             else:
                 done[key] = value
         return done[key]
@@ -157,7 +233,7 @@ def pack_saved(node: Any, output: Tensor, hooks: tuple[Callable, Callable]) -> N
                      for i, formula, _, values, reduce, cast in node.saved]
     finally:
         packing_node.reset(token)
-    node.saved = tuple((i, f, UnpackOnUse(values, True), UnpackOnUse(values, False), r, c)
+    node.saved = tuple((i, f, UnpackOnUse(values, True, memo), UnpackOnUse(values, False, memo), r, c)
                        for i, f, values, r, c in saved)
     if node.versions:
         node.versions = _PACKED_VERSIONS

@@ -53,14 +53,15 @@ class saved_tensors_hooks:
     values. For example, to keep saved activations compressed or on disk. The innermost pair applies."""
 
     def __init__(self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]) -> None:
-        self.hooks = (pack_hook, unpack_hook)
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
         self._tokens: list = []
 
     def __enter__(self) -> None:
         refusal = _saved_tensors_hooks_disabled.get()
         if refusal is not None:
             raise RuntimeError(refusal)
-        self._tokens.append(_saved_tensors_hooks.set(self.hooks))
+        self._tokens.append(_saved_tensors_hooks.set((self.pack_hook, self.unpack_hook)))
 
     def __exit__(self, *exc_info: object) -> None:
         _saved_tensors_hooks.reset(self._tokens.pop())
@@ -68,15 +69,21 @@ class saved_tensors_hooks:
 
 class save_on_cpu(saved_tensors_hooks):
     """Inside, what ops save on another device is kept on the CPU, and copied back to its device when backward
-    needs it: device memory traded for copies. actorgrad's host copies are plain numpy arrays, so `pin_memory`
-    (and the `device_type` it pins for) changes nothing here; they are taken for PyTorch's signature."""
+    needs it: device memory traded for copies. actorgrad's host copies are plain numpy arrays, so there is no
+    memory to pin; but as in PyTorch, `pin_memory=True` copies every saved tensor, a CPU one too (so backward
+    sees its values when saved), where `pin_memory=False` keeps a CPU tensor itself. `device_type` is taken for
+    PyTorch's signature."""
 
     def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
-        super().__init__(_to_cpu, _to_own_device)
+        super().__init__(_copy_to_cpu if pin_memory else _to_cpu, _to_own_device)
 
 
 def _to_cpu(tensor: Tensor) -> tuple[Any, Tensor]:
     return tensor._device, tensor.cpu()
+
+
+def _copy_to_cpu(tensor: Tensor) -> tuple[Any, Tensor]:
+    return tensor._device, tensor.to("cpu", copy=True)
 
 
 def _to_own_device(packed: tuple[Any, Tensor]) -> Tensor:

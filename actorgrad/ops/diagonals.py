@@ -21,16 +21,19 @@ def _put_diagonal(ops: Any, g: Any, self_shape: tuple, advanced: tuple, back: tu
 
 
 _PUT_DIAGONAL = (("self_shape", "advanced", "back"), _put_diagonal)
-DIAGONAL = Rule("DiagonalBackward0", _PUT_DIAGONAL)
-DIAG_MATRIX = Rule("DiagonalBackward0_copy", _PUT_DIAGONAL)  # diag of a matrix, named as in PyTorch 2.13
-DIAG_EMBED = Rule("DiagEmbedBackward0", (("advanced",), lambda ops, g, advanced: ops.index(g, (), advanced)))
-TRIL = Rule("TrilBackward0", MASKED_GRAD)
-TRIU = Rule("TriuBackward0", MASKED_GRAD)
+_PLACES = ("advanced",)  # a diagonal's places: PyTorch's nodes keep offsets and dims, no tensor for hooks
+DIAGONAL = Rule("DiagonalBackward0", _PUT_DIAGONAL, unhooked=_PLACES)
+DIAG_MATRIX = Rule("DiagonalBackward0_copy", _PUT_DIAGONAL, unhooked=_PLACES)  # diag of a matrix, as PyTorch 2.13's
+DIAG_EMBED = Rule("DiagEmbedBackward0", (("advanced",), lambda ops, g, advanced: ops.index(g, (), advanced)),
+                  unhooked=_PLACES)
+TRIL = Rule("TrilBackward0", MASKED_GRAD, unhooked=("mask",))
+TRIU = Rule("TriuBackward0", MASKED_GRAD, unhooked=("mask",))
 TRACE = Rule(
     "TraceBackward0",
     (("self_shape", "advanced", "length"),
      lambda ops, g, self_shape, advanced, length: ops.index_put_zeros(
          ops.broadcast_to(ops.reshape(g, (1,)), (length,)), self_shape, (), advanced)),
+    unhooked=_PLACES,
 )
 
 

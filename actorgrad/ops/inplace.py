@@ -74,10 +74,11 @@ FILL_NUMBER = Rule("FillBackward2", ((), zeros_grad))
 FILL_TENSOR = Rule("FillBackward3", ((), zeros_grad), ((), None), broadcasts=True)
 COPY = Rule("torch::autograd::CopyBackwards", ((), zeros_grad), ((), None), broadcasts=True)
 _SETITEM_GRADS = (KEPT_GRAD, (("basic", "advanced", "value_shape"), _written_grad))
-COPY_SLICES = Rule("torch::autograd::CopySlices", *_SETITEM_GRADS)
-COPY_WHOLE = Rule("torch::autograd::CopyBackwards", *_SETITEM_GRADS)  # `x[...] = value`: PyTorch's copy_ into x
-FILL_WHOLE = Rule("FillBackward3", *_SETITEM_GRADS)  # the same with a zero-dim value (or a number)
-INDEX_PUT = Rule("IndexPutBackward0", *_SETITEM_GRADS)
+_PLACES = ("keep", "basic", "advanced")  # where a write went: PyTorch's nodes keep sizes and offsets, no tensor
+COPY_SLICES = Rule("torch::autograd::CopySlices", *_SETITEM_GRADS, unhooked=_PLACES)
+COPY_WHOLE = Rule("torch::autograd::CopyBackwards", *_SETITEM_GRADS, unhooked=_PLACES)  # `x[...] = value`
+FILL_WHOLE = Rule("FillBackward3", *_SETITEM_GRADS, unhooked=_PLACES)  # the same with a zero-dim value (or a number)
+INDEX_PUT = Rule("IndexPutBackward0", *_SETITEM_GRADS, unhooked=("keep",))  # PyTorch's packs only the indices
 EXPANDED_WRITE = (
     "Use of {op} on expanded tensors is deprecated. Please clone() the tensor before performing this operation. This "
     "also applies to advanced indexing e.g. tensor{example}"

@@ -72,6 +72,7 @@ VIEW_WRITE = Rule(
     "torch::autograd::CopySlices",
     KEPT_GRAD,
     (("positions",), lambda ops, g, positions: ops.index(ops.reshape(g, (-1,)), (), (positions,))),
+    unhooked=("keep", "positions"),  # places in the base: PyTorch's CopySlices packs no tensor of its own
 )
 
 
@@ -81,6 +82,7 @@ VIEW_WRITE_SHARED = Rule(
     KEPT_GRAD,
     (("positions", "chosen"), lambda ops, g, positions, chosen: ops.where(
         chosen, ops.index(ops.reshape(g, (-1,)), (), (positions,)), 0)),
+    unhooked=("keep", "positions", "chosen"),
 )
 
 
@@ -106,6 +108,7 @@ AS_STRIDED = Rule(
             ops.index_put_zeros(g, (math.prod(base_shape),), (), (positions,)), base_shape
         ),
     ),
+    unhooked=("positions",),
 )
 
 

@@ -5,10 +5,12 @@ backward. Split, chunk and unbind record their pieces (views of their input) the
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from actorgrad.node import metadata_of
-from actorgrad.ops.record import FormulaNode, Rule, record, share_if_view
+from actorgrad.ops.record import FormulaNode, PackedFormulaNode, Rule, record, share_if_view
+from actorgrad.saved_tensors import unpacking_once
 from actorgrad.tensor import Tensor
 from actorgrad.version_counter import version_counter
 
@@ -26,25 +28,41 @@ class MultiOutputNode(FormulaNode):
         return FormulaNode.apply(self, [None if all(g is None for g in grads) else tuple(grads)], task)
 
 
+class PackedMultiOutputNode(MultiOutputNode):
+    """Such a node whose saved values saved-tensor hooks packed: each unpacked once per pass (PackedFormulaNode)."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list, task: Any) -> list:
+        return unpacking_once(self, MultiOutputNode.apply, grads, task)
+
+
 class SavedFactors:
     """A decomposition's outputs as its node saves them for its backward (PyTorch's nodes save U, S and Vh): the
     arrays, or beside a recorded backward's tensors, tensors that are that node's outputs, so that a second
     backward reaches the factors through the node that made them (its phase check then sees all of their
     gradients at once, as PyTorch's). Neither a tensor nor an array, so a node keeps it as it is; it names the
-    node weakly, as the node holds it."""
+    node weakly, as the node holds it. Under saved-tensor hooks it holds the factors packed instead."""
 
-    __slots__ = ("arrays", "node")
+    __slots__ = ("arrays", "node", "packed")
 
     def __init__(self, arrays: tuple) -> None:
         self.arrays = arrays
         self.node: Any = None
+        self.packed: tuple | None = None
+
+    def pack_with(self, pack: Callable) -> None:
+        """Keep the factors only as `pack` (saved-tensor hooks) leaves each, as PyTorch packs U, S and Vh."""
+        self.packed = tuple(map(pack, self.arrays))
+        self.arrays = ()
 
     def like(self, input: Any) -> tuple:
         """The factors as arrays beside an array `input`, as the node's output tensors beside a Tensor."""
+        arrays = self.arrays if self.packed is None else tuple(p.value(True) for p in self.packed)
         if not isinstance(input, Tensor):
-            return self.arrays
+            return arrays
         node = self.node()
-        return tuple(Tensor(data, grad_fn=node, output_nr=k, device=node.device) for k, data in enumerate(self.arrays))
+        return tuple(Tensor(data, grad_fn=node, output_nr=k, device=node.device) for k, data in enumerate(arrays))
 
 
 class _SavedFactor:
@@ -78,7 +96,7 @@ def record_outputs(rule: Rule, outputs: tuple, inputs: tuple[Tensor, ...], *, sa
     if node is None:
         return (first,) + tuple(record(rule, data, inputs, **params) for data in outputs[1:])
     # record makes a FormulaNode with one slot; this node differs only in having a slot per output
-    node.__class__ = MultiOutputNode
+    node.__class__ = PackedMultiOutputNode if node.__class__ is PackedFormulaNode else MultiOutputNode
     device = node.device
     node.input_metadata = tuple(metadata_of(data.shape, data.dtype, device)[0] for data in outputs)
     outs = [first]

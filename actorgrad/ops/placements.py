@@ -58,9 +58,10 @@ def _read_back(ops: Any, g: Any, basic: tuple, advanced: tuple | None, order: tu
 
 
 _READ_BACK = (("basic", "advanced", "order"), _read_back)
-SELECT_SCATTER = Rule("SelectScatterBackward0", KEPT_GRAD, _READ_BACK)
-SLICE_SCATTER = Rule("SliceScatterBackward0", KEPT_GRAD, _READ_BACK)
-DIAGONAL_SCATTER = Rule("DiagonalScatterBackward0", KEPT_GRAD, _READ_BACK)
+_PLACES = ("keep", "advanced")  # where src went: PyTorch's nodes keep sizes and offsets, no tensor for hooks
+SELECT_SCATTER = Rule("SelectScatterBackward0", KEPT_GRAD, _READ_BACK, unhooked=_PLACES)
+SLICE_SCATTER = Rule("SliceScatterBackward0", KEPT_GRAD, _READ_BACK, unhooked=_PLACES)
+DIAGONAL_SCATTER = Rule("DiagonalScatterBackward0", KEPT_GRAD, _READ_BACK, unhooked=_PLACES)
 
 
 def _dtype_name(dtype: Any) -> str:

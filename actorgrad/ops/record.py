@@ -19,7 +19,7 @@ from actorgrad.devices import Device, cpu
 from actorgrad.grad_mode import _grad_enabled, _inference_mode
 from actorgrad.node import Node, metadata_kinds, metadata_of
 from actorgrad.ops.operands import as_operand, result_type
-from actorgrad.saved_tensors import SavedOutput, WrappedNumber, _saved_tensors_hooks, pack_saved
+from actorgrad.saved_tensors import SavedOutput, WrappedNumber, _saved_tensors_hooks, pack_saved, unpacking_once
 from actorgrad.tensor import Tensor, array_storage
 from actorgrad.version_counter import (
     DETACHED_SAVED,
@@ -50,10 +50,12 @@ class Rule:
     For a `broadcasts` op the node sums each input's gradient back to that input's shape, so formulas never
     undo broadcasting themselves. `cost(data, params)` estimates the backward's nanoseconds from the output
     array and the op's keywords (default: one per output element); the scheduler sends costly nodes to worker
-    threads. `multithreaded` says the formulas' kernels spread over the cores themselves (BLAS).
+    threads. `multithreaded` says the formulas' kernels spread over the cores themselves (BLAS). `unhooked` names
+    saved values (never tensors) that saved-tensor hooks never see, as PyTorch's node keeps no tensor there (a mask
+    it rebuilds from sizes).
     """
 
-    __slots__ = ("name", "grads", "cost", "broadcasts", "multithreaded", "saves_result")
+    __slots__ = ("name", "grads", "cost", "broadcasts", "multithreaded", "saves_result", "unhooked")
 
     def __init__(
         self,
@@ -62,8 +64,10 @@ class Rule:
         cost: Callable | None = None,
         broadcasts: bool = False,
         multithreaded: bool = False,
+        unhooked: tuple[str, ...] = (),
     ):
         self.name = name
+        self.unhooked = unhooked
         self.grads = grads
         self.cost = cost
         self.broadcasts = broadcasts
@@ -94,7 +98,7 @@ def _saved_value(node: FormulaNode, name: str) -> Any:
     for i, _, _, values, _, _ in calls:
         names = grads[i][0]
         if name in names:
-            value = list(values)[names.index(name)]  # a list: packed values unpack as they are read
+            value = values[names.index(name)]  # packed values (UnpackOnUse) unpack as they are read
             if isinstance(value, SavedOutput):
                 return Tensor(value._data, grad_fn=node, device=node.device)
             if value.__class__ is tuple:  # an advanced index: its arrays as tensors too, as PyTorch shows indices
@@ -227,6 +231,16 @@ class FormulaNode(Node):
         return out
 
 
+class PackedFormulaNode(FormulaNode):
+    """A FormulaNode whose saved values saved-tensor hooks packed: each pass of its backward unpacks each value
+    once, however many of its formulas use it, as PyTorch's nodes do (a separate class: plain nodes pay nothing)."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list, task: Any) -> list:
+        return unpacking_once(self, FormulaNode.apply, grads, task)
+
+
 MIXED_DEVICES = "Expected all tensors to be on the same device, but found at least two devices, {} and {}!"
 
 
@@ -355,6 +369,7 @@ def record(
     hooks = _saved_tensors_hooks.get()
     if hooks is not None:
         pack_saved(node, out, hooks)
+        node.__class__ = PackedFormulaNode
     return out
 
 

@@ -132,7 +132,8 @@ def _unfold_grad(ops: Any, g: Any, order: tuple, merged: tuple, flat_shape: tupl
     return ops.reshape(ops.index_put_zeros(joined, flat_shape, (), where), self_shape)
 
 
-UNFOLD = Rule("UnfoldBackward0", (("order", "merged", "flat_shape", "where", "self_shape"), _unfold_grad))
+UNFOLD = Rule("UnfoldBackward0", (("order", "merged", "flat_shape", "where", "self_shape"), _unfold_grad),
+              unhooked=("where",))
 
 
 def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
@@ -175,7 +176,7 @@ def _diagonal_read(ops: Any, g: Any, advanced: tuple, order: tuple) -> Any:
     return ops.permute(ops.index(g, (), advanced), order)
 
 
-DIAG_EMBED = Rule("DiagEmbedBackward0", (("advanced", "order"), _diagonal_read))
+DIAG_EMBED = Rule("DiagEmbedBackward0", (("advanced", "order"), _diagonal_read), unhooked=("advanced",))
 
 
 def diagonal_placement(xp: Any, shape: tuple, offset: int, d1: int, d2: int) -> tuple[tuple, tuple]:
