@@ -152,9 +152,10 @@ class RNNBase(Module):
             if not batched:
                 hx = tuple(h.unsqueeze(1) for h in hx)
         self._check_input(input)
+        states = self._checked_states(hx, input.size(1), input)  # before the length, as PyTorch checks them
         if input.size(0) == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
-        output, final = self._cast_layers(input, self._checked_states(hx, input.size(1), input))
+        output, final = self._cast_layers(input, states)
         if not batched:
             return output.squeeze(1), tuple(h.squeeze(1) for h in final)
         return (output.transpose(0, 1) if self.batch_first else output), final
