@@ -20,9 +20,10 @@ from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.index_parsing import host_array
 from actorgrad.ops.indexing import on_device
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, not_implemented, type_name
-from actorgrad.ops.random_fills import P_IN
+from actorgrad.ops.random_fills import P_IN, random_range
 from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.random import Generator, numpy_generator
+from actorgrad.random_out import bernoulli_out, factory_out, multinomial_out, normal_out
 from actorgrad.tensor import Tensor, bool_, float16, float32, int64
 
 __all__ = [
@@ -31,11 +32,11 @@ __all__ = [
 ]
 
 
-def _float_dtype(kernel: str, dtype: Any, kinds: str = "f") -> np.dtype:
-    """The dtype of a random float tensor, refused (as by PyTorch's `kernel`) unless of `kinds` (floating, or
-    also complex for rand and randn)."""
+def _float_dtype(kernel: str, dtype: Any, kinds: str = "f", shape: tuple[int, ...] = (1,)) -> np.dtype:
+    """The dtype of a random float tensor of `shape`, refused (as by PyTorch's `kernel`) unless of `kinds`
+    (floating, or also complex for rand and randn); the normal kernel checks it only where it runs, for elements."""
     resolved = dtype_or(dtype, default_float())
-    if resolved.kind not in kinds:
+    if resolved.kind not in kinds and (kernel != "normal_kernel_cpu" or math.prod(shape)):
         raise not_implemented(kernel, resolved)
     return resolved
 
@@ -60,6 +61,7 @@ def _draw(sample: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return sample(shape, dtype=np.float64).astype(dtype)
 
 
+@factory_out("rand")
 def rand(
     *args: Any, size: Sequence[int] | None = None, generator: Generator | None = None, dtype: Any = None,
     requires_grad: bool = False, device: Any = None, layout: Any = None, pin_memory: bool | None = False,
@@ -72,6 +74,7 @@ def rand(
     return leaf_on(_draw(rng.random, shape, _float_dtype("check_uniform_bounds", dtype, "fc")), requires_grad, device)
 
 
+@factory_out("randn")
 def randn(
     *args: Any, size: Sequence[int] | None = None, generator: Generator | None = None, dtype: Any = None,
     requires_grad: bool = False, device: Any = None, layout: Any = None, pin_memory: bool | None = False,
@@ -81,36 +84,19 @@ def randn(
     check_layout("randn", layout, pin_memory)
     rng = numpy_generator(generator)
     shape = size_argument("randn", args, size)
-    draws = _draw(rng.standard_normal, shape, _float_dtype("normal_kernel_cpu", dtype, "fc"))
+    draws = _draw(rng.standard_normal, shape, _float_dtype("normal_kernel_cpu", dtype, "fc", shape))
     return leaf_on(draws, requires_grad, device)
-
-
-# The C++ names PyTorch's random kernels give dtypes in their errors.
-_C_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short", "int32": "int",
-            "int64": "long", "float16": "c10::Half", "float32": "float", "float64": "double"}
 
 
 def _random_ints(
     low: Any, high: Any, shape: tuple[int, ...], generator: Generator | None, dtype: np.dtype
 ) -> np.ndarray:
-    """Integers drawn uniformly from [low, high) as `dtype`, which must hold both ends, as PyTorch checks."""
-    if high <= low:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    if dtype.kind == "c":
+    """Integers drawn uniformly from [low, high) as `dtype`, which must hold both ends, as random_ checks (and
+    warns of a float dtype's ends beyond its exact integers)."""
+    if dtype.kind == "c" and low < high:
         raise RuntimeError("check_random_bounds handles only integral, floating-point and boolean types")
-    if dtype == bool_:
-        low_end, high_end = 0, 1
-    elif dtype.kind in "iu":
-        low_end, high_end = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
-    else:
-        high_end = float(np.finfo(dtype).max)
-        low_end = -high_end
-    name = _C_NAMES[dtype.name]
-    if not low_end <= low <= high_end:
-        raise RuntimeError(f"from is out of bounds for {name}")
-    if not low_end <= high - 1 <= high_end:
-        raise RuntimeError(f"to - 1 is out of bounds for {name}")
-    return numpy_generator(generator).integers(low, high, shape, dtype=np.int64).astype(dtype, copy=False)
+    first, last = random_range(dtype, low, high)
+    return numpy_generator(generator).integers(first, last, shape, dtype=np.int64, endpoint=True).astype(dtype)
 
 
 def _one_int(value: Any) -> Any:
@@ -129,6 +115,7 @@ def _int_bound(op: str, value: Any, name: str, position: int) -> int:
     return int(value)
 
 
+@factory_out("randint")
 def randint(
     low: int | None = None,
     high: Any = None,
@@ -184,7 +171,7 @@ def _random_like(op: str, sample: str, kernel: str, input: Tensor, generator: Ge
     """A tensor of `input`'s shape drawn by the numpy Generator method `sample` (PyTorch's `kernel`)."""
     check_device(device)
     check_layout(op, layout, pin_memory)
-    resolved = _float_dtype(kernel, like_dtype(op, input, dtype), "fc")
+    resolved = _float_dtype(kernel, like_dtype(op, input, dtype), "fc", input.shape)
     draws = _draw(getattr(numpy_generator(generator), sample), input.shape, resolved)
     return formatted(op, leaf_on(draws, requires_grad, device or input.device), memory_format, input)
 
@@ -213,6 +200,7 @@ _INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32":
 _FLOAT_LIMITS = {float16: ("Half", 2049, "2049"), float32: ("Float", (1 << 24) + 1, "2^24+1")}
 
 
+@factory_out("randperm")
 def randperm(
     n: int, *, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None,
     layout: Any = None, pin_memory: bool | None = False,
@@ -226,7 +214,7 @@ def randperm(
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     resolved = dtype_or(dtype, int64)
-    if resolved == bool_:
+    if resolved == bool_ or resolved.kind == "c":
         raise not_implemented("randperm", resolved)
     if resolved.name in _INT_NAMES and n - 1 > np.iinfo(resolved).max:
         raise RuntimeError(f"value cannot be converted to type {_INT_NAMES[resolved.name]} without overflow")
@@ -261,6 +249,7 @@ def _noise_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.complex128 if dtype.kind == "c" else np.float64)
 
 
+@normal_out
 def normal(
     mean: Any, std: Any = 1.0, size: Sequence[int] | None = None, *, generator: Generator | None = None,
     dtype: Any = None, requires_grad: bool = False, device: Any = None,
@@ -277,7 +266,7 @@ def normal(
         if not std >= 0.0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
         shape = size_argument("normal", (size,), None)
-        resolved = _float_dtype("normal_kernel_cpu", dtype, "fc")
+        resolved = _float_dtype("normal_kernel_cpu", dtype, "fc", shape)
         draws = float(mean) + float(std) * _draw(rng.standard_normal, shape, _noise_dtype(resolved))
         return leaf_on(draws.astype(resolved), requires_grad, device)
     tensors = tuple(v for v in (mean, std) if isinstance(v, Tensor))
@@ -288,8 +277,6 @@ def normal(
     like = tensors[0]
     if isinstance(std, Tensor) and std.dtype.kind == "c":
         raise RuntimeError("normal expects standard deviation to be non-complex")
-    if like.dtype.kind not in "fc":
-        raise not_implemented("normal_kernel_cpu", like.dtype)
     if isinstance(std, Tensor):
         if not bool((std._data >= 0).all()):  # NaN fails too
             raise RuntimeError("normal expects all elements of std >= 0.0")
@@ -300,6 +287,7 @@ def normal(
         shape = np.broadcast_shapes(np.shape(m), np.shape(s))
     except ValueError:
         raise broadcast_error("normal", np.shape(m), np.shape(s)) from None
+    _float_dtype("normal_kernel_cpu", like.dtype, "fc", shape)
     draws = m + s * on_device(like, _draw(rng.standard_normal, shape, _noise_dtype(like.dtype)))
     rule = NORMAL_TENSORS if len(tensors) == 2 else NORMAL_TENSOR_NUMBER if tensors[0] is mean else NUMBER_NORMAL_TENSOR
     return record(rule, draws.astype(like.dtype, copy=False), tensors)
@@ -311,15 +299,19 @@ BERNOULLI_NUMBER = _no_derivative("bernoulli")  # PyTorch records bernoulli(inpu
 POISSON = Rule("PoissonBackward0", ((), zeros_grad))
 
 
+@bernoulli_out
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None) -> Tensor:
     """1 with probability input (each element), or with probability `p` when given (in input's shape and dtype),
     else 0."""
     rng = numpy_generator(generator)
     x = input._data
     if p is None:
+        if not x.size:  # PyTorch's kernel, which checks the dtype, does not run
+            return record(BERNOULLI, x.copy(), (input,))
         if x.dtype.kind != "f":
-            raise not_implemented("bernoulli_tensor_cpu_p_", x.dtype)
-        if x.size and not bool(((x >= 0) & (x <= 1)).all()):
+            raise not_implemented("bernoulli_tensor_cpu_self_" if x.dtype.kind == "c" else "bernoulli_tensor_cpu_p_",
+                                  x.dtype)
+        if not bool(((x >= 0) & (x <= 1)).all()):
             raise RuntimeError(P_IN)
         return record(BERNOULLI, (on_device(input, rng.random(x.shape)) < x).astype(x.dtype), (input,))
     if isinstance(p, Tensor) and p.ndim == 0:  # PyTorch's parser reads a 0-d tensor as a float
@@ -328,9 +320,21 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
         raise TypeError(f"bernoulli(): argument 'p' (position 2) must be float, not {type_name(p)}")
     if not 0.0 <= p <= 1.0:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+    if x.size and x.dtype.kind == "c":
+        raise not_implemented("bernoulli_scalar_cpu_", x.dtype)
     return record(BERNOULLI_NUMBER, on_device(input, (rng.random(x.shape) < p).astype(x.dtype)), (input,))
 
 
+def _refuse_probabilities(first_bad: float, sampled_each: bool) -> None:
+    """PyTorch's refusal of a weight that is negative, infinite or NaN: its sampling kernel (with replacement, more
+    than one sample) names the first such entry, its up-front check names them all."""
+    if not sampled_each:
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    entry = "= infinity or NaN" if first_bad == np.inf else "< 0"  # the kernel asks `>= 0` first: NaN fails it
+    raise RuntimeError(f"invalid multinomial distribution (encountering probability entry {entry})")
+
+
+@multinomial_out
 def multinomial(
     input: Tensor, num_samples: int, replacement: bool = False, *, generator: Generator | None = None
 ) -> Tensor:
@@ -351,12 +355,15 @@ def multinomial(
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     if not replacement and num_samples > x.shape[-1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    rows = host_array(x).reshape(-1, x.shape[-1]).astype(np.float64)
+    rows = host_array(x).reshape(math.prod(x.shape[:-1]), x.shape[-1]).astype(np.float64)
     if rows.size:
-        if not bool((rows.max() < np.inf) & (rows.min() >= 0)):
-            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        bad = ~((rows >= 0) & (rows < np.inf))  # NaN too
+        if bool(bad.any()):
+            _refuse_probabilities(rows[bad][0], replacement and num_samples > 1)
         if bool((rows.sum(-1) == 0).any()):
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    elif rows.shape[0]:  # rows of no categories: drawn with replacement, as PyTorch has no other check for them
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     rng = numpy_generator(generator)
     if replacement:  # inverse transform sampling on each row's cumulative distribution
         cumulative = np.cumsum(rows, -1)

@@ -157,6 +157,8 @@ def uniform_(self: Tensor, *args: Any, generator: Generator | None = None, **kwa
     def draw(s: Tensor) -> np.ndarray:
         if s.dtype.kind not in "fc":
             raise not_implemented("check_uniform_bounds", s.dtype)
+        if s.dtype.kind == "c" and not s._data.size:  # PyTorch checks a complex tensor's bounds in its kernel
+            return np.zeros(s.shape)
         part = np.dtype(s.dtype.char.lower())  # a complex tensor's parts are each drawn from [from, to)
         top = float(np.finfo(part).max)
         for name, value in (("from", low), ("to", high)):
@@ -244,12 +246,14 @@ def bernoulli_(self: Tensor, p: Tensor | float = 0.5, *, generator: Generator | 
         p = p.to(self._device)
 
     def draw_each(s: Tensor) -> Any:
+        if not s._data.size:  # as PyTorch's kernel, nothing is checked for a tensor without elements
+            return np.zeros(s.shape)
+        if s.dtype.kind == "c":
+            raise not_implemented("bernoulli_tensor_cpu_self_", s.dtype)
         probabilities = p.detach().expand(s.shape)._data  # PyTorch's error for a p that does not expand
         if p.dtype.kind != "f":
             raise not_implemented("bernoulli_tensor_cpu_p_", p.dtype)
-        if s._data.size and s.dtype.kind == "c":
-            raise not_implemented("bernoulli_tensor_cpu_self_", s.dtype)
-        if s._data.size and not bool(((probabilities >= 0) & (probabilities <= 1)).all()):
+        if not bool(((probabilities >= 0) & (probabilities <= 1)).all()):
             raise RuntimeError(P_IN)
         return on_device(s, rng.random(s.shape)) < probabilities
 
@@ -283,6 +287,11 @@ def _int_argument(value: Any) -> int | None:
     return int(value)
 
 
+def _check_from_before_to(low: int, high: int) -> None:
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+
+
 def random_range(dtype: np.dtype, low: int, high: int | None) -> tuple[int, int]:
     """The inclusive range PyTorch's random_(low, high) draws `dtype` integers from, checked as PyTorch checks it:
     [low, high), or up to the dtype's top when `high` is None (its max, 1 for bool, 2**digits for a float dtype,
@@ -290,8 +299,7 @@ def random_range(dtype: np.dtype, low: int, high: int | None) -> tuple[int, int]
     name = C_NAMES[dtype]
     floating = dtype.kind == "f"
     if high is not None:
-        if low >= high:
-            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+        _check_from_before_to(low, high)
         top = high - 1
     elif low == INT64_MIN:  # PyTorch's full 64-bit range
         if dtype == bool_:
@@ -301,9 +309,6 @@ def random_range(dtype: np.dtype, low: int, high: int | None) -> tuple[int, int]
         return INT64_MIN, INT64_MAX
     elif floating:
         top = 1 << (np.finfo(dtype).nmant + 1)
-        if low >= top:
-            raise RuntimeError("random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' casted to "
-                               f"dtype, but got from={low} > to_inc={top}")
     else:
         top = int(np.iinfo(dtype).max) if dtype != bool_ else 1
     info = np.finfo(dtype) if floating else np.iinfo(dtype) if dtype != bool_ else None
@@ -311,6 +316,9 @@ def random_range(dtype: np.dtype, low: int, high: int | None) -> tuple[int, int]
     for what, value in (("from", low), ("to - 1", top)):
         if not lowest <= value <= highest:
             raise RuntimeError(f"{what} is out of bounds for {name}")
+    if floating and high is None and low >= top:
+        raise RuntimeError("random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' casted to "
+                           f"dtype, but got from={low} > to_inc={top}")
     if floating:
         digits = np.finfo(dtype).nmant + 1
         for what, value in (("from", low), ("to - 1", top)):  # warned at random_'s caller, 7 frames up
@@ -342,11 +350,15 @@ def random_(self: Tensor, *args: Any, generator: Generator | None = None, **kwar
     rng = numpy_generator(generator)
 
     def draw(s: Tensor) -> np.ndarray:
-        if s.dtype.kind == "c":  # PyTorch checks the bounds of random_(from, to) and random_(to) first
-            if rule is not RANDOM:
-                raise RuntimeError("check_random_bounds handles only integral, floating-point and boolean types")
+        if s.dtype.kind == "c":  # refused by the first of PyTorch's checks that looks at the dtype
+            if high is not None:
+                _check_from_before_to(low, high)
+            if rule is not RANDOM and (high is not None or low != INT64_MIN):
+                where = "check_random_bounds" if high is not None else "random_from_to_impl"
+                raise RuntimeError(f"{where} handles only integral, floating-point and boolean types")
             if s._data.size:
-                raise not_implemented("random_kernel_cpu", s.dtype)
+                raise not_implemented("random_kernel_cpu" if rule is RANDOM else "random_full_64_bits_range_kernel_cpu",
+                                      s.dtype)
             return np.zeros(s.shape)
         first, last = random_range(s.dtype, low, high)
         return rng.integers(first, last, s.shape, dtype=np.int64, endpoint=True)
