@@ -15,6 +15,7 @@ import numpy as np
 
 from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.creation import ones, zeros
+from actorgrad.ops.contraction import baddbmm
 from actorgrad.ops.dim_activations import softmax
 from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.joining import cat
@@ -312,9 +313,11 @@ def multi_head_attention_forward(
         dropout_p = 0.0
     if need_weights:
         # PyTorch's plain softmax here: a query row with every key masked is NaN, unlike the path below.
-        scores = matmul(q * math.sqrt(1.0 / float(head_dim)), k.transpose(-2, -1))
-        if attn_mask is not None:
-            scores = attn_mask + scores
+        q_scaled = q * math.sqrt(1.0 / float(head_dim))
+        if attn_mask is None:
+            scores = matmul(q_scaled, k.transpose(-2, -1))
+        else:  # PyTorch's baddbmm: a float mask of another dtype is refused, and autocast casts it with q and k
+            scores = baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
         attn_weights = softmax(scores, -1)
         if dropout_p > 0.0:
             attn_weights = dropout(attn_weights, dropout_p)
