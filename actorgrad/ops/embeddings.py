@@ -105,30 +105,30 @@ def recorded_embedding_rows(h: Tensor, indices: np.ndarray, padding_idx: int | N
                   frequency_scale=None)
 
 
-def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
-    """An int64 tensor of shape `tensor.shape + (num_classes,)` with 1 at each class index; num_classes=-1 takes
+def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:
+    """An int64 tensor of shape `input.shape + (num_classes,)` with 1 at each class index; num_classes=-1 takes
     the largest index + 1. Not differentiable."""
-    if not isinstance(tensor, Tensor):  # PyTorch names the argument `input` here
-        raise TypeError(f"one_hot(): argument 'input' (position 1) must be Tensor, not {type(tensor).__name__}")
+    if not isinstance(input, Tensor):  # named `input`, as PyTorch's binding names it (its docs say `tensor`)
+        raise TypeError(f"one_hot(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     classes = integer_value(num_classes)
     if classes is None:
         raise TypeError(f"one_hot(): argument 'num_classes' (position 2) must be int, not {type_name(num_classes)}")
     num_classes = classes
-    x = tensor._data
+    x = input._data
     if x.dtype != np.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    xp = tensor._device.xp
+    xp = input._device.xp
     if x.size == 0:
         if num_classes <= 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
-        return Tensor(xp.zeros(x.shape + (num_classes,), np.int64), device=tensor._device)
+        return Tensor(xp.zeros(x.shape + (num_classes,), np.int64), device=input._device)
     if x.min() < 0:
         raise RuntimeError("Class values must be non-negative.")
     if num_classes == -1:
         num_classes = int(x.max()) + 1
     elif x.max() >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    return Tensor((x[..., None] == xp.arange(num_classes)).astype(np.int64), device=tensor._device)
+    return Tensor((x[..., None] == xp.arange(num_classes)).astype(np.int64), device=input._device)
 
 
 METHODS: dict[str, Any] = {}

@@ -338,6 +338,12 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
         raise ValueError(f"Expected 3D or higher dimensionality {' ' * 25}input (got {input.ndim} dimensions)")
     if input.numel() == 0:
         return input
+    kind = input.dtype.kind
+    if (kind in "bc" or kind in "iu" and input.dtype != np.int64
+            or input.dtype == np.float16 and input.ndim > 3 and input._device.type != "cuda"):
+        # PyTorch pools the squares with avg_pool2d (3-D input) or avg_pool3d (more), whose CPU kernels refuse these
+        kernel = "avg_pool2d" if input.ndim == 3 else "avg_pool3d_out_frame"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_NAMES[input.dtype]}'")
     channels = input.shape[1]
     square = input * input
     if square.dtype == np.float16:  # PyTorch's average pooling sums float16 in float32, and averages back to float16

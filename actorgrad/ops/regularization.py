@@ -23,7 +23,8 @@ SELU_NEGATIVE_LIMIT = 1.7580993408473766  # selu's scale * alpha: where alpha_dr
 
 
 def _check_p(p: float) -> None:
-    if not 0.0 <= p <= 1.0:
+    """PyTorch's Python check, which a NaN passes (its kernel refuses that, see `_masked`)."""
+    if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
@@ -35,12 +36,18 @@ def _masked(input: Tensor, p: float, training: bool, inplace: bool,
     one set to -SELU_NEGATIVE_LIMIT * a, then shifted, so that mean and variance stay those of the input.
     Recorded as MulBackward0 (then AddBackward0), as in PyTorch."""
     _check_p(p)
+    if p != p:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+    p = float(p)  # a 0-d tensor too, as PyTorch's kernel reads its double
     x = input._data
     if not training or p == 0.0 or x.size == 0:
         return input
     shift = None
     if p == 1.0:  # all zeros, which any dtype holds, as PyTorch's
         mask = np.zeros((), x.dtype)
+    elif x.dtype.kind == "c":  # PyTorch draws the mask in the input's dtype, and has no complex Bernoulli draw
+        raise NotImplementedError(
+            f"\"bernoulli_scalar_{input._device.type}_\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
     elif x.dtype.kind != "f":  # the 1 / (1 - p) scale is a float, as in PyTorch
         raise RuntimeError(f"result type Float can't be cast to the desired output type {SCALAR_NAMES[x.dtype]}")
     else:

@@ -257,6 +257,12 @@ def _check_factor(op: str, input: Tensor, factor: int, name: str) -> int:
     return factor
 
 
+def _fresh(out: Tensor) -> Tensor:
+    """The shuffle's result in memory of its own: the reshape returns a view of the input where it can (a factor
+    of 1, size-1 dims), but PyTorch's kernels always write a new tensor, which in-place ops then change alone."""
+    return out.clone() if out._base is not None else out
+
+
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """(*, C*r*r, H, W) -> (*, C, H*r, W*r): each channel block of r*r becomes an r-by-r patch."""
     r = _check_factor("pixel_shuffle", input, upscale_factor, "upscale_factor")
@@ -267,7 +273,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     b = len(batch)
     blocks = input.reshape(*batch, c // (r * r), r, r, h, w)
     order = (*range(b), b, b + 3, b + 1, b + 4, b + 2)
-    return blocks.permute(*order).reshape(*batch, c // (r * r), h * r, w * r)
+    return _fresh(blocks.permute(*order).reshape(*batch, c // (r * r), h * r, w * r))
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
@@ -281,4 +287,4 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     b = len(batch)
     blocks = input.reshape(*batch, c, h // r, r, w // r, r)
     order = (*range(b), b, b + 2, b + 4, b + 1, b + 3)
-    return blocks.permute(*order).reshape(*batch, c * r * r, h // r, w // r)
+    return _fresh(blocks.permute(*order).reshape(*batch, c * r * r, h // r, w // r))
