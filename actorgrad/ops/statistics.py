@@ -135,9 +135,11 @@ def _pnorm_grad(ops: Any, g: Any, self: Any, result: Any, p: float, kept_shape: 
 
 
 def _inf_norm_grad(ops: Any, g: Any, self: Any, result: Any, dims: tuple, kept_shape: tuple) -> Any:
-    # The elements of largest (smallest, for -inf) magnitude share the gradient evenly, as in PyTorch.
+    # The elements of largest (smallest, for -inf) magnitude share the gradient evenly, as in PyTorch. A NaN counts
+    # as one of them (PyTorch's mask), so a NaN norm gives its elements sign(NaN) = 0 rather than 0 / 0.
     sign = ops.sign(self)
-    mask = ops.equal_mask(abs(self), ops.reshape(result, kept_shape))  # the forward's |x|, bit for bit
+    magnitude = abs(self)
+    mask = ops.equal_mask(magnitude, ops.reshape(result, kept_shape)) + (magnitude != magnitude)  # |x| bit for bit
     return ops.reshape(g, kept_shape) * sign * mask / ops.sum(mask, dims, keepdim=True)
 
 
