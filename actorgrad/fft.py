@@ -31,6 +31,9 @@ __all__ = [
 
 # -- arguments ----------------------------------------------------------------------------------------------------
 def _is_int(value: Any) -> bool:
+    """An int as PyTorch's argument parser reads one: a 0-d integer tensor (`n=lengths.max()`) counts."""
+    if isinstance(value, Tensor):
+        return value.ndim == 0 and value._data.dtype.kind in "iu"
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
@@ -201,8 +204,9 @@ def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None =
 
 # -- n-dimensional transforms -------------------------------------------------------------------------------------
 def _complex_nd(op: str, input: Tensor, s: Any, dim: Any, norm: Any, forward: bool) -> Tensor:
+    """fftn and ifftn: PyTorch checks s and dim before the dtype (a half input with a bad dim is an IndexError)."""
+    sizes, dims = _shape_and_dims(op, input, s, dim)
     x = _promoted(input)
-    sizes, dims = _shape_and_dims(op, x, s, dim)
     scale = _scale(op, norm, forward)
     return transform(x, _as_complex(x) + _resized(x, dims, sizes) + (C2C(dims, scale, forward),))
 

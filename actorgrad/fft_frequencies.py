@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.creation_args import dtype_or, is_int, leaf_on
+from actorgrad.creation_args import check_layout, dtype_or, is_int, leaf_on
 from actorgrad.default_dtype import default_float
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
 from actorgrad.tensor import Tensor, float64
@@ -57,20 +57,24 @@ def _bins(count: int) -> np.ndarray:
 
 
 def fftfreq(
-    n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+    n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+    layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     """The sample frequencies of an n-point transform with sample spacing d: 0, 1, ..., -(n // 2), ..., -1
     over n d."""
     n, d = _count("fftfreq", n), _spacing("fftfreq", d)
+    check_layout("fft_fftfreq", layout, pin_memory)
     bins = _bins(n)
     bins[(n + 1) // 2:] -= n
     return _frequencies("fftfreq", n, bins, d, dtype, device, requires_grad)
 
 
 def rfftfreq(
-    n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+    n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+    layout: Any = None, pin_memory: bool | None = False,
 ) -> Tensor:
     """The sample frequencies of rfft's n // 2 + 1 bins: 0, 1, ..., n // 2 over n d."""
     n, d = _count("rfftfreq", n), _spacing("rfftfreq", d)
+    check_layout("fft_rfftfreq", layout, pin_memory)
     half = n // 2 if n >= 0 else -(-n // 2)  # PyTorch's n / 2 rounds toward zero
     return _frequencies("rfftfreq", n, _bins(half + 1), d, dtype, device, requires_grad)
