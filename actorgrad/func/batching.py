@@ -1,8 +1,12 @@
 """vmap, as torch.func's in what it computes, not in how: actorgrad runs the function once per example (the
 slices of the mapped inputs along their in_dims) and stacks the outputs along their out_dims, where PyTorch
 batches each op. The results and their gradients are the same, the speed is that of a Python loop. That also makes
-it more permissive than PyTorch's: `.item()` and data-dependent control flow work per example. An in-place change
-to an input that is not mapped over (in_dims None) is refused, since it would be made once per example.
+it more permissive than PyTorch's: `.item()` and data-dependent control flow work per example, and an output
+given out_dims None is accepted when every example returns the same value (always so for a batch of one), where
+PyTorch refuses any output that depends on the mapped inputs. A batch of size 0 is refused (no example to run).
+An in-place change to an input that is not mapped over (in_dims None), or to a tensor the function captures (a
+closure or global its code names, a keyword or partial argument, a module's parameters and buffers, such as
+BatchNorm's running stats), is refused after the first example, since it would be made once per example.
 
 Randomness: every random op of actorgrad draws from an actorgrad.Generator. With randomness='error' (the
 default), a call that moves the default generator raises PyTorch's error, and the generator is put back;
@@ -18,6 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from actorgrad.func.pytree import TreeSpec, broadcast_prefix, tree_flatten, tree_unflatten
+from actorgrad.nn.module import Module
 from actorgrad.ops import equal, stack
 from actorgrad.random import default_generator
 from actorgrad.tensor import Tensor
@@ -141,19 +146,65 @@ def _combine(func: Callable, values: list, out_dim: int | None) -> Any:
     return stack(values, dim=out_dim)
 
 
-def _unmapped_versions(flat_args: list, flat_dims: list) -> list[tuple[Tensor, int]]:
-    return [(a, a._version) for a, d in zip(flat_args, flat_dims)
-            if d is None and isinstance(a, Tensor) and not a.is_inference()]
+def _contents(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # a cell not filled yet
+        return None
 
 
-def _refuse_unmapped_changes(func: Callable, versions: list[tuple[Tensor, int]]) -> None:
-    """Run once per example, an in-place change to an unmapped input would be made once per example where PyTorch
-    makes it once (or refuses it, when mapped values are written into it): refuse it instead of repeating it."""
+def _captured_tensors(func: Any, kwargs: dict, seen: set[int]) -> list[Tensor]:
+    """The tensors `func` reaches without their being mapped: keyword arguments, a partial's bound arguments, and
+    the closure cells and globals its code names (through the functions found there, as a nested vmap's)."""
+    if id(func) in seen:
+        return []
+    seen.add(id(func))
+    found = [leaf for leaf in tree_flatten(kwargs)[0] if isinstance(leaf, Tensor)]
+    owner = getattr(func, "__self__", func)  # a module, or a module's bound method: its state (BatchNorm's stats)
+    if isinstance(owner, Module):
+        found += [*owner.parameters(), *owner.buffers()]
+        if owner is func:
+            return found + _captured_tensors(owner.forward, {}, seen)
+    if isinstance(func, functools.partial):
+        return found + _captured_tensors(func.func, {"args": func.args, "keywords": func.keywords}, seen)
+    code = getattr(func, "__code__", None)
+    values = [_contents(cell) for cell in getattr(func, "__closure__", None) or ()]
+    if code is not None:
+        scope = getattr(func, "__globals__", {})
+        values += [scope[name] for name in code.co_names if name in scope]
+    for value in values:
+        if isinstance(value, Tensor):
+            found.append(value)
+        elif isinstance(value, Module):
+            found += _captured_tensors(value, {}, seen)
+        elif callable(value) and (hasattr(value, "__code__") or isinstance(value, functools.partial)):
+            found += _captured_tensors(value, {}, seen)
+    return found
+
+
+def _unmapped_versions(func: Callable, kwargs: dict, flat_args: list, flat_dims: list) -> list[tuple[Tensor, int]]:
+    """The version of every tensor an example can reach that is not mapped over (nor shares a mapped input's
+    memory, whose slices an example may change): the unmapped inputs and the tensors `func` captures."""
+    unmapped = [a for a, d in zip(flat_args, flat_dims) if d is None and isinstance(a, Tensor)]
+    mapped = [a for a, d in zip(flat_args, flat_dims) if d is not None]
+    roots = {id(a._base if a._base is not None else a) for a in mapped}
+    captured = [t for t in _captured_tensors(func, kwargs, set())
+                if id(t._base if t._base is not None else t) not in roots]
+    return [(t, t._version) for t in {id(t): t for t in unmapped + captured}.values() if not t.is_inference()]
+
+
+def _refuse_unmapped_changes(func: Callable, versions: list[tuple[Tensor, int]], flat_args: list) -> None:
+    """Run once per example, an in-place change to an unmapped input or a captured tensor would be made once per
+    example where PyTorch makes it once (or refuses it, when mapped values are written into it): refuse it instead
+    of repeating it."""
     for tensor, version in versions:
         if tensor._version != version:
             name = _name(func)
+            what = ("an input that is not mapped over (in_dims None)" if any(tensor is a for a in flat_args) else
+                    "a tensor it captures (a closure, global, bound or keyword argument, a module's state) that is not "
+                    "mapped over")
             raise RuntimeError(
-                f"vmap({name}, ...): `{name}` modified in place an input that is not mapped over (in_dims None). "
+                f"vmap({name}, ...): `{name}` modified in place {what}. "
                 f"actorgrad's vmap runs the function once per example, so the change would be made once per "
                 f"example; use out-of-place operators on that input, or map over it."
             )
@@ -174,7 +225,7 @@ def vmap(func: Callable, in_dims: int | tuple = 0, out_dims: Any = 0, randomness
         _check_out_dims(func, out_dims)
         size, flat_dims, flat_args, spec = _mapped_inputs(func, in_dims, args)
         start = default_generator.get_state() if randomness == "same" else None
-        versions = _unmapped_versions(flat_args, flat_dims) if size > 1 else []
+        versions = _unmapped_versions(func, kwargs, flat_args, flat_dims) if size > 1 else []
         outputs = []
         for i in range(size):
             example = [a if d is None else a.select(d, i) for a, d in zip(flat_args, flat_dims)]
@@ -186,7 +237,7 @@ def vmap(func: Callable, in_dims: int | tuple = 0, out_dims: Any = 0, randomness
             else:
                 outputs.append(func(*tree_unflatten(example, spec), **kwargs))
             if i == 0:
-                _refuse_unmapped_changes(func, versions)
+                _refuse_unmapped_changes(func, versions, flat_args)
         flattened = [tree_flatten(out) for out in outputs]
         output_spec = flattened[0][1]
         for _, other in flattened[1:]:
