@@ -73,6 +73,22 @@ def test_float16_logcumsumexp_gradient_is_finite_over_a_wide_range():
     np.testing.assert_allclose(grad.astype(np.float64), expected, rtol=1.5e-2)
 
 
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_logcumsumexp_gradient_past_a_positive_infinity_is_zero_and_finite_before_it(create_graph):
+    """The total of a row holding +inf is +inf, and exp(x - inf) made every element's gradient NaN; PyTorch's is
+    finite before the +inf, NaN at it and 0 after it (exp(x_i - inf) for the later running values)."""
+    inf = math.inf
+    x = ag.tensor([[-800.0, inf, 3.0, -inf], [inf, 800.0, 1.0, 2.0], [0.5, 1.0, 2.0, 3.0]], dtype=ag.float64,
+                  requires_grad=True)
+    g = ag.tensor([[0.5, -1.0, 2.0, 1.0]] * 3, dtype=ag.float64)
+    (grad,) = ag.autograd.grad(ag.logcumsumexp(x, 1), x, g, create_graph=create_graph)
+    row = x.detach().numpy()[2]
+    finite_row = [sum(g.numpy()[2, j] * math.exp(row[i] - np.logaddexp.reduce(row[: j + 1])) for j in range(i, 4))
+                  for i in range(4)]
+    np.testing.assert_allclose(grad.detach().numpy(), [[0.5, np.nan, 0.0, 0.0], [np.nan, 0.0, 0.0, 0.0], finite_row],
+                               rtol=1e-12)
+
+
 # -- prod and cumprod with dtype= ----------------------------------------------------------------------------------
 @pytest.mark.filterwarnings("ignore:Casting complex values to real")
 def test_prod_with_a_real_dtype_of_complex_input_differentiates_the_real_parts():

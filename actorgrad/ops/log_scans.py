@@ -15,21 +15,33 @@ from actorgrad.tensor import Tensor
 __all__ = ["logcumsumexp"]
 
 
-def _logcumsumexp_grad(ops: Any, g: Any, self: Any, result: Any, dim: int, last: tuple) -> Any:
-    """grad_i = sum over j >= i of g_j exp(x_i - r_j), written as exp(x_i - t) * sum g_j exp(t - r_j) with t the
-    total (the last running value), which is at least every x_i and r_j: neither exponential overflows unless
-    the running values span more than the float range. The terms span as much as the running values do, so they are
-    summed from the far end (reverse_cumsum), never as total - cumsum, which would cancel the small ones away. For
-    complex inputs the exponentials are conjugated (PyTorch's conjugate-Wirtinger convention)."""
-    if last is None:  # a 0-dim input is its own logcumsumexp
+def _logcumsumexp_grad(ops: Any, g: Any, self: Any, result: Any, dim: int, shift: Any, past_inf: Any) -> Any:
+    """grad_i = sum over j >= i of g_j exp(x_i - r_j), written as exp(x_i - t) * sum g_j exp(t - r_j) for a constant
+    t per row (`_shift`), so that neither exponential overflows unless the running values span more than the float
+    range. The terms span as much as the running values do, so they are summed from the far end (reverse_cumsum),
+    never as total - cumsum, which would cancel the small ones away. Where the running value is +inf, every term
+    is 0 (PyTorch's 0, for an element other than the +inf itself). For complex inputs the exponentials are
+    conjugated (PyTorch's conjugate-Wirtinger convention)."""
+    if shift is None:  # a 0-dim input is its own logcumsumexp
         return g
-    total = ops.index(result, last, None)
-    return ops.conj(ops.exp(self - total)) * ops.reverse_cumsum(g * ops.conj(ops.exp(total - result)), dim)
+    grad = ops.conj(ops.exp(self - shift)) * ops.reverse_cumsum(g * ops.conj(ops.exp(-(result - shift))), dim)
+    return grad if past_inf is None else ops.where(past_inf, 0, grad)
+
+
+def _shift(xp: Any, data: Any, dim: int) -> Any:
+    """The gradient's constant per row: the total (the last running value, at least every x_i and r_j), or where a
+    +inf makes the total infinite, the largest finite running value (0 where there is none): exp(x - inf) would
+    make the elements before the +inf NaN where their gradient is finite."""
+    total = data[(slice(None),) * dim + (slice(-1, None),)]
+    if data.dtype.kind == "c":
+        return total
+    finite = xp.where(data < np.inf, data, -np.inf).max(axis=dim, keepdims=True)
+    return xp.where(xp.isfinite(finite), finite, 0).astype(data.dtype, copy=False)
 
 
 # float16 runs in float32, as PyTorch's: float16's exponentials overflow once the running values span about 11
 LOGCUMSUMEXP = Rule(
-    "LogcumsumexpBackward0", (("self", "result", "dim", "last"), float16_in_float32(_logcumsumexp_grad))
+    "LogcumsumexpBackward0", (("self", "result", "dim", "shift", "past_inf"), float16_in_float32(_logcumsumexp_grad))
 )
 
 
@@ -65,8 +77,10 @@ def logcumsumexp(input: Tensor, dim: int | None = None, *, axis: Any = None) -> 
             if x.dtype == np.float16:  # run in float32, as PyTorch's: a float16 running sum stops growing early
                 rows = rows.astype(np.float32)
             data = input._device.ops.accumulate("logaddexp", rows, d).astype(x.dtype, copy=False).reshape(x.shape)
-    last = (slice(None),) * d + (slice(-1, None),) if x.ndim else None
-    return record(LOGCUMSUMEXP, data, (input,), dim=d, last=last)
+    xp = input._device.xp
+    shift = _shift(xp, data, d) if x.ndim else None
+    past_inf = (data == np.inf) & (x != np.inf) if x.ndim and x.dtype.kind == "f" else None
+    return record(LOGCUMSUMEXP, data, (input,), dim=d, shift=shift, past_inf=past_inf)
 
 
 METHODS: dict[str, Any] = {"logcumsumexp": logcumsumexp}
