@@ -214,3 +214,17 @@ def test_unsupported_dtypes_and_operands_are_refused():
         ag.result_type(ag.tensor([1.0]), "2")
     with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \+: 'Tensor' and 'str'"):
         ag.tensor([1.0]) + "2"
+
+
+@pytest.mark.parametrize(("tensor_dtype", "scalar", "expected"), [
+    ("int32", np.float16(2.0), "float32"), ("uint8", np.float32(2.0), "float32"), ("bool", np.float16(2.0), "float32"),
+    ("bool", np.int8(3), "int64"), ("bool", np.uint8(3), "int64"), ("int32", np.int64(3), "int32"),
+    ("float16", np.float64(2.0), "float16"), ("int16", np.True_, "int16"),
+])
+def test_a_numpy_scalar_promotes_as_the_python_number_it_holds(tensor_dtype, scalar, expected):
+    """PyTorch reads a numpy scalar as a Python number: np.float16 beside an int tensor gives the default float,
+    not float16, and np.int8 beside a bool tensor gives int64 (a 0-d array of its own dtype would give those)."""
+    t = ag.ones(2, dtype=getattr(ag, tensor_dtype))
+    for result in (t * scalar, scalar * t, ag.add(t, scalar), ag.where(t > 0, t, scalar)):
+        assert result.dtype == getattr(ag, expected)
+    assert ag.result_type(t, scalar) == getattr(ag, expected)

@@ -92,6 +92,8 @@ def _group_and_dtype(value: Any) -> tuple[int, np.dtype]:
         return NUMBER, default_float()
     if isinstance(value, complex):
         return NUMBER, default_complex()
+    if isinstance(value, np.generic):  # a numpy scalar counts as the Python number it holds, as in PyTorch
+        return _group_and_dtype(value.item())
     if isinstance(getattr(value, "dtype", None), np.dtype):  # an array: numpy's, or a device's (CuPy's)
         return (DIMENSIONED if value.ndim else ZERO_DIM), value.dtype
     raise UnsupportedOperand(value)
