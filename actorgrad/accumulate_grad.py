@@ -26,9 +26,12 @@ class AccumulateGrad(Node):
 
     def apply(self, grads: list, task: Any) -> tuple:
         # A leaf set to not require grad after the graph was made gets no gradient, as in PyTorch.
-        if grads[0] is not None and self.variable._requires_grad:
-            task.stage(self.variable, grads[0])
-        elif grads[0] is None and self.hooks is not None and self.hooks.post_accumulate and task.accumulate:
+        grad = grads[0]
+        if grad is not None and self.variable._requires_grad:
+            if grad.shape != self.input_metadata[0][0]:
+                grad = self.fitted_gradient(0, grad, task.ops)
+            task.stage(self.variable, grad)
+        elif grad is None and self.hooks is not None and self.hooks.post_accumulate and task.accumulate:
             task.reach_without_grad(self.variable)  # its post-accumulate hooks run all the same, as PyTorch's
         return ()
 

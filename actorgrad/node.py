@@ -137,6 +137,24 @@ class Node:
     def apply(self, grads: list, task: Any) -> tuple:
         raise NotImplementedError
 
+    def fitted_gradient(self, slot: int, grad: Any, ops: Any) -> Any:
+        """A gradient that reached `slot` in a shape other than the one recorded: a tensor on its path was reshaped
+        in place without being recorded (unsqueeze_ under no_grad, say), so a node got a gradient of the new shape.
+        Summed to the recorded shape where that broadcasts to the gradient's, as PyTorch's engine sums at that node;
+        else refused, where PyTorch refuses it at that node. Formulas give their inputs' shapes, so this is checked
+        only where gradients leave the graph (leaves, and the inputs grad() returns)."""
+        shape = self.input_metadata[slot][0]
+        if len(grad.shape) < len(shape) or any(
+            s != 1 and s != g for s, g in zip(shape[::-1], grad.shape[::-1], strict=False)
+        ):
+            raise RuntimeError(
+                f"invalid gradient for a tensor of shape {list(shape)}: got {list(grad.shape)}, which is not shape "
+                f"compatible with it. A tensor between it and the output was reshaped in place (t_, transpose_, "
+                f"unsqueeze_, ...) after the op that made it was recorded, as under no_grad; reshape out of place, "
+                f"or with grad mode on."
+            )
+        return (ops or self.device.ops).sum_to(grad, shape)
+
     def __repr__(self) -> str:
         # PyTorch's: `<MulBackward0 object at 0x...>`, by its type's name (`<CopySlices ...>`, not torch::autograd::)
         return f"<{self.name().removeprefix('torch::autograd::')} object at {id(self):#x}>"

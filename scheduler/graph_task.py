@@ -250,7 +250,10 @@ class GraphTask:
         captures = self.captures
         if captures is not None:
             for slot, index in captures.get(node, ()):
-                self.captured[index] = grads[slot]
+                grad = grads[slot]
+                if grad is not None and grad.shape != node.input_metadata[slot][0]:
+                    grad = node.fitted_gradient(slot, grad, self.ops)
+                self.captured[index] = grad
             if node not in self.run:
                 return False
         return True
