@@ -24,6 +24,9 @@ class AccumulateGrad(Node):
         Node.__init__(self, (), metadata_of(data.shape, data.dtype, device), device, MAX_SEQUENCE_NR)
         self.variable = variable
 
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"  # PyTorch's name for it (its repr and type say AccumulateGrad)
+
     def apply(self, grads: list, task: Any) -> tuple:
         # A leaf set to not require grad after the graph was made gets no gradient, as in PyTorch.
         grad = grads[0]

@@ -169,5 +169,8 @@ class GraphRoot(Node):
         Node.__init__(self, edges, (), device, MAX_SEQUENCE_NR)  # not super(): one per backward call
         self.grads = grads
 
+    def name(self) -> str:
+        return "torch::autograd::GraphRoot"  # PyTorch's name for it
+
     def apply(self, grads: list, task: Any) -> tuple:
         return tuple(self.grads)

@@ -60,7 +60,7 @@ def render(dot_source: str, path: str | Path) -> Path:
 
 
 def _label(node: Any) -> str:
-    lines = [node.name()]
+    lines = [node.name().removeprefix("torch::autograd::")]  # as torchviz: AccumulateGrad, CopySlices
     if isinstance(node, AccumulateGrad):
         leaf = node.variable
         lines.append(f"leaf {_shape(leaf.shape)} {leaf.dtype}")

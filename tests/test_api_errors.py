@@ -103,7 +103,7 @@ async def test_profile_records_every_node_with_its_fields():
     with ag.profile() as prof:
         await ag.backward(loss)
     assert [e.name for e in prof.events] == [
-        "GraphRoot", "SumBackward0", "MulBackward0", "TanhBackward0", "AccumulateGrad"
+        "torch::autograd::GraphRoot", "SumBackward0", "MulBackward0", "TanhBackward0", "torch::autograd::AccumulateGrad"
     ]
     first = prof.events[1]
     assert first.device == "cpu" and first.depth == 0 and first.worker == 0

@@ -19,7 +19,7 @@ def test_nodes_name_themselves_and_list_their_edges():
     assert isinstance(y.grad_fn, Node)
     assert y.grad_fn.name() == "MulBackward0"
     (accumulator, slot), (nothing, _) = y.grad_fn.next_functions
-    assert accumulator.name() == "AccumulateGrad" and accumulator.variable is x and slot == 0
+    assert accumulator.name() == "torch::autograd::AccumulateGrad" and accumulator.variable is x and slot == 0
     assert nothing is None
 
 
@@ -43,7 +43,7 @@ def test_get_gradient_edge_names_the_node_and_slot_a_gradient_enters():
     assert isinstance(edge, GradientEdge)
     assert edge == (y.grad_fn, 0) and edge.node is y.grad_fn and edge.output_nr == 0
     leaf_edge = get_gradient_edge(x)
-    assert leaf_edge.node.name() == "AccumulateGrad" and leaf_edge.node.variable is x
+    assert leaf_edge.node.name() == "torch::autograd::AccumulateGrad" and leaf_edge.node.variable is x
     with pytest.raises(RuntimeError, match="It is not possible to get the gradient edge for a Tensor that does not "
                                            "require gradients"):
         get_gradient_edge(ag.tensor([1.0]))

@@ -123,7 +123,7 @@ def test_mul_by_number_edges():
     assert type(acc) is ag.AccumulateGrad and acc.variable is x and acc_nr == 0
     assert (other, other_nr) == (None, 0)
     assert acc.next_functions == ()
-    assert acc.name() == "AccumulateGrad"
+    assert acc.name() == "torch::autograd::AccumulateGrad"  # PyTorch's name
 
 
 def test_edges_of_two_leaves_and_a_constant():

@@ -85,11 +85,12 @@ async def test_concurrent_passes_at_one_depth_share_one_queue_by_sequence_nr(one
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ag.backward, first)
             nursery.start_soon(ag.backward, second)
-    events = [e for e in prof.events if e.name != "GraphRoot"]
+    events = [e for e in prof.events if e.name != "torch::autograd::GraphRoot"]
     tasks = [e.graph_task for e in events]
     blocks = [t for i, t in enumerate(tasks) if i == 0 or tasks[i - 1] != t]
     assert len(blocks) == 2, "the later graph's nodes all outrank the earlier one's, so the passes do not interleave"
-    first_block_seqs = [e.sequence_nr for e in events if e.graph_task == blocks[0] and e.name != "AccumulateGrad"]
+    first_block_seqs = [e.sequence_nr for e in events
+                        if e.graph_task == blocks[0] and e.name != "torch::autograd::AccumulateGrad"]
     assert min(first_block_seqs) > second.grad_fn.sequence_nr - 100 > 0
     assert max(first_block_seqs) == second.grad_fn.sequence_nr
 
