@@ -33,6 +33,9 @@ _saved_tensors_hooks_disabled: ContextVar[str | None] = ContextVar(
 # (node, its output) whose saved values are being packed, for pack hooks that decide by op (selective
 # checkpointing).
 packing_node: ContextVar[tuple[Any, Any] | None] = ContextVar("actorgrad_packing_node", default=None)
+# The backward pass (its GraphTask) whose node is unpacking its packed values, for unpack hooks that keep state per
+# pass (non-reentrant checkpointing reruns its segment once per pass); None outside a pass.
+unpacking_task: ContextVar[Any] = ContextVar("actorgrad_unpacking_task", default=None)
 
 
 class SavedOutput:
@@ -182,9 +185,11 @@ def unpacking_once(node: Any, apply: Callable, grads: list, task: Any) -> list:
         return apply(node, grads, task)
     memo = calls[0][2].memo
     memo.tensors = {}
+    token = unpacking_task.set(task)
     try:
         return apply(node, grads, task)
     finally:
+        unpacking_task.reset(token)
         memo.tensors = None
 
 

@@ -1,10 +1,13 @@
 """Non-reentrant activation checkpointing (`checkpoint(..., use_reentrant=False)`), built on saved-tensor hooks.
 
 The segment runs with grad mode on, so its nodes join the caller's graph as usual, but inside a pair of hooks
-that keep only a numbered placeholder for each value an op saves. The first time backward unpacks one, the
+that keep only a numbered placeholder for each value an op saves. The first time a backward pass unpacks one, the
 segment runs again on detached copies of its inputs (with the forward's random state) and the hooks of that
-run collect the values by number; every later unpack finds its value already there. The rerun stops as soon as
-it has every value it dropped (`early_stop`), so ops after the last dropped one run once only. Since nothing
+run collect the values by number; every later unpack in that pass takes its value from there, which then lets go
+of it, so the recomputed values are freed as the pass uses them, as PyTorch's. Each pass reruns the segment
+(a graph retained for a second pass keeps no activations between passes), and so does each unpack outside a pass.
+The rerun stops as soon as it has every value it dropped (`early_stop`), so ops after the last dropped one run
+once only. Since nothing
 nests a backward pass, `autograd.grad` and `backward(inputs=...)` work through such a segment.
 
 Selective checkpointing (see selective_checkpoint.py) decides, per op, to keep its saved values instead: those
@@ -15,6 +18,7 @@ are kept from the forward (or on the CPU) and never need the rerun. Values a cus
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +26,7 @@ from actorgrad.autograd.graph import saved_tensors_hooks
 from actorgrad.grad_mode import enable_grad
 from actorgrad.ops.record import _modified_error
 from actorgrad.random import default_generator
-from actorgrad.saved_tensors import packing_node
+from actorgrad.saved_tensors import packing_node, unpacking_task
 from actorgrad.tensor import Tensor
 from actorgrad.utils.selective_checkpoint import (
     CACHED_MUTATED,
@@ -98,7 +102,8 @@ class CheckpointFrame:
         self.debug = debug
         self.saved = 0  # values the forward packed
         self.dropped: dict[int, dict] = {}  # number -> the value's metadata
-        self.recomputed: dict[int, Tensor] = {}
+        # pass (GraphTask) -> the values its rerun collected, by number, each until the pass unpacks it
+        self.recomputed: weakref.WeakKeyDictionary[Any, dict[int, Tensor]] = weakref.WeakKeyDictionary()
         self.policies: dict[int, CheckpointPolicy] = {}  # id(node) -> its policy, asked once per op
         self.forward_ops: list[str] = []
         self.lock = threading.Lock()  # nodes of one segment may unpack on several worker threads at once
@@ -130,27 +135,33 @@ class CheckpointFrame:
             if handle.version is not None and handle.tensor._version != handle.version:
                 raise RuntimeError(CACHED_MUTATED)
             return handle.tensor if handle.device is None else handle.tensor.to(handle.device)
+        task = unpacking_task.get()
         with self.lock:
-            if handle.index not in self.recomputed:
-                self._recompute()
-            return self.recomputed[handle.index]
+            values = self.recomputed.get(task) if task is not None else None
+            if values is None or handle.index not in values:
+                values = self._recompute()
+                if task is not None:
+                    self.recomputed[task] = values
+            return values.pop(handle.index)
 
-    def _recompute(self) -> None:
+    def _recompute(self) -> dict[int, Tensor]:
+        """The dropped values, by number, from a rerun of the segment."""
         for a, version in zip(self.args, self.versions):
             if version is not None and a._version != version:
                 raise _modified_error(None, a, version)
         inputs = detach_variable(self.args)
         counter = 0
         recompute_ops: list[str] = []
+        values: dict[int, Tensor] = {}
 
         def collect(tensor: Tensor) -> None:
             nonlocal counter
             if self.debug:
                 recompute_ops.append(packing_node.get()[0].name())
             if counter in self.dropped:
-                self.recomputed[counter] = tensor.detach()
+                values[counter] = tensor.detach()
             counter += 1
-            if self.early_stop and len(self.recomputed) == len(self.dropped):
+            if self.early_stop and len(values) == len(self.dropped):
                 raise _StopRecomputation
 
         current = default_generator.get_state()
@@ -164,9 +175,11 @@ class CheckpointFrame:
             stopped = True
         finally:
             default_generator.set_state(current)
-        self._check_same_values(counter, stopped, recompute_ops)
+        self._check_same_values(values, counter, stopped, recompute_ops)
+        return values
 
-    def _check_same_values(self, counter: int, stopped: bool, recompute_ops: list[str]) -> None:
+    def _check_same_values(self, values: dict[int, Tensor], counter: int, stopped: bool,
+                           recompute_ops: list[str]) -> None:
         """PyTorch's errors for a rerun that saved other values than the forward (a segment that depends on
         something besides its inputs): a rerun stopped early saved no fewer, but may differ in shape."""
         tip = DEBUG_TIP
@@ -182,8 +195,8 @@ class CheckpointFrame:
         if self.check:
             mismatched = "".join(
                 f"tensor at position {i}:\nsaved metadata: {meta}\nrecomputed metadata: "
-                f"{_metadata(self.recomputed[i])}\n"
-                for i, meta in self.dropped.items() if _metadata(self.recomputed[i]) != meta
+                f"{_metadata(values[i])}\n"
+                for i, meta in self.dropped.items() if _metadata(values[i]) != meta
             )
             if mismatched:
                 raise CheckpointError(
