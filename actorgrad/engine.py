@@ -28,12 +28,12 @@ from actorgrad.backward_arguments import (
     warn_create_graph_cycle,
 )
 from actorgrad.devices.float_errors import FLOAT_ERRORS_IGNORED, float_errors
+from actorgrad.formula_node import FormulaNode
 from actorgrad.grad_commit import commit_or_stage, commit_sync, owned, post_accumulate_leaves
 from actorgrad.grad_mode import grad_mode_on
 from actorgrad.hooks import has_post_accumulate_hooks, run_post_accumulate_hooks_async
 from actorgrad.node import GraphRoot
 from actorgrad.ops.joining import stack
-from actorgrad.ops.record import FormulaNode
 from actorgrad.scheduler import (
     GraphTask,
     active_trace,

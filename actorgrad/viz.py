@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from actorgrad.accumulate_grad import AccumulateGrad
-from actorgrad.ops.record import FormulaNode
+from actorgrad.formula_node import FormulaNode
 from actorgrad.tensor import Tensor
 
 DEVICE_COLOURS = {"cpu": "#dbe9f6", "cuda": "#fde0c5", "mps": "#e2f0d9"}

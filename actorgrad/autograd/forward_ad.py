@@ -35,8 +35,8 @@ from typing import NamedTuple
 from actorgrad.accumulate_grad import AccumulateGrad
 from actorgrad.creation import zeros_like
 from actorgrad.engine import grad_sync, refuse_inside_trio
+from actorgrad.formula_node import SECOND_BACKWARD
 from actorgrad.grad_mode import INFERENCE, _DecoratorContextManager, enable_grad, is_grad_enabled
-from actorgrad.ops.record import SECOND_BACKWARD
 from actorgrad.tensor import Tensor
 from actorgrad.version_counter import version_counter
 

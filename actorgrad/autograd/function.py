@@ -20,10 +20,10 @@ import numpy as np
 
 from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.autograd.function_outputs import alias_input, note_views, pack_function_saved, take_dirty, wrap_output
+from actorgrad.formula_node import MODIFIED, SECOND_BACKWARD, modified_error
 from actorgrad.grad_mode import _grad_enabled, no_grad, set_grad_enabled
 from actorgrad.hooks import grad_tensor, own_staged_grads
 from actorgrad.node import InputMetadata, Node
-from actorgrad.ops.record import MODIFIED, SECOND_BACKWARD, _modified_error
 from actorgrad.saved_tensors import _saved_tensors_hooks
 from actorgrad.tensor import Tensor
 
@@ -63,7 +63,7 @@ class FunctionCtx:
                         dtype=t._data.dtype, shape=list(t.shape), now=t._version, saved=version,
                         source=f", which is output {nr} of {self._forward_cls.__name__},",
                     ))
-                raise _modified_error(self, t, version)
+                raise modified_error(self, t, version)
         if self._packed:
             return tuple(None if p is None else p.value(False) for p in self._saved)
         return self._saved

@@ -8,8 +8,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from actorgrad.formula_node import FormulaNode, PackedFormulaNode
 from actorgrad.node import metadata_of
-from actorgrad.ops.record import FormulaNode, PackedFormulaNode, Rule, record, share_if_view
+from actorgrad.ops.record import Rule, record, share_if_view
 from actorgrad.saved_tensors import unpacking_once
 from actorgrad.tensor import Tensor
 from actorgrad.version_counter import version_counter

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from actorgrad.autograd.graph import saved_tensors_hooks
+from actorgrad.formula_node import modified_error
 from actorgrad.grad_mode import enable_grad
-from actorgrad.ops.record import _modified_error
 from actorgrad.random import default_generator
 from actorgrad.saved_tensors import packing_node, unpacking_task
 from actorgrad.tensor import Tensor
@@ -148,7 +148,7 @@ class CheckpointFrame:
         """The dropped values, by number, from a rerun of the segment."""
         for a, version in zip(self.args, self.versions):
             if version is not None and a._version != version:
-                raise _modified_error(None, a, version)
+                raise modified_error(None, a, version)
         inputs = detach_variable(self.args)
         counter = 0
         recompute_ops: list[str] = []
