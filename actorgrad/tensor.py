@@ -250,7 +250,7 @@ class Tensor(PythonProtocols):
         copied = copy.deepcopy(root, memo)
         if root.dtype != x.dtype or copied.strides != root.strides:  # memory no offset and strides can address
             return copy.deepcopy(x, memo)
-        offset = _address(x) - _address(root)
+        offset = array_address(x) - array_address(root)
         if isinstance(x, np.ndarray):
             if not copied.flags.c_contiguous:  # a fresh copy, so dense: its memory as one row from its first element
                 copied = np.lib.stride_tricks.as_strided(copied, (copied.size,), (copied.itemsize,))
@@ -314,7 +314,7 @@ class Tensor(PythonProtocols):
     def storage_offset(self) -> int:
         """Where this tensor's first element lies in the memory it shares with its views, in elements."""
         x = self._data
-        return (_address(x) - _address(memory_owner(self))) // x.itemsize
+        return (array_address(x) - array_address(memory_owner(self))) // x.itemsize
 
     @property
     def dtype(self) -> np.dtype:
@@ -397,6 +397,6 @@ def memory_owner(t: Tensor) -> Any:
     return array_storage(t._data if t._base is None else t._base._data)  # CuPy's as_strided arrays name no base
 
 
-def _address(array: Any) -> int:
+def array_address(array: Any) -> int:
     """The address of an array's first element: numpy's, or a device array's (CuPy's `data.ptr`)."""
     return array.ctypes.data if isinstance(array, np.ndarray) else array.data.ptr

@@ -85,6 +85,7 @@ FAMILY_NAMES = (
     "stacking",
     "stft",
     "storage_methods",
+    "storage_set",
     "special",
     "special_functions",
     "statistics",

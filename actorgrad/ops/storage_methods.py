@@ -16,7 +16,7 @@ from actorgrad.devices import device as as_device
 from actorgrad.ops.joining import chunk, split
 from actorgrad.ops.memory_overlap import is_dense
 from actorgrad.ops.operands import SCALAR_NAMES, type_name
-from actorgrad.tensor import Tensor, memory_owner
+from actorgrad.tensor import Tensor, array_address, memory_owner
 from actorgrad.tensor_construction import copied_leaf
 from actorgrad.version_counter import bump_version
 
@@ -159,8 +159,7 @@ def new(self: Tensor, *args: Any, device: Any = None) -> Tensor:
 
 def data_ptr(self: Tensor) -> int:
     """The address of the tensor's first element."""
-    data = self._data
-    return data.ctypes.data if isinstance(data, np.ndarray) else int(data.data.ptr)
+    return array_address(self._data)
 
 
 def _reduce_ex(self: Tensor, protocol: int) -> tuple:
