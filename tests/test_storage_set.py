@@ -79,3 +79,16 @@ def test_set_on_a_non_leaf_records_a_node_without_derivative_and_no_grad_allows_
     assert x.requires_grad and x.shape == (4,)
     (x * 3).sum().backward()
     assert x.grad.tolist() == [3.0, 3.0, 3.0, 3.0]
+
+
+def test_the_deprecated_out_of_place_resize_reshapes_with_a_gradient_and_keeps_the_element_count():
+    x = ag.arange(6.0, requires_grad=True)
+    with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+        y = x.resize(2, 3)
+    assert y.shape == (2, 3)
+    (y * ag.arange(6.0).reshape(2, 3)).sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    with pytest.warns(UserWarning, match="non-inplace resize_as is deprecated"):
+        assert x.resize_as(ag.zeros(3, 2)).shape == (3, 2)
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match=r"requested resize to 4 \(4 elements in total"):
+        x.resize(4)

@@ -6,6 +6,7 @@ unsafe_chunk, unsafe_split, unsafe_split_with_sizes and is_inference."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -104,6 +105,28 @@ def resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
 
 def resize_as_(self: Tensor, the_template: Tensor, *, memory_format: Any = None) -> Tensor:
     return resize_(self, the_template.shape)
+
+
+def resize(self: Tensor, *sizes: Any) -> Tensor:
+    """PyTorch's deprecated out-of-place resize: a reshape (differentiable) that keeps the number of elements."""
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    return _resized(self, _shape_of(sizes))
+
+
+def resize_as(self: Tensor, tensor: Tensor) -> Tensor:
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    return _resized(self, tensor.shape)
+
+
+def _resized(self: Tensor, shape: tuple[int, ...]) -> Tensor:
+    numel = int(np.prod(shape, dtype=np.int64))
+    if numel != self.numel():
+        raise RuntimeError(
+            f"requested resize to {'x'.join(map(str, shape))} ({numel} elements in total), but the given tensor has a "
+            f"size of {'x'.join(map(str, self.shape))} ({self.numel()} elements). autograd's resize can only change "
+            f"the shape of a given tensor, while preserving the number of elements. "
+        )
+    return self.reshape(shape)
 
 
 def _host_callback(self: Tensor, op: str, fn: Callable, others: tuple[Tensor, ...]) -> Tensor:
@@ -228,7 +251,8 @@ def _to_dlpack(self: Tensor, **kwargs: Any) -> Any:
 
 
 METHODS: dict[str, Any] = {
-    "resize_": resize_, "resize_as_": resize_as_, "apply_": apply_, "map_": map_, "map2_": map2_, "new": new,
+    "resize_": resize_, "resize_as_": resize_as_, "resize": resize, "resize_as": resize_as,
+    "apply_": apply_, "map_": map_, "map2_": map2_, "new": new,
     "data_ptr": data_ptr, "unsafe_chunk": unsafe_chunk, "unsafe_split": unsafe_split,
     "unsafe_split_with_sizes": unsafe_split_with_sizes, "__reduce_ex__": _reduce_ex,
     "is_shared": lambda self: False, "is_pinned": lambda self, device=None: False,
