@@ -27,6 +27,7 @@ from actorgrad.formula_node import modified_error
 from actorgrad.grad_mode import enable_grad
 from actorgrad.random import default_generator
 from actorgrad.saved_tensors import packing_node, unpacking_task
+from actorgrad.scheduler.graph_task import enclosing_task
 from actorgrad.tensor import Tensor
 from actorgrad.utils.selective_checkpoint import (
     CACHED_MUTATED,
@@ -135,7 +136,8 @@ class CheckpointFrame:
             if handle.version is not None and handle.tensor._version != handle.version:
                 raise RuntimeError(CACHED_MUTATED)
             return handle.tensor if handle.device is None else handle.tensor.to(handle.device)
-        task = unpacking_task.get()
+        # the pass unpacking: a recorded node's, or the one a custom Function's backward runs in (ctx.saved_tensors)
+        task = unpacking_task.get() or enclosing_task.get()
         with self.lock:
             values = self.recomputed.get(task) if task is not None else None
             if values is None or handle.index not in values:
