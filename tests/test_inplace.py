@@ -118,9 +118,12 @@ def test_setitem_with_a_mask_a_number_and_a_cast():
 
 def test_setitem_refuses_a_value_that_does_not_broadcast():
     t = ag.zeros(3, 4)
-    with pytest.raises(RuntimeError, match=r"value tensor of shape \[2\] cannot be broadcast to indexing result "
-                                           r"of shape \[4\]"):
+    with pytest.raises(RuntimeError, match=r"^The expanded size of the tensor \(4\) must match the existing size "
+                                           r"\(2\) at non-singleton dimension 0"):  # PyTorch's copy_ into t[0]
         t[0] = ag.ones(2)
+    with pytest.raises(RuntimeError, match=r"value tensor of shape \[2\] cannot be broadcast to indexing result "
+                                           r"of shape \[2, 4\]"):
+        t[ag.tensor([0, 1])] = ag.ones(2)
 
 
 def test_copy_and_fill_cast_into_the_tensor_dtype():

@@ -300,7 +300,7 @@ def test_masked_scatter_errors():
     with pytest.raises(RuntimeError, match="^masked_scatter: expected self and source to have same dtypes but "
                                            "gotFloat and Double$"):
         x.masked_scatter(mask, ag.ones(3, dtype=F64))
-    with pytest.raises(RuntimeError, match="The size of tensor a \\(3\\) must match the size of tensor b \\(2\\)"):
+    with pytest.raises(RuntimeError, match="The size of tensor a \\(2\\) must match the size of tensor b \\(3\\)"):
         x.masked_scatter(ag.tensor([True, True]), ag.ones(6))
 
 

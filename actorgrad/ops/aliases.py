@@ -28,6 +28,7 @@ from actorgrad.ops.operands import (
     result_type,
 )
 from actorgrad.ops.record import Rule, common_device, record
+from actorgrad.ops.selection import where
 from actorgrad.ops.shape import (
     broadcast_to,
     clone,
@@ -151,18 +152,18 @@ def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
     PyTorch's SliceBackward0 even where it keeps the whole dim."""
     if not input.ndim:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    d = single_dim(dim, input.ndim, "narrow")
-    size = input.shape[d]
     if isinstance(start, Tensor):
         if start.ndim or start._data.dtype.kind not in "iu":
             raise RuntimeError("start must be an 0-dim integral Tensor.")
         start = int(start)
     elif isinstance(start, bool) or not isinstance(start, int | np.integer):
         raise TypeError(f"narrow(): argument 'start' (position 3) must be int or Tensor, not {type(start).__name__}")
+    if length < 0:  # before the dim and start, as PyTorch checks
+        raise RuntimeError("narrow(): length must be non-negative.")
+    d = single_dim(dim, input.ndim, "narrow")
+    size = input.shape[d]
     if not -size <= start <= size:
         raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
-    if length < 0:
-        raise RuntimeError("narrow(): length must be non-negative.")
     if start < 0:
         start += size
     if start + length > size:
@@ -211,20 +212,26 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     d = single_dim(dim, input.ndim, "take_along_dim")
     if input.ndim == 0:  # PyTorch reads the 0-dim input's size along dim
         raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
-    common = []
-    for k, (a, b) in enumerate(zip(input.shape, indices.shape)):
+    common = [a if b == 1 else b for a, b in zip(input.shape, indices.shape)]
+    for k in reversed(range(input.ndim)):  # from the last dim, as PyTorch's broadcast names a clash
+        a, b = input.shape[k], indices.shape[k]
         if k != d and a != b and 1 not in (a, b):
             raise RuntimeError(
                 f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton dimension {k}"
             )
-        common.append(a if b == 1 else b)
     input_shape = tuple(common[:d]) + (input.shape[d],) + tuple(common[d + 1:])
     indices_shape = tuple(common[:d]) + (indices.shape[d],) + tuple(common[d + 1:])
     if input.shape != input_shape:
         input = broadcast_to(input, input_shape)
     if indices.shape != indices_shape:
         indices = broadcast_to(indices, indices_shape)
-    return gather(input, d, indices)
+    return gather(input, d, _from_start(indices, input.shape[d]))
+
+
+def _from_start(indices: Tensor, size: int) -> Tensor:
+    """take_along_dim's indices along a dim of `size`, those in [-size, 0) counted from the end, as PyTorch's."""
+    from_end = (indices < 0) & (indices >= -size)
+    return where(from_end, indices + size, indices) if from_end.any() else indices
 
 
 def diff(

@@ -16,7 +16,7 @@ from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.devices import cpu
 from actorgrad.ops.flag_arguments import not_bool
 from actorgrad.ops.index_parsing import checked_ints, host_copy, parse_index
-from actorgrad.ops.operands import SCALAR_NAMES, checked_int, fitted_number, kernel_operands
+from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, checked_int, fitted_number, kernel_operands
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.reductions import input_size
 from actorgrad.ops.shape import MASKED_GRAD, single_dim
@@ -48,6 +48,7 @@ SCATTER_ADD = Rule(
     ((), None),
     (("where", "src_pad"), lambda ops, g, where, src_pad: _padded(ops, ops.index(g, (), where), src_pad)),
 )
+SCATTER_ADD_NOTHING = Rule("ScatterAddBackward0", ((), None), (("other",), lambda ops, g, other: ops.zeros_like(other)))
 # The gradient where the input was kept, 0 where it was written over (even from a NaN, as PyTorch's masked_fill).
 KEPT_GRAD = (("keep",), lambda ops, g, keep: ops.where(keep, g, 0))
 MASKED_FILL = Rule("MaskedFillBackward0", KEPT_GRAD, broadcasts=True)
@@ -112,20 +113,40 @@ def _along(index: np.ndarray, dim: int) -> tuple:
     )
 
 
-def _check_along(x: np.ndarray, dim: int, index: np.ndarray, others: tuple = ()) -> None:
+def _check_along(x: np.ndarray, dim: int, index: np.ndarray) -> None:
+    """PyTorch's gather_shape_check, then the index's bounds."""
     if index.ndim != x.ndim:
         raise RuntimeError(
             f"Index tensor must have the same number of dimensions as input tensor: index {list(index.shape)}, "
             f"input {list(x.shape)}"
         )
     for d, n in enumerate(index.shape):
-        if d != dim and (n > x.shape[d] or any(n > o.shape[d] for o in others)):
-            extra = "".join(f" and to be no larger size than src {list(o.shape)}" for o in others)
+        if d != dim and n > x.shape[d]:
             raise RuntimeError(
                 f"Size does not match at dimension {d} expected index {list(index.shape)} to be no larger than "
-                f"self {list(x.shape)} apart from dimension {dim}{extra}"
+                f"self {list(x.shape)} apart from dimension {dim}"
             )
     checked_ints(index, x.shape[dim], dim, negative=False, error=RuntimeError)  # gather's error type in PyTorch
+
+
+def check_scatter(x: Any, d: int, positions: Any, s: Any, refusal: Exception | None = None) -> None:
+    """PyTorch's scatter_shape_check (skipped for an empty index, as there), then `refusal` (a bad reduce argument,
+    which PyTorch finds next), then the index's bounds."""
+    if positions.size:
+        if positions.ndim != x.ndim:
+            raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+        if s is not None and s.ndim != positions.ndim:
+            raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+        too_big = any(n > x.shape[k] for k, n in enumerate(positions.shape) if k != d)
+        if s is not None:
+            too_big = too_big or any(n > s.shape[k] for k, n in enumerate(positions.shape))
+        if too_big:
+            src = "" if s is None else f" and to be no larger size than src {list(s.shape)}"
+            raise RuntimeError(f"Expected index {list(positions.shape)} to be no larger than self {list(x.shape)} "
+                               f"apart from dimension {d}{src}")
+    if refusal is not None:
+        raise refusal
+    checked_ints(positions, x.shape[d], d, negative=False, error=RuntimeError)
 
 
 def at_least_1d(t: Tensor) -> Tensor:
@@ -143,6 +164,9 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     positions = _int_index(index, "gather", "int32/int64")
     x = input._data
     dim = single_dim(dim, x.ndim, "gather")
+    if not positions.size:  # PyTorch checks no shape against an empty index
+        where = (np.zeros(positions.shape, np.intp),) * max(x.ndim, 1)
+        return take_index(at_least_1d(input), (), where, INDEX_RULES["GatherBackward0"])
     if not x.ndim or not positions.ndim:
         x, positions = x.reshape(x.shape or (1,)), positions.reshape(positions.shape or (1,))
         _check_along(x, dim, positions)
@@ -165,7 +189,9 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     if not x.ndim or not positions.ndim or not s.ndim:
         flat_index = Tensor(positions.reshape(positions.shape or (1,)))
         return scatter_add(at_least_1d(input), dim, flat_index, at_least_1d(src)).reshape(x.shape)
-    _check_along(x, dim, positions, (s,))
+    check_scatter(x, dim, positions, s)
+    if not positions.size:  # PyTorch adds nothing, and checks no shape against an empty index
+        return record(SCATTER_ADD_NOTHING, x.copy(), (input, src))
     where = placed_index(input, _along(positions, dim))
     data = x.copy()
     input._device.ops.add_at(data, where, s[tuple(slice(0, n) for n in positions.shape)])
@@ -226,9 +252,9 @@ def refuse_integer_grad(result: Tensor) -> Tensor:
     return result
 
 
-def masked_filled(input: Tensor, mask: Tensor, value: Any) -> Tensor:
-    """masked_fill without its refusal of an integer result that requires grad: masked_fill_ writes that result
-    out of the graph."""
+def masked_filled(input: Tensor, mask: Tensor, value: Any, *, in_place: bool = False) -> Tensor:
+    """masked_fill without its refusal of an integer result that requires grad: masked_fill_ (`in_place`) writes
+    that result out of the graph."""
     x = input._data
     m = mask._data if isinstance(mask, Tensor) else on_device(input, np.asarray(mask))
     if isinstance(mask, Tensor) and mask._device is not input._device:
@@ -246,11 +272,9 @@ def masked_filled(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     fill = fill_value(value.item() if isinstance(value, Tensor) else value, x.dtype)
     try:
         data = np.where(*kernel_operands(m, fill), x)
-    except ValueError:
-        raise RuntimeError(
-            f"masked_fill: the mask of shape {list(m.shape)} does not broadcast with the input of shape "
-            f"{list(x.shape)}"
-        ) from None
+    except ValueError:  # PyTorch's broadcast names the mask first, its in-place form self first
+        shapes = (x.shape, m.shape) if in_place else (m.shape, x.shape)
+        raise broadcast_error("masked_fill", *shapes) from None
     keep = ~m
     if isinstance(value, Tensor):  # its own mask: a later write to the caller's must not reach the backward
         return record(MASKED_FILL_TENSOR, data, (input, value), keep=keep, mask=~keep)

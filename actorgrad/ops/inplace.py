@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.devices import cpu, is_writeable
+from actorgrad.devices import is_writeable
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops.aliases import TRUE_DIVISION, divide
 from actorgrad.ops.arithmetic import add, mul, sub
 from actorgrad.ops.arithmetic_unary import exp, neg, relu, sigmoid, tanh
 from actorgrad.ops.casts import legacy_type
 from actorgrad.ops.flag_arguments import not_bool
-from actorgrad.ops.index_parsing import parse_index
+from actorgrad.ops.index_parsing import BYTE_FILL, filled_mask, keeps_whole, parse_index
 from actorgrad.ops.indexing import KEPT_GRAD, fill_value, masked_filled, on_device, placed_index
 from actorgrad.ops.inplace_messages import NO_GRAD_VIEW, NO_GRAD_VIEW_OF_VIEW, VIEW_OF_LEAF
 from actorgrad.ops.inplace_recording import (
@@ -47,6 +47,7 @@ from actorgrad.ops.memory_overlap import (
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, checked_int, fitted_number, type_name
 from actorgrad.ops.record import Rule, record, zeros_grad
 from actorgrad.ops.selection import clamp
+from actorgrad.ops.shape import _expanded_shape
 from actorgrad.ops.unary import abs, sgn, sign
 from actorgrad.tensor import Tensor
 from actorgrad.user_warnings import warn
@@ -159,7 +160,11 @@ def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
     if overlapping and isinstance(mask, Tensor) and mask.dtype == np.bool_ and _broadcasts_to(mask.shape, self.shape):
         warn(EXPANDED_WRITE.format(op="masked_fill_", example="[mask] = scalar"))
         mask = Tensor(spread_over_repeats(mask._data, self._data), device=mask._device)
-    return write_in_place(self, lambda s: masked_filled(s, mask, value), (value,), False, overlapping, "none")
+
+    def fill(s: Tensor) -> Tensor:
+        return masked_filled(s, mask, value, in_place=True)
+
+    return write_in_place(self, fill, (value,), False, overlapping, "none")
 
 
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
@@ -209,13 +214,16 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     shape = (region if advanced is None else region[placed]).shape
     given = value
     puts = advanced is not None and index.__class__ is not bool  # PyTorch writes x[True] = v into x[None]
+    fill_mask = filled_mask(index, value) if puts else None
+    if fill_mask == np.uint8:
+        raise RuntimeError(BYTE_FILL)
     if isinstance(value, Tensor):
         if value._device is not self._device:
             value = value.to(self._device)  # as PyTorch, a tensor from another device is copied over
         values = value._data
         # a value in self's memory (a view, or a `.data` alias) is refused, unless zero-dim and filled in, which
         # PyTorch reads as a number
-        if (values.ndim or (puts and not _fills_mask(index, given))) and (
+        if (values.ndim or (puts and fill_mask is None)) and (
             (self._vc is not None and value._vc is self._vc) or same_storage(self._data, values)
         ):
             check_partly_shared(self._data[basic + (Ellipsis,)], values, puts)  # an array even for ints alone
@@ -225,12 +233,14 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     try:
         np.broadcast_to(written, shape)
     except ValueError:
+        if advanced is None:  # PyTorch copies into the view `self[index]`: its expand words the refusal
+            _expanded_shape(written.shape, shape)
         raise RuntimeError(
             f"shape mismatch: value tensor of shape {list(written.shape)} cannot be broadcast to indexing result of "
             f"shape {list(shape)}"
         ) from None
     if puts and values.dtype != self._data.dtype:
-        _check_put_dtype(self, index, given)
+        _check_put_dtype(self, given, fill_mask)
     records = _grad_enabled.get() and (self.requires_grad or (_requires_grad(value) and _differentiable(self)))
     if records:
         view = _index_view(basic, self._data.shape)
@@ -247,7 +257,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     if advanced is None:
         _store(self, basic, written)
     else:
-        _store_advanced(self, basic, placed, written, lambda: _fills_mask(index, given))
+        _store_advanced(self, basic, placed, written, fill_mask is not None)
     bump_version(self)
     if not records:
         _invalidate_views(self)
@@ -271,37 +281,14 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     _invalidate_views(self)
 
 
-def _fills_mask(index: Any, value: Any) -> bool:
-    """Whether PyTorch's index_put_ writes `value` at `index` by masked_fill_: one boolean mask (with ints, slices,
-    None and Ellipsis around it) filled from a number or a one-element cpu tensor."""
-    return (not isinstance(value, Tensor) or value._data.size == 1 and value._device is cpu) and _single_mask(index)
-
-
-def _check_put_dtype(self: Tensor, index: Any, value: Tensor) -> None:
-    """PyTorch's index_put_ writes only a value of self's dtype, unless it fills a mask (see `_fills_mask`)."""
-    if _fills_mask(index, value):
+def _check_put_dtype(self: Tensor, value: Tensor, fill_mask: np.dtype | None) -> None:
+    """PyTorch's index_put_ writes only a value of self's dtype, unless it fills a mask (see `filled_mask`)."""
+    if fill_mask is not None:
         return
     raise RuntimeError(
         f"Index put requires the source and destination dtypes match, got {SCALAR_NAMES[self._data.dtype]} for the "
         f"destination and {SCALAR_NAMES[value._data.dtype]} for the source."
     )
-
-
-def _single_mask(index: Any) -> bool:
-    """Whether the only entry of `index` that PyTorch makes an index tensor is a boolean mask of 1 or more dims (a
-    Python bool or a 0-dim mask becomes an integer index tensor; a list holding sequences is a tuple of entries)."""
-    entries = index if isinstance(index, tuple) or (index.__class__ is list and any(
-        isinstance(e, Tensor | np.ndarray | list | tuple | range | slice) or e is None or e is Ellipsis for e in index
-    )) else (index,)
-    tensors = []
-    for entry in entries:
-        if isinstance(entry, Tensor | np.ndarray):
-            array = entry._data if isinstance(entry, Tensor) else entry
-            if array.ndim or array.dtype.kind == "b":  # a 0-dim integer one is an int
-                tensors.append(array.ndim and array.dtype.kind == "b")
-        elif isinstance(entry, list | tuple | range) or entry.__class__ is bool:
-            tensors.append(isinstance(entry, list | tuple) and bool(entry) and all(e.__class__ is bool for e in entry))
-    return tensors == [True]
 
 
 def _written_number(self: Tensor, value: Any) -> Any:
@@ -331,7 +318,7 @@ def _index_view(basic: tuple, shape: tuple) -> str | None:
             continue
         if isinstance(entry, int):
             name = "Select"
-        elif entry.indices(shape[dim]) != (0, shape[dim], 1):
+        elif not keeps_whole(entry, shape[dim]):
             name = "Slice"
         dim += 1
     return name
@@ -351,16 +338,16 @@ def _through_view_error(self: Tensor, view: str | None, error: RuntimeError) -> 
 
 
 def _store_advanced(
-    self: Tensor, basic: tuple, advanced: tuple, values: np.ndarray, fills_mask: Callable[[], bool]
+    self: Tensor, basic: tuple, advanced: tuple, values: np.ndarray, fills_mask: bool
 ) -> None:
     """`self[basic][advanced] = values`; into an expanded tensor's repeated elements with PyTorch's deprecation
-    warnings (`fills_mask()`: PyTorch writes this one by masked_fill_, which warns too)."""
+    warnings (`fills_mask`: PyTorch writes this one by masked_fill_, which warns too)."""
     refuse_inference_change(self)  # before anything is written
     region = self._data[basic]
     if not is_writeable(region):
         if has_internal_overlap(region):
             warn(EXPANDED_WRITE.format(op="index_put_", example="[indices] = tensor"))
-            if fills_mask():
+            if fills_mask:
                 warn(EXPANDED_WRITE.format(op="masked_fill_", example="[mask] = scalar"))
         region = writeable_region(region, True)
     region[advanced] = values

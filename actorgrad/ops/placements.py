@@ -17,14 +17,14 @@ import numpy as np
 
 from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.flag_arguments import check_flags
-from actorgrad.ops.index_parsing import host_array, parse_index
+from actorgrad.ops.index_parsing import BYTE_FILL, filled_mask, host_array, parse_index
 from actorgrad.ops.indexing import KEPT_GRAD, on_device, placed_index
 from actorgrad.ops.inplace import INDEX_PUT
 from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.sections import diagonal_placement
-from actorgrad.ops.shape import single_dim
+from actorgrad.ops.shape import _expanded_shape, single_dim, to_dtype
 from actorgrad.tensor import Tensor
 
 __all__ = [
@@ -152,12 +152,19 @@ def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor, accumula
         raise TypeError(f"index_put(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
     if not isinstance(accumulate, bool):
         raise TypeError(f"index_put(): argument 'accumulate' must be bool, not {type(accumulate).__name__}")
-    x, v = input._data, values._data
-    basic, advanced, _ = parse_index(_index_tuple(indices, x.ndim), x.shape)
+    x = input._data
+    basic, advanced, _ = parse_index(_index_tuple(indices, x.ndim), x.shape, int_scalars=False)
     same_device(input, values)
-    if v.dtype != x.dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{_dtype_name(x.dtype)} for the destination and {_dtype_name(v.dtype)} for the source.")
+    fill_mask = None if accumulate else filled_mask(tuple(indices), values)
+    if fill_mask == np.uint8:
+        raise RuntimeError(BYTE_FILL)
+    if fill_mask is not None:  # PyTorch fills the mask with the value's number, of any shape and dtype
+        values = values if values.dtype == x.dtype else to_dtype(values, x.dtype)
+        values = values if values.ndim == 0 else values.reshape(())
+    if values.dtype != x.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {_dtype_name(x.dtype)} "
+                           f"for the destination and {_dtype_name(values.dtype)} for the source.")
+    v = values._data
     advanced = placed_index(input, advanced)
     region = x[basic + (Ellipsis,)]
     shape = region.shape if advanced is None else region[advanced].shape
@@ -203,7 +210,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     try:
         shape = np.broadcast_shapes(x.shape, m.shape)
     except ValueError:
-        raise broadcast_error("masked_scatter", x.shape, m.shape) from None
+        raise broadcast_error("masked_scatter", m.shape, x.shape) from None  # the mask first, as PyTorch's
     if not shape:  # numpy has no nonzero() of a 0-dim mask: as a tensor of one element
         return masked_scatter(input.reshape(1), mask.reshape(1), source).reshape(())
     xp = input._device.xp
@@ -218,6 +225,8 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 
 
 def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    if isinstance(mask, Tensor):  # PyTorch expands the mask to self's shape, with expand's refusals
+        _expanded_shape(mask.shape, self.shape)
     return write_in_place(self, lambda s: masked_scatter(s, mask, source), (source,), False)
 
 

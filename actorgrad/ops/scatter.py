@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.arithmetic import _no_derivative
 from actorgrad.ops.index_parsing import checked_ints, host_array
-from actorgrad.ops.indexing import SCATTER_ADD, _along, fill_value, placed_index, refuse_integer_grad
+from actorgrad.ops.indexing import SCATTER_ADD, _along, check_scatter, fill_value, placed_index, refuse_integer_grad
 from actorgrad.ops.inplace_recording import write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record, same_device
-from actorgrad.ops.scatter_reduce import check_scatter, on_at_least_1d, reduced_into, scatter_index, scatter_plan
+from actorgrad.ops.scatter_reduce import on_at_least_1d, reduced_into, scatter_index, scatter_plan
 from actorgrad.ops.shape import single_dim
 from actorgrad.tensor import Tensor, int64
 from actorgrad.user_warnings import warn_once
@@ -99,12 +101,8 @@ def _scatter(input: Tensor, dim: int, index: Tensor, src: Any, value: Any, reduc
     return record(SCATTER, data, (input, src), keep=keep, where=where, src_pad=src_pad)
 
 
-def _vector_index(op: str, input: Tensor, dim: int, index: Tensor, kinds: str, dtype_error: Exception,
-                  slice_loop: bool = False) -> tuple:
-    """The dim and the advanced index that reaches `index`'s positions along it, after index_*'s checks
-    (index_fill counts negative positions from the end, as PyTorch's). `slice_loop`: index_add runs PyTorch's loop
-    over slices (a self of at most one dim, alpha other than 1, an int32 index), which words a position out of range
-    its own way; so it does along a dim neither the first nor the last."""
+def _vector_index(op: str, input: Tensor, dim: int, index: Tensor, kinds: str, dtype_error: Exception) -> tuple:
+    """The dim and `index`'s positions (flat, on the host), after index_*'s checks of the index itself."""
     x = input._data
     positions = host_array(index._data)
     if positions.dtype.kind not in "iu" or positions.dtype.itemsize < (8 if kinds == "int64" else 4):
@@ -116,16 +114,25 @@ def _vector_index(op: str, input: Tensor, dim: int, index: Tensor, kinds: str, d
             raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {positions.ndim})")
         raise IndexError(f"{op}(): Index is supposed to be a vector, but got dim: {positions.ndim} with type: "
                          f"{SCALAR_NAMES[positions.dtype]} and size: {list(positions.shape)}")
-    d = single_dim(dim, x.ndim, op)
+    return single_dim(dim, x.ndim, op), positions.reshape(-1)
+
+
+def _placed(op: str, input: Tensor, d: int, positions: np.ndarray, slice_loop: bool = False) -> tuple:
+    """The advanced index that reaches `positions` along `d`, after their bounds check, which PyTorch's kernels
+    make after every other check (index_fill counts negative positions from the end, as PyTorch's). `slice_loop`:
+    index_add runs PyTorch's loop over slices (a self of at most one dim, alpha other than the number 1, an int32
+    index), which words a position out of range its own way; so it does along a dim neither the first nor the
+    last."""
+    x = input._data
     size = x.shape[d] if x.ndim else 1
     try:
-        positions = checked_ints(positions.reshape(-1), size, d, negative=op == "index_fill_") % max(size, 1)
+        positions = checked_ints(positions, size, d, negative=op == "index_fill_") % max(size, 1)
     except IndexError as error:  # PyTorch's type and wording differ per op
         if op == "index_add_":
             loop = slice_loop or 0 < d < x.ndim - 1
             raise (IndexError("index out of range in self") if loop else RuntimeError(str(error))) from None
         raise IndexError(f"index_copy_(): {error}" if op == "index_copy_" else str(error)) from None
-    return d, placed_index(input, (slice(None),) * d + (positions,))
+    return placed_index(input, (slice(None),) * d + (positions,))
 
 
 def _sliced(shape: tuple, d: int) -> tuple:
@@ -171,10 +178,11 @@ def _check_source(op: str, input: Tensor, source: Tensor, d: int, count: int) ->
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     """A copy of the input with alpha * source's slices added at `index` along `dim` (repeats add up)."""
-    d, where = _vector_index("index_add_", input, dim, index, "int32/int64", RuntimeError(
-        f"index_add_(): Expected dtype int32/int64 for index but got: {SCALAR_NAMES.get(index.dtype, index.dtype)}"),
-        input.ndim <= 1 or alpha != 1 or index.dtype != int64)
-    _check_source("index_add_", input, source, d, where[d].shape[0])
+    d, positions = _vector_index("index_add_", input, dim, index, "int32/int64", RuntimeError(
+        f"index_add_(): Expected dtype int32/int64 for index but got: {SCALAR_NAMES.get(index.dtype, index.dtype)}"))
+    _check_source("index_add_", input, source, d, positions.size)
+    slice_loop = input.ndim <= 1 or alpha != 1 or alpha.__class__ is bool or index.dtype != int64
+    where = _placed("index_add_", input, d, positions, slice_loop)
     if input.ndim == 0 or source.ndim == 0:
         return on_at_least_1d(lambda *a: index_add(*a, alpha=alpha), input, d, index.reshape(-1), source)
     x = input._data
@@ -189,9 +197,10 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     """A copy of the input with source's slices written at `index` along `dim`."""
     if autocast_state.get() is not None:
         return autocast_call(index_copy, "index_copy", input, dim, index, source)
-    d, where = _vector_index("index_copy_", input, dim, index, "int64", RuntimeError(
+    d, positions = _vector_index("index_copy_", input, dim, index, "int64", RuntimeError(
         f"index_copy_(): Expected a long tensor for index, but got {SCALAR_NAMES.get(index.dtype, index.dtype)}"))
-    _check_source("index_copy_", input, source, d, where[d].shape[0])
+    _check_source("index_copy_", input, source, d, positions.size)
+    where = _placed("index_copy_", input, d, positions)
     if input.ndim == 0:
         return on_at_least_1d(index_copy, input, d, index.reshape(-1), source.reshape(-1))
     if source.ndim == 0:
@@ -212,8 +221,9 @@ def _index_filled(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     if isinstance(value, Tensor) and value.ndim:  # PyTorch's first check
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
                            "dimension(s).")
-    d, where = _vector_index("index_fill_", input, dim, index, "int64",
-                             IndexError("index_fill_(): Expected dtype int64 for index."))
+    d, positions = _vector_index("index_fill_", input, dim, index, "int64",
+                                 IndexError("index_fill_(): Expected dtype int64 for index."))
+    where = _placed("index_fill_", input, d, positions)
     if input.ndim == 0:
         return _index_filled(input.reshape(1), d, index.reshape(-1), value).reshape(())
     x = input._data

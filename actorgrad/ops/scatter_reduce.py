@@ -1,6 +1,6 @@
 """scatter_reduce: each of src's elements combined into the position along a dim that an index names ('sum',
 'prod', 'mean', 'amax' or 'amin', over the input's value there too with include_self), with PyTorch's gradients;
-also the checks and the kernel scatter's reduce= forms share with it.
+also the kernel scatter's reduce= forms share with it (their shared checks are indexing.check_scatter).
 
 The index is checked and parsed on the host (as every scatter's), into a `ScatterPlan`: where its elements land, and for
 prod, amax and amin the elements sorted by position. Sums add with `add.at`; the others scan each position's group
@@ -16,8 +16,8 @@ import numpy as np
 
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops.flag_arguments import check_flags
-from actorgrad.ops.index_parsing import checked_ints, host_copy
-from actorgrad.ops.indexing import _along, _padded, at_least_1d, on_device, placed_index
+from actorgrad.ops.index_parsing import host_copy
+from actorgrad.ops.indexing import _along, _padded, at_least_1d, check_scatter, on_device, placed_index
 from actorgrad.ops.inplace_recording import INVALIDATED, write_in_place
 from actorgrad.ops.operands import SCALAR_NAMES
 from actorgrad.ops.record import Rule, record, same_device
@@ -32,26 +32,6 @@ def on_at_least_1d(op: Any, input: Tensor, *operands: Any) -> Tensor:
     """op on 0-dim tensors as PyTorch runs it, as on tensors of shape (1,), then back to the input's shape."""
     out = op(at_least_1d(input), *(at_least_1d(o) if isinstance(o, Tensor) else o for o in operands))
     return out.reshape(input.shape)
-
-
-def check_scatter(x: Any, d: int, positions: Any, s: Any, refusal: Exception | None = None) -> None:
-    """PyTorch's scatter_shape_check (skipped for an empty index, as there), then `refusal` (a bad reduce argument,
-    which PyTorch finds next), then the index's bounds."""
-    if positions.size:
-        if positions.ndim != x.ndim:
-            raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
-        if s is not None and s.ndim != positions.ndim:
-            raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
-        too_big = any(n > x.shape[k] for k, n in enumerate(positions.shape) if k != d)
-        if s is not None:
-            too_big = too_big or any(n > s.shape[k] for k, n in enumerate(positions.shape))
-        if too_big:
-            src = "" if s is None else f" and to be no larger size than src {list(s.shape)}"
-            raise RuntimeError(f"Expected index {list(positions.shape)} to be no larger than self {list(x.shape)} "
-                               f"apart from dimension {d}{src}")
-    if refusal is not None:
-        raise refusal
-    checked_ints(positions, x.shape[d], d, negative=False, error=RuntimeError)
 
 
 def scatter_index(op: str, input: Tensor, dim: int, index: Tensor, src: Any) -> tuple[int, np.ndarray]:
@@ -263,9 +243,10 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_reduce(): argument 'src' (position 4) must be Tensor, not {type(src).__name__}")
     check_flags("scatter_reduce", include_self=include_self)
+    result = _scatter_reduce(input, dim, index, src, reduce, include_self)  # first: PyTorch refuses after its checks
     if input._data.dtype.kind == "c" and _grad_enabled.get() and (input.requires_grad or src.requires_grad):
         raise RuntimeError("scatter_reduce does not support automatic differentiation for outputs with complex dtype.")
-    return _scatter_reduce(input, dim, index, src, reduce, include_self)
+    return result
 
 
 def _scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool) -> Tensor:
@@ -274,18 +255,29 @@ def _scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce:
     x = input._data
     if x.ndim == 0 or positions.ndim == 0 or src.ndim == 0:
         return on_at_least_1d(lambda *a: _scatter_reduce(*a, reduce, include_self), input, d, index, src)
-    refusal = None
-    if reduce not in _COMBINE and reduce not in ("sum", "mean"):
-        refusal = RuntimeError(f"reduce argument must be either {_REDUCTIONS}, got {reduce}")
-    elif reduce == "mean" and x.dtype == np.bool_:
-        kernel = "scatter_gather_tensor_cpu_reduce_mean" if positions.size else "div_floor_cpu"
-        refusal = NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
-    elif x.dtype.kind == "c" and reduce in ("amax", "amin") and positions.size:  # complex numbers have no order
-        refusal = NotImplementedError(f"\"scatter_gather_tensor_cpu_reduce_{reduce}\" not implemented for "
-                                      f"'{SCALAR_NAMES[x.dtype]}'")
-    check_scatter(x, d, positions, src._data, refusal)
+    refusal = _kernel_refusal(x.dtype, reduce, positions.size)
+    known = reduce in _COMBINE or reduce in ("sum", "mean")
+    # a kernel's refusal comes before the bounds check, unless (without include_self) PyTorch first writes the
+    # reduction's identity at the index, which checks them
+    check_scatter(x, d, positions, src._data, refusal if include_self or not known else None)
+    if refusal is not None:
+        raise refusal
     plan = scatter_plan(input, d, positions, src.shape, reduce in _COMBINE)
     return _record_reduction(input, src, reduce, include_self, plan)
+
+
+def _kernel_refusal(dtype: np.dtype, reduce: str, count: int) -> Exception | None:
+    """PyTorch's refusal of a reduction it does not know (a RuntimeError), or one its kernels lack for `dtype`
+    (complex numbers have no order), else None."""
+    if reduce not in _COMBINE and reduce not in ("sum", "mean"):
+        return RuntimeError(f"reduce argument must be either {_REDUCTIONS}, got {reduce}")
+    if reduce == "mean" and dtype == np.bool_:
+        kernel = "scatter_gather_tensor_cpu_reduce_mean" if count else "div_floor_cpu"
+        return NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+    if dtype.kind == "c" and reduce in ("amax", "amin") and count:
+        return NotImplementedError(f"\"scatter_gather_tensor_cpu_reduce_{reduce}\" not implemented for "
+                                   f"'{SCALAR_NAMES[dtype]}'")
+    return None
 
 
 def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
