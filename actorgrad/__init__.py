@@ -25,7 +25,17 @@ from actorgrad import (
 )
 from actorgrad.accumulate_grad import AccumulateGrad
 from actorgrad.amp import autocast, get_autocast_dtype, is_autocast_enabled
-from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
+from actorgrad.amp.autocast import (
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    is_autocast_cache_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
+from actorgrad.amp.deprecated_state import *  # noqa: F403
+from actorgrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 from actorgrad.creation import *  # noqa: F403
 from actorgrad.default_device import get_default_device, set_default_device
 from actorgrad.default_dtype import get_default_dtype, set_default_dtype
@@ -63,6 +73,7 @@ from actorgrad.random_tensors import *  # noqa: F403
 from actorgrad.scheduler import get_num_workers, profile, set_num_workers
 from actorgrad.serialization import load, save
 from actorgrad.settings import *  # noqa: F403
+from actorgrad.storage import is_storage
 from actorgrad.tensor import Tensor, bool_, float16, float32, float64, int32, int64
 from actorgrad.tensor_construction import tensor
 from actorgrad.windows import *  # noqa: F403
@@ -81,7 +92,10 @@ globals().update(LEGACY_TYPES)  # FloatTensor, LongTensor ...
 
 __all__ = [
     "AccumulateGrad", "Device", "Generator", "Node", "Tensor", "amp", "autocast", "autograd", "backends",
-    "get_autocast_dtype", "is_autocast_enabled", "backward", "bool_", "complex128",
+    "get_autocast_dtype", "is_autocast_enabled", "autocast_decrement_nesting", "autocast_increment_nesting",
+    "clear_autocast_cache", "is_autocast_cache_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
+    "set_autocast_enabled", *amp.deprecated_state.__all__, "set_anomaly_enabled", "is_storage", "backward", "bool_",
+    "complex128",
     "complex64", "cuda", "device", "distributions",
     "enable_grad", "fft", "finfo", "iinfo", "float16", "float32", "float64", "func", "functional", "get_default_dtype",
     "get_num_workers",
@@ -99,6 +113,8 @@ __all__ = [
 # Last: nn and optim build on the whole package above.
 from actorgrad import func, functional, functional_aliases, nn, optim, testing, utils  # noqa: E402
 from actorgrad.functional_aliases import *  # noqa: E402, F403  (torch.kl_div ...: built on nn.functional)
+from actorgrad.nn import recurrent_functions  # noqa: E402
+from actorgrad.nn.recurrent_functions import *  # noqa: E402, F403  (torch.lstm ...: nn's stacked layers)
 
-__all__ += functional_aliases.__all__
+__all__ += functional_aliases.__all__ + recurrent_functions.__all__
 vmap = func.vmap  # PyTorch's top-level name for torch.func.vmap

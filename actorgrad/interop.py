@@ -8,17 +8,17 @@ from typing import Any
 
 import numpy as np
 
-from actorgrad.creation_args import check_device, dtype_or, leaf_on
+from actorgrad.creation_args import check_device, check_layout, dtype_or, leaf_on
 from actorgrad.default_dtype import default_float
 from actorgrad.devices import cpu
 from actorgrad.devices import device as as_device
-from actorgrad.ops.operands import not_implemented
+from actorgrad.ops.operands import int_tuple, not_implemented
 from actorgrad.tensor import Tensor, bool_
 from actorgrad.tensor_construction import new_leaf
 from actorgrad.user_warnings import warn
 
 # `range` is left out, so that `from actorgrad import *` keeps the builtin (as bool, float ...).
-__all__ = ["can_cast", "empty_strided", "from_dlpack", "frombuffer", "to_dlpack", "typename"]
+__all__ = ["can_cast", "empty_permuted", "empty_strided", "from_dlpack", "frombuffer", "to_dlpack", "typename"]
 
 _DLPACK_CUDA = 2
 
@@ -66,6 +66,40 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = No
     if where is not None:
         return new_leaf(data, requires_grad, where)
     return leaf_on(data, requires_grad)
+
+
+def _checked_layout(size: tuple[int, ...], order: tuple[int, ...]) -> None:
+    """PyTorch's checks of `physical_layout`: a permutation of size's dims, written without negative dims."""
+    if len(size) != len(order):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; i.e. "
+                           f"len(size) = {len(size)} is not equal to len(physical_layout) = {len(order)}")
+    for i, d in enumerate(order):
+        if not 0 <= d < len(size):
+            raise RuntimeError(f"Dimension out of range (expected to be between 0 and {len(size) - 1}, but got {d} "
+                               f"at index {i}).  NB: negative dims not currently supported; file an issue if you "
+                               f"want it.")
+    if len(set(order)) != len(order):
+        raise RuntimeError("Duplicate dim not allowed")
+
+
+def empty_permuted(size: Any, physical_layout: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+                   requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """An uninitialized tensor of `size` laid out in memory as a contiguous tensor of its dims taken in
+    `physical_layout`'s order (`(0, 2, 3, 1)` of NCHW: channels last), as PyTorch's."""
+    size = int_tuple(size, "empty_permuted", "size", 1)
+    order = int_tuple(physical_layout, "empty_permuted", "physical_layout", 2)
+    check_layout("empty_permuted", layout, pin_memory)
+    _checked_layout(size, order)
+    physical = [size[d] for d in order]
+    negative = [n for n in physical if n < 0]
+    if negative:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative[0]}: {physical}")
+    stride = [0] * len(size)
+    step = 1
+    for d in reversed(order):  # PyTorch's contiguous strides of the physical shape, a dim of 0 counted as 1
+        stride[d] = step
+        step *= max(size[d], 1)
+    return empty_strided(size, stride, dtype=dtype, device=device, requires_grad=requires_grad, pin_memory=pin_memory)
 
 
 def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0, requires_grad: bool = False) -> Tensor:

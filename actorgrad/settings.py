@@ -12,6 +12,13 @@ senders' order, so its results are bitwise the same however many workers run it.
 back, as PyTorch's, for code that sets or checks them; no op changes behaviour under them (CuPy's scatter-adds use
 atomics and are not covered).
 
+Warnings. `set_warn_always(True)` makes the warnings PyTorch gives once per process (deprecations, beta APIs) warn
+every time, as PyTorch's flag does for its warn-once warnings.
+
+Denormals. `set_flush_denormal` would set the calling thread's flush-to-zero flags, as PyTorch's does on x86 with
+SSE3; numpy has no control over them, and actorgrad runs backward kernels on worker threads the flag would not
+reach, so actorgrad flushes nothing and returns False, as PyTorch does on a CPU without them.
+
 Matmul precision. `set_float32_matmul_precision` lets PyTorch use TF32 or bfloat16 passes for float32 products;
 actorgrad's float32 products always run in full float32, so the setting is kept and read back only.
 """
@@ -23,12 +30,13 @@ from typing import Any
 
 from actorgrad.scheduler import get_num_workers, set_num_workers
 from actorgrad.scheduler.workers import _blas, blas_threads
+from actorgrad.user_warnings import warn_always
 
 __all__ = [
     "are_deterministic_algorithms_enabled", "get_deterministic_debug_mode", "get_num_interop_threads",
     "get_float32_matmul_precision", "get_num_threads", "is_deterministic_algorithms_warn_only_enabled",
-    "set_deterministic_debug_mode", "set_float32_matmul_precision", "set_num_interop_threads", "set_num_threads",
-    "use_deterministic_algorithms",
+    "is_warn_always_enabled", "set_deterministic_debug_mode", "set_float32_matmul_precision", "set_flush_denormal",
+    "set_num_interop_threads", "set_num_threads", "set_warn_always", "use_deterministic_algorithms",
 ]
 
 
@@ -119,3 +127,21 @@ def set_float32_matmul_precision(precision: str) -> None:
 
 def get_float32_matmul_precision() -> str:
     return _matmul_precision[0]
+
+
+def set_warn_always(b: bool) -> None:
+    """Whether PyTorch's warn-once warnings warn every time (process-wide, as PyTorch's flag)."""
+    if b.__class__ is not bool:
+        raise RuntimeError(f"setWarnOnlyOnce expects a bool, but got {type(b).__name__}")
+    warn_always[0] = b
+
+
+def is_warn_always_enabled() -> bool:
+    return warn_always[0]
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """False: actorgrad cannot flush denormals to zero (the module's docstring says why); nothing changes."""
+    if mode.__class__ is not bool:
+        raise RuntimeError(f"flush_denormal expects a bool, but got {type(mode).__name__}")
+    return False

@@ -134,3 +134,8 @@ def _host(array: Any) -> np.ndarray:
 def _listing(values: list, head: str) -> str:
     """PyTorch's repr of a storage: one value per line, then what it is."""
     return "".join(f" {v}\n" for v in values) + f"[{head}]"
+
+
+def is_storage(obj: Any) -> bool:
+    """Whether `obj` is a storage, untyped or typed (`torch.is_storage`)."""
+    return isinstance(obj, UntypedStorage | TypedStorage)

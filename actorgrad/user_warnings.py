@@ -31,10 +31,13 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
 
 # The messages `warn_once` has given in this process.
 _warned_once: set[str] = set()
+# PyTorch's `set_warn_always`: True makes `warn_once` warn every time.
+warn_always = [False]
 
 
 def warn_once(message: str, category: type[Warning] = UserWarning) -> None:
-    """`warn`, once per process for each message, as PyTorch's TORCH_WARN_ONCE."""
-    if message not in _warned_once:
+    """`warn`, once per process for each message, as PyTorch's TORCH_WARN_ONCE (every time under
+    `set_warn_always(True)`)."""
+    if warn_always[0] or message not in _warned_once:
         _warned_once.add(message)
         warn(message, category)

@@ -77,6 +77,10 @@ BANNED_ERROR = (
     "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
     "safe to autocast."
 )
+SET_ENABLED_FORMS = (
+    "set_autocast_enabled() received an invalid combination of arguments - got (), but expected one of:\n"
+    " * (str device_type, bool enabled)\n * (bool enabled)\n"
+)
 NO_BFLOAT16 = (
     "CPU autocast defaults to bfloat16, which actorgrad lacks (numpy has no bfloat16 dtype): pass "
     "dtype=actorgrad.float16, which PyTorch's CPU autocast also takes"
@@ -128,6 +132,9 @@ def is_autocast_available(device_type: str) -> bool:
 
 def is_autocast_enabled(device_type: str = "cuda") -> bool:
     """Whether ops on `device_type` autocast in this context."""
+    if not isinstance(device_type, str):
+        raise TypeError(f"is_autocast_enabled(): argument 'device_type' (position 1) must be str, not "
+                        f"{type(device_type).__name__}")
     return _settings.get(_DEFAULT).enabled[_checked_device_type(device_type)]
 
 
@@ -141,23 +148,61 @@ def is_autocast_cache_enabled() -> bool:
     return _settings.get(_DEFAULT).cache_enabled
 
 
-def set_autocast_enabled(device_type: str, enabled: bool) -> None:
-    """Turn autocast on `device_type` on or off in this context, outside any `with` (nothing restores it)."""
+def set_autocast_enabled(device_type: str | bool | None = None, enabled: bool | None = None) -> None:
+    """Turn autocast on `device_type` on or off in this context, outside any `with` (nothing restores it).
+    PyTorch's older form `set_autocast_enabled(enabled)` sets CUDA's."""
+    position = 2
+    if enabled is None:
+        device_type, enabled, position = "cuda", device_type, 1
+    elif device_type is None:
+        device_type, position = "cuda", 1
+    if enabled is None:
+        raise TypeError(SET_ENABLED_FORMS)
+    if enabled.__class__ is not bool:
+        raise TypeError(f"set_autocast_enabled(): argument 'enabled' (position {position}) must be bool, not "
+                        f"{type(enabled).__name__}")
     old = _settings.get(_DEFAULT)
     device_type = _checked_device_type(device_type)
     if enabled and old.dtypes[device_type] is None:
         raise RuntimeError(NO_BFLOAT16)
     cache = old.cache if old.nesting else {}
-    _set(old._replace(enabled={**old.enabled, device_type: bool(enabled)}, cache=cache))
+    _set(old._replace(enabled={**old.enabled, device_type: enabled}, cache=cache))
+
+
+def is_dtype(dtype: Any) -> bool:
+    """Whether `dtype` names a dtype as actorgrad's are named: a numpy dtype or scalar type."""
+    return isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic))
 
 
 def set_autocast_dtype(device_type: str, dtype: Any) -> None:
+    """The dtype autocast on `device_type` runs its lower-precision ops in, from now on in this context."""
+    if not is_dtype(dtype):
+        raise TypeError(f"set_autocast_dtype(): argument 'dtype' (position 2) must be torch.dtype, not "
+                        f"{type(dtype).__name__}")
     old = _settings.get(_DEFAULT)
     _set(old._replace(dtypes={**old.dtypes, _checked_device_type(device_type): np.dtype(dtype)}))
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
-    _set(_settings.get(_DEFAULT)._replace(cache_enabled=bool(enabled)))
+    if enabled.__class__ is not bool:
+        raise TypeError(f"enabled must be a bool (got {type(enabled).__name__})")
+    _set(_settings.get(_DEFAULT)._replace(cache_enabled=enabled))
+
+
+def autocast_increment_nesting() -> int:
+    """Count one more open region, as `with autocast` does on entry; the new count. The leaf cache lives while
+    the count is not 0."""
+    old = _settings.get(_DEFAULT)
+    _set(old._replace(nesting=old.nesting + 1, cache=old.cache if old.nesting else {}))
+    return old.nesting + 1
+
+
+def autocast_decrement_nesting() -> int:
+    """Count one region fewer (PyTorch lets the count go below 0); the new count. The cache stays until
+    `clear_autocast_cache`, as in PyTorch, whose `autocast.__exit__` clears it when the count reaches 0."""
+    old = _settings.get(_DEFAULT)
+    _set(old._replace(nesting=old.nesting - 1))
+    return old.nesting - 1
 
 
 def clear_autocast_cache() -> None:

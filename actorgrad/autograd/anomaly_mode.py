@@ -62,11 +62,25 @@ class detect_anomaly:
         _anomaly_mode.reset(self._tokens.pop())
 
 
+def _mode(enabled: bool, check_nan: bool) -> AnomalyMode | None:
+    """The mode `set_anomaly_enabled(enabled, check_nan)` sets, after PyTorch's checks of its arguments."""
+    for position, (name, value) in enumerate((("enabled", enabled), ("check_nan", check_nan)), 1):
+        if value.__class__ is not bool:
+            raise TypeError(f"set_anomaly_enabled(): argument '{name}' (position {position}) must be bool, not "
+                            f"{type(value).__name__}")
+    return AnomalyMode(check_nan) if enabled else None
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turn anomaly mode on or off in this context from the call on (`torch.set_anomaly_enabled`)."""
+    _anomaly_mode.set(_mode(enabled, check_nan))
+
+
 class set_detect_anomaly:
     """Turns anomaly mode on or off, from the call on (as PyTorch's does) or for a `with` block."""
 
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
-        self._token = _anomaly_mode.set(AnomalyMode(check_nan) if mode else None)
+        self._token = _anomaly_mode.set(_mode(mode, check_nan))
 
     def __enter__(self) -> None:
         pass
