@@ -44,11 +44,10 @@ from actorgrad.ops.linalg_out import LINALG
 from actorgrad.ops.linalg_spectral import eigh, eigvalsh, matrix_rank, pinv, qr, svd, svdvals
 from actorgrad.ops.linalg_triangular import solve_triangular
 from actorgrad.ops.matrix_functions import linalg_matrix_exp as matrix_exp
-from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
+from actorgrad.ops.operands import SCALAR_NAMES, dim_in_range, require_tensors
 from actorgrad.ops.out_arguments import give_out_by_rules
 from actorgrad.ops.public_names import check_tensor_arguments
 from actorgrad.ops.record import Rule, record
-from actorgrad.ops.reductions import normalize_dims
 from actorgrad.ops.shape import permute, to_dtype
 from actorgrad.ops.statistics import norm as _pnorm
 from actorgrad.tensor import Tensor
@@ -99,10 +98,9 @@ def _matrix_dims(A: Tensor, dim: Any) -> tuple[int, int]:
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if isinstance(dim, int) or len(dim) != 2:
-        shown = dim if isinstance(dim, int) else list(dim)
+        shown = dim if isinstance(dim, int) else " ".join(str(d) for d in dim)  # as PyTorch prints them
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {shown}")
-    first, second = (d % A.ndim for d in normalize_dims(dim[0], A.ndim, "linalg.matrix_norm")
-                     + normalize_dims(dim[1], A.ndim, "linalg.matrix_norm"))
+    first, second = (dim_in_range(operator.index(d), A.ndim) for d in dim)
     if first == second:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
     return first, second

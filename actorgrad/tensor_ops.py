@@ -289,6 +289,12 @@ class TensorOps:
         return linalg_triangular.solve_triangular(a, b, upper=upper, left=left, unitriangular=unitriangular)
 
     @staticmethod
+    def cholesky_solve(b: Tensor, factor: Tensor, upper: bool) -> Tensor:
+        """Recorded as cholesky_solve, as PyTorch's backward of cholesky_solve calls it: its second derivative
+        is then PyTorch's."""
+        return linalg_triangular.cholesky_solve(b, factor, upper)
+
+    @staticmethod
     def tril(x: Tensor, diagonal: int) -> Tensor:
         return tril(x, diagonal)
 

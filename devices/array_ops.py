@@ -347,8 +347,12 @@ class ArrayOps:
         return g if device.xp is self.xp else device.asarray(g)
 
     def inv(self, x: Any) -> Any:
-        """The inverse of each matrix of a batch."""
-        return self.xp.linalg.inv(x)
+        """The inverse of each matrix of a batch. A singular one gives the infinities and NaNs of LAPACK's solves with
+        its LU factors, not an error: PyTorch's gradients at a singular matrix (slogdet's, logdet's) read so."""
+        try:
+            return self.xp.linalg.inv(x)
+        except np.linalg.LinAlgError:
+            return triangular.inverse_by_lu(self.xp, x)
 
     def solve(self, a: Any, b: Any) -> Any:
         """x with a x = b, for batches of matrices whose batch dims broadcast (CuPy's solve takes equal ones)."""
@@ -363,6 +367,9 @@ class ArrayOps:
     def solve_triangular(self, a: Any, b: Any, upper: bool, left: bool, unitriangular: bool) -> Any:
         """x with a x = b (x a = b when not `left`), reading only a's triangle, batch dims broadcast."""
         return triangular.solve_triangular(self.xp, a, b, upper=upper, left=left, unitriangular=unitriangular)
+
+    def cholesky_solve(self, b: Any, factor: Any, upper: bool) -> Any:
+        return triangular.cholesky_solve(self.xp, b, factor, upper)
 
     def det(self, x: Any) -> Any:
         return self.xp.linalg.det(x).astype(x.dtype, copy=False)

@@ -36,6 +36,27 @@ def solve_triangular(
     return x
 
 
+def cholesky_solve(xp: ModuleType, b: Any, factor: Any, upper: bool) -> Any:
+    """x with A x = b for A = L L^H (L: factor's lower triangle), or A = U^H U (U: its upper one) with `upper`,
+    by two triangular solves; batch dims broadcast."""
+    factor_h = xp.swapaxes(factor, -1, -2).conj()
+    y = solve_triangular(xp, factor_h if upper else factor, b, upper=False)
+    return solve_triangular(xp, factor if upper else factor_h, y, upper=True)
+
+
+def inverse_by_lu(xp: ModuleType, a: Any) -> Any:
+    """The inverse of each square matrix of a batch from its LU factors, a = P L U, in PyTorch's order
+    (a^-H = P L^-H U^-H, the rows of P taken by index, not multiplied): a singular matrix gives the infinities
+    and NaNs of LAPACK's solves, not an error."""
+    lu, pivots, _ = lu_factor(xp, a)
+    n = a.shape[-1]
+    lu_h = xp.swapaxes(lu, -1, -2).conj()
+    y = solve_triangular(xp, lu_h, xp.eye(n, dtype=a.dtype), upper=False)
+    z = solve_triangular(xp, lu_h, y, upper=True, unitriangular=True)
+    rows = xp.argmax(permutation(xp, pivots, n, a.dtype), axis=-1)[..., None]
+    return xp.swapaxes(xp.take_along_axis(z, rows, axis=-2), -1, -2).conj()
+
+
 def lu_factor(xp: ModuleType, a: Any) -> tuple[Any, Any, Any]:
     """LAPACK getrf's results for each (m, n) matrix of a batch: the LU factors in one matrix (L's unit diagonal
     left out), the 1-based pivots (row i was swapped with row pivots[i] - 1, in order) as int32, and info, the

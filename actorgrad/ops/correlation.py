@@ -17,6 +17,7 @@ from actorgrad.ops.operands import (
     SCALAR_NAMES,
     broadcast_error,
     data_as,
+    dim_in_range,
     kernel_operands,
     require_tensors,
     result_type,
@@ -185,7 +186,7 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
             raise RuntimeError("no dimension of size 3 in input")
     if input.ndim != other.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
-    d = single_dim(dim, input.ndim, "cross")
+    d = dim_in_range(dim, input.ndim) if isinstance(dim, int) else single_dim(dim, input.ndim, "cross")
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and "
                            f"{other.shape[d]}")

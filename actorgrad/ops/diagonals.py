@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from actorgrad.devices import is_writeable
+from actorgrad.ops.operands import dim_in_range
 from actorgrad.ops.record import Rule, record
 from actorgrad.ops.shape import MASKED_GRAD, single_dim
 from actorgrad.tensor import Tensor, int64
@@ -48,7 +49,8 @@ def _diagonal_index(xp: Any, shape: tuple, offset: int, d1: int, d2: int) -> tup
 
 def _diagonal(rule: Rule, input: Tensor, offset: int, dim1: int, dim2: int) -> Tensor:
     x = input._data
-    d1, d2 = single_dim(dim1, x.ndim, "diagonal"), single_dim(dim2, x.ndim, "diagonal")
+    d1, d2 = (dim_in_range(d, max(x.ndim, 1)) if isinstance(d, int) else single_dim(d, x.ndim, "diagonal")
+              for d in (dim1, dim2))  # PyTorch's error for a dim out of range names no op
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     advanced, _ = _diagonal_index(input._device.xp, x.shape, offset, d1, d2)
@@ -104,7 +106,7 @@ def trace(input: Tensor) -> Tensor:
 def _triangle(rule: Rule, input: Tensor, diagonal: int, op: str, lower: bool) -> Tensor:
     x = input._data
     if x.ndim < 2:
-        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got shape {list(x.shape)}")
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
     rows, cols = x.shape[-2:]
     xp = input._device.xp
     mask = xp.tri(rows, cols, diagonal, dtype=bool) if lower else ~xp.tri(rows, cols, diagonal - 1, dtype=bool)

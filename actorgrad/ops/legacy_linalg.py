@@ -9,13 +9,15 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
+import numpy as np
+
 from actorgrad.ops import linalg_lu, linalg_spectral
 from actorgrad.ops.aliases import _adjoint
 from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.joining import cat
 from actorgrad.ops.linalg import outer
 from actorgrad.ops.linalg_composites import householder_product
-from actorgrad.ops.linalg_decompositions import cholesky as linalg_cholesky
+from actorgrad.ops.linalg_decompositions import cholesky_factor, square_matrices
 from actorgrad.ops.linalg_triangular import _check_solvable
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.reductions import normalize_dims
@@ -109,6 +111,9 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> SvdResult:
     sizes, as PyTorch's."""
     check_flags("svd", some=some, compute_uv=compute_uv)
     require_tensors("svd", input=input)
+    if input.ndim < 2:  # PyTorch's words here, before linalg.svd's checks
+        raise RuntimeError(f"linalg.svd: input should have at least 2 dimensions, but has {input.ndim} dimensions "
+                           "instead")
     if compute_uv:
         U, S, Vh = linalg_spectral.svd(input, full_matrices=not some)
         return SvdResult(U, S, Vh.mH)
@@ -127,7 +132,11 @@ def cholesky(input: Tensor, upper: bool = False) -> Tensor:
     """linalg.cholesky (deprecated in PyTorch for it)."""
     check_flags("cholesky", upper=upper)
     _deprecated("cholesky", "torch.linalg.cholesky")
-    return linalg_cholesky(input, upper=upper)
+    require_tensors("cholesky", input=input)
+    x = square_matrices("cholesky", input)
+    if x.dtype.kind not in "fc" or x.dtype == np.float16:  # PyTorch's kernel refuses them, after the shape checks
+        raise NotImplementedError(f"\"cholesky_cpu\" not implemented for '{SCALAR_NAMES[x.dtype]}'")
+    return cholesky_factor(input, x, upper, "cholesky")
 
 
 def lu(A: Tensor, pivot: bool = True, get_infos: bool = False) -> tuple:

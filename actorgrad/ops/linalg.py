@@ -87,12 +87,17 @@ def _check_same_dtype(a: np.ndarray, b: np.ndarray) -> None:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {first} != {second}")
 
 
+def vector_sizes_error(a: tuple, b: tuple) -> RuntimeError:
+    """PyTorch's dot's error for vectors of shapes a and b, of different lengths."""
+    return RuntimeError(f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have the same "
+                        f"number of elements, but got {a[0]} and {b[0]} elements respectively")
+
+
 def _shape_error(a: tuple, b: tuple) -> RuntimeError:
     """PyTorch's error for operands matmul cannot multiply, from the kernel its shapes lead to: dot, mv or mm
     (a left operand of 3 or more dims folded into one matrix), else bmm after broadcasting the batch dims."""
     if len(a) == len(b) == 1:
-        return RuntimeError(f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have the same "
-                            f"number of elements, but got {a[0]} and {b[0]} elements respectively")
+        return vector_sizes_error(a, b)
     rows = math.prod(a[:-1])
     if len(b) == 1:
         return RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{a[-1]}), vec ({b[0]})")

@@ -15,7 +15,7 @@ from actorgrad.ops import linalg_decompositions as decompositions
 from actorgrad.ops.correlation import cross as _cross
 from actorgrad.ops.diagonals import diagonal as _diagonal
 from actorgrad.ops.joining import cat
-from actorgrad.ops.linalg import TYPE_META_NAMES, matmul
+from actorgrad.ops.linalg import TYPE_META_NAMES, matmul, vector_sizes_error
 from actorgrad.ops.linalg_forms import inv_ex
 from actorgrad.ops.linalg_spectral import svdvals
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
@@ -49,6 +49,8 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     if x.dtype != y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{SCALAR_NAMES[x.dtype]} and y of type {SCALAR_NAMES[y.dtype]} instead")
+    if x.ndim == y.ndim == 1 and x.shape != y.shape:  # two vectors go to PyTorch's dot, which does not broadcast
+        raise vector_sizes_error(x.shape, y.shape)
     return (x.conj() * y).sum(dim)
 
 
@@ -176,7 +178,7 @@ def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
     if rows != columns:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                            f"prod(self.shape[:ind]), but got {columns} != {rows}")
-    return decompositions.inv(A.reshape(rows, columns)).reshape((*A.shape[ind:], *A.shape[:ind]))
+    return decompositions.inverse_naming(A.reshape(rows, columns), "inv").reshape((*A.shape[ind:], *A.shape[:ind]))
 
 
 def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None) -> Tensor:
@@ -186,11 +188,11 @@ def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None) -> Tens
     if dims is not None:
         moved = [d % A.ndim for d in dims]
         A = A.permute((*[d for d in range(A.ndim) if d not in moved], *moved))
-    rows, columns = math.prod(A.shape[:B.ndim]), math.prod(A.shape[B.ndim:])
-    if rows != columns:
+    columns = math.prod(A.shape[B.ndim:])
+    if columns != B.numel():  # PyTorch compares with B's size, whatever its message says
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
-                           f"prod(self.shape[:other.ndim]), but got {columns} != {rows}")
-    return decompositions.solve(A.reshape(rows, columns), B.reshape(rows)).reshape(A.shape[B.ndim:])
+                           f"prod(self.shape[:other.ndim]), but got {columns} != {B.numel()}")
+    return decompositions.solve(A.reshape(columns, columns), B.reshape(columns)).reshape(A.shape[B.ndim:])
 
 
 def _check_householder(A: Tensor, tau: Tensor) -> None:
@@ -226,6 +228,8 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     identity = Tensor(xp.eye(m, dtype=A._data.dtype), device=A._device)
     vectors = A[..., :k].tril(-1) + identity[:, :k]
     q = broadcast_to(identity, A.shape[:-2] + (m, m))
+    if not k:  # no reflection: still recorded on A and tau (zero gradients), as PyTorch's one node is
+        q = q - vectors @ (tau.unsqueeze(-1) * vectors.mH)
     for i in range(k):
         v = vectors[..., i : i + 1]
         q = q - (q @ v) * tau[..., i, None, None] @ v.mH

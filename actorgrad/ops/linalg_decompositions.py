@@ -18,7 +18,7 @@ import numpy as np
 from actorgrad.devices.triangular import lu_factor
 from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.linalg_outputs import record_outputs
-from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
+from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, require_tensors
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.ops.selection import where
 from actorgrad.tensor import Tensor
@@ -216,8 +216,14 @@ def _inverted(op: str, input: Tensor) -> Any:
 def inv(A: Tensor) -> Tensor:
     """The inverse of each square matrix."""
     require_tensors("linalg_inv", A=A)
+    return inverse_naming(A, "linalg.inv")
+
+
+def inverse_naming(A: Tensor, singular_name: str) -> Tensor:
+    """inv of a tensor, whose error for a singular matrix names `singular_name` (tensorinv's says "inv", as
+    PyTorch's)."""
     check_square("linalg.inv", A, complex_ok=True)
-    return record(INV, _inverted("linalg.inv", A), (A,))
+    return record(INV, _inverted(singular_name, A), (A,))
 
 
 def inverse(input: Tensor) -> Tensor:
@@ -286,7 +292,7 @@ def is_vector(A: Tensor, B: Tensor) -> bool:
 def check_right_solve(A: Tensor, B: Tensor) -> None:
     """PyTorch's check for X A = B (left=False): a vector B (1-D, or A's shape less its last dim) is read as a
     column, which that equation cannot take."""
-    n = check_square("linalg.solve", A, complex_ok=True).shape[-1]
+    n = check_solve_operands(A, B).shape[-1]
     vector = is_vector(A, B)
     if vector and n == 1:  # a column that fits the equation: PyTorch refuses the vector itself
         raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not supported for left=False. "
@@ -297,19 +303,34 @@ def check_right_solve(A: Tensor, B: Tensor) -> None:
                            f"{rows}x{cols})")
 
 
+def check_solve_operands(A: Tensor, B: Tensor) -> Any:
+    """A's array after PyTorch's first checks of solve's operands, in its order: a floating A, B of its dtype, a
+    batch of square matrices (float16 is refused only after the shapes)."""
+    a = A._data
+    if a.dtype.kind not in "fc":
+        check_floating("linalg.solve", a)
+    if B.dtype != a.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
+                           f"{SCALAR_NAMES[a.dtype]} and B of type {SCALAR_NAMES[B.dtype]} instead")
+    return square_matrices("linalg.solve", A)
+
+
 def solve_operands(A: Tensor, B: Tensor, vector: bool) -> tuple[Any, Any]:
     """A's array and B's as a batch of matrices (a vector as a column), after PyTorch's checks for solve."""
-    a = check_square("linalg.solve", A, complex_ok=True)
+    a = check_solve_operands(A, B)
     b = B._data
     same_device(A, B)
-    if b.dtype != a.dtype:
-        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
-                           f"{SCALAR_NAMES[a.dtype]} and B of type {SCALAR_NAMES[b.dtype]} instead")
     matrix = b[..., None] if vector else b
     if matrix.ndim < 2 or matrix.shape[-2] != a.shape[-1]:
         rows = matrix.shape[-2] if matrix.ndim > 1 else 1
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
                            f"({a.shape[-2]}x{a.shape[-1]} and {rows}x{matrix.shape[-1]})")
+    try:
+        np.broadcast_shapes(a.shape[:-2], matrix.shape[:-2])
+    except ValueError:
+        raise broadcast_error("linalg.solve", matrix.shape[:-2], a.shape[:-2]) from None
+    if a.dtype == np.float16:  # refused after the shapes, by PyTorch's kernel
+        check_floating("linalg.solve", a)
     return a, matrix
 
 
@@ -352,32 +373,48 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     A = U^H U (only A's upper triangle read)."""
     check_flags("linalg_cholesky", upper=upper)
     require_tensors("linalg_cholesky", input=A)
-    x = read_by_cholesky(A._device.xp, check_square("linalg.cholesky", A, complex_ok=True), upper)
+    return cholesky_factor(A, check_square("linalg.cholesky", A, complex_ok=True), upper, "linalg.cholesky")
+
+
+def cholesky_factor(A: Tensor, x: Any, upper: bool, op: str) -> Tensor:
+    """cholesky of A, whose array x has passed the checks, with the error for a matrix that is not
+    positive-definite naming `op` (torch.cholesky's says "cholesky")."""
     xp = A._device.xp
+    x = read_by_cholesky(xp, x, upper)
     lower = xp.tril(x)
     symmetric = lower + xp.swapaxes(xp.tril(x, -1), -1, -2).conj()
     try:
-        with reporting(xp):
-            factor = xp.linalg.cholesky(symmetric)
+        factor = cholesky_or_raise(xp, symmetric)
     except np.linalg.LinAlgError:
-        raise _not_positive_definite(symmetric) from None
+        raise _not_positive_definite(symmetric, op) from None
     out = record(CHOLESKY, factor, (A,))
     return out.mH if upper else out
 
 
-def _not_positive_definite(x: Any) -> LinAlgError:
+def cholesky_or_raise(xp: Any, symmetric: Any) -> Any:
+    """The Cholesky factors of a batch of Hermitian matrices, or numpy's LinAlgError where one is not
+    positive-definite, also where the factorization meets a NaN (LAPACK's potrf fails there, as PyTorch's; numpy's
+    leaves NaNs)."""
+    with reporting(xp):
+        factor = xp.linalg.cholesky(symmetric)
+    if bool(xp.isnan(xp.diagonal(factor, 0, -2, -1)).any()):
+        raise np.linalg.LinAlgError("a NaN on the factor's diagonal")
+    return factor
+
+
+def _not_positive_definite(x: Any, op: str) -> LinAlgError:
     """PyTorch's error: the batch element and the order of the first leading minor that is not positive-definite."""
     host = np.asarray(x.get() if hasattr(x, "get") else x).reshape((-1,) + x.shape[-2:])
     for i, matrix in enumerate(host):
         for order in range(1, matrix.shape[0] + 1):
             try:
-                np.linalg.cholesky(matrix[:order, :order])
+                cholesky_or_raise(np, matrix[:order, :order])
             except np.linalg.LinAlgError:
                 return LinAlgError(
-                    f"linalg.cholesky: {batch_prefix(x, i)}The factorization could not be completed because the "
+                    f"{op}: {batch_prefix(x, i)}The factorization could not be completed because the "
                     f"input is not positive-definite (the leading minor of order {order} is not positive-definite)."
                 )
-    return LinAlgError("linalg.cholesky: The factorization could not be completed because the input is not "
+    return LinAlgError(f"{op}: The factorization could not be completed because the input is not "
                        "positive-definite.")
 
 

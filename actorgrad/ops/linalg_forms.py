@@ -29,12 +29,12 @@ from actorgrad.ops.linalg_decompositions import (
     batch_prefix,
     check_square,
     first_failure,
-    reporting,
 )
 from actorgrad.ops.linalg_lu import lu_solved
-from actorgrad.ops.linalg_spectral import _pinv_grad, pinv
+from actorgrad.ops.linalg_spectral import _pinv_grad, converged, pinv
 from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, require_tensors
 from actorgrad.ops.record import Rule, record, same_device
+from actorgrad.ops.shape import broadcast_to
 from actorgrad.tensor import Tensor
 
 __all__: list[str] = []
@@ -109,7 +109,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
         decompositions.check_right_solve(A, B)
         result, info = solve_ex(A.mT, B.mT, check_errors=check_errors)
         return SolveExResult(result.mT, info)
-    x = check_square("linalg.solve", A, complex_ok=True)
+    x = decompositions.check_solve_operands(A, B)
     xp = A._device.xp
     lu, pivots, info = lu_kernel(xp, x)
     index, _ = first_failure(info)
@@ -139,8 +139,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
     x = decompositions.read_by_cholesky(xp, check_square("linalg.cholesky", A, complex_ok=True), upper)
     lower = xp.tril(x)
     try:
-        with reporting(xp):
-            factor = xp.linalg.cholesky(lower + xp.swapaxes(xp.tril(x, -1), -1, -2).conj())
+        factor = decompositions.cholesky_or_raise(xp, lower + xp.swapaxes(xp.tril(x, -1), -1, -2).conj())
         info = xp.zeros(x.shape[:-2], dtype=np.int32)
     except np.linalg.LinAlgError:
         factor, info = (_hermitian_cholesky_kernel if x.dtype.kind == "c" else cholesky_kernel)(xp, x)
@@ -221,6 +220,19 @@ def _residuals(A: Tensor, B: Tensor, solution: Tensor, vector: bool) -> Tensor:
     return error.abs().square().sum(-2)
 
 
+def _lstsq_batches(a: Any, b: Any, matrix: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The batch dims of A with B's (of the rank and singular values), and those of the solution, which PyTorch
+    takes from B's first A.ndim - 2 dims: the same, but for a B of A.ndim - 1 dims that is no batch of vectors
+    (read as one matrix), whose dims but the last broadcast with A's batch dims there."""
+    batches = []
+    for b_batch in (b.shape[:a.ndim - 2], matrix.shape[:-2]):  # the solution's first, as PyTorch checks them
+        try:
+            batches.append(np.broadcast_shapes(a.shape[:-2], b_batch))
+        except ValueError:
+            raise broadcast_error("linalg.lstsq", a.shape[:-2], b_batch) from None
+    return batches[1], batches[0]
+
+
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> LstsqResult:
     """The least-squares solution X of A X = B of least norm, singular values of A at or below rcond times the
     largest counting as zero (rcond defaults to eps * max(m, n)). The other fields are PyTorch's for `driver`
@@ -231,19 +243,16 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     a, b = A._data, B._data
     _check_lstsq(a, b, driver)
     driver = driver or "gelsy"
-    vector = b.ndim == a.ndim - 1
+    vector = decompositions.is_vector(A, B)
     matrix = b[..., None] if vector else b
     if matrix.shape[-2] != a.shape[-2]:
-        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
-    try:
-        batch = np.broadcast_shapes(a.shape[:-2], matrix.shape[:-2])
-    except ValueError:
-        raise broadcast_error("linalg.lstsq", a.shape[:-2], matrix.shape[:-2]) from None
+        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size({-1 if vector else -2})")
+    batch, solution_batch = _lstsq_batches(a, b, matrix)
     same_device(A, B)
     device = A._device
     xp = device.xp
     m, n = a.shape[-2:]
-    u, s, vh = xp.linalg.svd(a, full_matrices=False)
+    u, s, vh = converged("linalg.svd", xp.linalg.svd, a, full_matrices=False)
     cutoff = (np.finfo(a.dtype).eps * max(m, n) if rcond is None else rcond) * (
         s[..., :1] if s.shape[-1] else xp.zeros(s.shape[:-1] + (1,), s.dtype))
     kept = s > cutoff
@@ -257,6 +266,9 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     needs_grad = (A.requires_grad or B.requires_grad) and _grad_enabled.get()
     out = record(LSTSQ, solution[..., 0] if vector else solution, (A, B), vector=vector, self_shape=a.shape,
                  other_shape=b.shape, pinv=pinv(A) if needs_grad else None)
+    if solution_batch != batch:
+        out = broadcast_to(out, solution_batch + out.shape[-2:])
+        residuals = xp.broadcast_to(residuals, solution_batch + residuals.shape[-1:]) if residuals.size else residuals
     singular_values = xp.broadcast_to(s, batch + s.shape[-1:]).copy() if driver in ("gelsd", "gelss") else empty
     return LstsqResult(
         out, _residuals(A, B, out, vector) if needs_grad and residuals.size else Tensor(residuals, device=device),

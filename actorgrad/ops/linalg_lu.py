@@ -20,7 +20,7 @@ from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.linalg_decompositions import _mH, _mT, batch_prefix, first_failure
 from actorgrad.ops.linalg_outputs import record_outputs
 from actorgrad.ops.linalg_triangular import triangle
-from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
+from actorgrad.ops.operands import SCALAR_NAMES, broadcast_error, require_tensors
 from actorgrad.ops.record import Rule, record, same_device
 from actorgrad.tensor import Tensor
 
@@ -303,8 +303,7 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoin
     try:
         np.broadcast_shapes(lu_.shape[:-2], b.shape[:-2])
     except ValueError:
-        raise RuntimeError(f"linalg.lu_solve: the batch dims of LU {list(lu_.shape[:-2])} and B "
-                           f"{list(b.shape[:-2])} do not broadcast") from None
+        raise broadcast_error("linalg.lu_solve", b.shape[:-2], lu_.shape[:-2]) from None
     p = _permutation_tensor(LU, piv)
     data = lu_solved(LU._device.ops, lu_, p._data, b, left, adjoint)
     return record(LU_SOLVE, data, (LU, pivots, B), permutation=p, left=left, adjoint=adjoint, self_shape=lu_.shape,

@@ -17,7 +17,15 @@ import numpy as np
 
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops.flag_arguments import check_flags
-from actorgrad.ops.linalg_decompositions import _mH, _mT, check_floating, check_square, square_matrices
+from actorgrad.ops.linalg_decompositions import (
+    LinAlgError,
+    _mH,
+    _mT,
+    batch_prefix,
+    check_floating,
+    check_square,
+    square_matrices,
+)
 from actorgrad.ops.linalg_outputs import SavedFactors, record_outputs
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.record import Rule, record
@@ -120,6 +128,29 @@ def _svd_grad(ops: Any, g: tuple, self: Any, factors: SavedFactors) -> Any:
 SVD = Rule("LinalgSvdBackward0", (("self", "factors"), _svd_grad))
 
 
+def converged(op: str, function: Any, x: Any, **kwargs: Any) -> Any:
+    """function(x) (xp.linalg's svd, eigh or eigvalsh), with PyTorch's LinAlgError where it does not converge
+    rather than numpy's."""
+    try:
+        return function(x, **kwargs)
+    except np.linalg.LinAlgError:
+        raise _not_converged(op, x) from None
+
+
+def _not_converged(op: str, x: Any) -> LinAlgError:
+    """PyTorch's error, naming the first matrix of a batch that holds a NaN; LAPACK's error code, which PyTorch
+    adds where no NaN is to blame (and for eigh), is not known here."""
+    host = np.asarray(x.get() if hasattr(x, "get") else x).reshape((-1,) + x.shape[-2:])
+    with_nan = np.flatnonzero(np.isnan(host).any(axis=(-2, -1)))
+    prefix = batch_prefix(x, int(with_nan[0])) if with_nan.size else ""
+    if with_nan.size and op == "linalg.svd":
+        return LinAlgError(f"{op}: {prefix}The algorithm failed to converge because the input matrix contained "
+                           "non-finite values.")
+    values = "singular values" if op == "linalg.svd" else "eigenvalues"
+    return LinAlgError(f"{op}: {prefix}The algorithm failed to converge because the input matrix is ill-conditioned "
+                       f"or has too many repeated {values}.")
+
+
 def _check_matrices(op: str, A: Tensor) -> Any:
     x = A._data
     if x.ndim < 2:
@@ -142,7 +173,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> 
     require_tensors("linalg_svd", A=A)
     x = _check_matrices("linalg.svd", A)
     _check_driver(A, driver)
-    outputs = A._device.xp.linalg.svd(x, full_matrices=full_matrices)
+    outputs = converged("linalg.svd", A._device.xp.linalg.svd, x, full_matrices=full_matrices)
     return SvdResult(*record_outputs(SVD, outputs, (A,), save_outputs=True))
 
 
@@ -153,7 +184,7 @@ def svdvals(A: Tensor, *, driver: str | None = None) -> Tensor:
     _check_driver(A, driver)
     if A.requires_grad and _grad_enabled.get():  # as PyTorch: output 1 of the SVD's node, whose backward needs U, Vh
         return svd(A, full_matrices=False).S
-    return record(SVD, A._device.xp.linalg.svd(x, compute_uv=False), (A,))
+    return record(SVD, converged("linalg.svd", A._device.xp.linalg.svd, x, compute_uv=False), (A,))
 
 
 def _eigh_grad(ops: Any, g: tuple, self: Any, factors: SavedFactors) -> Any:
@@ -197,7 +228,8 @@ def eigh(A: Tensor, UPLO: str = "L") -> EighResult:
     require_tensors("linalg_eigh", input=A)
     x = _eigh_input(A)
     uplo = _check_uplo(UPLO)
-    return EighResult(*record_outputs(EIGH, A._device.xp.linalg.eigh(x, UPLO=uplo), (A,), save_outputs=True))
+    outputs = converged("linalg.eigh", A._device.xp.linalg.eigh, x, UPLO=uplo)
+    return EighResult(*record_outputs(EIGH, outputs, (A,), save_outputs=True))
 
 
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
@@ -207,7 +239,7 @@ def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     uplo = _check_uplo(UPLO)
     if A.requires_grad and _grad_enabled.get():  # as PyTorch: output 0 of eigh's node, whose backward needs V
         return eigh(A, uplo).eigenvalues
-    return record(EIGH, A._device.xp.linalg.eigvalsh(x, UPLO=uplo), (A,))
+    return record(EIGH, converged("linalg.eigh", A._device.xp.linalg.eigvalsh, x, UPLO=uplo), (A,))
 
 
 def _copyltu(ops: Any, M: Any) -> Any:
@@ -323,11 +355,11 @@ def pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = N
     xp = A._device.xp
     if hermitian:
         check_square("linalg.eigh", A, complex_ok=True)
-        values, vectors = xp.linalg.eigh(x)
+        values, vectors = converged("linalg.eigh", xp.linalg.eigh, x)
         magnitudes = xp.abs(values)
         inverse = _reciprocals_above(xp, values, magnitudes, _tolerance(xp, x, magnitudes, atol, rtol))
         return record(PINV, (vectors * inverse[..., None, :]) @ xp.swapaxes(vectors, -1, -2).conj(), (A,))
-    u, s, vh = xp.linalg.svd(x, full_matrices=False)
+    u, s, vh = converged("linalg.svd", xp.linalg.svd, x, full_matrices=False)
     inverse = _reciprocals_above(xp, s, s, _tolerance(xp, x, s, atol, rtol))
     return record(PINV, (xp.swapaxes(vh, -1, -2).conj() * inverse[..., None, :]) @ xp.swapaxes(u, -1, -2).conj(),
                   (A,))
@@ -346,9 +378,9 @@ def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: An
     xp = A._device.xp
     if hermitian and x.size:  # an empty batch is PyTorch's to count whatever its matrices' shape
         square_matrices("linalg.eigh", A)
-        s = xp.flip(xp.sort(xp.abs(xp.linalg.eigvalsh(x)), axis=-1), -1)
+        s = xp.flip(xp.sort(xp.abs(converged("linalg.eigh", xp.linalg.eigvalsh, x)), axis=-1), -1)
     else:
-        s = xp.linalg.svd(x, compute_uv=False)
+        s = converged("linalg.svd", xp.linalg.svd, x, compute_uv=False)
     rank = (s > _tolerance(xp, x, s, atol, rtol)).sum(-1).astype(np.int64)
     return Tensor(xp.asarray(rank), device=A._device)  # one matrix's sum is a numpy scalar
 

@@ -180,19 +180,13 @@ def _check_rows(op: str, a: Any, b: Any) -> None:
                            f"each b matrix is {b.shape[-2]} by {b.shape[-1]}")
 
 
-def solve_with_factor(ops: Any, b: Any, factor: Any, upper: bool) -> Any:
-    """x with A x = b for A = L L^H (L = factor's lower triangle), or A = U^H U (U its upper one) when `upper`."""
-    y = ops.solve_triangular(_mH(ops, factor) if upper else factor, b, False, True, False)
-    return ops.solve_triangular(factor if upper else _mH(ops, factor), y, True, True, False)
-
-
 def _cholesky_solve_b_grad(ops: Any, g: Any, other: Any, upper: bool, self_shape: tuple) -> Any:
-    return ops.sum_to(solve_with_factor(ops, g, other, upper), self_shape)
+    return ops.sum_to(ops.cholesky_solve(g, other, upper), self_shape)
 
 
 def _cholesky_solve_factor_grad(ops: Any, g: Any, other: Any, result: Any, upper: bool, other_shape: tuple) -> Any:
     """PyTorch's cholesky_solve_backward: with C = gB X^H + X gB^H, -L C (-C L for a lower factor)."""
-    common = solve_with_factor(ops, g, other, upper) @ _mH(ops, result)
+    common = ops.cholesky_solve(g, other, upper) @ _mH(ops, result)
     common = common + _mH(ops, common)
     return ops.sum_to(-(other @ common) if upper else -(common @ other), other_shape)
 
@@ -219,7 +213,7 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor
     _check_solvable("cholesky_solve_cpu", a.dtype, complex_ok=True)
     same_device(input, input2)
     _batch("cholesky_solve", b, a)
-    data = solve_with_factor(input._device.ops, b, a, upper)
+    data = input._device.ops.cholesky_solve(b, a, upper)
     return record(CHOLESKY_SOLVE, data, (input, input2), upper=upper, self_shape=b.shape, other_shape=a.shape)
 
 
@@ -246,7 +240,7 @@ def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:
     _check_solvable("cholesky_inverse_out_cpu", x.dtype, complex_ok=True)
     xp = input._device.xp
     identity = xp.broadcast_to(xp.eye(x.shape[-1], dtype=x.dtype), x.shape)
-    return record(CHOLESKY_INVERSE, solve_with_factor(input._device.ops, identity, x, upper), (input,), upper=upper)
+    return record(CHOLESKY_INVERSE, input._device.ops.cholesky_solve(identity, x, upper), (input,), upper=upper)
 
 
 METHODS: dict[str, Any] = {

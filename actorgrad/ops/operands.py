@@ -298,6 +298,16 @@ def data_as(t: Tensor, dtype: np.dtype) -> np.ndarray:
     return data if data.dtype == dtype else data.astype(dtype)
 
 
+def dim_in_range(dim: int, ndim: int) -> int:
+    """dim as a non-negative index into `ndim` dims, or PyTorch's IndexError, in the words of the ops (as
+    linalg.cross and linalg.matrix_norm) whose message names no op."""
+    if not ndim:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+    return dim % ndim
+
+
 def broadcast_error(op: str, *shapes: tuple[int, ...]) -> RuntimeError:
     """PyTorch's error for operands that don't broadcast, in its words: the last clashing dim and its sizes."""
     ndim = max(len(s) for s in shapes)
