@@ -15,6 +15,7 @@ import numpy as np
 from actorgrad.amp.autocast import autocast_call, autocast_state
 from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.linalg import matmul
+from actorgrad.ops.linalg_cholesky import cholesky
 from actorgrad.ops.linalg_composites import (
     cond,
     cross,
@@ -29,7 +30,6 @@ from actorgrad.ops.linalg_composites import (
 from actorgrad.ops.linalg_decompositions import (
     LinAlgError,
     check_floating,
-    cholesky,
     inv,
     solve,
 )

@@ -17,7 +17,7 @@ from actorgrad.distributions.distribution import Distribution
 from actorgrad.distributions.multivariate_normal import VectorNormal, mahalanobis, solve_lower
 from actorgrad.distributions.utils import lazy_property
 from actorgrad.ops.linalg import matmul
-from actorgrad.ops.linalg_decompositions import cholesky
+from actorgrad.ops.linalg_cholesky import cholesky
 from actorgrad.random_tensors import randn
 from actorgrad.tensor import Tensor
 

@@ -13,7 +13,7 @@ from actorgrad.distributions.distribution import Distribution
 from actorgrad.distributions.utils import lazy_property
 from actorgrad.ops.index_sets import broadcast_shapes  # PyTorch's error for shapes that do not broadcast
 from actorgrad.ops.linalg import matmul
-from actorgrad.ops.linalg_decompositions import cholesky
+from actorgrad.ops.linalg_cholesky import cholesky
 from actorgrad.ops.linalg_triangular import solve_triangular
 from actorgrad.random_tensors import randn
 from actorgrad.tensor import Tensor

@@ -14,7 +14,7 @@ from actorgrad.distributions import constraints
 from actorgrad.distributions.transform_base import Transform
 from actorgrad.distributions.utils import tril_matrix_to_vec, vec_to_tril_matrix
 from actorgrad.ops.activations import softplus
-from actorgrad.ops.linalg_decompositions import cholesky
+from actorgrad.ops.linalg_cholesky import cholesky
 from actorgrad.ops.padding import pad
 from actorgrad.tensor import Tensor
 

@@ -26,7 +26,8 @@ from actorgrad.distributions.utils import is_number, lazy_property
 from actorgrad.ops.gamma import digamma, mvlgamma
 from actorgrad.ops.index_sets import broadcast_shapes  # PyTorch's error for shapes that do not broadcast
 from actorgrad.ops.linalg import matmul
-from actorgrad.ops.linalg_decompositions import cholesky, slogdet
+from actorgrad.ops.linalg_cholesky import cholesky
+from actorgrad.ops.linalg_decompositions import slogdet
 from actorgrad.ops.sections import diag_embed
 from actorgrad.ops.selection import where
 from actorgrad.random_tensors import randn

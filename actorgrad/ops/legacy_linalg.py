@@ -16,8 +16,9 @@ from actorgrad.ops.aliases import _adjoint
 from actorgrad.ops.flag_arguments import check_flags
 from actorgrad.ops.joining import cat
 from actorgrad.ops.linalg import outer
+from actorgrad.ops.linalg_cholesky import cholesky_factor
 from actorgrad.ops.linalg_composites import householder_product
-from actorgrad.ops.linalg_decompositions import cholesky_factor, square_matrices
+from actorgrad.ops.linalg_decompositions import square_matrices
 from actorgrad.ops.linalg_triangular import _check_solvable
 from actorgrad.ops.operands import SCALAR_NAMES, require_tensors
 from actorgrad.ops.reductions import normalize_dims

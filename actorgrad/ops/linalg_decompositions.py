@@ -1,4 +1,4 @@
-"""Inverses, determinants, linear solves and the Cholesky factor of (batches of) square matrices, with PyTorch's
+"""Inverses, determinants and linear solves of (batches of) square matrices, with PyTorch's
 gradient rules (`actorgrad.linalg` and the top-level inverse, det, logdet, slogdet).
 
 Each rule is written with matrix products, transposes and `ops.inv` / `ops.solve` (themselves recorded ops), so a
@@ -73,15 +73,6 @@ def _products_of_others(ops: Any, s: Any) -> Any:
     return ops.concatenate(tuple(products), -1)
 
 
-def _cholesky_grad(ops: Any, g: Any, result: Any) -> Any:
-    """PyTorch's cholesky_backward: with X = L^H gL, gA = L^-H (tril(X) + tril(X, -1)^H) / 2 L^-1; symmetric for
-    real matrices, and for complex ones Hermitian but for the imaginary parts of X's diagonal, which PyTorch keeps
-    (no Hermitian change of A sees them)."""
-    x = _mH(ops, result) @ g
-    inverse = ops.inv(result)
-    return _mH(ops, inverse) @ ((ops.tril(x, 0) + _mH(ops, ops.tril(x, -1))) * 0.5) @ inverse
-
-
 def _solve_other_grad(ops: Any, g: Any, self: Any, vector: bool, other_shape: tuple) -> Any:
     grad = ops.solve(_mH(ops, self), ops.reshape(g, g.shape + (1,)) if vector else g)
     return ops.sum_to(ops.reshape(grad, grad.shape[:-1]) if vector else grad, other_shape)
@@ -115,7 +106,6 @@ SOLVE = Rule(
     (("self", "result", "vector", "self_shape"), _solve_self_grad),
     (("self", "vector", "other_shape"), _solve_other_grad),
 )
-CHOLESKY = Rule("LinalgCholeskyExBackward0", (("result",), _cholesky_grad))
 
 
 def check_square(op: str, input: Tensor, name: str = "A", *, complex_ok: bool = False) -> Any:
@@ -360,62 +350,6 @@ def solved(xp: Any, a: Any, b: Any) -> Any:
     """The solution of a x = b for a batch of matrices b, the batch dims broadcast (CuPy's solve takes equal ones)."""
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     return xp.linalg.solve(xp.broadcast_to(a, batch + a.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:]))
-
-
-def read_by_cholesky(xp: Any, x: Any, upper: bool) -> Any:
-    """The matrices whose lower triangles a Cholesky factorization reads: x, or with `upper` x^H, whose lower
-    triangle holds x's upper one (PyTorch's upper=True factors A's upper triangle, as LAPACK's uplo 'U')."""
-    return xp.swapaxes(x, -1, -2).conj() if upper else x
-
-
-def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
-    """The lower-triangular L with A = L L^H (only A's lower triangle is read), or with upper=True the upper U with
-    A = U^H U (only A's upper triangle read)."""
-    check_flags("linalg_cholesky", upper=upper)
-    require_tensors("linalg_cholesky", input=A)
-    return cholesky_factor(A, check_square("linalg.cholesky", A, complex_ok=True), upper, "linalg.cholesky")
-
-
-def cholesky_factor(A: Tensor, x: Any, upper: bool, op: str) -> Tensor:
-    """cholesky of A, whose array x has passed the checks, with the error for a matrix that is not
-    positive-definite naming `op` (torch.cholesky's says "cholesky")."""
-    xp = A._device.xp
-    x = read_by_cholesky(xp, x, upper)
-    lower = xp.tril(x)
-    symmetric = lower + xp.swapaxes(xp.tril(x, -1), -1, -2).conj()
-    try:
-        factor = cholesky_or_raise(xp, symmetric)
-    except np.linalg.LinAlgError:
-        raise _not_positive_definite(symmetric, op) from None
-    out = record(CHOLESKY, factor, (A,))
-    return out.mH if upper else out
-
-
-def cholesky_or_raise(xp: Any, symmetric: Any) -> Any:
-    """The Cholesky factors of a batch of Hermitian matrices, or numpy's LinAlgError where one is not
-    positive-definite, also where the factorization meets a NaN (LAPACK's potrf fails there, as PyTorch's; numpy's
-    leaves NaNs)."""
-    with reporting(xp):
-        factor = xp.linalg.cholesky(symmetric)
-    if bool(xp.isnan(xp.diagonal(factor, 0, -2, -1)).any()):
-        raise np.linalg.LinAlgError("a NaN on the factor's diagonal")
-    return factor
-
-
-def _not_positive_definite(x: Any, op: str) -> LinAlgError:
-    """PyTorch's error: the batch element and the order of the first leading minor that is not positive-definite."""
-    host = np.asarray(x.get() if hasattr(x, "get") else x).reshape((-1,) + x.shape[-2:])
-    for i, matrix in enumerate(host):
-        for order in range(1, matrix.shape[0] + 1):
-            try:
-                cholesky_or_raise(np, matrix[:order, :order])
-            except np.linalg.LinAlgError:
-                return LinAlgError(
-                    f"{op}: {batch_prefix(x, i)}The factorization could not be completed because the "
-                    f"input is not positive-definite (the leading minor of order {order} is not positive-definite)."
-                )
-    return LinAlgError(f"{op}: The factorization could not be completed because the input is not "
-                       "positive-definite.")
 
 
 METHODS: dict[str, Any] = {"inverse": inverse, "det": det, "logdet": logdet, "slogdet": slogdet}

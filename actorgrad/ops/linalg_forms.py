@@ -21,8 +21,8 @@ from actorgrad.devices.triangular import permutation
 from actorgrad.grad_mode import _grad_enabled
 from actorgrad.ops import linalg_decompositions as decompositions
 from actorgrad.ops.flag_arguments import check_flags
+from actorgrad.ops.linalg_cholesky import CHOLESKY, cholesky_or_raise, read_by_cholesky
 from actorgrad.ops.linalg_decompositions import (
-    CHOLESKY,
     INV,
     LinAlgError,
     _mH,
@@ -136,10 +136,10 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
     check_flags("linalg_cholesky_ex", upper=upper, check_errors=check_errors)
     require_tensors("linalg_cholesky_ex", A=A)
     xp = A._device.xp
-    x = decompositions.read_by_cholesky(xp, check_square("linalg.cholesky", A, complex_ok=True), upper)
+    x = read_by_cholesky(xp, check_square("linalg.cholesky", A, complex_ok=True), upper)
     lower = xp.tril(x)
     try:
-        factor = decompositions.cholesky_or_raise(xp, lower + xp.swapaxes(xp.tril(x, -1), -1, -2).conj())
+        factor = cholesky_or_raise(xp, lower + xp.swapaxes(xp.tril(x, -1), -1, -2).conj())
         info = xp.zeros(x.shape[:-2], dtype=np.int32)
     except np.linalg.LinAlgError:
         factor, info = (_hermitian_cholesky_kernel if x.dtype.kind == "c" else cholesky_kernel)(xp, x)
