@@ -32,6 +32,7 @@ enclosing_task: ContextVar[Any] = ContextVar("actorgrad_enclosing_task", default
 # PyTorch's limit on reentrant backward nesting (its engine's max_recursion_depth_).
 MAX_REENTRANT_DEPTH = 60
 _staging = threading.Lock()  # GraphTask.stage's read-add-store, across threads
+_first_error = threading.Lock()  # GraphTask.record_error, from the event loop and streams' threads
 
 
 class NestedIn:
@@ -391,10 +392,20 @@ class GraphTask:
 
     def fail(self, node: Any, error: BaseException) -> None:
         """Stop the pass: the first error wins and is re-raised to the caller, naming the node."""
-        if self.error is None:
-            error.add_note(f"raised by {node.name()} (sequence_nr={node.sequence_nr}) during backward")
-            self.error = error
-            self.error_node = node
+        self.record_error(node, error)
+        self.stop()
+
+    def record_error(self, node: Any, error: BaseException) -> None:
+        """Keep the pass's first error, naming the node. A stream's thread calls this as its kernel fails: the
+        pass may reach its end (its streams synchronized) before the event loop runs the `stop` it is sent."""
+        with _first_error:
+            if self.error is None:
+                error.add_note(f"raised by {node.name()} (sequence_nr={node.sequence_nr}) during backward")
+                self.error = error
+                self.error_node = node
+
+    def stop(self) -> None:
+        """Stop the pass early, on the event loop: no more of its nodes run, its async backwards are cancelled."""
         self.stopped = True
         self.finish()
         self.cancel_async()

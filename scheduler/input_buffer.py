@@ -46,7 +46,9 @@ class InputBuffer:
                 total = held[0][1] + held[1][1]
                 fresh = total.__class__ is ndarray  # a new array no one else holds: add the rest in place
                 for _, grad in held[2:]:
-                    if fresh:
+                    # In place only where the sum keeps its shape: a tensor reshaped in place under no_grad
+                    # (unsqueeze_, say) sends its later messages in the new shape, which broadcasts larger.
+                    if fresh and grad.shape == total.shape:
                         total += grad
                     else:
                         total = total + grad

@@ -230,8 +230,9 @@ def _queue(task: Any, node: Any, grads: list, stream: Any, device: Any, runs: bo
             for out, result in zip(outputs, results or ()):
                 if out is not None:
                     out[...] = 0 if result is None else result
-        except Exception as error:  # noqa: BLE001 - reported to the pass, on the event loop
-            token.run_sync_soon(task.fail, node, error)
+        except Exception as error:  # noqa: BLE001 - kept by the pass now, which stops on the event loop
+            task.record_error(node, error)
+            token.run_sync_soon(task.stop)
             return
         finally:
             stream.started_ns = None
