@@ -446,8 +446,12 @@ def test_indexing_with_any_index_matches_numpy_or_is_an_index_error(shape, index
     try:
         expected = data[index]
     except IndexError:
-        with pytest.raises(IndexError):
-            x[index]
+        try:
+            out = x[index]
+        except IndexError:
+            return
+        # as PyTorch's, an index tensor's positions are checked only where the result has elements
+        assert out.numel() == 0 and 0 in shape, f"{index} indexed {shape} where numpy refuses it"
         return
     out = x[index]
     np.testing.assert_array_equal(out.detach().numpy(), expected)
