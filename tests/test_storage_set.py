@@ -92,3 +92,16 @@ def test_the_deprecated_out_of_place_resize_reshapes_with_a_gradient_and_keeps_t
         assert x.resize_as(ag.zeros(3, 2)).shape == (3, 2)
     with pytest.warns(UserWarning), pytest.raises(RuntimeError, match=r"requested resize to 4 \(4 elements in total"):
         x.resize(4)
+
+
+def test_an_in_place_change_of_the_old_base_of_a_view_set_elsewhere_leaves_it_alone():
+    for b in (ag.zeros(4, dtype=ag.float64), ag.zeros(4, dtype=ag.float64, requires_grad=True).clone()):
+        v = b[1:3]
+        v.set_(ag.zeros(2, dtype=ag.float64))
+        b.add_(1)
+        assert b.tolist() == [1.0] * 4 and v.tolist() == [0.0, 0.0]
+
+
+def test_set_names_unsigned_dtypes_in_its_refusal():
+    with pytest.raises(RuntimeError, match="Could not set tensor of type float to a tensor of type unsigned int"):
+        ag.zeros(2, dtype=ag.uint32).set_(ag.zeros(2, dtype=ag.float32))

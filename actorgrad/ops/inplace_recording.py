@@ -244,6 +244,8 @@ def _invalidate_views(self: Tensor) -> None:
     token = _grad_enabled.set(True)  # the raising node is recorded even when the write ran in no_grad mode
     try:
         for view in list(views):
+            if view._base is None:  # set_ pointed it at other memory: no longer a view
+                continue
             fn = view._grad_fn
             if fn is None:  # a view taken in no_grad mode
                 candidate = no_grad_views

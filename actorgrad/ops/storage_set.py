@@ -20,7 +20,8 @@ __all__: list[str] = []
 
 # The C++ type names PyTorch's set_ names dtypes by.
 CPP_TYPES = {np.dtype(t): name for t, name in (
-    (np.bool_, "bool"), (np.uint8, "unsigned char"), (np.int8, "signed char"), (np.int16, "short int"),
+    (np.bool_, "bool"), (np.uint8, "unsigned char"), (np.uint16, "unsigned short"), (np.uint32, "unsigned int"),
+    (np.uint64, "unsigned long"), (np.int8, "signed char"), (np.int16, "short int"),
     (np.int32, "int"), (np.int64, "long int"), (np.float16, "c10::Half"), (np.float32, "float"),
     (np.float64, "double"), (np.complex64, "c10::complex<float>"), (np.complex128, "c10::complex<double>"),
 )}
@@ -71,7 +72,7 @@ def set_(self: Tensor, source: Any = None, storage_offset: int = 0, size: Any = 
     if data.shape != self._data.shape:  # a leaf's next graphs need an accumulator expecting its new shape
         self._accumulator = None
     self._data = data
-    self._base = None  # it views the new memory, not its old base's
+    self._base = None  # it views the new memory, not its old base's (the base's view walks skip it)
     bump_version(self)
     return self
 
