@@ -53,6 +53,12 @@ def metadata_of(shape: tuple, dtype: Any, device: Device) -> tuple[InputMetadata
     return metadata
 
 
+def expandable_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Does `shape` broadcast to `target` (PyTorch's is_expandable_to): a gradient of `target`'s shape then sums
+    back to it."""
+    return len(shape) <= len(target) and all(s == 1 or s == t for s, t in zip(shape[::-1], target[::-1]))
+
+
 class Node:
     """One backward function of the graph; subclasses say how to turn output gradients into input gradients.
 
@@ -144,9 +150,7 @@ class Node:
         else refused, where PyTorch refuses it at that node. Formulas give their inputs' shapes, so this is checked
         only where gradients leave the graph (leaves, and the inputs grad() returns)."""
         shape = self.input_metadata[slot][0]
-        if len(grad.shape) < len(shape) or any(
-            s != 1 and s != g for s, g in zip(shape[::-1], grad.shape[::-1], strict=False)
-        ):
+        if not expandable_to(shape, grad.shape):
             raise RuntimeError(
                 f"invalid gradient for a tensor of shape {list(shape)}: got {list(grad.shape)}, which is not shape "
                 f"compatible with it. A tensor between it and the output was reshaped in place (t_, transpose_, "

@@ -16,14 +16,12 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from actorgrad.accumulate_grad import gradient_edge
 from actorgrad.autograd.function_outputs import alias_input, note_views, pack_function_saved, take_dirty, wrap_output
 from actorgrad.formula_node import MODIFIED, SECOND_BACKWARD, modified_error
 from actorgrad.grad_mode import _grad_enabled, no_grad, set_grad_enabled
 from actorgrad.hooks import grad_tensor, own_staged_grads
-from actorgrad.node import InputMetadata, Node
+from actorgrad.node import InputMetadata, Node, expandable_to
 from actorgrad.saved_tensors import _saved_tensors_hooks
 from actorgrad.tensor import Tensor
 
@@ -170,7 +168,7 @@ class BackwardCFunction(FunctionCtx, Node):
                 out.append(g if recorded else g._data)
                 continue
             shape, dtype, device = input_metadata
-            if g.shape != shape and _broadcast_shape(shape, g.shape) != g.shape:
+            if g.shape != shape and not expandable_to(shape, g.shape):
                 raise RuntimeError(
                     f"Function {self.name()} returned an invalid gradient at index {i} - got {list(g.shape)} "
                     f"but expected shape compatible with {list(shape)}"
@@ -192,13 +190,6 @@ class BackwardCFunction(FunctionCtx, Node):
             g = g if recorded else g._data
             out.append(ops.cast(ops.sum_to(g, shape), dtype))
         return out
-
-
-def _broadcast_shape(a: tuple, b: tuple) -> tuple | None:
-    try:
-        return np.broadcast_shapes(a, b)
-    except ValueError:
-        return None
 
 
 class Function:

@@ -26,7 +26,7 @@ _SCATTER_NAMES = {"sum": "sum", "prod": "prod", "mean": "sum", "max": "amax", "a
 _IDENTITIES = {"sum": 0.0, "prod": 1.0, "mean": np.nan, "amax": -np.inf, "amin": np.inf}
 
 
-def _checked_counts(name: str, counts: Any, unsafe: bool) -> np.ndarray:
+def _checked_counts(name: str, counts: Any) -> np.ndarray:
     """`lengths` or `offsets` as an int64 array, after PyTorch's type checks."""
     if not isinstance(counts, Tensor):
         raise TypeError(f"segment_reduce(): argument '{name}' must be Tensor, not {type(counts).__name__}")
@@ -49,12 +49,12 @@ def _offsets(data: Tensor, lengths: Tensor | None, offsets: Tensor | None, axis:
         raise RuntimeError(f"segment_reduce(): expected lengths or offsets of shape {[*data.shape[:axis], '*']} "
                            f"(one row per slice before axis {axis}), got {list(given.shape)}")
     if offsets is not None:
-        bounds = _checked_counts("offsets", offsets, unsafe)
+        bounds = _checked_counts("offsets", offsets)
         if (np.diff(bounds, axis=-1) < 0).any():
             raise RuntimeError("Expected segment_length >= 0 to be true, but got false.  (Could this error message be "
                                "improved?  If so, please report an enhancement request to PyTorch.)")
         return bounds
-    counts = _checked_counts("lengths", lengths, unsafe)
+    counts = _checked_counts("lengths", lengths)
     if counts.size == 0:
         raise RuntimeError("min(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
                            "reduction dim with the 'dim' argument.")
