@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from actorgrad.ops.flag_arguments import check_flags
-from actorgrad.ops.linalg_decompositions import LinAlgError, _mH, batch_prefix, check_square, reporting
+from actorgrad.ops.linalg_decompositions import LinAlgError, _mH, batch_prefix, check_square, host_matrices, reporting
 from actorgrad.ops.operands import require_tensors
 from actorgrad.ops.record import Rule, record
 from actorgrad.tensor import Tensor
@@ -71,7 +71,7 @@ def cholesky_or_raise(xp: Any, symmetric: Any) -> Any:
 
 def _not_positive_definite(x: Any, op: str) -> LinAlgError:
     """PyTorch's error: the batch element and the order of the first leading minor that is not positive-definite."""
-    host = np.asarray(x.get() if hasattr(x, "get") else x).reshape((-1,) + x.shape[-2:])
+    host = host_matrices(x)
     for i, matrix in enumerate(host):
         for order in range(1, matrix.shape[0] + 1):
             try:

@@ -171,9 +171,15 @@ def batch_prefix(x: Any, index: int) -> str:
     return f"(Batch element {index}): " if x.ndim > 2 else ""
 
 
+def host_matrices(x: Any) -> np.ndarray:
+    """A batch of matrices (a GPU array copied over) as one batch dim on the host, where errors find the failing
+    one."""
+    return np.asarray(x.get() if hasattr(x, "get") else x).reshape((-1,) + x.shape[-2:])
+
+
 def _singular(op: str, x: Any) -> LinAlgError:
     """PyTorch's error for a singular matrix: the batch element and the LU factor's zero diagonal element."""
-    host = np.asarray(x.get() if hasattr(x, "get") else x).reshape((-1,) + x.shape[-2:])
+    host = host_matrices(x)
     for i, matrix in enumerate(host):
         k = _zero_pivot(matrix)
         if k:

@@ -24,6 +24,7 @@ from actorgrad.ops.linalg_decompositions import (
     batch_prefix,
     check_floating,
     check_square,
+    host_matrices,
     square_matrices,
 )
 from actorgrad.ops.linalg_outputs import SavedFactors, record_outputs
@@ -140,7 +141,7 @@ def converged(op: str, function: Any, x: Any, **kwargs: Any) -> Any:
 def _not_converged(op: str, x: Any) -> LinAlgError:
     """PyTorch's error, naming the first matrix of a batch that holds a NaN; LAPACK's error code, which PyTorch
     adds where no NaN is to blame (and for eigh), is not known here."""
-    host = np.asarray(x.get() if hasattr(x, "get") else x).reshape((-1,) + x.shape[-2:])
+    host = host_matrices(x)
     with_nan = np.flatnonzero(np.isnan(host).any(axis=(-2, -1)))
     prefix = batch_prefix(x, int(with_nan[0])) if with_nan.size else ""
     if with_nan.size and op == "linalg.svd":
